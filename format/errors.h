@@ -1,0 +1,27 @@
+// Errors that say where: "<file> @<offset>: <what>", with the offset also
+// attached to the status so tools can report it as a field.
+#ifndef SHARDPACK_FORMAT_ERRORS_H_
+#define SHARDPACK_FORMAT_ERRORS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace shardpack::internal {
+
+// Debian's Abseil has its own string_view; this is the one crossing point.
+inline absl::string_view AsAbsl(std::string_view s) { return {s.data(), s.size()}; }
+
+// DataLossError "<name> @<offset>: <what>" carrying `offset`.
+absl::Status DataLossAt(std::string_view name, uint64_t offset,
+                        std::string_view what);
+
+// The offset attached by DataLossAt, if any.
+std::optional<uint64_t> ErrorOffset(const absl::Status& status);
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_FORMAT_ERRORS_H_

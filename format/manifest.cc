@@ -1,0 +1,212 @@
+#include "shardpack/manifest.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "nlohmann/json.hpp"
+#include "format/errors.h"
+#include "shardpack/status.h"
+
+namespace shardpack {
+namespace {
+
+using internal::AsAbsl;
+using Json = nlohmann::ordered_json;
+
+// Typed access to a JSON object that reports the path of what is wrong.
+class Fields {
+ public:
+  Fields(const Json& object, std::string where) : object_(object), where_(std::move(where)) {}
+
+  absl::Status Error(std::string_view field, std::string_view what) const {
+    return absl::DataLossError(absl::StrCat(where_, ".", AsAbsl(field), ": ", AsAbsl(what)));
+  }
+  absl::StatusOr<const Json*> Get(std::string_view key, Json::value_t type) const {
+    auto it = object_.find(key);
+    if (it == object_.end()) return Error(key, "missing");
+    bool ok = it->type() == type ||
+              (type == Json::value_t::number_unsigned && it->is_number_unsigned());
+    if (!ok) return Error(key, absl::StrCat("expected ", Json(type).type_name(),
+                                            ", found ", it->type_name()));
+    return &*it;
+  }
+  absl::StatusOr<std::string> String(std::string_view key) const {
+    SP_ASSIGN_OR_RETURN(const Json* v, Get(key, Json::value_t::string));
+    return v->get<std::string>();
+  }
+  absl::StatusOr<uint64_t> Unsigned(std::string_view key, uint64_t max = UINT64_MAX) const {
+    SP_ASSIGN_OR_RETURN(const Json* v, Get(key, Json::value_t::number_unsigned));
+    uint64_t n = v->get<uint64_t>();
+    if (n > max) return Error(key, absl::StrCat(n, " is out of range (at most ", max, ")"));
+    return n;
+  }
+
+ private:
+  const Json& object_;
+  std::string where_;
+};
+
+absl::StatusOr<Schema> ParseSchema(const Json& j, const std::string& where) {
+  Fields f(j, where);
+  Schema schema;
+  SP_ASSIGN_OR_RETURN(std::string encoding, f.String("encoding"));
+  SP_ASSIGN_OR_RETURN(std::string layout, f.String("layout"));
+  auto e = ParseEncoding(encoding);
+  auto l = ParseLayout(layout);
+  if (!e) return f.Error("encoding", absl::StrCat("unknown encoding '", encoding, "'"));
+  if (!l) return f.Error("layout", absl::StrCat("unknown layout '", layout, "'"));
+  schema.image.encoding = *e;
+  schema.image.layout = *l;
+  SP_ASSIGN_OR_RETURN(uint64_t height, f.Unsigned("height", UINT32_MAX));
+  SP_ASSIGN_OR_RETURN(uint64_t width, f.Unsigned("width", UINT32_MAX));
+  SP_ASSIGN_OR_RETURN(uint64_t channels, f.Unsigned("channels", 255));
+  schema.image.height = static_cast<uint32_t>(height);
+  schema.image.width = static_cast<uint32_t>(width);
+  schema.image.channels = static_cast<uint8_t>(channels);
+  SP_ASSIGN_OR_RETURN(const Json* labels, f.Get("labels", Json::value_t::array));
+  if (labels->size() > kMaxLabels) return f.Error("labels", "too many label fields");
+  for (size_t i = 0; i < labels->size(); ++i) {
+    std::string at = absl::StrCat(where, ".labels[", i, "]");
+    if (!(*labels)[i].is_object()) return absl::DataLossError(at + ": expected object");
+    Fields lf((*labels)[i], at);
+    LabelField field;
+    SP_ASSIGN_OR_RETURN(field.name, lf.String("name"));
+    SP_ASSIGN_OR_RETURN(const Json* classes, lf.Get("classes", Json::value_t::array));
+    for (const Json& c : *classes) {
+      if (!c.is_string()) return lf.Error("classes", "expected strings");
+      field.classes.push_back(c.get<std::string>());
+    }
+    schema.labels.push_back(std::move(field));
+  }
+  return schema;
+}
+
+// Shard paths are relative and stay inside the dataset directory.
+bool SafeRelativePath(std::string_view path) {
+  if (path.empty() || path.front() == '/' || path.find('\0') != std::string_view::npos) {
+    return false;
+  }
+  for (absl::string_view part : absl::StrSplit(AsAbsl(path), '/')) {
+    if (part == ".." || part == "." || part.empty()) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
+  if (!j.is_object()) return absl::DataLossError(name + ": not a JSON object");
+  Fields f(j, name);
+  Manifest m;
+  SP_ASSIGN_OR_RETURN(std::string format, f.String("format"));
+  if (format != "shardpack") {
+    return f.Error("format", absl::StrCat("'", format, "' is not a shardpack manifest"));
+  }
+  SP_ASSIGN_OR_RETURN(std::string version, f.String("version"));
+  std::vector<std::string> parts = absl::StrSplit(version, '.');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &m.version_major) ||
+      !absl::SimpleAtoi(parts[1], &m.version_minor)) {
+    return f.Error("version", absl::StrCat("'", version, "' is not MAJOR.MINOR"));
+  }
+  if (m.version_major != kManifestMajorVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name, ": dataset format version ", version, " is not supported (this build reads ",
+        kManifestMajorVersion, ".x)"));
+  }
+  SP_ASSIGN_OR_RETURN(std::string backend, f.String("backend"));
+  if (backend == "shard") {
+    m.backend = Backend::kShard;
+  } else if (backend == "lmdb") {
+    m.backend = Backend::kLmdb;
+  } else if (backend == "hdf5") {
+    m.backend = Backend::kHdf5;
+  } else {
+    return f.Error("backend", absl::StrCat("unknown backend '", backend, "'"));
+  }
+  SP_ASSIGN_OR_RETURN(const Json* schema, f.Get("schema", Json::value_t::object));
+  SP_ASSIGN_OR_RETURN(m.schema, ParseSchema(*schema, name + ".schema"));
+  SP_ASSIGN_OR_RETURN(uint64_t records, f.Unsigned("records"));
+  SP_ASSIGN_OR_RETURN(const Json* shards, f.Get("shards", Json::value_t::array));
+  for (size_t i = 0; i < shards->size(); ++i) {
+    std::string at = absl::StrCat(name, ".shards[", i, "]");
+    if (!(*shards)[i].is_object()) return absl::DataLossError(at + ": expected object");
+    Fields sf((*shards)[i], at);
+    ShardEntry e;
+    SP_ASSIGN_OR_RETURN(e.path, sf.String("path"));
+    if (!SafeRelativePath(e.path)) {
+      return sf.Error("path", absl::StrCat("'", e.path, "' is not a path inside the dataset"));
+    }
+    SP_ASSIGN_OR_RETURN(e.records, sf.Unsigned("records"));
+    SP_ASSIGN_OR_RETURN(e.bytes, sf.Unsigned("bytes"));
+    SP_ASSIGN_OR_RETURN(std::string crc, sf.String("crc32c"));
+    if (crc.size() != 8 || !absl::SimpleHexAtoi(crc, &e.crc32c)) {
+      return sf.Error("crc32c", absl::StrCat("'", crc, "' is not 8 hex digits"));
+    }
+    m.shards.push_back(std::move(e));
+  }
+  if (m.records() != records) {
+    return f.Error("records", absl::StrCat(records, " but the shards hold ", m.records()));
+  }
+  auto pack = j.find("pack");
+  if (pack != j.end()) {
+    if (!pack->is_object()) return f.Error("pack", "expected object");
+    m.pack_json = pack->dump();
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string_view BackendName(Backend b) {
+  switch (b) {
+    case Backend::kShard: return "shard";
+    case Backend::kLmdb: return "lmdb";
+    case Backend::kHdf5: return "hdf5";
+  }
+  return "unknown";
+}
+
+uint64_t Manifest::records() const {
+  uint64_t n = 0;
+  for (const ShardEntry& s : shards) n += s.records;
+  return n;
+}
+
+absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view name) {
+  std::string where(name);
+  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::DataLossError(where + ": not valid JSON");
+  return ParseJson(j, where);
+}
+
+std::string SerializeManifest(const Manifest& m) {
+  Json j;
+  j["format"] = "shardpack";
+  j["version"] = absl::StrCat(m.version_major, ".", m.version_minor);
+  j["backend"] = std::string(BackendName(m.backend));
+  j["records"] = m.records();
+  Json schema;
+  schema["encoding"] = std::string(EncodingName(m.schema.image.encoding));
+  schema["layout"] = std::string(LayoutName(m.schema.image.layout));
+  schema["height"] = m.schema.image.height;
+  schema["width"] = m.schema.image.width;
+  schema["channels"] = m.schema.image.channels;
+  schema["labels"] = Json::array();
+  for (const LabelField& field : m.schema.labels) {
+    schema["labels"].push_back({{"name", field.name}, {"classes", field.classes}});
+  }
+  j["schema"] = schema;
+  j["shards"] = Json::array();
+  for (const ShardEntry& s : m.shards) {
+    char crc[9];
+    std::snprintf(crc, sizeof(crc), "%08" PRIx32, s.crc32c);
+    j["shards"].push_back(
+        {{"path", s.path}, {"records", s.records}, {"bytes", s.bytes}, {"crc32c", crc}});
+  }
+  Json pack = Json::parse(m.pack_json, nullptr, false);
+  j["pack"] = pack.is_object() ? pack : Json::object();
+  return j.dump(2) + "\n";
+}
+
+}  // namespace shardpack

@@ -1,0 +1,257 @@
+// POSIX implementations of the file interface, and the in-memory ones.
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "format/errors.h"
+#include "shardpack/file.h"
+#include "shardpack/status.h"
+
+namespace shardpack {
+namespace {
+
+absl::Status ReadPastEnd(const std::string& name, uint64_t offset, size_t n,
+                         uint64_t size) {
+  return internal::DataLossAt(
+      name, offset,
+      absl::StrCat("read of ", n, " bytes past the end of the file (",
+                   size, " bytes)"));
+}
+
+class MemoryFile : public RandomAccessFile {
+ public:
+  MemoryFile(std::string name, std::span<const uint8_t> data)
+      : name_(std::move(name)), data_(data) {}
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return data_.size(); }
+  const uint8_t* data() const override { return data_.data(); }
+  absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override {
+    if (offset > data_.size() || dst.size() > data_.size() - offset) {
+      return ReadPastEnd(name_, offset, dst.size(), data_.size());
+    }
+    if (!dst.empty()) std::memcpy(dst.data(), data_.data() + offset, dst.size());
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string name_;
+  std::span<const uint8_t> data_;
+};
+
+class StringWritableFile : public WritableFile {
+ public:
+  StringWritableFile(std::string name, std::string* out)
+      : name_(std::move(name)), out_(out) {}
+  const std::string& name() const override { return name_; }
+  absl::Status Append(std::span<const uint8_t> data) override {
+    out_->append(reinterpret_cast<const char*>(data.data()), data.size());
+    return absl::OkStatus();
+  }
+  absl::Status Sync() override { return absl::OkStatus(); }
+
+ private:
+  std::string name_;
+  std::string* out_;
+};
+
+class PosixFile : public RandomAccessFile {
+ public:
+  PosixFile(std::string name, int fd, uint64_t size)
+      : name_(std::move(name)), fd_(fd), size_(size) {}
+  ~PosixFile() override { close(fd_); }
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+  absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override {
+    if (offset > size_ || dst.size() > size_ - offset) {
+      return ReadPastEnd(name_, offset, dst.size(), size_);
+    }
+    size_t done = 0;
+    while (done < dst.size()) {
+      ssize_t n = pread(fd_, dst.data() + done, dst.size() - done, offset + done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoError("read", name_, errno);
+      if (n == 0) return ReadPastEnd(name_, offset + done, dst.size() - done, size_);
+      done += n;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string name_;
+  int fd_;
+  uint64_t size_;
+};
+
+class MappedFile : public RandomAccessFile {
+ public:
+  MappedFile(std::string name, const uint8_t* base, uint64_t size)
+      : name_(std::move(name)), base_(base), size_(size) {}
+  ~MappedFile() override {
+    if (size_ != 0) munmap(const_cast<uint8_t*>(base_), size_);
+  }
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+  const uint8_t* data() const override { return base_; }
+  absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override {
+    if (offset > size_ || dst.size() > size_ - offset) {
+      return ReadPastEnd(name_, offset, dst.size(), size_);
+    }
+    if (!dst.empty()) std::memcpy(dst.data(), base_ + offset, dst.size());
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string name_;
+  const uint8_t* base_;
+  uint64_t size_;
+};
+
+// Opens a regular file for reading and returns its descriptor and size.
+absl::Status OpenForRead(const std::string& path, int* fd, uint64_t* size) {
+  *fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (*fd < 0) return ErrnoError("open", path, errno);
+  struct stat st;
+  if (fstat(*fd, &st) != 0) {
+    int err = errno;
+    close(*fd);
+    return ErrnoError("stat", path, err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(*fd);
+    return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ErrnoError(std::string_view what, std::string_view path, int err) {
+  std::string message =
+      absl::StrCat(internal::AsAbsl(what), " ", internal::AsAbsl(path), ": ", strerror(err));
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(message);
+    case EEXIST:
+      return absl::AlreadyExistsError(message);
+    default:
+      return absl::UnknownError(message);
+  }
+}
+
+std::unique_ptr<RandomAccessFile> NewMemoryFile(std::string name,
+                                                std::span<const uint8_t> data) {
+  return std::make_unique<MemoryFile>(std::move(name), data);
+}
+
+std::unique_ptr<WritableFile> NewStringWritableFile(std::string name,
+                                                    std::string* out) {
+  return std::make_unique<StringWritableFile>(std::move(name), out);
+}
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(const std::string& path) {
+  int fd;
+  uint64_t size;
+  SP_RETURN_IF_ERROR(OpenForRead(path, &fd, &size));
+  return std::make_unique<PosixFile>(path, fd, size);
+}
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::string& path) {
+  int fd;
+  uint64_t size;
+  SP_RETURN_IF_ERROR(OpenForRead(path, &fd, &size));
+  void* base = nullptr;
+  if (size != 0) {
+    base = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+      int err = errno;
+      close(fd);
+      return ErrnoError("mmap", path, err);
+    }
+    madvise(base, size, MADV_SEQUENTIAL);
+  }
+  close(fd);  // the mapping keeps the file
+  return std::make_unique<MappedFile>(path, static_cast<const uint8_t*>(base), size);
+}
+
+absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(std::string path) {
+  std::string partial = path + ".partial";
+  int fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("create", partial, errno);
+  return std::unique_ptr<AtomicFile>(new AtomicFile(std::move(path), std::move(partial), fd));
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) close(fd_);
+  if (!committed_) unlink(partial_.c_str());
+}
+
+absl::Status AtomicFile::Append(std::span<const uint8_t> data) {
+  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": already committed"));
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd_, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("write", partial_, errno);
+    done += n;
+  }
+  size_ += data.size();
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFile::Sync() {
+  if (fd_ >= 0 && fdatasync(fd_) != 0) return ErrnoError("fsync", partial_, errno);
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFile::Commit() {
+  SP_RETURN_IF_ERROR(Sync());
+  if (close(fd_) != 0) {
+    fd_ = -1;
+    return ErrnoError("close", partial_, errno);
+  }
+  fd_ = -1;
+  if (rename(partial_.c_str(), path_.c_str()) != 0) {
+    return ErrnoError("rename", partial_, errno);
+  }
+  committed_ = true;
+  // Make the rename itself durable.
+  std::string dir = path_;
+  int dfd = open(dirname(dir.data()), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
+  SP_ASSIGN_OR_RETURN(auto file, OpenPosixFile(path));
+  std::string contents(file->size(), '\0');
+  SP_RETURN_IF_ERROR(file->ReadExact(
+      0, {reinterpret_cast<uint8_t*>(contents.data()), contents.size()}));
+  return contents;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+  SP_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
+  SP_RETURN_IF_ERROR(file->Append(
+      {reinterpret_cast<const uint8_t*>(contents.data()), contents.size()}));
+  return file->Commit();
+}
+
+}  // namespace shardpack

@@ -1,0 +1,114 @@
+// The small file interface through which the format code reads and writes.
+//
+// Format code never opens a path: it is handed a RandomAccessFile or a
+// WritableFile. Tests hand it memory; tools and the reader hand it POSIX
+// files (see OpenPosixFile and AtomicFile below). This is LevelDB's Env idea,
+// kept to what we use.
+#ifndef SHARDPACK_FILE_H_
+#define SHARDPACK_FILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace shardpack {
+
+// Positional reads of a file of fixed size. Implementations are thread-safe:
+// ReadExact may be called from several threads at once.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+
+  // The name used in error messages (usually the path).
+  virtual const std::string& name() const = 0;
+  virtual uint64_t size() const = 0;
+
+  // Reads exactly dst.size() bytes starting at `offset` into dst. A read that
+  // would pass the end of the file is a DataLossError naming the file and
+  // offset; an I/O failure is an error with errno's text.
+  virtual absl::Status ReadExact(uint64_t offset,
+                                 std::span<uint8_t> dst) const = 0;
+
+  // The whole file as memory, when the file is memory (in-memory or
+  // mmapped): callers may then read without copying. Null otherwise.
+  // Valid for the life of the file.
+  virtual const uint8_t* data() const { return nullptr; }
+};
+
+// Sequential writes. Not thread-safe.
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual const std::string& name() const = 0;
+  virtual absl::Status Append(std::span<const uint8_t> data) = 0;
+  // Makes everything appended so far durable (fsync). A no-op in memory.
+  virtual absl::Status Sync() = 0;
+};
+
+// A RandomAccessFile over borrowed memory; `data` must outlive the file.
+std::unique_ptr<RandomAccessFile> NewMemoryFile(
+    std::string name, std::span<const uint8_t> data);
+
+// Maps `path` read-only (for tmpfs and page-cached files: reads are then
+// plain memory accesses, and data() is non-null).
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(
+    const std::string& path);
+
+// A WritableFile that appends to `*out`, which must outlive the file.
+std::unique_ptr<WritableFile> NewStringWritableFile(std::string name,
+                                                    std::string* out);
+
+// Opens `path` for positional reads with pread. NotFoundError if it does not
+// exist, another error naming the path otherwise.
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(
+    const std::string& path);
+
+// A file that appears at its final path only when complete.
+//
+// Bytes go to `<path>.partial`. Commit() fsyncs it, renames it to `path` and
+// fsyncs the directory, so a crash leaves either nothing or the whole file at
+// `path`. Destroying an uncommitted AtomicFile removes the partial file.
+class AtomicFile : public WritableFile {
+ public:
+  // Fails if the partial file cannot be created. An existing file at `path`
+  // is replaced on Commit().
+  static absl::StatusOr<std::unique_ptr<AtomicFile>> Create(std::string path);
+  ~AtomicFile() override;
+
+  const std::string& name() const override { return path_; }
+  absl::Status Append(std::span<const uint8_t> data) override;
+  absl::Status Sync() override;
+  absl::Status Commit();
+
+  // Bytes appended so far.
+  uint64_t size() const { return size_; }
+
+ private:
+  AtomicFile(std::string path, std::string partial, int fd)
+      : path_(std::move(path)), partial_(std::move(partial)), fd_(fd) {}
+  std::string path_;
+  std::string partial_;
+  int fd_;
+  uint64_t size_ = 0;
+  bool committed_ = false;
+};
+
+// Reads a whole (small) file, e.g. a manifest. NotFoundError if missing.
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
+
+// Writes `contents` to `path` through an AtomicFile.
+absl::Status WriteFileAtomically(const std::string& path,
+                                 std::string_view contents);
+
+// Appends ": <strerror(err)>" context: "<what> <path>: <reason>", with a code
+// that matches errno (NotFound for ENOENT, PermissionDenied for EACCES, ...).
+absl::Status ErrnoError(std::string_view what, std::string_view path, int err);
+
+}  // namespace shardpack
+
+#endif  // SHARDPACK_FILE_H_

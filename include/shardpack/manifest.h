@@ -1,0 +1,77 @@
+// The dataset manifest: `manifest.json` in a dataset directory.
+//
+// A dataset is a directory holding manifest.json and its shards. The manifest
+// is written last, so a directory without one is not (yet) a dataset.
+// docs/format.md lists every field.
+#ifndef SHARDPACK_MANIFEST_H_
+#define SHARDPACK_MANIFEST_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "shardpack/record.h"
+
+namespace shardpack {
+
+// Manifest format version this build writes. Any 1.x manifest is read; other
+// majors are rejected with an error naming both versions.
+inline constexpr int kManifestMajorVersion = 1;
+inline constexpr int kManifestMinorVersion = 0;
+
+inline constexpr char kManifestFileName[] = "manifest.json";
+
+enum class Backend { kShard, kLmdb, kHdf5 };
+std::string_view BackendName(Backend b);  // "shard", "lmdb", "hdf5"
+
+// One label field of the schema; record.labels[i] belongs to field i.
+struct LabelField {
+  std::string name;                  // "label", or "fine" / "coarse"
+  std::vector<std::string> classes;  // class i's name; may be empty
+  friend bool operator==(const LabelField&, const LabelField&) = default;
+};
+
+// What every record of the dataset looks like. For datasets of encoded images
+// of varying size, height and width are 0 and channels may be 0.
+struct Schema {
+  ImageInfo image;  // encoding, layout, and the fixed shape if there is one
+  std::vector<LabelField> labels;
+  friend bool operator==(const Schema&, const Schema&) = default;
+};
+
+struct ShardEntry {
+  std::string path;      // relative to the dataset directory
+  uint64_t records = 0;
+  uint64_t bytes = 0;    // file size
+  uint32_t crc32c = 0;   // CRC-32C of the whole file
+  friend bool operator==(const ShardEntry&, const ShardEntry&) = default;
+};
+
+struct Manifest {
+  int version_major = kManifestMajorVersion;
+  int version_minor = kManifestMinorVersion;
+  Backend backend = Backend::kShard;
+  Schema schema;
+  std::vector<ShardEntry> shards;  // in record order
+  // How the dataset was packed (source, options, tool version), as a JSON
+  // object serialized to text. Default "{}".
+  std::string pack_json = "{}";
+
+  uint64_t records() const;
+  friend bool operator==(const Manifest&, const Manifest&) = default;
+};
+
+// Parses manifest text. `name` (usually the path) prefixes error messages.
+// DataLossError for malformed JSON or missing/ill-typed fields;
+// FailedPreconditionError for an unsupported major version.
+absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view name);
+
+// Serializes to pretty-printed JSON ending in a newline. Deterministic: the
+// same manifest always gives the same bytes.
+std::string SerializeManifest(const Manifest& manifest);
+
+}  // namespace shardpack
+
+#endif  // SHARDPACK_MANIFEST_H_

@@ -1,0 +1,41 @@
+// Records and shards made by tests, in memory.
+#ifndef SHARDPACK_TESTS_TESTING_SHARD_FIXTURES_H_
+#define SHARDPACK_TESTS_TESTING_SHARD_FIXTURES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shardpack/record.h"
+#include "shardpack/shard.h"
+
+namespace shardpack::testing {
+
+// A record that owns its bytes; record() views them.
+struct OwnedRecord {
+  std::string key;
+  Labels labels;
+  ImageInfo image;
+  std::vector<uint8_t> payload;
+  std::vector<uint8_t> extra;
+
+  Record record() const { return Record{key, labels, image, payload, extra}; }
+};
+
+// Deterministic pseudo-random bytes (splitmix64 of seed and position).
+std::vector<uint8_t> PatternBytes(uint64_t seed, size_t n);
+
+// A raw image record of the given shape with pattern pixels.
+OwnedRecord RawRecord(uint64_t i, uint32_t h, uint32_t w, uint8_t c,
+                      Layout layout = Layout::kHWC);
+
+// A "jpeg" record holding `n` pattern bytes (the format does not decode).
+OwnedRecord JpegLikeRecord(uint64_t i, size_t n);
+
+// Writes `records` into a shard in memory and returns its bytes.
+std::string WriteShard(const std::vector<OwnedRecord>& records,
+                       const ShardWriterOptions& options = {});
+
+}  // namespace shardpack::testing
+
+#endif  // SHARDPACK_TESTS_TESTING_SHARD_FIXTURES_H_

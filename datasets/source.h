@@ -1,0 +1,87 @@
+// The interface every input adapter (CIFAR binaries, image folders, list
+// files) offers to the packer.
+//
+// A Source is opened once: it lists its items (records to be) in their
+// natural order and knows the schema. Items are prepared by SourceWorkers,
+// one per packing thread, which keep their decoders and buffers for life.
+#ifndef SHARDPACK_DATASETS_SOURCE_H_
+#define SHARDPACK_DATASETS_SOURCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "shardpack/manifest.h"
+#include "shardpack/record.h"
+
+namespace shardpack::datasets {
+
+// What to do with a bad input.
+enum class OnError {
+  kSkip,  // leave it out, list it in skipped.tsv, count it (the default)
+  kFail,  // stop; the pack fails and leaves no output
+};
+
+// An input left out, with the reason. `path` is the input file (for CIFAR:
+// the file, with the byte offset in `reason`).
+struct Skipped {
+  std::string path;
+  std::string reason;
+};
+
+// One item prepared for writing. Owns its bytes; a worker reuses the same
+// PreparedRecord for many items, so buffers keep their capacity.
+struct PreparedRecord {
+  std::string key;
+  Labels labels;
+  ImageInfo image;
+  std::vector<uint8_t> payload;
+
+  Record view() const { return Record{key, labels, image, payload, {}}; }
+};
+
+// Prepares items. Not thread-safe: one per thread.
+class SourceWorker {
+ public:
+  virtual ~SourceWorker() = default;
+  // Fills `out` with item i (0 <= i < Source::size()). A non-OK status means
+  // item i is a bad input; its message names the input (and the offset where
+  // one applies) and says what is wrong, in one line.
+  virtual absl::Status Prepare(size_t i, PreparedRecord* out) = 0;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+
+  // Number of items, in the source's natural order (sorted files; CIFAR
+  // records in file order).
+  virtual size_t size() const = 0;
+
+  // Schema of the records: encoding, layout, fixed shape if any, label
+  // fields with class names.
+  virtual const Schema& schema() const = 0;
+
+  // The input file behind item i (for skipped.tsv and messages).
+  virtual std::string ItemPath(size_t i) const = 0;
+
+  // Problems found while opening that skip mode reports and continues past
+  // (an empty class folder, a truncated CIFAR tail, a bad list-file line).
+  // In fail mode, opening returns the first such problem as its error.
+  virtual const std::vector<Skipped>& open_problems() const = 0;
+
+  // Total bytes of the input files (for the summary and MB/s).
+  virtual uint64_t input_bytes() const = 0;
+
+  // A description of the source and its options, as a JSON object text,
+  // stored in the manifest's "pack" object under "source".
+  virtual std::string ParamsJson() const = 0;
+
+  virtual std::unique_ptr<SourceWorker> NewWorker() const = 0;
+};
+
+}  // namespace shardpack::datasets
+
+#endif  // SHARDPACK_DATASETS_SOURCE_H_

@@ -1,0 +1,337 @@
+// Keeps docs/format.md true. The spec's worked example is an annotated hex
+// dump of a tiny shard; this test writes the same shard with ShardWriter and
+// compares it with the dump byte for byte, so a layout change that does not
+// also change the spec fails here. The spec's manifest examples are checked
+// against ParseManifest and SerializeManifest the same way.
+//
+// Grammar of the dump, the body of the fenced block opened by
+// "```hex worked-example":
+//   OFFSET: HH HH ...    the bytes at file offset OFFSET (hex)
+//   FIRST-LAST: zero     bytes FIRST..LAST (hex, inclusive) are all zero
+//   # ...                a comment, alone or after either form
+// The lines must cover the whole file in order, from offset 0 to its last
+// byte, with no gap and no overlap.
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shardpack/crc32c.h"
+#include "shardpack/file.h"
+#include "shardpack/manifest.h"
+#include "shardpack/record.h"
+#include "shardpack/shard.h"
+#include "tests/testing/shard_fixtures.h"
+#include "tests/testing/status_matchers.h"
+
+namespace shardpack {
+namespace {
+
+using testing::OwnedRecord;
+
+// The spec, found from this file's own path (tests/format/ -> docs/).
+std::filesystem::path SpecPath() {
+  return std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "docs" /
+         "format.md";
+}
+
+std::optional<std::string> ReadSpec() {
+  std::ifstream in(SpecPath(), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::span<const uint8_t> Bytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// One line of a fenced block, with its line number in docs/format.md.
+struct SpecLine {
+  int number = 0;
+  std::string text;
+};
+
+// The body of the fenced block opened by the line "```<info>", or nullopt.
+std::optional<std::vector<SpecLine>> FencedBlock(const std::string& doc,
+                                                 std::string_view info) {
+  std::istringstream in(doc);
+  std::string line;
+  int number = 0;
+  bool inside = false;
+  std::vector<SpecLine> body;
+  const std::string opening = "```" + std::string(info);
+  while (std::getline(in, line)) {
+    ++number;
+    std::string_view t = Trim(line);
+    if (!inside) {
+      inside = t == opening;
+      continue;
+    }
+    if (t.starts_with("```")) return body;
+    body.push_back({number, line});
+  }
+  return std::nullopt;  // not found, or never closed
+}
+
+std::string JoinLines(const std::vector<SpecLine>& lines) {
+  std::string out;
+  for (const SpecLine& l : lines) out += l.text + "\n";
+  return out;
+}
+
+bool ParseHex(std::string_view s, uint64_t* value) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *value, 16);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+// One line of the dump: explicit bytes, or a run of zeros.
+struct DumpLine {
+  int number = 0;  // line in docs/format.md
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool zero = false;
+  std::vector<uint8_t> bytes;  // when !zero
+};
+
+absl::Status DumpError(int number, const std::string& what) {
+  return absl::InvalidArgumentError("docs/format.md:" + std::to_string(number) + ": " + what);
+}
+
+absl::StatusOr<DumpLine> ParseDumpLine(const SpecLine& line) {
+  std::string_view t = line.text;
+  t = Trim(t.substr(0, t.find('#')));
+  DumpLine out;
+  out.number = line.number;
+  size_t colon = t.find(':');
+  if (colon == std::string_view::npos) return DumpError(line.number, "expected 'OFFSET: ...'");
+  std::string_view where = Trim(t.substr(0, colon));
+  std::string_view what = Trim(t.substr(colon + 1));
+  size_t dash = where.find('-');
+  if (dash != std::string_view::npos) {
+    uint64_t last = 0;
+    if (!ParseHex(where.substr(0, dash), &out.offset) || !ParseHex(where.substr(dash + 1), &last) ||
+        last < out.offset || what != "zero") {
+      return DumpError(line.number, "expected 'FIRST-LAST: zero'");
+    }
+    out.zero = true;
+    out.size = last - out.offset + 1;
+    return out;
+  }
+  if (!ParseHex(where, &out.offset)) return DumpError(line.number, "bad offset");
+  std::istringstream in{std::string(what)};
+  std::string token;
+  while (in >> token) {
+    uint64_t byte = 0;
+    if (token.size() != 2 || !ParseHex(token, &byte)) {
+      return DumpError(line.number, "'" + token + "' is not a hex byte");
+    }
+    out.bytes.push_back(static_cast<uint8_t>(byte));
+  }
+  if (out.bytes.empty()) return DumpError(line.number, "no bytes");
+  out.size = out.bytes.size();
+  return out;
+}
+
+absl::StatusOr<std::vector<DumpLine>> ParseDump(const std::vector<SpecLine>& block) {
+  std::vector<DumpLine> dump;
+  for (const SpecLine& line : block) {
+    std::string_view t = Trim(line.text);
+    if (t.empty() || t.front() == '#') continue;
+    absl::StatusOr<DumpLine> parsed = ParseDumpLine(line);
+    if (!parsed.ok()) return parsed.status();
+    dump.push_back(*std::move(parsed));
+  }
+  return dump;
+}
+
+std::string Hex8(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%08llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// The file in the dump's grammar, 16 bytes a line, runs of 16 or more zero
+// bytes folded: printed when the spec and the writer disagree, as a start
+// for updating the spec.
+std::string RenderDump(const std::string& file) {
+  std::string out;
+  size_t i = 0;
+  while (i < file.size()) {
+    size_t zeros = i;
+    while (zeros < file.size() && file[zeros] == 0) ++zeros;
+    if (zeros - i >= 16) {
+      out += Hex8(i) + "-" + Hex8(zeros - 1) + ": zero\n";
+      i = zeros;
+      continue;
+    }
+    size_t end = std::min(file.size(), i + 16);
+    out += Hex8(i) + ":";
+    for (size_t j = i; j < end; ++j) {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), " %02x", static_cast<uint8_t>(file[j]));
+      out += buf;
+    }
+    out += "\n";
+    i = end;
+  }
+  return out;
+}
+
+// The worked example of docs/format.md: two records, no compression, the
+// default block size.
+std::vector<OwnedRecord> WorkedExampleRecords() {
+  OwnedRecord a;
+  a.key = "a";
+  a.labels = {7};
+  a.image = {Encoding::kRaw, Layout::kHWC, 2, 2, 3};
+  a.payload = {0xff, 0x00, 0x00, 0x00, 0xff, 0x00,   // red, green
+               0x00, 0x00, 0xff, 0xff, 0xff, 0xff};  // blue, white
+  OwnedRecord b;
+  b.key = "b/c.jpg";
+  b.labels = {1, 2};
+  b.image = {Encoding::kJpeg, Layout::kHWC, 1, 1, 3};
+  b.payload = {0xff, 0xd8, 0xff, 0xd9};  // SOI, EOI: stands in for a JPEG file
+  b.extra = {0xe5, 0x7a};
+  return {a, b};
+}
+
+std::string WorkedExampleShard() {
+  return testing::WriteShard(WorkedExampleRecords(), ShardWriterOptions{});
+}
+
+class FormatSpecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::optional<std::string> spec = ReadSpec();
+    ASSERT_TRUE(spec.has_value()) << "cannot read " << SpecPath();
+    spec_ = *std::move(spec);
+  }
+
+  std::vector<SpecLine> Block(std::string_view info) {
+    std::optional<std::vector<SpecLine>> block = FencedBlock(spec_, info);
+    EXPECT_TRUE(block.has_value()) << SpecPath() << " has no block \"```" << info << "\"";
+    return block.value_or(std::vector<SpecLine>{});
+  }
+
+  std::string spec_;
+};
+
+TEST_F(FormatSpecTest, WorkedExampleDumpIsWhatTheWriterWrites) {
+  const std::string file = WorkedExampleShard();
+  std::vector<SpecLine> block = Block("hex worked-example");
+  ASSERT_FALSE(block.empty());
+  SP_ASSERT_OK_AND_ASSIGN(std::vector<DumpLine> dump, ParseDump(block));
+
+  uint64_t next = 0;
+  bool same = true;
+  for (const DumpLine& line : dump) {
+    if (line.offset != next) {
+      ADD_FAILURE() << "docs/format.md:" << line.number << ": starts at " << Hex8(line.offset)
+                    << ", but the previous line ends at " << Hex8(next)
+                    << " (the dump must cover the file in order, no gap or overlap)";
+      same = false;
+      break;
+    }
+    if (line.offset + line.size > file.size()) {
+      ADD_FAILURE() << "docs/format.md:" << line.number << ": passes the end of the "
+                    << file.size() << "-byte shard";
+      same = false;
+      break;
+    }
+    for (uint64_t i = 0; i < line.size; ++i) {
+      uint8_t want = line.zero ? 0 : line.bytes[i];
+      uint8_t got = static_cast<uint8_t>(file[line.offset + i]);
+      if (want != got) {
+        ADD_FAILURE() << "docs/format.md:" << line.number << ": byte " << Hex8(line.offset + i)
+                      << " is " << Hex8(want).substr(6) << " in the spec, "
+                      << Hex8(got).substr(6) << " from the writer";
+        same = false;
+        break;
+      }
+    }
+    next = line.offset + line.size;
+  }
+  if (same && next != file.size()) {
+    ADD_FAILURE() << "the dump ends at " << Hex8(next) << ", the shard at "
+                  << Hex8(file.size());
+    same = false;
+  }
+  if (!same) {
+    ADD_FAILURE() << "the writer's bytes, to update docs/format.md from:\n" << RenderDump(file);
+  }
+}
+
+TEST_F(FormatSpecTest, WorkedExampleReadsBackAndVerifies) {
+  const std::string file = WorkedExampleShard();
+  const std::vector<OwnedRecord> records = WorkedExampleRecords();
+  auto mem = NewMemoryFile("example.shard", Bytes(file));
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, ShardReader::Open(mem.get()));
+  ASSERT_EQ(reader->index().num_records(), records.size());
+  ASSERT_EQ(reader->index().num_blocks(), 1u);
+  for (size_t i = 0; i < records.size(); ++i) {
+    SP_ASSERT_OK_AND_ASSIGN(Record got, reader->ReadRecord(i));
+    EXPECT_TRUE(SameContents(got, records[i].record())) << "record " << i;
+  }
+  ShardVerifyResult v = VerifyShard(*mem);
+  EXPECT_TRUE(v.ok()) << (v.problems.empty() ? "" : v.problems[0].message);
+  EXPECT_EQ(v.file_crc32c, Crc32c(Bytes(file)));
+}
+
+// The manifest entry the spec gives for the worked example carries the
+// shard's real size and whole-file CRC-32C.
+TEST_F(FormatSpecTest, WorkedExampleManifestEntryIsTrue) {
+  const std::string file = WorkedExampleShard();
+  std::vector<SpecLine> block = Block("json worked-example-entry");
+  ASSERT_FALSE(block.empty());
+  const std::string manifest =
+      R"({"format": "shardpack", "version": "1.0", "backend": "shard", "records": 2,
+          "schema": {"encoding": "jpeg", "layout": "hwc", "height": 0, "width": 0,
+                     "channels": 0, "labels": []},
+          "shards": [)" +
+      JoinLines(block) + "]}";
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ParseManifest(manifest, "worked-example-entry"));
+  ASSERT_EQ(m.shards.size(), 1u);
+  EXPECT_EQ(m.shards[0].records, 2u);
+  EXPECT_EQ(m.shards[0].bytes, file.size());
+  EXPECT_EQ(m.shards[0].crc32c, Crc32c(Bytes(file)))
+      << "the shard's CRC-32C is " << Hex8(Crc32c(Bytes(file)));
+}
+
+// The spec's example manifest is exactly what SerializeManifest writes for it
+// (every field, in order, formatted the same way).
+TEST_F(FormatSpecTest, ExampleManifestParsesAndSerializesUnchanged) {
+  std::vector<SpecLine> block = Block("json manifest-example");
+  ASSERT_FALSE(block.empty());
+  const std::string text = JoinLines(block);
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ParseManifest(text, "manifest-example"));
+  EXPECT_EQ(SerializeManifest(m), text);
+}
+
+TEST(FormatSpecCrcTest, CheckValueIsTheOneTheSpecGives) {
+  const std::string check = "123456789";
+  EXPECT_EQ(Crc32c(Bytes(check)), 0xE3069283u);
+}
+
+}  // namespace
+}  // namespace shardpack

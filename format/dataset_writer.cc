@@ -33,7 +33,7 @@ class DatasetWriter::Impl {
 
   absl::StatusOr<Manifest> Finish() {
     SP_RETURN_IF_ERROR(CloseShard());
-    SP_RETURN_IF_ERROR(WriteManifest(options_.directory, manifest_));
+    if (options_.write_manifest) SP_RETURN_IF_ERROR(WriteManifest(options_.directory, manifest_));
     return manifest_;
   }
 

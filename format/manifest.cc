@@ -1,5 +1,6 @@
 #include "shardpack/manifest.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -16,6 +17,38 @@ namespace {
 using internal::AsAbsl;
 using Json = nlohmann::ordered_json;
 
+std::string TypeName(Json::value_t type) {
+  return type == Json::value_t::number_unsigned ? "a non-negative integer"
+                                                : Json(type).type_name();
+}
+
+// "<digits>.<digits>", nothing else (SimpleAtoi alone takes signs and spaces).
+bool ParseVersion(std::string_view text, int* major, int* minor) {
+  size_t dot = text.find('.');
+  auto digits = [](std::string_view s) {
+    return !s.empty() && s.size() <= 6 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (dot == std::string_view::npos || !digits(text.substr(0, dot)) ||
+      !digits(text.substr(dot + 1))) {
+    return false;
+  }
+  *major = std::stoi(std::string(text.substr(0, dot)));
+  *minor = std::stoi(std::string(text.substr(dot + 1)));
+  return true;
+}
+
+// Exactly 8 hex digits.
+bool ParseCrc(std::string_view text, uint32_t* crc) {
+  if (text.size() != 8 || !std::all_of(text.begin(), text.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+      })) {
+    return false;
+  }
+  *crc = static_cast<uint32_t>(std::stoul(std::string(text), nullptr, 16));
+  return true;
+}
+
 // Typed access to a JSON object that reports the path of what is wrong.
 class Fields {
  public:
@@ -29,8 +62,9 @@ class Fields {
     if (it == object_.end()) return Error(key, "missing");
     bool ok = it->type() == type ||
               (type == Json::value_t::number_unsigned && it->is_number_unsigned());
-    if (!ok) return Error(key, absl::StrCat("expected ", Json(type).type_name(),
-                                            ", found ", it->type_name()));
+    if (!ok) return Error(key, absl::StrCat("expected ", TypeName(type), ", found ",
+                                            it->is_number() ? "a number of another kind"
+                                                            : it->type_name()));
     return &*it;
   }
   absl::StatusOr<std::string> String(std::string_view key) const {
@@ -104,9 +138,7 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
     return f.Error("format", absl::StrCat("'", format, "' is not a shardpack manifest"));
   }
   SP_ASSIGN_OR_RETURN(std::string version, f.String("version"));
-  std::vector<std::string> parts = absl::StrSplit(version, '.');
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &m.version_major) ||
-      !absl::SimpleAtoi(parts[1], &m.version_minor)) {
+  if (!ParseVersion(version, &m.version_major, &m.version_minor)) {
     return f.Error("version", absl::StrCat("'", version, "' is not MAJOR.MINOR"));
   }
   if (m.version_major != kManifestMajorVersion) {
@@ -140,8 +172,11 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
     SP_ASSIGN_OR_RETURN(e.records, sf.Unsigned("records"));
     SP_ASSIGN_OR_RETURN(e.bytes, sf.Unsigned("bytes"));
     SP_ASSIGN_OR_RETURN(std::string crc, sf.String("crc32c"));
-    if (crc.size() != 8 || !absl::SimpleHexAtoi(crc, &e.crc32c)) {
+    if (!ParseCrc(crc, &e.crc32c)) {
       return sf.Error("crc32c", absl::StrCat("'", crc, "' is not 8 hex digits"));
+    }
+    for (const ShardEntry& earlier : m.shards) {
+      if (earlier.path == e.path) return sf.Error("path", absl::StrCat("'", e.path, "' listed twice"));
     }
     m.shards.push_back(std::move(e));
   }

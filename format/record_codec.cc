@@ -106,6 +106,9 @@ absl::StatusOr<Record> DecodeRecord(std::span<const uint8_t> bytes,
                                 r.image.height, "x", r.image.width, "x",
                                 int{r.image.channels}, " image"));
   }
+  for (size_t i = used; i < bytes.size(); ++i) {
+    if (bytes[i] != 0) return damaged("record padding is not zero");
+  }
   const uint8_t* p = h + kRecordHeaderSize;
   for (int i = 0; i < label_count; ++i, p += 8) r.labels.push_back(LoadLE<int64_t>(p));
   r.key = std::string_view(reinterpret_cast<const char*>(p), key_len);

@@ -60,7 +60,15 @@ absl::StatusOr<BlockView> BlockDecoder::Decode(const ShardIndex& index, size_t b
   }
   if (compression == static_cast<uint8_t>(Compression::kZstd)) {
     // The CRC matched, so a bad frame here means a writer bug, not bit rot;
-    // it is still reported as damage rather than trusted.
+    // it is still reported as damage rather than trusted. A compressed block
+    // is exactly one frame, and smaller than its raw payload (writers store
+    // incompressible blocks raw), so there is one valid encoding per block.
+    if (payload.size() >= info.raw_size ||
+        ZSTD_findFrameCompressedSize(payload.data(), payload.size()) != payload.size()) {
+      return DataLossAt(name, info.offset + internal::kBlockHeaderSize,
+                        absl::StrCat("block ", b, " is not one zstd frame smaller than its ",
+                                     info.raw_size, " raw bytes"));
+    }
     if (scratch_.size() < info.raw_size) scratch_.resize(info.raw_size);
     size_t n = ZSTD_decompressDCtx(zstd_->dctx, scratch_.data(), info.raw_size,
                                    payload.data(), payload.size());

@@ -11,12 +11,14 @@
 //   # ...                a comment, alone or after either form
 // The lines must cover the whole file in order, from offset 0 to its last
 // byte, with no gap and no overlap.
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -37,12 +39,12 @@
 namespace shardpack {
 namespace {
 
+using ::testing::HasSubstr;
 using testing::OwnedRecord;
 
 // The spec, found from this file's own path (tests/format/ -> docs/).
 std::filesystem::path SpecPath() {
-  return std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "docs" /
-         "format.md";
+  return std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "docs" / "format.md";
 }
 
 std::optional<std::string> ReadSpec() {
@@ -72,8 +74,7 @@ struct SpecLine {
 };
 
 // The body of the fenced block opened by the line "```<info>", or nullopt.
-std::optional<std::vector<SpecLine>> FencedBlock(const std::string& doc,
-                                                 std::string_view info) {
+std::optional<std::vector<SpecLine>> FencedBlock(const std::string& doc, std::string_view info) {
   std::istringstream in(doc);
   std::string line;
   int number = 0;
@@ -171,6 +172,12 @@ std::string Hex8(uint64_t v) {
   return buf;
 }
 
+std::string Hex2(uint8_t v) {
+  char buf[4];
+  std::snprintf(buf, sizeof(buf), "%02x", v);
+  return buf;
+}
+
 // The file in the dump's grammar, 16 bytes a line, runs of 16 or more zero
 // bytes folded: printed when the spec and the writer disagree, as a start
 // for updating the spec.
@@ -188,14 +195,41 @@ std::string RenderDump(const std::string& file) {
     size_t end = std::min(file.size(), i + 16);
     out += Hex8(i) + ":";
     for (size_t j = i; j < end; ++j) {
-      char buf[4];
-      std::snprintf(buf, sizeof(buf), " %02x", static_cast<uint8_t>(file[j]));
-      out += buf;
+      out += " " + Hex2(static_cast<uint8_t>(file[j]));
     }
     out += "\n";
     i = end;
   }
   return out;
+}
+
+// "" when `dump` covers `file` exactly, in order, with the same bytes;
+// otherwise the first difference, naming the line of docs/format.md.
+std::string CompareWithDump(const std::vector<DumpLine>& dump, const std::string& file) {
+  uint64_t next = 0;
+  for (const DumpLine& line : dump) {
+    const std::string at = "docs/format.md:" + std::to_string(line.number) + ": ";
+    if (line.offset != next) {
+      return at + "starts at " + Hex8(line.offset) + ", but the previous line ends at " +
+             Hex8(next) + " (the dump must cover the file in order, no gap or overlap)";
+    }
+    if (line.offset + line.size > file.size()) {
+      return at + "passes the end of the " + std::to_string(file.size()) + "-byte shard";
+    }
+    for (uint64_t i = 0; i < line.size; ++i) {
+      uint8_t want = line.zero ? 0 : line.bytes[i];
+      uint8_t got = static_cast<uint8_t>(file[line.offset + i]);
+      if (want != got) {
+        return at + "byte " + Hex8(line.offset + i) + " is " + Hex2(want) + " in the spec, " +
+               Hex2(got) + " from the writer";
+      }
+    }
+    next = line.offset + line.size;
+  }
+  if (next != file.size()) {
+    return "the dump ends at " + Hex8(next) + ", the shard at " + Hex8(file.size());
+  }
+  return "";
 }
 
 // The worked example of docs/format.md: two records, no compression, the
@@ -242,44 +276,37 @@ TEST_F(FormatSpecTest, WorkedExampleDumpIsWhatTheWriterWrites) {
   std::vector<SpecLine> block = Block("hex worked-example");
   ASSERT_FALSE(block.empty());
   SP_ASSERT_OK_AND_ASSIGN(std::vector<DumpLine> dump, ParseDump(block));
+  std::string difference = CompareWithDump(dump, file);
+  EXPECT_EQ(difference, "") << "\nthe writer's bytes, to update docs/format.md from:\n"
+                            << RenderDump(file);
+}
 
-  uint64_t next = 0;
-  bool same = true;
-  for (const DumpLine& line : dump) {
-    if (line.offset != next) {
-      ADD_FAILURE() << "docs/format.md:" << line.number << ": starts at " << Hex8(line.offset)
-                    << ", but the previous line ends at " << Hex8(next)
-                    << " (the dump must cover the file in order, no gap or overlap)";
-      same = false;
-      break;
-    }
-    if (line.offset + line.size > file.size()) {
-      ADD_FAILURE() << "docs/format.md:" << line.number << ": passes the end of the "
-                    << file.size() << "-byte shard";
-      same = false;
-      break;
-    }
-    for (uint64_t i = 0; i < line.size; ++i) {
-      uint8_t want = line.zero ? 0 : line.bytes[i];
-      uint8_t got = static_cast<uint8_t>(file[line.offset + i]);
-      if (want != got) {
-        ADD_FAILURE() << "docs/format.md:" << line.number << ": byte " << Hex8(line.offset + i)
-                      << " is " << Hex8(want).substr(6) << " in the spec, "
-                      << Hex8(got).substr(6) << " from the writer";
-        same = false;
-        break;
-      }
-    }
-    next = line.offset + line.size;
-  }
-  if (same && next != file.size()) {
-    ADD_FAILURE() << "the dump ends at " << Hex8(next) << ", the shard at "
-                  << Hex8(file.size());
-    same = false;
-  }
-  if (!same) {
-    ADD_FAILURE() << "the writer's bytes, to update docs/format.md from:\n" << RenderDump(file);
-  }
+// The comparison itself: a changed byte, a gap, an overlap and a dump that
+// stops short are each caught.
+TEST(FormatSpecDumpTest, ComparisonCatchesEveryDifference) {
+  const std::string file("\x01\x02\0\0\0\x03", 6);
+  auto dump_of = [](std::vector<std::string> lines) {
+    std::vector<SpecLine> block;
+    for (std::string& l : lines) block.push_back({0, std::move(l)});
+    return ParseDump(block);
+  };
+  SP_ASSERT_OK_AND_ASSIGN(auto same, dump_of({"0: 01 02  # two", "2-4: zero", "5: 03"}));
+  EXPECT_EQ(CompareWithDump(same, file), "");
+  SP_ASSERT_OK_AND_ASSIGN(auto changed, dump_of({"0: 01 02", "2-4: zero", "5: 04"}));
+  EXPECT_THAT(CompareWithDump(changed, file), HasSubstr("byte 00000005 is 04"));
+  SP_ASSERT_OK_AND_ASSIGN(auto not_zero, dump_of({"0: 01 02", "2-5: zero"}));
+  EXPECT_THAT(CompareWithDump(not_zero, file), HasSubstr("byte 00000005 is 00"));
+  SP_ASSERT_OK_AND_ASSIGN(auto gap, dump_of({"0: 01 02", "3-4: zero", "5: 03"}));
+  EXPECT_THAT(CompareWithDump(gap, file), HasSubstr("starts at 00000003"));
+  SP_ASSERT_OK_AND_ASSIGN(auto overlap, dump_of({"0: 01 02", "1-4: zero", "5: 03"}));
+  EXPECT_THAT(CompareWithDump(overlap, file), HasSubstr("starts at 00000001"));
+  SP_ASSERT_OK_AND_ASSIGN(auto short_dump, dump_of({"0: 01 02", "2-4: zero"}));
+  EXPECT_THAT(CompareWithDump(short_dump, file), HasSubstr("ends at 00000005"));
+  SP_ASSERT_OK_AND_ASSIGN(auto long_dump, dump_of({"0: 01 02", "2-4: zero", "5: 03 00"}));
+  EXPECT_THAT(CompareWithDump(long_dump, file), HasSubstr("passes the end"));
+  EXPECT_FALSE(dump_of({"0: 1 02"}).ok());
+  EXPECT_FALSE(dump_of({"4-2: zero"}).ok());
+  EXPECT_FALSE(dump_of({"0 01"}).ok());
 }
 
 TEST_F(FormatSpecTest, WorkedExampleReadsBackAndVerifies) {

@@ -1,0 +1,207 @@
+// The streaming reader: a dataset in, batches out, ready for a training step.
+//
+//   ReaderOptions options;
+//   options.path = "cifar10-train";
+//   options.batch_size = 512;
+//   options.transform = Transform::CifarTrain();
+//   SP_ASSIGN_OR_RETURN(auto reader, Reader::Open(options));
+//   for (;;) {
+//     absl::StatusOr<Batch> batch = reader->Next();
+//     if (absl::IsOutOfRange(batch.status())) break;   // end of the epoch
+//     if (!batch.ok()) return batch.status();          // damage, with shard and offset
+//     Train(batch->images(), batch->labels());          // valid while `batch` lives
+//   }
+//
+// docs/reader.md explains every option and the contracts the tests check.
+#ifndef SHARDPACK_READER_H_
+#define SHARDPACK_READER_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace shardpack {
+
+// How blocks are read from disk.
+enum class IoEngine {
+  kAuto,    // mmap on tmpfs/ramfs, pread otherwise (the default)
+  kPread,   // pread with posix_fadvise(SEQUENTIAL/WILLNEED)
+  kDirect,  // O_DIRECT into aligned buffers: bypasses the page cache
+  kMmap,    // the file mapped; blocks are parsed in place
+  kUring,   // io_uring with several reads in flight (when built with liburing)
+};
+std::string_view IoEngineName(IoEngine e);
+absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name);
+
+// What happens to each sample between the shard and the batch slot.
+struct Transform {
+  enum class Kind {
+    kNone,        // the stored raw pixels, unchanged (all records one shape)
+    kCifarTrain,  // random crop `size` with zero padding `pad`, random h-flip
+    kCifarEval,   // center crop `size` (the stored image when no padding)
+  };
+  Kind kind = Kind::kNone;
+  int size = 32;  // output side for the crop transforms
+  int pad = 4;    // kCifarTrain: padding around the stored image; if the
+                  // dataset was packed with --pad, the stored padding is used
+                  // first and only the rest is added on the fly
+
+  static Transform None() { return {}; }
+  static Transform CifarTrain(int size = 32, int pad = 4) {
+    return {Kind::kCifarTrain, size, pad};
+  }
+  static Transform CifarEval(int size = 32) { return {Kind::kCifarEval, size, 0}; }
+};
+// "none", "cifar-train", "cifar-eval" (with an optional ":SIZE").
+absl::StatusOr<Transform> ParseTransform(std::string_view text);
+
+enum class OutputLayout { kNHWC, kNCHW };
+enum class DType { kUint8, kFloat32 };
+
+// Records left over when the records do not divide evenly.
+enum class Remainder {
+  kDrop,     // each rank gets floor(N / world) records, and batches are full:
+             // the last partial batch is dropped (the default)
+  kPartial,  // each rank gets floor(N / world) records; the last batch may
+             // be short (Batch::size() < batch_size)
+  kPad,      // each rank gets ceil(N / world) records, padded by repeating
+             // records from the start of the epoch order; the last batch is
+             // padded the same way, so every batch is full
+};
+
+// What a damaged block or sample does.
+enum class OnCorrupt {
+  kError,  // Next() returns the error, naming shard and offset (the default)
+  kSkip,   // the sample is replaced by another record of the same batch
+           // position chosen deterministically, and counted in
+           // Batch::skipped() and ReaderStats::skipped
+};
+
+struct ReaderOptions {
+  std::string path;            // dataset directory or a single .shard file
+  int batch_size = 256;
+  bool shuffle = true;         // per-epoch permutation of blocks + window shuffle
+  // Bytes of blocks held for the shuffle window (records are permuted within
+  // a window of whole blocks). Default 256 MiB. Also the read-ahead depth.
+  uint64_t shuffle_bytes = uint64_t{256} << 20;
+  uint64_t seed = 0;
+  // Distributed reading: this process is `rank` of `world_size`. -1 (the
+  // default) takes RANK / WORLD_SIZE from the environment, else 0 / 1.
+  int rank = -1;
+  int world_size = -1;
+  Remainder remainder = Remainder::kDrop;
+  IoEngine io = IoEngine::kAuto;
+  // Bytes of reads kept in flight ahead of the shuffle window. Default 32 MiB.
+  uint64_t read_ahead_bytes = uint64_t{32} << 20;
+  int threads = 0;             // transform workers; 0: all cores
+  int ring_slots = 4;          // batches in flight (staging slots)
+  Transform transform;
+  OutputLayout layout = OutputLayout::kNHWC;
+  DType dtype = DType::kUint8;
+  // float32 output is (pixel / 255 - mean[c]) / std[c].
+  std::array<float, 3> mean = {0.f, 0.f, 0.f};
+  std::array<float, 3> std = {1.f, 1.f, 1.f};
+  bool keys = false;           // fill Batch::key(i) (off: no per-sample copies)
+  OnCorrupt on_corrupt = OnCorrupt::kError;
+};
+
+// Where a reader is: enough to resume the identical stream.
+struct ReaderState {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t batch = 0;  // batches of `epoch` already delivered
+};
+
+// Where time goes. Each stage's wait is time that stage spent blocked on the
+// stage before it (I/O: the sequencer waiting for blocks; transform: workers
+// waiting for work; consumer: Next() waiting for a finished batch).
+struct ReaderStats {
+  uint64_t batches = 0;
+  uint64_t samples = 0;
+  uint64_t bytes_read = 0;       // from storage
+  uint64_t skipped = 0;
+  double io_wait_s = 0;
+  double transform_wait_s = 0;
+  double consumer_wait_s = 0;
+  uint64_t memory_budget_bytes = 0;  // shuffle window + read-ahead + ring
+};
+
+class Reader;
+
+// A finished batch in a staging slot. Move-only; destroying it returns the
+// slot to the ring. Views are valid while the Batch lives.
+class Batch {
+ public:
+  Batch() = default;
+  Batch(Batch&& other) noexcept;
+  Batch& operator=(Batch&& other) noexcept;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  ~Batch();
+
+  // Samples in this batch (batch_size except a short last batch).
+  int size() const;
+  // Image tensor: size() x H x W x C (NHWC) or size() x C x H x W (NCHW),
+  // uint8 or float32 as configured; shape() gives the four dimensions.
+  const void* images() const;
+  std::array<int64_t, 4> shape() const;
+  uint64_t image_bytes() const;
+  // labels()[i * num_labels() + j] is label j of sample i.
+  const int64_t* labels() const;
+  int num_labels() const;
+  // Position of sample i in the dataset (its global record index).
+  uint64_t record_index(int i) const;
+  // Key of sample i (empty unless ReaderOptions::keys).
+  std::string_view key(int i) const;
+  uint64_t epoch() const;
+  uint64_t index() const;  // batch number within the epoch
+  int skipped() const;     // samples replaced because they were damaged
+
+ private:
+  friend class Reader;
+  struct Slot;
+  Batch(Reader* reader, Slot* slot) : reader_(reader), slot_(slot) {}
+  Reader* reader_ = nullptr;
+  Slot* slot_ = nullptr;
+};
+
+// Thread-compatible: call Next/state/Restore from one thread.
+class Reader {
+ public:
+  static absl::StatusOr<std::unique_ptr<Reader>> Open(const ReaderOptions& options);
+  ~Reader();
+
+  // The next batch. OutOfRangeError once at the end of each epoch; the call
+  // after it starts the next epoch. A damaged sample (with kError) or an I/O
+  // failure comes out here, naming shard and offset.
+  absl::StatusOr<Batch> Next();
+
+  // Batches per epoch on this rank (the same on every rank).
+  uint64_t batches_per_epoch() const;
+  uint64_t records() const;  // records in the dataset
+
+  // The position after the last batch returned by Next().
+  ReaderState state() const;
+  // Continues from `state` (same options otherwise): the stream is the same
+  // as if the batches before it had been read. Costs what filling the
+  // buffers costs, not what reading the skipped batches would.
+  absl::Status Restore(const ReaderState& state);
+
+  ReaderStats stats() const;
+
+ private:
+  friend class Batch;
+  class Impl;
+  explicit Reader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardpack
+
+#endif  // SHARDPACK_READER_H_

@@ -1,0 +1,89 @@
+// The epoch plan: which records a rank reads in an epoch, in which order,
+// and when each read unit is first and last needed.
+//
+// 1. Read units (a block of a shard: one contiguous read) are permuted per
+//    epoch from (seed, epoch).
+// 2. The records, taken unit by unit in that order, form the epoch's global
+//    sequence; rank r of W takes the r-th contiguous share of it. Each share
+//    holds floor(N / W) records, or ceil(N / W) with Remainder::kPad (the
+//    last positions wrap to the start of the sequence), so every rank gets
+//    the same number of batches. A share covers whole units except at its
+//    two ends ("pieces" are a unit, or part of one, used by this rank).
+// 3. The share is ordered: when its pieces fit in the shuffle budget, by a
+//    full permutation; otherwise by a jittered sort (each record keyed by its
+//    piece's position plus a uniform offset in [0, K), K the pieces the
+//    budget holds), so at most about K pieces are in use at any position and
+//    memory stays within the budget without a window boundary to stall on.
+//
+// A plan is a pure function of (units, options, epoch): any thread count and
+// any restore point see the same plan.
+#ifndef SHARDPACK_READER_EPOCH_PLAN_H_
+#define SHARDPACK_READER_EPOCH_PLAN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "shardpack/reader.h"
+
+namespace shardpack::internal {
+
+// A contiguous run of records read in one request (a .shard block).
+struct ReadUnit {
+  uint32_t file = 0;          // index into the dataset's shard files
+  uint32_t block = 0;         // block within the shard
+  uint64_t first_record = 0;  // global index of the unit's first record
+  uint32_t records = 0;
+  uint64_t bytes = 0;         // bytes held in memory while the unit is in use
+};
+
+// A unit, or the part of it that this rank uses.
+struct Piece {
+  uint32_t unit = 0;
+  uint32_t begin = 0;  // records [begin, end) of the unit
+  uint32_t end = 0;
+  uint64_t first_use = 0;  // first and last position that use the piece
+  uint64_t last_use = 0;
+  uint32_t uses = 0;       // positions that use it
+};
+
+// One position of the epoch: record `index` of piece `piece`'s unit.
+struct SampleRef {
+  uint32_t piece = 0;
+  uint32_t index = 0;
+};
+
+struct PlanOptions {
+  bool shuffle = true;
+  uint64_t seed = 0;
+  int rank = 0;
+  int world_size = 1;
+  int batch_size = 1;
+  Remainder remainder = Remainder::kDrop;
+  uint64_t budget_bytes = 0;  // bytes of pieces that may be in use at once
+};
+
+struct EpochPlan {
+  std::vector<Piece> pieces;     // sorted by first_use: the load order
+  std::vector<SampleRef> order;  // one per position, batches * batch_size
+                                 // long (shorter for a partial last batch)
+  uint64_t batches = 0;
+  uint64_t samples_per_rank = 0;  // before padding or dropping
+  bool windowed = false;          // true when the jittered sort was used
+};
+
+EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& options,
+                        uint64_t epoch);
+
+// Global record index of position p.
+inline uint64_t RecordAt(const EpochPlan& plan, const std::vector<ReadUnit>& units,
+                         uint64_t p) {
+  const SampleRef& s = plan.order[p];
+  return units[plan.pieces[s.piece].unit].first_record + s.index;
+}
+
+// Batches per epoch, the same for every rank.
+uint64_t BatchesPerEpoch(uint64_t records, const PlanOptions& options);
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_READER_EPOCH_PLAN_H_

@@ -1,0 +1,174 @@
+// The epoch plan's contracts: coverage, rank disjointness, equal batch
+// counts, memory bound, determinism, and shuffle quality on class-sorted data.
+#include "reader/epoch_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace shardpack::internal {
+namespace {
+
+// `records` records in units of `per_unit` records of `unit_bytes` each.
+std::vector<ReadUnit> Units(uint64_t records, uint32_t per_unit, uint64_t unit_bytes) {
+  std::vector<ReadUnit> units;
+  for (uint64_t first = 0; first < records; first += per_unit) {
+    uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(per_unit, records - first));
+    units.push_back({0, static_cast<uint32_t>(units.size()), first, n, unit_bytes});
+  }
+  return units;
+}
+
+std::vector<uint64_t> Records(const EpochPlan& plan, const std::vector<ReadUnit>& units) {
+  std::vector<uint64_t> out;
+  for (uint64_t p = 0; p < plan.order.size(); ++p) out.push_back(RecordAt(plan, units, p));
+  return out;
+}
+
+TEST(EpochPlanTest, EachRankSeesItsRecordsOnceAndRanksAreDisjointAndComplete) {
+  for (Remainder rem : {Remainder::kDrop, Remainder::kPartial, Remainder::kPad}) {
+    for (int world : {1, 3, 4}) {
+      std::vector<ReadUnit> units = Units(1003, 37, 4096);
+      std::multiset<uint64_t> all;
+      std::set<uint64_t> batches;
+      for (int rank = 0; rank < world; ++rank) {
+        PlanOptions o{true, 7, rank, world, 10, rem, 1 << 20};
+        EpochPlan plan = MakeEpochPlan(units, o, 2);
+        batches.insert(plan.batches);
+        std::vector<uint64_t> recs = Records(plan, units);
+        std::set<uint64_t> mine(recs.begin(), recs.end());
+        if (rem != Remainder::kPad) {
+          EXPECT_EQ(mine.size(), recs.size()) << "a record twice";
+        }
+        if (rem == Remainder::kPartial) {
+          EXPECT_EQ(recs.size(), 1003u / world);
+        }
+        all.insert(mine.begin(), mine.end());
+      }
+      EXPECT_EQ(batches.size(), 1u) << "ranks disagree on the batch count";
+      if (rem == Remainder::kPad) {
+        EXPECT_EQ(std::set<uint64_t>(all.begin(), all.end()).size(), 1003u) << "pad covers all";
+      } else if (rem == Remainder::kPartial) {
+        std::set<uint64_t> distinct(all.begin(), all.end());
+        EXPECT_EQ(distinct.size(), all.size()) << "ranks overlap";
+        EXPECT_EQ(all.size(), 1003u / world * world);
+      } else {
+        std::set<uint64_t> distinct(all.begin(), all.end());
+        EXPECT_EQ(distinct.size(), all.size()) << "ranks overlap";
+      }
+    }
+  }
+}
+
+TEST(EpochPlanTest, BatchCountsFollowTheRemainderRule) {
+  std::vector<ReadUnit> units = Units(1003, 100, 4096);
+  auto batches = [&](Remainder r) {
+    return MakeEpochPlan(units, {false, 0, 1, 4, 16, r, 1 << 20}, 0).batches;
+  };
+  EXPECT_EQ(batches(Remainder::kDrop), 250u / 16);          // 250 a rank, full batches
+  EXPECT_EQ(batches(Remainder::kPartial), (250u + 15) / 16);
+  EXPECT_EQ(batches(Remainder::kPad), (251u + 15) / 16);    // ceil(1003 / 4) = 251
+  EpochPlan pad = MakeEpochPlan(units, {false, 0, 1, 4, 16, Remainder::kPad, 1 << 20}, 0);
+  EXPECT_EQ(pad.order.size(), pad.batches * 16);
+}
+
+TEST(EpochPlanTest, WithoutShuffleTheOrderIsTheDatasetOrder) {
+  std::vector<ReadUnit> units = Units(100, 7, 4096);
+  EpochPlan plan = MakeEpochPlan(units, {false, 0, 0, 1, 10, Remainder::kDrop, 1 << 20}, 5);
+  std::vector<uint64_t> want(100);
+  std::iota(want.begin(), want.end(), 0u);
+  EXPECT_EQ(Records(plan, units), want);
+}
+
+TEST(EpochPlanTest, SameInputsSamePlanAndEpochsDiffer) {
+  std::vector<ReadUnit> units = Units(5000, 50, 4096);
+  PlanOptions o{true, 11, 0, 1, 32, Remainder::kDrop, 1 << 16};
+  EXPECT_EQ(Records(MakeEpochPlan(units, o, 3), units), Records(MakeEpochPlan(units, o, 3), units));
+  EXPECT_NE(Records(MakeEpochPlan(units, o, 3), units), Records(MakeEpochPlan(units, o, 4), units));
+}
+
+TEST(EpochPlanTest, PiecesInUseNeverExceedTheBudget) {
+  // 200 units of 1 MiB, a 16 MiB budget: the jittered sort applies.
+  const uint64_t unit = 1 << 20, budget = 16 << 20;
+  std::vector<ReadUnit> units = Units(200 * 300, 300, unit);
+  EpochPlan plan = MakeEpochPlan(units, {true, 1, 0, 1, 256, Remainder::kDrop, budget}, 0);
+  ASSERT_TRUE(plan.windowed);
+  // Pieces whose [first_use, last_use] spans a position are all held then.
+  std::vector<int64_t> delta(plan.order.size() + 1, 0);
+  for (const Piece& p : plan.pieces) {
+    delta[p.first_use] += 1;
+    delta[p.last_use + 1] -= 1;
+  }
+  int64_t live = 0, peak = 0;
+  for (int64_t d : delta) peak = std::max(peak, live += d);
+  EXPECT_LE(static_cast<uint64_t>(peak) * unit, budget);
+  for (size_t i = 1; i < plan.pieces.size(); ++i) {
+    EXPECT_LE(plan.pieces[i - 1].first_use, plan.pieces[i].first_use);
+  }
+}
+
+double Spearman(const std::vector<uint64_t>& a_order, const std::vector<uint64_t>& b_order) {
+  // Position of each record in two epochs; records are 0..n-1 here.
+  size_t n = a_order.size();
+  std::vector<double> pa(n), pb(n);
+  for (size_t i = 0; i < n; ++i) pa[a_order[i]] = static_cast<double>(i);
+  for (size_t i = 0; i < n; ++i) pb[b_order[i]] = static_cast<double>(i);
+  double d2 = 0;
+  for (size_t i = 0; i < n; ++i) d2 += (pa[i] - pb[i]) * (pa[i] - pb[i]);
+  double dn = static_cast<double>(n);
+  return 1 - 6 * d2 / (dn * (dn * dn - 1));
+}
+
+double MeanBatchEntropy(const std::vector<uint64_t>& order, uint64_t records, int classes,
+                        int batch) {
+  double total = 0;
+  int batches = 0;
+  for (size_t b = 0; b + batch <= order.size(); b += batch, ++batches) {
+    std::map<uint64_t, int> counts;
+    for (int i = 0; i < batch; ++i) counts[order[b + i] * classes / records]++;
+    double h = 0;
+    for (auto [label, n] : counts) h -= n / double(batch) * std::log2(n / double(batch));
+    total += h;
+  }
+  return total / batches;
+}
+
+// CIFAR-10 packed class-sorted: 50,000 records of ~3.1 KB in 4 MiB blocks.
+TEST(EpochPlanTest, ClassSortedCifarIsShuffledWellWithDefaultBudget) {
+  const uint64_t n = 50000;
+  std::vector<ReadUnit> units = Units(n, 1337, 4 << 20);
+  ReaderOptions defaults;
+  PlanOptions o{true, defaults.seed, 0, 1, 256, Remainder::kDrop, defaults.shuffle_bytes};
+  std::vector<uint64_t> e0 = Records(MakeEpochPlan(units, o, 0), units);
+  std::vector<uint64_t> e1 = Records(MakeEpochPlan(units, o, 1), units);
+  double h = MeanBatchEntropy(e0, n, 10, 256);
+  EXPECT_GE(h / std::log2(10.0), 0.95) << h;
+  // Spearman needs every record in both epochs: use the partial remainder.
+  o.remainder = Remainder::kPartial;
+  double rho = Spearman(Records(MakeEpochPlan(units, o, 0), units),
+                        Records(MakeEpochPlan(units, o, 1), units));
+  EXPECT_LT(std::abs(rho), 0.05) << rho;
+  RecordProperty("label_entropy_fraction", std::to_string(h / std::log2(10.0)));
+  RecordProperty("spearman_epoch_0_1", std::to_string(rho));
+}
+
+// When the dataset is far larger than the budget the jittered sort applies;
+// it still mixes many classes per batch and decorrelates epochs.
+TEST(EpochPlanTest, LargeClassSortedDatasetWithinBudget) {
+  const uint64_t n = 400000;  // 300 units of 4 MiB, budget 256 MiB
+  std::vector<ReadUnit> units = Units(n, 1337, 4 << 20);
+  PlanOptions o{true, 0, 0, 1, 256, Remainder::kPartial, uint64_t{256} << 20};
+  EpochPlan p0 = MakeEpochPlan(units, o, 0);
+  ASSERT_TRUE(p0.windowed);
+  std::vector<uint64_t> e0 = Records(p0, units), e1 = Records(MakeEpochPlan(units, o, 1), units);
+  EXPECT_GE(MeanBatchEntropy(e0, n, 10, 256) / std::log2(10.0), 0.9);
+  EXPECT_LT(std::abs(Spearman(e0, e1)), 0.2);
+}
+
+}  // namespace
+}  // namespace shardpack::internal

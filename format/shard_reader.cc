@@ -25,6 +25,14 @@ BlockDecoder::~BlockDecoder() = default;
 
 absl::StatusOr<BlockView> BlockDecoder::Decode(const ShardIndex& index, size_t b,
                                                std::span<const uint8_t> stored) {
+  const uint32_t raw_size = index.block(b).raw_size;
+  if (scratch_.size() < raw_size) scratch_.resize(raw_size);
+  return DecodeInto(index, b, stored, scratch_.data());
+}
+
+absl::StatusOr<BlockView> BlockDecoder::DecodeInto(const ShardIndex& index, size_t b,
+                                                   std::span<const uint8_t> stored,
+                                                   uint8_t* raw) {
   const BlockInfo& info = index.block(b);
   const std::string& name = index.name();
   if (stored.size() != info.stored_size) {
@@ -69,8 +77,7 @@ absl::StatusOr<BlockView> BlockDecoder::Decode(const ShardIndex& index, size_t b
                         absl::StrCat("block ", b, " is not one zstd frame smaller than its ",
                                      info.raw_size, " raw bytes"));
     }
-    if (scratch_.size() < info.raw_size) scratch_.resize(info.raw_size);
-    size_t n = ZSTD_decompressDCtx(zstd_->dctx, scratch_.data(), info.raw_size,
+    size_t n = ZSTD_decompressDCtx(zstd_->dctx, raw, info.raw_size,
                                    payload.data(), payload.size());
     if (ZSTD_isError(n) || n != info.raw_size) {
       return DataLossAt(name, info.offset + internal::kBlockHeaderSize,
@@ -78,7 +85,7 @@ absl::StatusOr<BlockView> BlockDecoder::Decode(const ShardIndex& index, size_t b
                                      " bytes", ZSTD_isError(n) ? ": " : "",
                                      ZSTD_isError(n) ? ZSTD_getErrorName(n) : ""));
     }
-    payload = {scratch_.data(), info.raw_size};
+    payload = {raw, info.raw_size};
   }
   BlockView view;
   view.shard_name_ = &index.name();

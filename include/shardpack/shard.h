@@ -162,6 +162,13 @@ class BlockDecoder {
   absl::StatusOr<BlockView> Decode(const ShardIndex& index, size_t b,
                                    std::span<const uint8_t> stored);
 
+  // As Decode, but a compressed block is decompressed into `raw`
+  // (index.block(b).raw_size bytes, owned by the caller), so the view stays
+  // valid for as long as `stored` and `raw` do, whatever the decoder does
+  // next. `raw` is not touched for an uncompressed block.
+  absl::StatusOr<BlockView> DecodeInto(const ShardIndex& index, size_t b,
+                                       std::span<const uint8_t> stored, uint8_t* raw);
+
  private:
   struct Zstd;
   std::unique_ptr<Zstd> zstd_;

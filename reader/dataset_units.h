@@ -1,0 +1,37 @@
+// A dataset opened for streaming: its shards' indexes and its read units.
+#ifndef SHARDPACK_READER_DATASET_UNITS_H_
+#define SHARDPACK_READER_DATASET_UNITS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "reader/epoch_plan.h"
+#include "reader/io_engine.h"
+#include "shardpack/manifest.h"
+#include "shardpack/shard.h"
+
+namespace shardpack::internal {
+
+struct StreamDataset {
+  Manifest manifest;                 // read, or made up for a lone shard
+  std::vector<std::string> paths;    // shard files
+  std::unique_ptr<BlockIo> io;
+  std::vector<ShardIndex> indexes;   // one per shard
+  std::vector<ReadUnit> units;       // one per block, in dataset order
+  uint64_t records = 0;
+};
+
+// Opens a dataset directory (manifest.json) or a single .shard file with the
+// chosen I/O engine, loads every shard's index and checks the record counts
+// against the manifest.
+absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine);
+
+// Memory a unit holds while loaded: its stored bytes (rounded to the I/O
+// alignment) plus its decompressed payload when compressed.
+uint64_t UnitBytes(const BlockInfo& block, bool zero_copy);
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_READER_DATASET_UNITS_H_

@@ -1,0 +1,410 @@
+#include "reader/pipeline.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "format/coding.h"
+#include "reader/rng.h"
+
+namespace shardpack::internal {
+namespace {
+
+uint64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Waits until `value` == want; false if the pipeline stopped first. The time
+// spent blocked is added to `*wait_ns`.
+template <typename T>
+bool WaitFor(std::atomic<T>& value, T want, const std::atomic<bool>& stop,
+             std::atomic<uint64_t>* wait_ns) {
+  T v = value.load(std::memory_order_acquire);
+  if (v == want) return true;
+  uint64_t start = NowNs();
+  while (v != want && !stop.load(std::memory_order_relaxed)) {
+    value.wait(v, std::memory_order_acquire);
+    v = value.load(std::memory_order_acquire);
+  }
+  wait_ns->fetch_add(NowNs() - start, std::memory_order_relaxed);
+  return v == want;
+}
+
+uint8_t* AlignedAlloc(size_t bytes) {
+  size_t rounded = AlignUp(std::max<size_t>(bytes, 1), kIoAlignment);
+  return static_cast<uint8_t*>(std::aligned_alloc(kIoAlignment, rounded));
+}
+
+constexpr uint32_t kPieceStopped = 2;
+
+}  // namespace
+
+BufferPool::~BufferPool() {
+  for (auto& [buffer, capacity] : free_) std::free(buffer);
+}
+
+uint8_t* BufferPool::Take(size_t bytes, size_t* capacity) {
+  // Best fit among the free buffers; units of one dataset have similar sizes.
+  size_t best = free_.size();
+  for (size_t i = 0; i < free_.size(); ++i) {
+    if (free_[i].second >= bytes && (best == free_.size() || free_[i].second < free_[best].second)) {
+      best = i;
+    }
+  }
+  if (best != free_.size()) {
+    auto [buffer, cap] = free_[best];
+    free_[best] = free_.back();
+    free_.pop_back();
+    *capacity = cap;
+    return buffer;
+  }
+  // Nothing fits: drop the largest spare (it is too small anyway) and grow.
+  if (!free_.empty()) {
+    std::free(free_.back().first);
+    free_.pop_back();
+  }
+  *capacity = AlignUp(std::max<size_t>(bytes, 1), kIoAlignment);
+  return static_cast<uint8_t*>(std::aligned_alloc(kIoAlignment, *capacity));
+}
+
+void BufferPool::Give(uint8_t* buffer, size_t capacity) {
+  if (buffer != nullptr) free_.emplace_back(buffer, capacity);
+}
+
+Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
+                   const SampleTransform* transform, const PlanOptions& plan_options,
+                   int num_labels)
+    : options_(options),
+      dataset_(dataset),
+      transform_(transform),
+      plan_options_(plan_options),
+      num_labels_(num_labels),
+      batches_per_epoch_(BatchesPerEpoch(dataset->records, plan_options)),
+      budget_bytes_(options.shuffle_bytes + options.read_ahead_bytes),
+      units_(dataset->units.size()),
+      ring_(static_cast<size_t>(options.ring_slots)) {
+  const size_t batch = static_cast<size_t>(options.batch_size);
+  for (RingSlot& slot : ring_) {
+    slot.images.reset(AlignedAlloc(batch * transform->shape().sample_bytes));
+    slot.labels.resize(batch * num_labels);
+    slot.records.resize(batch);
+    if (options.keys) slot.keys.resize(batch);
+  }
+}
+
+Pipeline::~Pipeline() {
+  Stop();
+  for (UnitSlot& u : units_) std::free(u.buffer);
+}
+
+void Pipeline::Start(uint64_t epoch, uint64_t batch) {
+  start_epoch_ = epoch;
+  start_batch_ = batch;
+  stop_ = false;
+  next_build_ = 0;
+  consumer_epoch_ = epoch;
+  for (size_t k = 0; k < ring_.size(); ++k) {
+    ring_[k].ready = 0;
+    ring_[k].free_for = k;
+  }
+  loader_ = std::thread([this] { LoaderMain(); });
+  int threads = options_.threads > 0 ? options_.threads
+                                     : static_cast<int>(std::thread::hardware_concurrency());
+  for (int t = 0; t < std::max(threads, 1); ++t) workers_.emplace_back([this] { WorkerMain(); });
+}
+
+void Pipeline::Stop() {
+  if (!loader_.joinable()) return;
+  stop_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [epoch, run] : runs_) {
+      for (size_t i = 0; i < run->plan.pieces.size(); ++i) {
+        run->piece_ready[i].store(kPieceStopped);
+        run->piece_ready[i].notify_all();
+      }
+    }
+  }
+  cv_.notify_all();
+  for (RingSlot& slot : ring_) {
+    slot.ready.store(UINT64_MAX);
+    slot.ready.notify_all();
+    slot.free_for.store(UINT64_MAX);
+    slot.free_for.notify_all();
+  }
+  loader_.join();
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
+  // Loaded units stay cached for a restart, unpinned and evictable.
+  std::lock_guard<std::mutex> lock(mu_);
+  runs_.clear();
+  released_.clear();
+  for (uint32_t u = 0; u < units_.size(); ++u) {
+    units_[u].pins = 0;
+    if (units_[u].state != UnitSlot::kAbsent) released_.push_back(u);
+  }
+}
+
+// ---- Loader -------------------------------------------------------------
+
+std::shared_ptr<EpochRun> Pipeline::PublishRun(uint64_t epoch) {
+  auto run = std::make_shared<EpochRun>();
+  run->epoch = epoch;
+  run->plan = MakeEpochPlan(dataset_->units, plan_options_, epoch);
+  run->piece_ready = std::make_unique<std::atomic<uint32_t>[]>(run->plan.pieces.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  runs_[epoch] = run;
+  // Runs the consumer has left behind are no longer used by any worker.
+  while (!runs_.empty() && runs_.begin()->first + 1 < consumer_epoch_) runs_.erase(runs_.begin());
+  cv_.notify_all();
+  return run;
+}
+
+void Pipeline::LoaderMain() {
+  uint64_t start_position = start_batch_ * static_cast<uint64_t>(options_.batch_size);
+  for (uint64_t epoch = start_epoch_;; ++epoch, start_position = 0) {
+    {
+      // At most one epoch ahead of the consumer.
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_.load() || epoch <= consumer_epoch_ + 1; });
+    }
+    if (stop_) return;
+    std::shared_ptr<EpochRun> run = PublishRun(epoch);
+    if (!LoadEpoch(*run, start_position)) return;
+  }
+}
+
+bool Pipeline::LoadEpoch(EpochRun& run, uint64_t start_position) {
+  const EpochPlan& plan = run.plan;
+  std::vector<uint32_t> uses(plan.pieces.size());
+  for (size_t i = 0; i < plan.pieces.size(); ++i) uses[i] = plan.pieces[i].uses;
+  if (start_position > 0) {  // a restore: only the uses still to come count
+    std::fill(uses.begin(), uses.end(), 0);
+    for (uint64_t p = start_position; p < plan.order.size(); ++p) ++uses[plan.order[p].piece];
+  }
+  for (size_t i = 0; i < plan.pieces.size(); ++i) {
+    if (stop_) return false;
+    const uint32_t unit = plan.pieces[i].unit;
+    if (uses[i] > 0) {
+      units_[unit].pins.fetch_add(uses[i]);
+      if (!EnsureLoaded(unit)) return false;
+    }
+    run.piece_ready[i].store(1, std::memory_order_release);
+    run.piece_ready[i].notify_all();
+  }
+  return true;
+}
+
+bool Pipeline::EnsureLoaded(uint32_t unit) {
+  UnitSlot& u = units_[unit];
+  if (u.state.load(std::memory_order_acquire) != UnitSlot::kAbsent) return true;
+  const uint64_t bytes = dataset_->units[unit].bytes;
+  if (!MakeRoom(bytes)) return false;
+  LoadUnit(unit);
+  resident_bytes_ += bytes;
+  return true;
+}
+
+// Evicts released units until `bytes` more fit the budget. Waits for
+// releases while none can go; gives up waiting (and goes over the budget)
+// when the workers are all blocked on data, which only a too-small budget
+// for the batch size can cause.
+bool Pipeline::MakeRoom(uint64_t bytes) {
+  std::unique_lock<std::mutex> lock(mu_);
+  int idle_rounds = 0;
+  while (resident_bytes_ > 0 && resident_bytes_ + bytes > budget_bytes_) {
+    if (stop_) return false;
+    if (!released_.empty()) {
+      uint32_t v = released_.front();
+      released_.pop_front();
+      Evict(v);
+      continue;
+    }
+    if (cv_.wait_for(lock, std::chrono::milliseconds(20)) == std::cv_status::timeout &&
+        ++idle_rounds >= 5) {
+      break;  // nothing released for 100 ms: overcommit rather than stall
+    }
+  }
+  return !stop_;
+}
+
+void Pipeline::Evict(uint32_t unit) {
+  UnitSlot& u = units_[unit];
+  if (u.pins.load() != 0 || u.state.load() == UnitSlot::kAbsent) return;
+  u.state.store(UnitSlot::kAbsent);
+  pool_.Give(u.buffer, u.capacity);
+  u.buffer = nullptr;
+  u.view = BlockView();
+  u.error = absl::OkStatus();
+  resident_bytes_ -= dataset_->units[unit].bytes;
+}
+
+void Pipeline::LoadUnit(uint32_t unit) {
+  UnitSlot& u = units_[unit];
+  const ReadUnit& ru = dataset_->units[unit];
+  const ShardIndex& index = dataset_->indexes[ru.file];
+  const BlockInfo& block = index.block(ru.block);
+  const bool compressed = block.stored_size - 32 != block.raw_size;
+  const size_t stored = dataset_->io->zero_copy() ? 0 : AlignUp(block.stored_size, kIoAlignment);
+  u.buffer = pool_.Take(stored + (compressed ? block.raw_size : 0), &u.capacity);
+  absl::Status s = dataset_->io->Submit({ru.file, block.offset, block.stored_size, u.buffer, unit});
+  IoCompletion done;
+  if (s.ok()) {
+    done = dataset_->io->Wait();
+    s = done.status;
+  }
+  if (s.ok()) {
+    auto view = decoder_.DecodeInto(index, ru.block, done.bytes, u.buffer + stored);
+    s = view.status();
+    if (view.ok()) u.view = *view;
+  }
+  loads_.fetch_add(1, std::memory_order_relaxed);
+  u.error = s;
+  u.state.store(s.ok() ? UnitSlot::kReady : UnitSlot::kFailed, std::memory_order_release);
+}
+
+// ---- Workers ------------------------------------------------------------
+
+std::shared_ptr<EpochRun> Pipeline::WaitRun(uint64_t epoch) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return stop_.load() || runs_.count(epoch) > 0; });
+  if (stop_) return nullptr;
+  return runs_[epoch];
+}
+
+void Pipeline::WorkerMain() {
+  for (;;) {
+    uint64_t seq = next_build_.fetch_add(1);
+    RingSlot& slot = ring_[seq % ring_.size()];
+    if (!WaitFor(slot.free_for, seq, stop_, &transform_wait_ns_)) return;
+    BuildBatch(seq, slot);
+    if (stop_) return;
+    slot.ready.store(seq + 1, std::memory_order_release);
+    slot.ready.notify_all();
+  }
+}
+
+void Pipeline::Unpin(uint32_t unit, int64_t n) {
+  if (units_[unit].pins.fetch_sub(n, std::memory_order_acq_rel) == n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_.push_back(unit);
+    cv_.notify_all();
+  }
+}
+
+void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
+  const uint64_t global = start_batch_ + seq;
+  slot.epoch = start_epoch_ + global / batches_per_epoch_;
+  slot.batch = global % batches_per_epoch_;
+  std::shared_ptr<EpochRun> run = WaitRun(slot.epoch);
+  if (run == nullptr) return;
+  const EpochPlan& plan = run->plan;
+  const uint64_t batch_size = static_cast<uint64_t>(options_.batch_size);
+  const uint64_t first = slot.batch * batch_size;
+  slot.size = static_cast<int>(std::min<uint64_t>(batch_size, plan.order.size() - first));
+  slot.skipped = 0;
+  slot.status = absl::OkStatus();
+  const size_t row_bytes = transform_->shape().sample_bytes;
+
+  // Damaged samples (with kSkip): their rows are refilled from good ones
+  // afterwards. Rare, so the lists may allocate.
+  std::vector<int> bad;
+  for (int i = 0; i < slot.size; ++i) {
+    const SampleRef ref = plan.order[first + i];
+    if (!WaitFor(run->piece_ready[ref.piece], 1u, stop_, &io_wait_ns_)) return;
+    const uint32_t unit = plan.pieces[ref.piece].unit;
+    const UnitSlot& u = units_[unit];
+    const uint64_t record_index = dataset_->units[unit].first_record + ref.index;
+    slot.records[i] = record_index;
+    absl::Status s = u.error;
+    if (u.state.load(std::memory_order_acquire) == UnitSlot::kReady) {
+      absl::StatusOr<Record> record = u.view.record(ref.index);
+      s = record.status();
+      if (record.ok()) {
+        s = transform_->Apply(*record, slot.epoch, record_index,
+                              slot.images.get() + row_bytes * i);
+        for (int j = 0; j < num_labels_; ++j) {
+          slot.labels[i * num_labels_ + j] = j < record->labels.size() ? record->labels[j] : -1;
+        }
+        if (options_.keys) slot.keys[i].assign(record->key.data(), record->key.size());
+        if (!s.ok()) s = absl::DataLossError(absl::StrCat(dataset_->paths[dataset_->units[unit].file], ": ", s.message()));
+      }
+    }
+    if (!s.ok()) {
+      if (options_.on_corrupt == OnCorrupt::kError) {
+        if (slot.status.ok()) slot.status = s;
+      } else {
+        bad.push_back(i);
+      }
+    }
+  }
+  if (!bad.empty()) {
+    std::vector<int> good;
+    size_t b = 0;
+    for (int i = 0; i < slot.size; ++i) {
+      if (b < bad.size() && bad[b] == i) {
+        ++b;
+      } else {
+        good.push_back(i);
+      }
+    }
+    if (good.empty()) {
+      slot.status = absl::DataLossError(absl::StrCat("every sample of batch ", slot.batch,
+                                                     " of epoch ", slot.epoch, " is damaged"));
+    }
+    for (int i : bad) {
+      if (good.empty()) break;
+      int j = good[Below(Draw(options_.seed, kStreamReplace, slot.epoch, first + i), good.size())];
+      std::memcpy(slot.images.get() + row_bytes * i, slot.images.get() + row_bytes * j, row_bytes);
+      std::memcpy(&slot.labels[i * num_labels_], &slot.labels[j * num_labels_],
+                  sizeof(int64_t) * num_labels_);
+      slot.records[i] = slot.records[j];
+      if (options_.keys) slot.keys[i] = slot.keys[j];
+    }
+    slot.skipped = static_cast<int>(bad.size());
+    skipped_.fetch_add(bad.size(), std::memory_order_relaxed);
+  }
+  // Unpin, one atomic per run of samples from the same unit.
+  for (int i = 0; i < slot.size;) {
+    uint32_t unit = plan.pieces[plan.order[first + i].piece].unit;
+    int n = 1;
+    while (i + n < slot.size && plan.pieces[plan.order[first + i + n].piece].unit == unit) ++n;
+    Unpin(unit, n);
+    i += n;
+  }
+  samples_.fetch_add(slot.size, std::memory_order_relaxed);
+}
+
+// ---- Consumer -----------------------------------------------------------
+
+RingSlot& Pipeline::WaitBuilt(uint64_t seq) {
+  RingSlot& slot = ring_[seq % ring_.size()];
+  WaitFor(slot.ready, seq + 1, stop_, &consumer_wait_ns_);
+  if (slot.epoch != consumer_epoch_.load()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    consumer_epoch_ = slot.epoch;
+    cv_.notify_all();
+  }
+  return slot;
+}
+
+void Pipeline::Release(uint64_t seq) {
+  RingSlot& slot = ring_[seq % ring_.size()];
+  slot.free_for.store(seq + ring_.size(), std::memory_order_release);
+  slot.free_for.notify_all();
+}
+
+void Pipeline::AddStats(ReaderStats* stats) const {
+  stats->samples = samples_.load();
+  stats->skipped = skipped_.load();
+  stats->bytes_read = dataset_->io->bytes_read();
+  stats->io_wait_s = io_wait_ns_.load() * 1e-9;
+  stats->transform_wait_s = transform_wait_ns_.load() * 1e-9;
+  stats->consumer_wait_s = consumer_wait_ns_.load() * 1e-9;
+  stats->memory_budget_bytes =
+      budget_bytes_ + ring_.size() * options_.batch_size * transform_->shape().sample_bytes;
+}
+
+}  // namespace shardpack::internal

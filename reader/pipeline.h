@@ -1,0 +1,145 @@
+// The reader's machinery behind Reader::Impl: a loader thread that reads and
+// decodes units in the plan's load order within the memory budget, worker
+// threads that build whole batches into ring slots, and the ring itself.
+//
+// Synchronization is by atomics with wait/notify (futexes): per-piece ready
+// flags, per-slot sequence numbers. The one mutex guards the list of
+// released units and the epoch plans, and is taken per unit released or plan
+// published, never per sample.
+#ifndef SHARDPACK_READER_PIPELINE_H_
+#define SHARDPACK_READER_PIPELINE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "reader/dataset_units.h"
+#include "reader/epoch_plan.h"
+#include "reader/transform.h"
+#include "shardpack/reader.h"
+
+namespace shardpack::internal {
+
+// A unit's life in memory. The loader alone loads, pins and evicts; workers
+// only read ready units and unpin them.
+struct UnitSlot {
+  enum State : uint32_t { kAbsent = 0, kReady = 1, kFailed = 2 };
+  std::atomic<uint32_t> state{kAbsent};
+  std::atomic<int64_t> pins{0};  // planned uses not yet done
+  BlockView view;
+  absl::Status error;
+  uint8_t* buffer = nullptr;  // from the pipeline's buffer pool
+  size_t capacity = 0;
+};
+
+// Aligned buffers for unit loads, reused: units come and go every few
+// milliseconds, and handing each back to malloc fragments the heap (RSS grew
+// by the dataset's size before this pool). Loader thread only.
+class BufferPool {
+ public:
+  ~BufferPool();
+  // A buffer of at least `bytes`, aligned to kIoAlignment.
+  uint8_t* Take(size_t bytes, size_t* capacity);
+  void Give(uint8_t* buffer, size_t capacity);
+
+ private:
+  std::vector<std::pair<uint8_t*, size_t>> free_;
+};
+
+// One epoch's plan and the loader's progress through it.
+struct EpochRun {
+  uint64_t epoch = 0;
+  EpochPlan plan;
+  std::unique_ptr<std::atomic<uint32_t>[]> piece_ready;  // 1 once pinned and loaded
+};
+
+// A staging slot of the ring.
+struct RingSlot {
+  std::atomic<uint64_t> ready{0};     // 1 + sequence number built into it
+  std::atomic<uint64_t> free_for{0};  // next sequence number allowed in
+  uint64_t epoch = 0, batch = 0;
+  int size = 0, skipped = 0;
+  absl::Status status;
+  std::unique_ptr<uint8_t, void (*)(void*)> images{nullptr, &std::free};
+  std::vector<int64_t> labels;
+  std::vector<uint64_t> records;
+  std::vector<std::string> keys;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const ReaderOptions& options, StreamDataset* dataset, const SampleTransform* transform,
+           const PlanOptions& plan_options, int num_labels);
+  ~Pipeline();
+
+  // Starts the threads so that sequence number 0 is (epoch, batch).
+  void Start(uint64_t epoch, uint64_t batch);
+  // Stops and joins every thread; resident units stay cached, unpinned.
+  void Stop();
+
+  // The slot of sequence number `seq`, once built. Records the wait.
+  RingSlot& WaitBuilt(uint64_t seq);
+  // Returns the slot of `seq` to the ring.
+  void Release(uint64_t seq);
+
+  uint64_t batches_per_epoch() const { return batches_per_epoch_; }
+  void AddStats(ReaderStats* stats) const;
+
+ private:
+  // Loader.
+  void LoaderMain();
+  bool LoadEpoch(EpochRun& run, uint64_t start_position);
+  bool EnsureLoaded(uint32_t unit);
+  bool MakeRoom(uint64_t bytes);
+  void LoadUnit(uint32_t unit);
+  void Evict(uint32_t unit);
+  std::shared_ptr<EpochRun> PublishRun(uint64_t epoch);
+  std::shared_ptr<EpochRun> WaitRun(uint64_t epoch);
+
+  // Workers.
+  void WorkerMain();
+  void BuildBatch(uint64_t seq, RingSlot& slot);
+  void Unpin(uint32_t unit, int64_t n);
+
+  const ReaderOptions options_;
+  StreamDataset* dataset_;
+  const SampleTransform* transform_;
+  const PlanOptions plan_options_;
+  const int num_labels_;
+  const uint64_t batches_per_epoch_;
+  const uint64_t budget_bytes_;
+
+  std::vector<UnitSlot> units_;
+  std::vector<RingSlot> ring_;
+  BlockDecoder decoder_;  // loader thread only
+  BufferPool pool_;       // loader thread only
+
+  uint64_t start_epoch_ = 0, start_batch_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> next_build_{0};
+  std::atomic<uint64_t> consumer_epoch_{0};
+
+  std::mutex mu_;
+  std::condition_variable cv_;  // released units, new plans, consumer progress
+  std::deque<uint32_t> released_;
+  std::map<uint64_t, std::shared_ptr<EpochRun>> runs_;
+  uint64_t resident_bytes_ = 0;  // loader thread only
+
+  std::thread loader_;
+  std::vector<std::thread> workers_;
+
+  std::atomic<uint64_t> io_wait_ns_{0}, transform_wait_ns_{0}, consumer_wait_ns_{0};
+  std::atomic<uint64_t> samples_{0}, skipped_{0}, loads_{0};
+};
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_READER_PIPELINE_H_

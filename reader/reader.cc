@@ -1,0 +1,280 @@
+// Reader and Batch: the public face of the pipeline.
+#include "shardpack/reader.h"
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "reader/dataset_units.h"
+#include "reader/pipeline.h"
+#include "reader/transform.h"
+#include "shardpack/status.h"
+
+namespace shardpack {
+
+using internal::Pipeline;
+using internal::RingSlot;
+
+struct Batch::Slot {
+  RingSlot* ring = nullptr;
+  uint64_t seq = 0;
+  const internal::OutputShape* shape = nullptr;
+  int num_labels = 0;
+  OutputLayout layout = OutputLayout::kNHWC;
+  size_t element_bytes = 1;
+};
+
+class Reader::Impl {
+ public:
+  absl::Status Init(const ReaderOptions& options);
+  absl::StatusOr<Batch> Next(Reader* reader);
+  void Release(Batch::Slot* slot);
+  ReaderState state() const { return {options_.seed, epoch_, batch_}; }
+  absl::Status Restore(const ReaderState& state);
+  ReaderStats stats() const;
+  uint64_t batches_per_epoch() const { return pipeline_->batches_per_epoch(); }
+  uint64_t records() const { return dataset_.records; }
+
+ private:
+  ReaderOptions options_;
+  internal::StreamDataset dataset_;
+  std::unique_ptr<internal::SampleTransform> transform_;
+  std::unique_ptr<Pipeline> pipeline_;
+  std::vector<Batch::Slot> slots_;
+  bool started_ = false;
+  uint64_t epoch_ = 0, batch_ = 0;  // the next batch Next() delivers
+  uint64_t seq_ = 0;                // its pipeline sequence number
+  int outstanding_ = 0;
+  uint64_t delivered_ = 0;
+};
+
+namespace {
+
+// RANK / WORLD_SIZE from the environment when the option is -1.
+absl::Status ResolveRank(ReaderOptions* o) {
+  auto from_env = [](const char* name, int fallback, int* out) -> absl::Status {
+    const char* v = std::getenv(name);
+    if (v == nullptr) {
+      *out = fallback;
+      return absl::OkStatus();
+    }
+    if (!absl::SimpleAtoi(v, out)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, "='", v, "' is not an integer"));
+    }
+    return absl::OkStatus();
+  };
+  if (o->rank < 0) SP_RETURN_IF_ERROR(from_env("RANK", 0, &o->rank));
+  if (o->world_size < 0) SP_RETURN_IF_ERROR(from_env("WORLD_SIZE", 1, &o->world_size));
+  if (o->world_size < 1 || o->rank < 0 || o->rank >= o->world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", o->rank, " of world size ", o->world_size, " does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOptions(const ReaderOptions& o) {
+  if (o.batch_size < 1) return absl::InvalidArgumentError("batch_size must be at least 1");
+  if (o.ring_slots < 2) return absl::InvalidArgumentError("ring_slots must be at least 2");
+  if (o.threads < 0) return absl::InvalidArgumentError("threads must not be negative");
+  return absl::OkStatus();
+}
+
+// The stored image shape: the manifest's schema, or a lone shard's first record.
+absl::StatusOr<ImageInfo> StoredImage(const internal::StreamDataset& d) {
+  if (!d.manifest.shards.empty() || d.records == 0) return d.manifest.schema.image;
+  SP_ASSIGN_OR_RETURN(auto reader, ShardReader::Open(&d.io->file(0)));
+  SP_ASSIGN_OR_RETURN(Record first, reader->ReadRecord(0));
+  return first.image;
+}
+
+}  // namespace
+
+absl::Status Reader::Impl::Init(const ReaderOptions& options) {
+  options_ = options;
+  SP_RETURN_IF_ERROR(CheckOptions(options_));
+  SP_RETURN_IF_ERROR(ResolveRank(&options_));
+  SP_ASSIGN_OR_RETURN(dataset_, internal::OpenStreamDataset(options_.path, options_.io));
+  SP_ASSIGN_OR_RETURN(ImageInfo stored, StoredImage(dataset_));
+  SP_ASSIGN_OR_RETURN(internal::SampleTransform t,
+                      internal::SampleTransform::Make(options_, stored));
+  transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
+  internal::PlanOptions plan{options_.shuffle, options_.seed,      options_.rank,
+                             options_.world_size, options_.batch_size, options_.remainder,
+                             options_.shuffle_bytes};
+  if (internal::BatchesPerEpoch(dataset_.records, plan) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options_.path, ": ", dataset_.records, " records give rank ", options_.rank, " of ",
+        options_.world_size, " no batch of ", options_.batch_size));
+  }
+  int num_labels = std::max<int>(1, static_cast<int>(dataset_.manifest.schema.labels.size()));
+  pipeline_ = std::make_unique<Pipeline>(options_, &dataset_, transform_.get(), plan, num_labels);
+  slots_.resize(options_.ring_slots);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
+  if (batch_ == pipeline_->batches_per_epoch()) {
+    ++epoch_;
+    batch_ = 0;
+    return absl::OutOfRangeError(absl::StrCat("end of epoch ", epoch_ - 1));
+  }
+  if (outstanding_ == options_.ring_slots) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("all ", options_.ring_slots, " ring slots are held by live Batches"));
+  }
+  if (!started_) {
+    pipeline_->Start(epoch_, batch_);
+    started_ = true;
+  }
+  RingSlot& ring = pipeline_->WaitBuilt(seq_);
+  Batch::Slot& slot = slots_[seq_ % slots_.size()];
+  slot = {&ring, seq_, &transform_->shape(),
+          static_cast<int>(ring.labels.size() / options_.batch_size), options_.layout,
+          options_.dtype == DType::kFloat32 ? sizeof(float) : 1};
+  ++seq_;
+  ++batch_;
+  if (!ring.status.ok()) {
+    absl::Status error = ring.status;
+    pipeline_->Release(slot.seq);
+    return error;
+  }
+  ++outstanding_;
+  ++delivered_;
+  return Batch(reader, &slot);
+}
+
+void Reader::Impl::Release(Batch::Slot* slot) {
+  --outstanding_;
+  pipeline_->Release(slot->seq);
+}
+
+absl::Status Reader::Impl::Restore(const ReaderState& state) {
+  if (outstanding_ > 0) {
+    return absl::FailedPreconditionError("destroy every Batch before Restore");
+  }
+  if (state.seed != options_.seed) {
+    return absl::InvalidArgumentError(absl::StrCat("state of seed ", state.seed,
+                                                   ", reader of seed ", options_.seed));
+  }
+  if (state.batch > pipeline_->batches_per_epoch()) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", state.batch, " of an epoch of ",
+                                                   pipeline_->batches_per_epoch()));
+  }
+  pipeline_->Stop();
+  started_ = false;
+  epoch_ = state.epoch;
+  batch_ = state.batch;
+  seq_ = 0;
+  return absl::OkStatus();
+}
+
+ReaderStats Reader::Impl::stats() const {
+  ReaderStats s;
+  pipeline_->AddStats(&s);
+  s.batches = delivered_;
+  return s;
+}
+
+// ---- Reader ---------------------------------------------------------------
+
+Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Reader::~Reader() = default;
+
+absl::StatusOr<std::unique_ptr<Reader>> Reader::Open(const ReaderOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  SP_RETURN_IF_ERROR(impl->Init(options));
+  return std::unique_ptr<Reader>(new Reader(std::move(impl)));
+}
+
+absl::StatusOr<Batch> Reader::Next() { return impl_->Next(this); }
+uint64_t Reader::batches_per_epoch() const { return impl_->batches_per_epoch(); }
+uint64_t Reader::records() const { return impl_->records(); }
+ReaderState Reader::state() const { return impl_->state(); }
+absl::Status Reader::Restore(const ReaderState& state) { return impl_->Restore(state); }
+ReaderStats Reader::stats() const { return impl_->stats(); }
+
+// ---- Batch ----------------------------------------------------------------
+
+Batch::Batch(Batch&& other) noexcept : reader_(other.reader_), slot_(other.slot_) {
+  other.reader_ = nullptr;
+  other.slot_ = nullptr;
+}
+
+Batch& Batch::operator=(Batch&& other) noexcept {
+  if (this != &other) {
+    if (reader_ != nullptr) reader_->impl_->Release(slot_);
+    reader_ = other.reader_;
+    slot_ = other.slot_;
+    other.reader_ = nullptr;
+    other.slot_ = nullptr;
+  }
+  return *this;
+}
+
+Batch::~Batch() {
+  if (reader_ != nullptr) reader_->impl_->Release(slot_);
+}
+
+int Batch::size() const { return slot_->ring->size; }
+const void* Batch::images() const { return slot_->ring->images.get(); }
+std::array<int64_t, 4> Batch::shape() const {
+  const internal::OutputShape& s = *slot_->shape;
+  if (slot_->layout == OutputLayout::kNCHW) return {size(), s.channels, s.height, s.width};
+  return {size(), s.height, s.width, s.channels};
+}
+uint64_t Batch::image_bytes() const { return uint64_t(size()) * slot_->shape->sample_bytes; }
+const int64_t* Batch::labels() const { return slot_->ring->labels.data(); }
+int Batch::num_labels() const { return slot_->num_labels; }
+uint64_t Batch::record_index(int i) const { return slot_->ring->records[i]; }
+std::string_view Batch::key(int i) const {
+  return slot_->ring->keys.empty() ? std::string_view() : std::string_view(slot_->ring->keys[i]);
+}
+uint64_t Batch::epoch() const { return slot_->ring->epoch; }
+uint64_t Batch::index() const { return slot_->ring->batch; }
+int Batch::skipped() const { return slot_->ring->skipped; }
+
+// ---- Option names -----------------------------------------------------------
+
+std::string_view IoEngineName(IoEngine e) {
+  switch (e) {
+    case IoEngine::kAuto: return "auto";
+    case IoEngine::kPread: return "pread";
+    case IoEngine::kDirect: return "direct";
+    case IoEngine::kMmap: return "mmap";
+    case IoEngine::kUring: return "uring";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name) {
+  for (IoEngine e : {IoEngine::kAuto, IoEngine::kPread, IoEngine::kDirect, IoEngine::kMmap,
+                     IoEngine::kUring}) {
+    if (IoEngineName(e) == name) return e;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown I/O engine '", std::string(name),
+                                                 "' (auto, pread, direct, mmap, uring)"));
+}
+
+absl::StatusOr<Transform> ParseTransform(std::string_view text) {
+  std::string_view kind = text.substr(0, text.find(':'));
+  Transform t;
+  if (kind == "none") {
+    t = Transform::None();
+  } else if (kind == "cifar-train") {
+    t = Transform::CifarTrain();
+  } else if (kind == "cifar-eval") {
+    t = Transform::CifarEval();
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown transform '", std::string(text), "' (none, cifar-train[:SIZE], cifar-eval[:SIZE])"));
+  }
+  if (size_t colon = text.find(':'); colon != std::string_view::npos) {
+    std::string size(text.substr(colon + 1));
+    if (!absl::SimpleAtoi(size, &t.size) || t.size <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("bad size in transform '", std::string(text), "'"));
+    }
+  }
+  return t;
+}
+
+}  // namespace shardpack

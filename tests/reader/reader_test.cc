@@ -1,0 +1,366 @@
+// The reader's contracts, each checked on datasets written here.
+#include "shardpack/reader.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shardpack/dataset.h"
+#include "tests/testing/shard_fixtures.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardpack {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// Pixel (y, x, c) of record i, HWC.
+uint8_t Pixel(uint64_t i, int y, int x, int c) {
+  return static_cast<uint8_t>(i * 31 + y * 7 + x * 3 + c * 101);
+}
+
+// A raw dataset of `n` side x side x 3 records, label i * classes / n
+// (class-sorted), written with DatasetWriter (no pack-time shuffle).
+std::string MakeDataset(const testing::TempDir& dir, const std::string& name, uint64_t n,
+                        int side, int classes, uint32_t block_size = 64 << 10,
+                        uint64_t shard_records = 0) {
+  std::string path = dir.Join(name);
+  fs::create_directories(path);
+  DatasetWriterOptions o;
+  o.directory = path;
+  o.shard.block_size = block_size;
+  o.shard_max_records = shard_records;
+  o.schema.image = {Encoding::kRaw, Layout::kHWC, uint32_t(side), uint32_t(side), 3};
+  o.schema.labels = {{"label", {}}};
+  auto writer = DatasetWriter::Create(o);
+  EXPECT_TRUE(writer.ok()) << writer.status();
+  std::vector<uint8_t> pixels(size_t(side) * side * 3);
+  for (uint64_t i = 0; i < n; ++i) {
+    for (int y = 0; y < side; ++y)
+      for (int x = 0; x < side; ++x)
+        for (int c = 0; c < 3; ++c) pixels[(size_t(y) * side + x) * 3 + c] = Pixel(i, y, x, c);
+    std::string key = absl::StrCat("r", i);
+    Record r{key, {int64_t(i * classes / n)}, o.schema.image, pixels, {}};
+    EXPECT_TRUE((*writer)->Add(r).ok());
+  }
+  EXPECT_TRUE((*writer)->Finish().ok());
+  return path;
+}
+
+ReaderOptions Options(const std::string& path, int batch, int threads) {
+  ReaderOptions o;
+  o.path = path;
+  o.batch_size = batch;
+  o.threads = threads;
+  o.rank = 0;
+  o.world_size = 1;
+  return o;
+}
+
+struct Delivered {
+  std::vector<uint64_t> records;
+  std::vector<int64_t> labels;
+  std::string images;  // every batch's bytes, concatenated
+  uint64_t batches = 0;
+};
+
+// Reads `epochs` epochs (Next() until OutOfRange each time). Without
+// `keep_images` only records and labels are kept.
+Delivered ReadEpochs(Reader& reader, int epochs, bool keep_images = true) {
+  Delivered d;
+  for (int e = 0; e < epochs; ++e) {
+    for (;;) {
+      absl::StatusOr<Batch> batch = reader.Next();
+      if (absl::IsOutOfRange(batch.status())) break;
+      EXPECT_TRUE(batch.ok()) << batch.status();
+      if (!batch.ok()) return d;
+      ++d.batches;
+      for (int i = 0; i < batch->size(); ++i) d.records.push_back(batch->record_index(i));
+      d.labels.insert(d.labels.end(), batch->labels(), batch->labels() + batch->size());
+      if (keep_images) {
+        d.images.append(static_cast<const char*>(batch->images()), batch->image_bytes());
+      }
+    }
+  }
+  return d;
+}
+
+class ReaderTest : public ::testing::Test {
+ protected:
+  testing::TempDir dir_;
+};
+
+TEST_F(ReaderTest, NoTransformDeliversTheStoredPixelsInDatasetOrder) {
+  std::string path = MakeDataset(dir_, "ds", 100, 4, 10);
+  ReaderOptions o = Options(path, 10, 2);
+  o.shuffle = false;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  EXPECT_EQ(reader->batches_per_epoch(), 10u);
+  SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
+  EXPECT_EQ(b.shape(), (std::array<int64_t, 4>{10, 4, 4, 3}));
+  const uint8_t* px = static_cast<const uint8_t*>(b.images());
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(b.record_index(i), uint64_t(i));
+    EXPECT_EQ(b.labels()[i], 0);
+    EXPECT_EQ(px[i * 48 + (2 * 4 + 1) * 3 + 2], Pixel(i, 2, 1, 2));
+  }
+}
+
+TEST_F(ReaderTest, EachRankSeesItsRecordsOnceDisjointWithEqualBatchCounts) {
+  std::string path = MakeDataset(dir_, "ds", 1003, 4, 10, 8 << 10);
+  std::set<uint64_t> all;
+  std::set<uint64_t> batch_counts;
+  for (int rank = 0; rank < 3; ++rank) {
+    ReaderOptions o = Options(path, 16, 2);
+    o.rank = rank;
+    o.world_size = 3;
+    o.remainder = Remainder::kPartial;
+    SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+    Delivered d = ReadEpochs(*reader, 1);
+    batch_counts.insert(d.batches);
+    std::set<uint64_t> mine(d.records.begin(), d.records.end());
+    EXPECT_EQ(mine.size(), d.records.size()) << "rank " << rank << " saw a record twice";
+    EXPECT_EQ(d.records.size(), 1003u / 3);
+    for (uint64_t r : mine) EXPECT_TRUE(all.insert(r).second) << "record " << r << " on two ranks";
+  }
+  EXPECT_EQ(batch_counts.size(), 1u);
+  EXPECT_EQ(all.size(), 1003u / 3 * 3);
+}
+
+TEST_F(ReaderTest, RankAndWorldSizeComeFromTheEnvironment) {
+  std::string path = MakeDataset(dir_, "ds", 100, 4, 10);
+  ReaderOptions o = Options(path, 10, 1);
+  o.rank = -1;
+  o.world_size = -1;
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  EXPECT_EQ(reader->batches_per_epoch(), 5u);
+  setenv("RANK", "2", 1);
+  EXPECT_THAT(Reader::Open(o), testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                                 HasSubstr("rank 2 of world size 2")));
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+}
+
+TEST_F(ReaderTest, ByteIdenticalBatchesWithOneTwoAndEightThreads) {
+  std::string path = MakeDataset(dir_, "ds", 3000, 32, 10, 128 << 10);
+  std::string first;
+  for (int threads : {1, 2, 8}) {
+    ReaderOptions o = Options(path, 64, threads);
+    o.transform = Transform::CifarTrain();
+    o.shuffle_bytes = 1 << 20;  // smaller than the dataset: the jittered order
+    o.read_ahead_bytes = 1 << 20;
+    SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+    Delivered d = ReadEpochs(*reader, 2);
+    ASSERT_EQ(d.batches, 2 * (3000u / 64));
+    if (first.empty()) {
+      first = d.images;
+    } else {
+      EXPECT_TRUE(d.images == first) << threads << " threads differ";
+    }
+  }
+}
+
+TEST_F(ReaderTest, RestoreGivesTheIdenticalRestOfTheEpochWithoutReplaying) {
+  std::string path = MakeDataset(dir_, "ds", 4000, 8, 10, 16 << 10);
+  ReaderOptions o = Options(path, 32, 2);
+  o.transform = Transform::CifarTrain(8, 2);
+  o.shuffle_bytes = 128 << 10;
+  o.read_ahead_bytes = 64 << 10;
+  SP_ASSERT_OK_AND_ASSIGN(auto full, Reader::Open(o));
+  Delivered whole = ReadEpochs(*full, 2);
+
+  SP_ASSERT_OK_AND_ASSIGN(auto first, Reader::Open(o));
+  const int k = 100;  // of 125 batches an epoch
+  for (int i = 0; i < k; ++i) SP_ASSERT_OK(first->Next().status());
+  ReaderState state = first->state();
+  EXPECT_EQ(state.epoch, 0u);
+  EXPECT_EQ(state.batch, uint64_t(k));
+
+  SP_ASSERT_OK_AND_ASSIGN(auto resumed, Reader::Open(o));
+  SP_ASSERT_OK(resumed->Restore(state));
+  Delivered rest = ReadEpochs(*resumed, 2);
+  size_t skip = size_t(k) * 32;
+  ASSERT_EQ(rest.records.size(), whole.records.size() - skip);
+  EXPECT_TRUE(std::equal(rest.records.begin(), rest.records.end(), whole.records.begin() + skip));
+  EXPECT_TRUE(rest.images == whole.images.substr(skip * 8 * 8 * 3));
+  // Resuming read the last quarter of the epoch (and the next epoch), not the
+  // batches before the restore point.
+  ReaderStats s = resumed->stats();
+  EXPECT_LT(s.bytes_read, full->stats().bytes_read * 0.7);
+}
+
+TEST_F(ReaderTest, MemoryStaysWithinBudgetAndFlatOverTenEpochs) {
+  // 24 MiB of records, a 4 MiB shuffle budget.
+  std::string path = MakeDataset(dir_, "ds", 8000, 32, 10, 256 << 10);
+  ReaderOptions o = Options(path, 128, 2);
+  o.transform = Transform::CifarTrain();
+  o.shuffle_bytes = 4 << 20;
+  o.read_ahead_bytes = 2 << 20;
+  o.io = IoEngine::kPread;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  auto rss = [] {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+    }
+    return 0LL;
+  };
+  long long before = rss();
+  ReadEpochs(*reader, 1, false);
+  long long after_one = rss();
+  for (int e = 0; e < 9; ++e) {
+    ReadEpochs(*reader, 1, false);
+    if (getenv("SP_DEBUG_RSS")) fprintf(stderr, "epoch %d rss %lld\n", e + 2, rss() - before);
+  }
+  long long after_ten = rss();
+  uint64_t budget = reader->stats().memory_budget_bytes;
+  EXPECT_LT(after_one - before, static_cast<long long>(budget + (4 << 20)));
+  EXPECT_LT(std::abs(after_ten - after_one), 4 << 20) << "memory grew over epochs";
+  RecordProperty("rss_growth_epochs_1_to_10", std::to_string(after_ten - after_one));
+}
+
+// Flips a byte inside the first block's payload of the first shard.
+void DamageFirstBlock(const std::string& dataset) {
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(dataset));
+  std::string shard = (fs::path(dataset) / m.shards[0].path).string();
+  std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(4096 + 32 + 100);
+  char c;
+  f.seekg(4096 + 32 + 100);
+  f.get(c);
+  f.seekp(4096 + 32 + 100);
+  f.put(static_cast<char>(c ^ 0x40));
+}
+
+TEST_F(ReaderTest, CorruptBlockIsAnErrorNamingShardAndOffset) {
+  std::string path = MakeDataset(dir_, "ds", 500, 8, 10, 16 << 10);
+  DamageFirstBlock(path);
+  ReaderOptions o = Options(path, 50, 2);
+  o.shuffle = false;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  EXPECT_THAT(reader->Next(), testing::StatusIs(absl::StatusCode::kDataLoss,
+                                                HasSubstr("shard-00000.shard @4128: checksum mismatch")));
+}
+
+TEST_F(ReaderTest, CorruptBlockIsSkippedAndReplacedDeterministically) {
+  std::string path = MakeDataset(dir_, "ds", 500, 8, 10, 16 << 10);
+  DamageFirstBlock(path);
+  std::string first;
+  for (int threads : {1, 3}) {
+    ReaderOptions o = Options(path, 50, threads);
+    o.on_corrupt = OnCorrupt::kSkip;
+    o.transform = Transform::CifarTrain(8, 2);
+    SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+    Delivered d = ReadEpochs(*reader, 1);
+    EXPECT_EQ(d.batches, 10u);
+    EXPECT_EQ(d.records.size(), 500u);  // shapes never change
+    EXPECT_GT(reader->stats().skipped, 0u);
+    std::set<uint64_t> distinct(d.records.begin(), d.records.end());
+    EXPECT_LT(distinct.size(), 500u) << "damaged records were replaced by others";
+    if (first.empty()) first = d.images;
+    EXPECT_TRUE(d.images == first);
+  }
+}
+
+TEST_F(ReaderTest, CifarTrainCropsAndFlipsWithinThePaddedImage) {
+  std::string path = MakeDataset(dir_, "ds", 200, 32, 10, 64 << 10);
+  ReaderOptions o = Options(path, 200, 2);
+  o.transform = Transform::CifarTrain();
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
+  const uint8_t* px = static_cast<const uint8_t*>(b.images());
+  int flipped = 0, shifted = 0;
+  for (int i = 0; i < b.size(); ++i) {
+    const uint8_t* img = px + size_t(i) * 32 * 32 * 3;
+    uint64_t r = b.record_index(i);
+    // Find the (dy, dx, flip) that explains the output; exactly one must.
+    int matches = 0;
+    for (int flip = 0; flip < 2; ++flip)
+      for (int dy = 0; dy <= 8; ++dy)
+        for (int dx = 0; dx <= 8; ++dx) {
+          bool ok = true;
+          for (int y = 0; y < 32 && ok; y += 5)
+            for (int x = 0; x < 32 && ok; x += 3) {
+              int sx = dx - 4 + (flip ? 31 - x : x), sy = dy - 4 + y;
+              bool in = sy >= 0 && sy < 32 && sx >= 0 && sx < 32;
+              ok = img[(y * 32 + x) * 3 + 1] == (in ? Pixel(r, sy, sx, 1) : 0);
+            }
+          if (ok) {
+            ++matches;
+            flipped += flip;
+            shifted += (dy != 4 || dx != 4);
+          }
+        }
+    EXPECT_GE(matches, 1) << "sample " << i << " is no crop of its record";
+  }
+  EXPECT_GT(flipped, 60);   // ~100 of 200 expected
+  EXPECT_LT(flipped, 140);
+  EXPECT_GT(shifted, 150);
+}
+
+TEST_F(ReaderTest, EvalTransformNchwFloatNormalizes) {
+  std::string path = MakeDataset(dir_, "ds", 20, 4, 10);
+  ReaderOptions o = Options(path, 4, 1);
+  o.shuffle = false;
+  o.transform = Transform::CifarEval(4);
+  o.layout = OutputLayout::kNCHW;
+  o.dtype = DType::kFloat32;
+  o.mean = {0.5f, 0.25f, 0.f};
+  o.std = {0.5f, 2.f, 1.f};
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
+  EXPECT_EQ(b.shape(), (std::array<int64_t, 4>{4, 3, 4, 4}));
+  const float* f = static_cast<const float*>(b.images());
+  for (int i = 0; i < 4; ++i)
+    for (int c = 0; c < 3; ++c) {
+      float want = (Pixel(i, 3, 2, c) / 255.f - o.mean[c]) / o.std[c];
+      EXPECT_NEAR(f[((i * 3 + c) * 4 + 3) * 4 + 2], want, 1e-5);
+    }
+}
+
+// The measurement: 50,000 records packed class-sorted, 10 classes,
+// default reader options, batches of 256.
+TEST_F(ReaderTest, ClassSortedDatasetShuffleQualityWithDefaults) {
+  const uint64_t n = 50000;
+  std::string path = MakeDataset(dir_, "cifar", n, 32, 10, 4 << 20);
+  ReaderOptions o = Options(path, 256, 2);
+  o.remainder = Remainder::kPartial;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  Delivered d = ReadEpochs(*reader, 2);
+  ASSERT_EQ(d.records.size(), 2 * n);
+  double entropy = 0;
+  int batches = 0;
+  for (size_t b = 0; b + 256 <= n; b += 256, ++batches) {
+    std::map<int64_t, int> counts;
+    for (size_t i = b; i < b + 256; ++i) counts[d.labels[i]]++;
+    for (auto [label, c] : counts) entropy -= c / 256.0 * std::log2(c / 256.0);
+  }
+  double fraction = entropy / batches / std::log2(10.0);
+  std::vector<double> p0(n), p1(n);
+  for (size_t i = 0; i < n; ++i) p0[d.records[i]] = double(i);
+  for (size_t i = 0; i < n; ++i) p1[d.records[n + i]] = double(i);
+  double d2 = 0;
+  for (size_t i = 0; i < n; ++i) d2 += (p0[i] - p1[i]) * (p0[i] - p1[i]);
+  double rho = 1 - 6 * d2 / (double(n) * (double(n) * n - 1));
+  EXPECT_GE(fraction, 0.95);
+  EXPECT_LT(std::abs(rho), 0.05);
+  RecordProperty("label_entropy_fraction", std::to_string(fraction));
+  RecordProperty("spearman", std::to_string(rho));
+  std::printf("label entropy %.4f of log2(10), Spearman %.4f\n", fraction, rho);
+}
+
+}  // namespace
+}  // namespace shardpack

@@ -90,6 +90,7 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(
   if (options.schema.labels.size() > kMaxLabels) {
     return absl::InvalidArgumentError("too many label fields");
   }
+  SP_RETURN_IF_ERROR(CheckSchemaNames(options.schema));
   return std::unique_ptr<DatasetWriter>(new DatasetWriter(std::make_unique<Impl>(options)));
 }
 

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -118,6 +119,32 @@ absl::StatusOr<Schema> ParseSchema(const Json& j, const std::string& where) {
   return schema;
 }
 
+// Deepest nesting of arrays and objects in JSON text (strings skipped), so
+// that text nested absurdly deep is refused before anything recurses on it.
+int NestingDepth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+constexpr int kMaxNesting = 64;
+
 // Shard paths are relative and stay inside the dataset directory.
 bool SafeRelativePath(std::string_view path) {
   if (path.empty() || path.front() == '/' || path.find('\0') != std::string_view::npos) {
@@ -160,6 +187,8 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
   SP_ASSIGN_OR_RETURN(m.schema, ParseSchema(*schema, name + ".schema"));
   SP_ASSIGN_OR_RETURN(uint64_t records, f.Unsigned("records"));
   SP_ASSIGN_OR_RETURN(const Json* shards, f.Get("shards", Json::value_t::array));
+  absl::flat_hash_set<std::string> paths;
+  uint64_t total = 0;
   for (size_t i = 0; i < shards->size(); ++i) {
     std::string at = absl::StrCat(name, ".shards[", i, "]");
     if (!(*shards)[i].is_object()) return absl::DataLossError(at + ": expected object");
@@ -175,9 +204,11 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
     if (!ParseCrc(crc, &e.crc32c)) {
       return sf.Error("crc32c", absl::StrCat("'", crc, "' is not 8 hex digits"));
     }
-    for (const ShardEntry& earlier : m.shards) {
-      if (earlier.path == e.path) return sf.Error("path", absl::StrCat("'", e.path, "' listed twice"));
+    if (!paths.insert(e.path).second) {
+      return sf.Error("path", absl::StrCat("'", e.path, "' listed twice"));
     }
+    if (e.records > UINT64_MAX - total) return sf.Error("records", "record counts overflow");
+    total += e.records;
     m.shards.push_back(std::move(e));
   }
   if (m.records() != records) {
@@ -192,6 +223,32 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
 }
 
 }  // namespace
+
+bool IsUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    int extra = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+    if (extra < 0 || s.size() - i <= static_cast<size_t>(extra)) return false;
+    for (int k = 1; k <= extra; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+absl::Status CheckSchemaNames(const Schema& schema) {
+  for (const LabelField& field : schema.labels) {
+    if (!IsUtf8(field.name)) return absl::InvalidArgumentError("a label field name is not UTF-8");
+    for (size_t i = 0; i < field.classes.size(); ++i) {
+      if (!IsUtf8(field.classes[i])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "class ", i, " of label '", field.name, "' has a name that is not UTF-8"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 std::string_view BackendName(Backend b) {
   switch (b) {
@@ -210,6 +267,10 @@ uint64_t Manifest::records() const {
 
 absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view name) {
   std::string where(name);
+  if (NestingDepth(text) > kMaxNesting) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": JSON nested more than ", kMaxNesting, " levels deep"));
+  }
   Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::DataLossError(where + ": not valid JSON");
   return ParseJson(j, where);
@@ -241,7 +302,9 @@ std::string SerializeManifest(const Manifest& m) {
   }
   Json pack = Json::parse(m.pack_json, nullptr, false);
   j["pack"] = pack.is_object() ? pack : Json::object();
-  return j.dump(2) + "\n";
+  // Names are UTF-8 (DatasetWriter checks); replacing stray bytes here keeps
+  // a bad name from ever throwing across the API.
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace shardpack

@@ -26,6 +26,10 @@ constexpr uint64_t kMinShardSize =
 absl::Status CheckHeader(const std::string& name, uint64_t size,
                          std::span<const uint8_t> h, uint16_t* minor) {
   if (size == 0) return DataLossAt(name, 0, "empty file, not a shard");
+  if (h.size() < internal::kShardMagic.size() &&
+      std::memcmp(h.data(), internal::kShardMagic.data(), h.size()) == 0) {
+    return DataLossAt(name, h.size(), "truncated inside the magic");
+  }
   if (h.size() < internal::kShardMagic.size() ||
       std::memcmp(h.data(), internal::kShardMagic.data(), internal::kShardMagic.size()) != 0) {
     return DataLossAt(name, 0, "not a shard (bad magic)");

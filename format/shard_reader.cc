@@ -1,6 +1,7 @@
 // Block decoding (header and CRC checks, zstd) and the ShardReader built on it.
 #include <zstd.h>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "format/coding.h"
 #include "format/errors.h"
@@ -25,14 +26,24 @@ BlockDecoder::~BlockDecoder() = default;
 
 absl::StatusOr<BlockView> BlockDecoder::Decode(const ShardIndex& index, size_t b,
                                                std::span<const uint8_t> stored) {
-  const uint32_t raw_size = index.block(b).raw_size;
-  if (scratch_.size() < raw_size) scratch_.resize(raw_size);
-  return DecodeInto(index, b, stored, scratch_.data());
+  return DecodeImpl(index, b, stored, [this](size_t raw_size) {
+    if (scratch_capacity_ < raw_size) {
+      scratch_ = std::make_unique_for_overwrite<uint8_t[]>(raw_size);
+      scratch_capacity_ = raw_size;
+    }
+    return scratch_.get();
+  });
 }
 
 absl::StatusOr<BlockView> BlockDecoder::DecodeInto(const ShardIndex& index, size_t b,
                                                    std::span<const uint8_t> stored,
                                                    uint8_t* raw) {
+  return DecodeImpl(index, b, stored, [raw](size_t) { return raw; });
+}
+
+absl::StatusOr<BlockView> BlockDecoder::DecodeImpl(
+    const ShardIndex& index, size_t b, std::span<const uint8_t> stored,
+    absl::FunctionRef<uint8_t*(size_t)> raw_buffer) {
   const BlockInfo& info = index.block(b);
   const std::string& name = index.name();
   if (stored.size() != info.stored_size) {
@@ -71,12 +82,16 @@ absl::StatusOr<BlockView> BlockDecoder::DecodeInto(const ShardIndex& index, size
     // it is still reported as damage rather than trusted. A compressed block
     // is exactly one frame, and smaller than its raw payload (writers store
     // incompressible blocks raw), so there is one valid encoding per block.
+    // The frame's own content size must match before anything is allocated,
+    // or a forged index could claim gigabytes for a tiny frame.
     if (payload.size() >= info.raw_size ||
-        ZSTD_findFrameCompressedSize(payload.data(), payload.size()) != payload.size()) {
+        ZSTD_findFrameCompressedSize(payload.data(), payload.size()) != payload.size() ||
+        ZSTD_getFrameContentSize(payload.data(), payload.size()) != info.raw_size) {
       return DataLossAt(name, info.offset + internal::kBlockHeaderSize,
                         absl::StrCat("block ", b, " is not one zstd frame smaller than its ",
                                      info.raw_size, " raw bytes"));
     }
+    uint8_t* raw = raw_buffer(info.raw_size);
     size_t n = ZSTD_decompressDCtx(zstd_->dctx, raw, info.raw_size,
                                    payload.data(), payload.size());
     if (ZSTD_isError(n) || n != info.raw_size) {

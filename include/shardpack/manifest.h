@@ -63,6 +63,13 @@ struct Manifest {
   friend bool operator==(const Manifest&, const Manifest&) = default;
 };
 
+// Whether `s` is valid UTF-8.
+bool IsUtf8(std::string_view s);
+
+// InvalidArgumentError naming the class when a label field or class name is
+// not UTF-8 (JSON text can only hold UTF-8).
+absl::Status CheckSchemaNames(const Schema& schema);
+
 // Parses manifest text. `name` (usually the path) prefixes error messages.
 // DataLossError for malformed JSON or missing/ill-typed fields;
 // FailedPreconditionError for an unsupported major version.

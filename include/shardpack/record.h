@@ -78,9 +78,12 @@ struct ImageInfo {
   uint32_t width = 0;
   uint8_t channels = 0;
 
-  // Bytes of a raw payload of this shape.
+  // Bytes of a raw payload of this shape; UINT64_MAX when the product does
+  // not fit 64 bits (so it never matches a real payload size).
   uint64_t RawBytes() const {
-    return uint64_t{height} * width * channels;
+    uint64_t pixels = uint64_t{height} * width;  // cannot overflow: 32 x 32 bits
+    if (channels != 0 && pixels > UINT64_MAX / channels) return UINT64_MAX;
+    return pixels * channels;
   }
   friend bool operator==(const ImageInfo&, const ImageInfo&) = default;
 };

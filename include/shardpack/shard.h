@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardpack/file.h"
@@ -170,9 +171,13 @@ class BlockDecoder {
                                        std::span<const uint8_t> stored, uint8_t* raw);
 
  private:
+  absl::StatusOr<BlockView> DecodeImpl(const ShardIndex& index, size_t b,
+                                       std::span<const uint8_t> stored,
+                                       absl::FunctionRef<uint8_t*(size_t)> raw_buffer);
   struct Zstd;
   std::unique_ptr<Zstd> zstd_;
-  std::vector<uint8_t> scratch_;
+  std::unique_ptr<uint8_t[]> scratch_;  // Decode's output for zstd blocks
+  size_t scratch_capacity_ = 0;
 };
 
 // Random and sequential access to one shard through a RandomAccessFile:

@@ -1,0 +1,162 @@
+// Writes the fuzzers' seed corpora, so that no binary blob is checked in:
+//
+//   shard_fuzz_seeds DIR   ->  DIR/shard/*.shard  small valid shards
+//                              DIR/manifest/*.json  valid manifests
+//
+// Shards are small (one to four blocks, under 20 KiB) so the fuzzer runs
+// fast, and cover what the parser must handle: no records, raw HWC and CHW,
+// jpeg-like payloads with extra bytes, 0 and 8 labels, an empty key, zstd
+// blocks and a stored block inside a zstd shard.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "shardpack/file.h"
+#include "shardpack/manifest.h"
+#include "shardpack/record.h"
+#include "shardpack/shard.h"
+
+namespace shardpack {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct OwnedRecord {
+  std::string key;
+  Labels labels;
+  ImageInfo image;
+  std::vector<uint8_t> payload;
+  std::vector<uint8_t> extra;
+  Record view() const { return {key, labels, image, payload, extra}; }
+};
+
+// splitmix64 bytes: incompressible, deterministic.
+std::vector<uint8_t> Noise(uint64_t seed, size_t n) {
+  std::vector<uint8_t> out(n);
+  uint64_t x = seed;
+  for (size_t i = 0; i < n; ++i) {
+    x += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    out[i] = static_cast<uint8_t>(z ^ (z >> 31));
+  }
+  return out;
+}
+
+OwnedRecord Raw(uint64_t i, uint32_t h, uint32_t w, uint8_t c, Layout layout, bool smooth) {
+  OwnedRecord r;
+  r.key = "raw/" + std::to_string(i);
+  r.labels = {static_cast<int64_t>(i % 10)};
+  r.image = {Encoding::kRaw, layout, h, w, c};
+  r.payload = Noise(i, size_t{h} * w * c);
+  if (smooth) {
+    for (size_t j = 0; j < r.payload.size(); ++j) r.payload[j] = static_cast<uint8_t>(j / 5);
+  }
+  return r;
+}
+
+OwnedRecord JpegLike(uint64_t i, size_t n) {
+  OwnedRecord r;
+  r.key = "class_" + std::to_string(i % 3) + "/img_" + std::to_string(i) + ".JPEG";
+  r.labels = {static_cast<int64_t>(i % 3), -static_cast<int64_t>(i)};
+  r.image = {Encoding::kJpeg, Layout::kHWC, 375, 500, 3};
+  r.payload = Noise(i + 1000, n);
+  r.payload[0] = 0xff;
+  if (n > 1) r.payload[1] = 0xd8;
+  r.extra = Noise(i + 7, i % 5);
+  return r;
+}
+
+bool WriteFile(const fs::path& path, const std::string& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  return std::fclose(f) == 0 && ok;
+}
+
+bool WriteShard(const fs::path& path, const std::vector<OwnedRecord>& records,
+                Compression compression, uint32_t block_size) {
+  std::string bytes;
+  auto file = NewStringWritableFile(path.filename().string(), &bytes);
+  ShardWriterOptions options;
+  options.compression = compression;
+  options.block_size = block_size;
+  auto writer = ShardWriter::Create(file.get(), options);
+  if (!writer.ok()) return false;
+  for (const OwnedRecord& r : records) {
+    if (!(*writer)->Add(r.view()).ok()) return false;
+  }
+  return (*writer)->Finish().ok() && WriteFile(path, bytes);
+}
+
+bool WriteShards(const fs::path& dir) {
+  std::vector<OwnedRecord> mixed;
+  for (uint64_t i = 0; i < 12; ++i) {
+    if (i % 3 == 0) mixed.push_back(Raw(i, 6, 6, 3, Layout::kHWC, false));
+    if (i % 3 == 1) mixed.push_back(Raw(i, 5, 7, 1, Layout::kCHW, false));
+    if (i % 3 == 2) mixed.push_back(JpegLike(i, 100 + 50 * i));
+  }
+  OwnedRecord labels = Raw(12, 2, 2, 4, Layout::kHWC, false);
+  labels.labels = {1, -2, 3, -4, 5, -6, 7, -8};
+  mixed.push_back(labels);
+  OwnedRecord bare = JpegLike(13, 20);
+  bare.key.clear();
+  bare.labels = {};
+  mixed.push_back(bare);
+  mixed.push_back(Raw(14, 0, 0, 0, Layout::kHWC, false));
+
+  std::vector<OwnedRecord> smooth;
+  for (uint64_t i = 0; i < 12; ++i) smooth.push_back(Raw(i, 10, 10, 3, Layout::kHWC, true));
+  smooth.push_back(JpegLike(12, 3000));  // a block zstd cannot shrink
+
+  return WriteShard(dir / "empty.shard", {}, Compression::kNone, 4096) &&
+         WriteShard(dir / "one.shard", {Raw(0, 4, 4, 3, Layout::kHWC, false)}, Compression::kNone,
+                    4096) &&
+         WriteShard(dir / "mixed_none.shard", mixed, Compression::kNone, 1500) &&
+         WriteShard(dir / "one_block_zstd.shard", smooth, Compression::kZstd, 1 << 20) &&
+         WriteShard(dir / "mixed_zstd.shard", smooth, Compression::kZstd, 1600);
+}
+
+bool WriteManifests(const fs::path& dir) {
+  Manifest cifar;
+  cifar.schema.image = {Encoding::kRaw, Layout::kCHW, 32, 32, 3};
+  cifar.schema.labels = {{"fine", {"apple", "aquarium_fish"}}, {"coarse", {"fish"}}};
+  cifar.shards = {{"train-00000.shard", 25000, 77635584, 0x0000abcd},
+                  {"train-00001.shard", 25000, 77635584, 0xdeadbeef}};
+  cifar.pack_json = R"({"source":"cifar-100-binary","block_size":4194304,"level":-1.5})";
+  Manifest folder;
+  folder.backend = Backend::kLmdb;
+  folder.schema.image = {Encoding::kJpeg, Layout::kHWC, 0, 0, 0};
+  folder.schema.labels = {{"label", {"cat", "dog", "Zürich"}}};
+  folder.shards = {{"lmdb/train-00000", 3, 1 << 20, 1}};
+  Manifest hdf5 = cifar;
+  hdf5.backend = Backend::kHdf5;
+  hdf5.version_minor = 3;
+  return WriteFile(dir / "cifar.json", SerializeManifest(cifar)) &&
+         WriteFile(dir / "folder.json", SerializeManifest(folder)) &&
+         WriteFile(dir / "hdf5.json", SerializeManifest(hdf5)) &&
+         WriteFile(dir / "empty.json", SerializeManifest(Manifest{}));
+}
+
+}  // namespace
+}  // namespace shardpack
+
+int main(int argc, char** argv) {
+  namespace fs = std::filesystem;
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: shard_fuzz_seeds DIR\n");
+    return 2;
+  }
+  fs::path dir = argv[1];
+  std::error_code error;
+  fs::create_directories(dir / "shard", error);
+  fs::create_directories(dir / "manifest", error);
+  if (error || !shardpack::WriteShards(dir / "shard") ||
+      !shardpack::WriteManifests(dir / "manifest")) {
+    std::fprintf(stderr, "shard_fuzz_seeds: cannot write seeds into %s\n", dir.c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -11,10 +11,9 @@ namespace shardpack::internal {
 
 namespace fs = std::filesystem;
 
-uint64_t UnitBytes(const BlockInfo& block, bool zero_copy) {
+uint64_t UnitBytes(const BlockInfo& block) {
   bool compressed = block.stored_size - 32 != block.raw_size;
-  uint64_t stored = zero_copy ? 0 : AlignUp(block.stored_size, kIoAlignment);
-  return stored + (compressed ? block.raw_size : 0);
+  return AlignUp(block.stored_size, kIoAlignment) + (compressed ? block.raw_size : 0);
 }
 
 absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine) {
@@ -43,7 +42,7 @@ absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngin
       const BlockInfo& block = index.block(b);
       d.units.push_back({static_cast<uint32_t>(f), static_cast<uint32_t>(b),
                          d.records + block.first_record, block.record_count,
-                         UnitBytes(block, d.io->zero_copy())});
+                         UnitBytes(block)});
     }
     d.records += index.num_records();
     d.indexes.push_back(std::move(index));

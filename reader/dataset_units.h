@@ -29,8 +29,10 @@ struct StreamDataset {
 absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine);
 
 // Memory a unit holds while loaded: its stored bytes (rounded to the I/O
-// alignment) plus its decompressed payload when compressed.
-uint64_t UnitBytes(const BlockInfo& block, bool zero_copy);
+// alignment) plus its decompressed payload when compressed. The same for
+// every engine (mapped pages count in RSS too), so the plan, which budgets
+// with it, and so the sample order never depend on the engine.
+uint64_t UnitBytes(const BlockInfo& block);
 
 }  // namespace shardpack::internal
 

@@ -84,7 +84,8 @@ Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
       batches_per_epoch_(BatchesPerEpoch(dataset->records, plan_options)),
       budget_bytes_(options.shuffle_bytes + options.read_ahead_bytes),
       units_(dataset->units.size()),
-      ring_(static_cast<size_t>(options.ring_slots)) {
+      ring_(static_cast<size_t>(options.ring_slots)),
+      loading_(dataset->units.size(), 0) {
   const size_t batch = static_cast<size_t>(options.batch_size);
   for (RingSlot& slot : ring_) {
     slot.images.reset(AlignedAlloc(batch * transform->shape().sample_bytes));
@@ -137,6 +138,7 @@ void Pipeline::Stop() {
   loader_.join();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
+  Drain();  // reads still in flight write into pooled buffers: finish them
   // Loaded units stay cached for a restart, unpinned and evictable.
   std::lock_guard<std::mutex> lock(mu_);
   runs_.clear();
@@ -184,85 +186,128 @@ bool Pipeline::LoadEpoch(EpochRun& run, uint64_t start_position) {
     std::fill(uses.begin(), uses.end(), 0);
     for (uint64_t p = start_position; p < plan.order.size(); ++p) ++uses[plan.order[p].piece];
   }
-  for (size_t i = 0; i < plan.pieces.size(); ++i) {
+  for (uint32_t i = 0; i < plan.pieces.size(); ++i) {
     if (stop_) return false;
-    const uint32_t unit = plan.pieces[i].unit;
-    if (uses[i] > 0) {
-      units_[unit].pins.fetch_add(uses[i]);
-      if (!EnsureLoaded(unit)) return false;
+    if (uses[i] == 0) {
+      run.piece_ready[i].store(1, std::memory_order_release);
+      continue;
     }
-    run.piece_ready[i].store(1, std::memory_order_release);
-    run.piece_ready[i].notify_all();
+    units_[plan.pieces[i].unit].pins.fetch_add(uses[i]);
+    if (!Acquire(run, i)) return false;
   }
+  // The loader may now block on the consumer: finish what is in flight first.
+  Drain();
+  return !stop_;
+}
+
+bool Pipeline::Acquire(EpochRun& run, uint32_t piece) {
+  const uint32_t unit = run.plan.pieces[piece].unit;
+  if (loading_[unit]) {
+    for (InFlight& f : in_flight_) {
+      if (f.unit == unit) f.waiters.emplace_back(&run, piece);
+    }
+    return true;
+  }
+  if (units_[unit].state.load(std::memory_order_acquire) == UnitSlot::kAbsent) {
+    if (!MakeRoom(dataset_->units[unit].bytes)) return false;
+    Submit(unit, run, piece);
+    if (in_flight_.size() >= dataset_->io->max_in_flight()) CompleteOldest();
+    return true;
+  }
+  run.piece_ready[piece].store(1, std::memory_order_release);
+  run.piece_ready[piece].notify_all();
   return true;
 }
 
-bool Pipeline::EnsureLoaded(uint32_t unit) {
-  UnitSlot& u = units_[unit];
-  if (u.state.load(std::memory_order_acquire) != UnitSlot::kAbsent) return true;
-  const uint64_t bytes = dataset_->units[unit].bytes;
-  if (!MakeRoom(bytes)) return false;
-  LoadUnit(unit);
-  resident_bytes_ += bytes;
-  return true;
-}
-
-// Evicts released units until `bytes` more fit the budget. Waits for
-// releases while none can go; gives up waiting (and goes over the budget)
-// when the workers are all blocked on data, which only a too-small budget
-// for the batch size can cause.
+// Evicts released units until `bytes` more fit the budget. Before waiting
+// for releases it completes the reads in flight (the workers may need them
+// to make progress); it gives up waiting (and goes over the budget) when
+// nothing is released for 100 ms, which only a budget too small for the
+// batch size can cause.
 bool Pipeline::MakeRoom(uint64_t bytes) {
-  std::unique_lock<std::mutex> lock(mu_);
   int idle_rounds = 0;
-  while (resident_bytes_ > 0 && resident_bytes_ + bytes > budget_bytes_) {
-    if (stop_) return false;
+  while (resident_bytes_ > 0 && resident_bytes_ + bytes > budget_bytes_ && !stop_) {
+    std::unique_lock<std::mutex> lock(mu_);
     if (!released_.empty()) {
       uint32_t v = released_.front();
       released_.pop_front();
       Evict(v);
       continue;
     }
+    if (!in_flight_.empty()) {
+      lock.unlock();
+      Drain();
+      continue;
+    }
     if (cv_.wait_for(lock, std::chrono::milliseconds(20)) == std::cv_status::timeout &&
         ++idle_rounds >= 5) {
-      break;  // nothing released for 100 ms: overcommit rather than stall
+      break;
     }
   }
   return !stop_;
 }
 
-void Pipeline::Evict(uint32_t unit) {
-  UnitSlot& u = units_[unit];
-  if (u.pins.load() != 0 || u.state.load() == UnitSlot::kAbsent) return;
-  u.state.store(UnitSlot::kAbsent);
-  pool_.Give(u.buffer, u.capacity);
-  u.buffer = nullptr;
-  u.view = BlockView();
-  u.error = absl::OkStatus();
-  resident_bytes_ -= dataset_->units[unit].bytes;
-}
-
-void Pipeline::LoadUnit(uint32_t unit) {
+void Pipeline::Submit(uint32_t unit, EpochRun& run, uint32_t piece) {
   UnitSlot& u = units_[unit];
   const ReadUnit& ru = dataset_->units[unit];
-  const ShardIndex& index = dataset_->indexes[ru.file];
-  const BlockInfo& block = index.block(ru.block);
+  const BlockInfo& block = dataset_->indexes[ru.file].block(ru.block);
   const bool compressed = block.stored_size - 32 != block.raw_size;
   const size_t stored = dataset_->io->zero_copy() ? 0 : AlignUp(block.stored_size, kIoAlignment);
   u.buffer = pool_.Take(stored + (compressed ? block.raw_size : 0), &u.capacity);
+  resident_bytes_ += ru.bytes;
+  loading_[unit] = 1;
+  in_flight_.push_back({unit, {{&run, piece}}});
   absl::Status s = dataset_->io->Submit({ru.file, block.offset, block.stored_size, u.buffer, unit});
-  IoCompletion done;
-  if (s.ok()) {
-    done = dataset_->io->Wait();
-    s = done.status;
+  if (!s.ok()) {  // misuse, not data: report it through the unit all the same
+    in_flight_.pop_back();
+    loading_[unit] = 0;
+    u.error = s;
+    u.state.store(UnitSlot::kFailed, std::memory_order_release);
+    run.piece_ready[piece].store(1, std::memory_order_release);
+    run.piece_ready[piece].notify_all();
   }
+}
+
+void Pipeline::CompleteOldest() {
+  IoCompletion done = dataset_->io->Wait();
+  InFlight f = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  UnitSlot& u = units_[f.unit];
+  const ReadUnit& ru = dataset_->units[f.unit];
+  absl::Status s = done.status;
   if (s.ok()) {
-    auto view = decoder_.DecodeInto(index, ru.block, done.bytes, u.buffer + stored);
+    const size_t stored = dataset_->io->zero_copy()
+                              ? 0
+                              : AlignUp(dataset_->indexes[ru.file].block(ru.block).stored_size,
+                                        kIoAlignment);
+    auto view = decoder_.DecodeInto(dataset_->indexes[ru.file], ru.block, done.bytes,
+                                    u.buffer + stored);
     s = view.status();
     if (view.ok()) u.view = *view;
   }
   loads_.fetch_add(1, std::memory_order_relaxed);
   u.error = s;
   u.state.store(s.ok() ? UnitSlot::kReady : UnitSlot::kFailed, std::memory_order_release);
+  loading_[f.unit] = 0;
+  for (auto [run, piece] : f.waiters) {
+    run->piece_ready[piece].store(1, std::memory_order_release);
+    run->piece_ready[piece].notify_all();
+  }
+}
+
+void Pipeline::Drain() {
+  while (!in_flight_.empty()) CompleteOldest();
+}
+
+void Pipeline::Evict(uint32_t unit) {
+  UnitSlot& u = units_[unit];
+  if (u.pins.load() != 0 || u.state.load() == UnitSlot::kAbsent || loading_[unit]) return;
+  u.state.store(UnitSlot::kAbsent);
+  pool_.Give(u.buffer, u.capacity);
+  u.buffer = nullptr;
+  u.view = BlockView();
+  u.error = absl::OkStatus();
+  resident_bytes_ -= dataset_->units[unit].bytes;
 }
 
 // ---- Workers ------------------------------------------------------------

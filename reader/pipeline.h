@@ -97,9 +97,13 @@ class Pipeline {
   // Loader.
   void LoaderMain();
   bool LoadEpoch(EpochRun& run, uint64_t start_position);
-  bool EnsureLoaded(uint32_t unit);
+  // Makes piece i of `run` ready: at once when its unit is loaded, when its
+  // read completes otherwise. False when stopped.
+  bool Acquire(EpochRun& run, uint32_t piece);
   bool MakeRoom(uint64_t bytes);
-  void LoadUnit(uint32_t unit);
+  void Submit(uint32_t unit, EpochRun& run, uint32_t piece);
+  void CompleteOldest();
+  void Drain();
   void Evict(uint32_t unit);
   std::shared_ptr<EpochRun> PublishRun(uint64_t epoch);
   std::shared_ptr<EpochRun> WaitRun(uint64_t epoch);
@@ -119,8 +123,15 @@ class Pipeline {
 
   std::vector<UnitSlot> units_;
   std::vector<RingSlot> ring_;
-  BlockDecoder decoder_;  // loader thread only
-  BufferPool pool_;       // loader thread only
+  // Loader thread only.
+  BlockDecoder decoder_;
+  BufferPool pool_;
+  struct InFlight {
+    uint32_t unit;
+    std::vector<std::pair<EpochRun*, uint32_t>> waiters;  // pieces to mark ready
+  };
+  std::deque<InFlight> in_flight_;
+  std::vector<uint8_t> loading_;  // per unit: a read is in flight
 
   uint64_t start_epoch_ = 0, start_batch_ = 0;
   std::atomic<bool> stop_{false};

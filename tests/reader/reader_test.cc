@@ -172,6 +172,30 @@ TEST_F(ReaderTest, ByteIdenticalBatchesWithOneTwoAndEightThreads) {
   }
 }
 
+TEST_F(ReaderTest, EveryIoEngineDeliversTheSameBatches) {
+  std::string path = MakeDataset(dir_, "ds", 2000, 16, 10, 32 << 10, 700);
+  std::string first;
+  for (IoEngine io : {IoEngine::kPread, IoEngine::kMmap, IoEngine::kDirect, IoEngine::kUring,
+                      IoEngine::kAuto}) {
+    ReaderOptions o = Options(path, 50, 2);
+    o.io = io;
+    o.transform = Transform::CifarTrain(16, 2);
+    o.shuffle_bytes = 256 << 10;  // a few blocks: many loads, several in flight
+    o.read_ahead_bytes = 256 << 10;
+    auto reader = Reader::Open(o);
+    if (absl::IsUnavailable(reader.status())) {
+      std::printf("%s unavailable here: %s\n", std::string(IoEngineName(io)).c_str(),
+                  std::string(reader.status().message()).c_str());
+      continue;
+    }
+    SP_ASSERT_OK(reader.status());
+    Delivered d = ReadEpochs(**reader, 2);
+    EXPECT_EQ(d.records.size(), 2 * 2000u);
+    if (first.empty()) first = d.images;
+    EXPECT_TRUE(d.images == first) << IoEngineName(io);
+  }
+}
+
 TEST_F(ReaderTest, RestoreGivesTheIdenticalRestOfTheEpochWithoutReplaying) {
   std::string path = MakeDataset(dir_, "ds", 4000, 8, 10, 16 << 10);
   ReaderOptions o = Options(path, 32, 2);

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "datasets/source.h"
@@ -23,6 +25,10 @@ enum class ImageMode {
   kRaw,
 };
 
+// "passthrough", "reencode", "raw".
+std::string_view ImageModeName(ImageMode mode);
+std::optional<ImageMode> ParseImageMode(std::string_view name);
+
 struct ImageOptions {
   // ImageFolder layout: root/<class>/<...>/<file>. Classes are the
   // sub-directories of root, sorted by name (byte order, as Python's sorted()
@@ -30,7 +36,10 @@ struct ImageOptions {
   // files are found recursively and sorted by path.
   std::string root;
   // If set, a list file of lines "relative/path label" (paths relative to
-  // root; label a non-negative integer) replaces the folder walk.
+  // root; label a non-negative integer) replaces the folder walk. The label
+  // is the last whitespace-separated field, so paths may hold spaces; blank
+  // lines are ignored; any file named is an item, whatever its extension.
+  // With a list file, an empty `root` means the list file's directory.
   std::string list_file;
 
   ImageMode mode = ImageMode::kPassthrough;
@@ -53,6 +62,29 @@ struct ImageOptions {
 // ignores them. A missing root is NotFoundError. An empty class folder, or a
 // bad list-file line (naming the line number), is an open_problem in skip
 // mode and the error in fail mode. Keys are paths relative to root.
+//
+// The walk follows torchvision (folder.py, find_classes and make_dataset):
+// classes are the entries of root that are directories (symlinks followed,
+// hidden ones included), an empty class keeps its index; under each class,
+// directories are visited as sorted(os.walk(dir, followlinks=True)) visits
+// them (ordered by directory path, so a folder's own files come before its
+// sub-folders'), and files within a directory are sorted by name. Unlike
+// os.walk, a symlink back to a directory being walked is not followed
+// again (it would loop forever), and a directory that cannot be listed is an
+// open_problem rather than silently empty. Other entries named *.jpg (a
+// dangling symlink, a FIFO) are items and fail when prepared.
+//
+// Items fail in Prepare with an error naming the file: NotFoundError or
+// PermissionDeniedError "open <path>: <strerror>" when it cannot be read,
+// FailedPreconditionError "<path>: not a regular file", DataLossError
+// "<path> @0: empty file" for zero bytes, then ProbeJpeg's and the
+// Transcoder's errors (a PNG named .jpg, a truncated or corrupt JPEG, absurd
+// dimensions). Passthrough stores CMYK/YCCK JPEGs as they are with
+// channels 4; reencode and raw convert them to RGB (see transcode.h).
+//
+// Workers keep a Transcoder (two TurboJPEG handles) and read buffers for
+// life; Prepare reuses the PreparedRecord's buffers. Workers borrow the
+// Source's item list: the Source must outlive its workers.
 absl::StatusOr<std::unique_ptr<Source>> OpenImages(const ImageOptions& options);
 
 }  // namespace shardpack::datasets

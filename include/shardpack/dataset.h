@@ -35,6 +35,10 @@ struct DatasetWriterOptions {
   // Copied into the manifest.
   Schema schema;
   std::string pack_json = "{}";
+  // When false, Finish() returns the manifest without writing it, for callers
+  // that publish the directory first and write the manifest last (the
+  // packer). Default true.
+  bool write_manifest = true;
 };
 
 // Writes a dataset. Not thread-safe. Every shard is written through an

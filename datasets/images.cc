@@ -1,0 +1,452 @@
+#include "datasets/images.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "datasets/jpeg_probe.h"
+#include "datasets/transcode.h"
+#include "format/errors.h"
+#include "nlohmann/json.hpp"
+#include "shardpack/file.h"
+
+namespace shardpack::datasets {
+namespace {
+
+namespace fs = std::filesystem;
+using internal::AsAbsl;
+
+std::string_view AsStd(absl::string_view s) { return {s.data(), s.size()}; }
+
+// A file bigger than this is not an image we pack (and would not fit a
+// record comfortably); it is bad input, not an allocation.
+constexpr uint64_t kMaxInputFileBytes = uint64_t{1} << 30;
+
+struct Item {
+  std::string key;  // path relative to root, '/'-separated
+  int64_t label = 0;
+};
+
+// torchvision's IMG_EXTENSIONS check, narrowed to JPEG: lower-cased name
+// ends with .jpg or .jpeg.
+bool HasJpegExtension(std::string_view name) {
+  auto ends_with = [&](std::string_view ext) {
+    return name.size() >= ext.size() &&
+           absl::EqualsIgnoreCase(AsAbsl(name.substr(name.size() - ext.size())), AsAbsl(ext));
+  };
+  return ends_with(".jpg") || ends_with(".jpeg");
+}
+
+// Problems met while opening: listed in skip mode, the error in fail mode.
+class Problems {
+ public:
+  explicit Problems(OnError on_error) : on_error_(on_error) {}
+  // Records `reason` about `path`; returns the problem as an error with
+  // `code` in fail mode, OK in skip mode.
+  absl::Status Add(std::string path, std::string reason, absl::StatusCode code) {
+    absl::Status error(code, absl::StrCat(path, ": ", reason));
+    list_.push_back(Skipped{std::move(path), std::move(reason)});
+    return on_error_ == OnError::kFail ? error : absl::OkStatus();
+  }
+  std::vector<Skipped> Take() { return std::move(list_); }
+
+ private:
+  OnError on_error_;
+  std::vector<Skipped> list_;
+};
+
+// One directory as os.walk yields it: its path relative to the class folder
+// ("" for the folder itself, else "/sub/dir": the sort key, since os.walk's
+// roots share the class folder as a prefix) and the names of its files.
+struct Listing {
+  std::string rel;
+  std::vector<std::string> files;
+};
+
+struct DirId {
+  dev_t dev;
+  ino_t ino;
+  bool operator==(const DirId&) const = default;
+};
+
+// os.walk(dir, followlinks=True), depth first; `ancestors` guards against
+// symlink loops.
+absl::Status WalkDir(const fs::path& dir, const std::string& rel, std::vector<DirId>* ancestors,
+                     std::vector<Listing>* listings, Problems* problems) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return absl::OkStatus();  // vanished
+  const DirId id{st.st_dev, st.st_ino};
+  if (std::find(ancestors->begin(), ancestors->end(), id) != ancestors->end()) {
+    return absl::OkStatus();  // a symlink back up the tree
+  }
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) {
+    return problems->Add(dir.string(), absl::StrCat("cannot list directory: ", ec.message()),
+                         ErrnoError("list", dir.string(), ec.value()).code());
+  }
+  Listing listing{rel, {}};
+  std::vector<std::string> subdirs;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code type_ec;
+    std::string name = it->path().filename().string();
+    if (it->is_directory(type_ec)) {
+      subdirs.push_back(std::move(name));
+    } else {
+      listing.files.push_back(std::move(name));
+    }
+  }
+  if (ec) {
+    return problems->Add(dir.string(), absl::StrCat("cannot list directory: ", ec.message()),
+                         ErrnoError("list", dir.string(), ec.value()).code());
+  }
+  listings->push_back(std::move(listing));
+  ancestors->push_back(id);
+  for (const std::string& sub : subdirs) {
+    absl::Status s = WalkDir(dir / sub, absl::StrCat(rel, "/", sub), ancestors, listings, problems);
+    if (!s.ok()) return s;
+  }
+  ancestors->pop_back();
+  return absl::OkStatus();
+}
+
+// make_dataset for one class: appends its JPEG files, in torchvision's order.
+absl::Status WalkClass(const fs::path& root, const std::string& class_name, int64_t label,
+                       std::vector<Item>* items, Problems* problems) {
+  std::vector<Listing> listings;
+  std::vector<DirId> ancestors;
+  absl::Status s = WalkDir(root / class_name, "", &ancestors, &listings, problems);
+  if (!s.ok()) return s;
+  std::sort(listings.begin(), listings.end(),
+            [](const Listing& a, const Listing& b) { return a.rel < b.rel; });
+  const size_t before = items->size();
+  for (Listing& listing : listings) {
+    std::sort(listing.files.begin(), listing.files.end());
+    for (const std::string& file : listing.files) {
+      if (!HasJpegExtension(file)) continue;
+      items->push_back(Item{absl::StrCat(class_name, listing.rel, "/", file), label});
+    }
+  }
+  if (items->size() == before) {
+    return problems->Add((root / class_name).string(), "empty class folder: no .jpg or .jpeg files",
+                         absl::StatusCode::kInvalidArgument);
+  }
+  return absl::OkStatus();
+}
+
+// find_classes: sorted names of root's entries that are directories.
+absl::Status FindClasses(const fs::path& root, std::vector<std::string>* classes) {
+  std::error_code ec;
+  fs::directory_iterator it(root, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_directory(type_ec)) classes->push_back(it->path().filename().string());
+  }
+  if (ec) return ErrnoError("list", root.string(), ec.value());
+  std::sort(classes->begin(), classes->end());
+  if (classes->empty()) {
+    return absl::NotFoundError(
+        absl::StrCat(root.string(), ": no class folders in the image folder"));
+  }
+  return absl::OkStatus();
+}
+
+// Parses one list-file line into `item`; an error text if it is bad.
+std::string ParseListLine(std::string_view line, Item* item) {
+  const size_t cut = line.find_last_of(" \t");
+  if (cut == std::string_view::npos) return "expected '<relative/path> <label>'";
+  std::string_view path = line.substr(0, cut);
+  while (!path.empty() && (path.back() == ' ' || path.back() == '\t')) path.remove_suffix(1);
+  const std::string_view label = line.substr(cut + 1);
+  if (path.empty()) return "expected '<relative/path> <label>'";
+  if (path.front() == '/') return absl::StrCat("path '", AsAbsl(path), "' is not relative");
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(AsAbsl(label), &value) || value < 0) {
+    return absl::StrCat("bad label '", AsAbsl(label), "' (want an integer >= 0)");
+  }
+  item->key.assign(path);
+  item->label = value;
+  return "";
+}
+
+absl::Status ReadListFile(const std::string& list_file, std::vector<Item>* items,
+                          Problems* problems) {
+  absl::StatusOr<std::string> text = ReadSmallFile(list_file);
+  if (!text.ok()) return text.status();
+  std::string_view rest = *text;
+  for (size_t line_no = 1; !rest.empty(); ++line_no) {
+    const size_t eol = rest.find('\n');
+    std::string_view line = rest.substr(0, eol);
+    rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
+    line = std::string_view(AsStd(absl::StripAsciiWhitespace(AsAbsl(line))));
+    if (line.empty()) continue;
+    Item item;
+    const std::string error = ParseListLine(line, &item);
+    if (error.empty()) {
+      items->push_back(std::move(item));
+      continue;
+    }
+    absl::Status s =
+        problems->Add(absl::StrCat(list_file, ":", line_no), absl::StrCat("bad list line: ", error),
+                      absl::StatusCode::kInvalidArgument);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// Reads the whole regular file `path` into `out` (whose capacity is reused).
+absl::Status ReadWholeFile(const std::string& path, std::vector<uint8_t>* out) {
+  // O_NONBLOCK: opening a FIFO named *.jpg must not hang the packer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ErrnoError("open", path, errno);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoError("stat", path, errno);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size == 0) return internal::DataLossAt(path, 0, "empty file");
+  if (size > kMaxInputFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: file too large for an image (%u bytes)", path, size));
+  }
+  out->resize(size);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, out->data() + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("read", path, errno);
+    if (n == 0) return internal::DataLossAt(path, done, "file shrank while being read");
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+class ImageWorker : public SourceWorker {
+ public:
+  ImageWorker(const ImageOptions& options, const std::string& root, const std::vector<Item>& items)
+      : options_(options), root_(root), items_(items) {
+    probe_.max_pixels = options.max_pixels;
+  }
+
+  absl::Status Prepare(size_t i, PreparedRecord* out) override {
+    if (i >= items_.size()) {
+      return absl::OutOfRangeError(absl::StrCat("images: no item ", i, " of ", items_.size()));
+    }
+    const Item& item = items_[i];
+    path_.assign(root_);
+    path_ += '/';
+    path_ += item.key;
+    out->key.assign(item.key);
+    out->labels = Labels{item.label};
+    if (options_.mode == ImageMode::kPassthrough) return PreparePassthrough(out);
+    absl::Status s = ReadWholeFile(path_, &input_);
+    if (!s.ok()) return s;
+    s = EnsureTranscoder();
+    if (!s.ok()) return s;
+    absl::StatusOr<ImageInfo> image =
+        options_.mode == ImageMode::kReencode
+            ? transcoder_->Reencode(input_, path_, options_.max_side, options_.quality, probe_,
+                                    &out->payload)
+            : transcoder_->DecodeToRaw(input_, path_, options_.raw_width, options_.raw_height,
+                                       probe_, &out->payload);
+    if (!image.ok()) return image.status();
+    out->image = *image;
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status PreparePassthrough(PreparedRecord* out) {
+    absl::Status s = ReadWholeFile(path_, &out->payload);
+    if (!s.ok()) return s;
+    absl::StatusOr<JpegInfo> info = ProbeJpeg(out->payload, path_, probe_);
+    if (!info.ok()) return info.status();
+    if (options_.validate_decode) {
+      s = EnsureTranscoder();
+      if (s.ok()) s = transcoder_->Validate(out->payload, path_, probe_);
+      if (!s.ok()) return s;
+    }
+    out->image = ImageInfo{Encoding::kJpeg, Layout::kHWC, info->height, info->width,
+                           static_cast<uint8_t>(info->components)};
+    return absl::OkStatus();
+  }
+
+  absl::Status EnsureTranscoder() {
+    if (transcoder_ != nullptr) return absl::OkStatus();
+    absl::StatusOr<std::unique_ptr<Transcoder>> made = Transcoder::Create();
+    if (!made.ok()) return made.status();
+    transcoder_ = *std::move(made);
+    return absl::OkStatus();
+  }
+
+  const ImageOptions& options_;
+  const std::string& root_;
+  const std::vector<Item>& items_;
+  JpegProbeOptions probe_;
+  std::string path_;
+  std::vector<uint8_t> input_;
+  std::unique_ptr<Transcoder> transcoder_;  // made on first use
+};
+
+class ImageSource : public Source {
+ public:
+  ImageSource(ImageOptions options, std::string root, std::vector<Item> items,
+              std::vector<std::string> classes, std::vector<Skipped> problems)
+      : options_(std::move(options)),
+        root_(std::move(root)),
+        items_(std::move(items)),
+        problems_(std::move(problems)) {
+    schema_.image =
+        options_.mode == ImageMode::kRaw
+            ? ImageInfo{Encoding::kRaw, Layout::kHWC, options_.raw_height, options_.raw_width, 3}
+            : ImageInfo{Encoding::kJpeg, Layout::kHWC, 0, 0, 0};
+    schema_.labels.push_back(LabelField{"label", std::move(classes)});
+    for (const Item& item : items_) {
+      std::error_code ec;
+      const uintmax_t bytes = fs::file_size(ItemPath(item), ec);
+      if (!ec) input_bytes_ += bytes;
+    }
+  }
+
+  size_t size() const override { return items_.size(); }
+  const Schema& schema() const override { return schema_; }
+  std::string ItemPath(size_t i) const override { return ItemPath(items_[i]); }
+  const std::vector<Skipped>& open_problems() const override { return problems_; }
+  uint64_t input_bytes() const override { return input_bytes_; }
+  std::string ParamsJson() const override;
+  std::unique_ptr<SourceWorker> NewWorker() const override {
+    return std::make_unique<ImageWorker>(options_, root_, items_);
+  }
+
+ private:
+  std::string ItemPath(const Item& item) const { return absl::StrCat(root_, "/", item.key); }
+
+  ImageOptions options_;
+  std::string root_;
+  std::vector<Item> items_;
+  std::vector<Skipped> problems_;
+  Schema schema_;
+  uint64_t input_bytes_ = 0;
+};
+
+std::string ImageSource::ParamsJson() const {
+  nlohmann::json j;
+  j["kind"] = "images";
+  j["root"] = root_;
+  if (!options_.list_file.empty()) j["list"] = options_.list_file;
+  j["mode"] = std::string(ImageModeName(options_.mode));
+  j["max_pixels"] = options_.max_pixels;
+  switch (options_.mode) {
+    case ImageMode::kPassthrough:
+      j["validate_decode"] = options_.validate_decode;
+      break;
+    case ImageMode::kReencode:
+      j["max_side"] = options_.max_side;
+      j["quality"] = options_.quality;
+      break;
+    case ImageMode::kRaw:
+      j["width"] = options_.raw_width;
+      j["height"] = options_.raw_height;
+      break;
+  }
+  return j.dump();
+}
+
+absl::Status CheckOptions(const ImageOptions& o) {
+  auto bad = [](std::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("images: ", AsAbsl(what)));
+  };
+  if (o.root.empty() && o.list_file.empty()) return bad("an image folder (root) is required");
+  if (o.max_pixels == 0) return bad("max_pixels must be positive");
+  if (o.mode == ImageMode::kReencode) {
+    if (o.quality < 1 || o.quality > 100) return bad("quality must be in 1..100");
+    if (o.max_side < 0 || o.max_side > static_cast<int>(kMaxJpegSide)) {
+      return bad("max_side must be in 0..65500");
+    }
+  }
+  if (o.mode == ImageMode::kRaw) {
+    if (o.raw_width == 0 || o.raw_height == 0) return bad("raw mode needs --size WxH");
+    if (o.raw_width > kMaxJpegSide || o.raw_height > kMaxJpegSide ||
+        uint64_t{o.raw_width} * o.raw_height > o.max_pixels) {
+      return bad("raw size too large");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Root without trailing separators ("/" stays "/"), or the list file's
+// directory when no root is given.
+std::string NormalizeRoot(const ImageOptions& o) {
+  std::string root = o.root;
+  if (root.empty()) {
+    root = fs::path(o.list_file).parent_path().string();
+    if (root.empty()) root = ".";
+  }
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return root;
+}
+
+}  // namespace
+
+std::string_view ImageModeName(ImageMode mode) {
+  switch (mode) {
+    case ImageMode::kPassthrough:
+      return "passthrough";
+    case ImageMode::kReencode:
+      return "reencode";
+    case ImageMode::kRaw:
+      return "raw";
+  }
+  return "unknown";
+}
+
+std::optional<ImageMode> ParseImageMode(std::string_view name) {
+  for (ImageMode m : {ImageMode::kPassthrough, ImageMode::kReencode, ImageMode::kRaw}) {
+    if (name == ImageModeName(m)) return m;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::unique_ptr<Source>> OpenImages(const ImageOptions& options) {
+  absl::Status s = CheckOptions(options);
+  if (!s.ok()) return s;
+  const std::string root = NormalizeRoot(options);
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) return ErrnoError("image folder", root, errno);
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(root, ": image folder is not a directory"));
+  }
+  Problems problems(options.on_error);
+  std::vector<Item> items;
+  std::vector<std::string> classes;
+  if (!options.list_file.empty()) {
+    s = ReadListFile(options.list_file, &items, &problems);
+  } else {
+    s = FindClasses(root, &classes);
+    for (size_t c = 0; s.ok() && c < classes.size(); ++c) {
+      s = WalkClass(root, classes[c], static_cast<int64_t>(c), &items, &problems);
+    }
+  }
+  if (!s.ok()) return s;
+  return std::make_unique<ImageSource>(options, root, std::move(items), std::move(classes),
+                                       problems.Take());
+}
+
+}  // namespace shardpack::datasets

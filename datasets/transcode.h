@@ -1,0 +1,162 @@
+// JPEG decode, resize and encode for the packer's reencode and raw modes.
+//
+// A Transcoder is long-lived and belongs to one worker thread: it holds one
+// TurboJPEG handle for decoding, one for encoding, and buffers that keep
+// their capacity, so transcoding an image allocates nothing once the buffers
+// have grown to the largest image seen.
+//
+// Color: every decoded image is RGB (or gray, where asked to keep gray).
+// TurboJPEG decodes CMYK and YCCK JPEGs only to TJPF_CMYK; libjpeg-turbo
+// hands back the samples as stored for CMYK and, for YCCK, inverts the
+// YCC->RGB result, so its CMYK output follows Adobe's convention where the
+// samples are inverted (255 = no ink) -- the convention of its own
+// cmyk_to_rgb() in cmyk.h. We convert with R = C*K/255 (G from M, B from Y)
+// when the file has an Adobe APP14 marker (every YCCK file, and the CMYK
+// files Photoshop writes: ImageNet's CMYK JPEGs are of this kind), and with
+// the plain ink convention R = (255-C)*(255-K)/255 when it has none, as
+// Pillow does. No ICC profile is applied.
+#ifndef SHARDPACK_DATASETS_TRANSCODE_H_
+#define SHARDPACK_DATASETS_TRANSCODE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "datasets/jpeg_probe.h"
+#include "shardpack/record.h"
+
+namespace shardpack::internal {
+// A byte buffer that grows and never shrinks, without zeroing what it adds.
+class GrowableBuffer {
+ public:
+  // Null when memory cannot be had (never throws).
+  uint8_t* Get(size_t bytes);
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  size_t capacity_ = 0;
+};
+}  // namespace shardpack::internal
+
+namespace shardpack::datasets {
+
+// Interleaved 8-bit pixels, rows packed (stride = width * channels). A view:
+// see the function that returns one for how long it stays valid.
+struct PixelView {
+  const uint8_t* data = nullptr;
+  uint32_t width = 0;
+  uint32_t height = 0;
+  int channels = 0;  // 1 (gray) or 3 (RGB)
+
+  size_t stride() const { return size_t{width} * static_cast<size_t>(channels); }
+  size_t bytes() const { return stride() * height; }
+};
+
+struct DecodeOptions {
+  // Decode at the smallest TurboJPEG DCT scale (1/8, 1/4, 3/8, ... 1) whose
+  // result is still at least min_width x min_height; 0 x 0 (the default)
+  // decodes at full size. Scales above 1 are never used: upscaling is left
+  // to Resize.
+  uint32_t min_width = 0;
+  uint32_t min_height = 0;
+  // Keep grayscale JPEGs as 1 channel; otherwise (the default) every image
+  // comes out RGB.
+  bool keep_gray = false;
+  // Header checks run before decoding (size limits, EOI).
+  JpegProbeOptions probe;
+};
+
+// Size that fits `width` x `height` into a longer side of at most
+// `max_side`, keeping the aspect ratio (rounded, each side at least 1).
+// Unchanged when max_side <= 0 or the image already fits.
+void FitLongerSide(uint32_t width, uint32_t height, int max_side, uint32_t* out_width,
+                   uint32_t* out_height);
+
+// CMYK samples as TurboJPEG returns them to RGB, in place in `pixels`
+// (4 bytes in, 3 out, front to back). `adobe_inverted` selects R = C*K/255
+// (Adobe files) or R = (255-C)*(255-K)/255; see the file comment.
+void CmykToRgbInPlace(uint8_t* pixels, size_t count, bool adobe_inverted);
+
+// Work memory of ResizeBilinearAA: filter taps and the intermediate image.
+// Keeps its capacity between calls.
+struct ResizeScratch {
+  std::vector<uint32_t> bounds_x, bounds_y;   // first tap, tap count per output column/row
+  std::vector<int32_t> weights_x, weights_y;  // fixed-point taps, `taps_*` per output
+  int taps_x = 0, taps_y = 0;
+  std::vector<uint8_t> rows;   // horizontally resized image
+  std::vector<int32_t> accum;  // one output row of vertical sums
+};
+
+// Resizes `src` to width x height into `dst` (which must hold
+// width * height * src.channels bytes and not overlap src) with a separable
+// triangle filter whose support widens with the downscale factor: an
+// antialiased bilinear, the filter of Pillow's and torchvision's
+// antialiased BILINEAR resize. A flat image stays exactly flat.
+void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uint8_t* dst,
+                      ResizeScratch* scratch);
+
+// Decodes, resizes and encodes. Not thread-safe: one per thread. Errors name
+// the input (`name`): header problems as ProbeJpeg reports them; corrupt or
+// truncated entropy data as DataLossError "<name>: corrupt JPEG data:
+// <libjpeg's message>"; libjpeg-turbo never aborts the process.
+class Transcoder {
+ public:
+  // Fails (InternalError) only if TurboJPEG cannot make its handles.
+  static absl::StatusOr<std::unique_ptr<Transcoder>> Create();
+  ~Transcoder();
+  Transcoder(const Transcoder&) = delete;
+  Transcoder& operator=(const Transcoder&) = delete;
+
+  // Decodes `jpeg` (after ProbeJpeg with options.probe). The view points
+  // into this Transcoder and stays valid until its next call. `info`, if
+  // not null, receives the probed header.
+  absl::StatusOr<PixelView> Decode(ByteSpan jpeg, std::string_view name,
+                                   const DecodeOptions& options, JpegInfo* info = nullptr);
+
+  // Decodes `jpeg` fully (at the smallest DCT scale, which still reads all
+  // of the entropy-coded data) and reports corrupt data; keeps no pixels.
+  absl::Status Validate(ByteSpan jpeg, std::string_view name, const JpegProbeOptions& probe);
+
+  // Resizes into this Transcoder's resize buffer; `src` may be a view from
+  // Decode. Valid until the next call. Returns `src` unchanged when the size
+  // already matches.
+  PixelView Resize(const PixelView& src, uint32_t width, uint32_t height);
+
+  // Encodes `src` as a baseline JPEG: 4:2:0 for RGB, gray for 1 channel, at
+  // `quality` (1..100). `out` is resized to the JPEG's size (its capacity is
+  // reused).
+  absl::Status Encode(const PixelView& src, int quality, std::vector<uint8_t>* out);
+
+  // Decode + downscale so the longer side is at most `max_side` (<= 0: keep
+  // the size) + Encode, into `out`. Gray stays gray; CMYK becomes RGB.
+  // Returns the stored image's info: {kJpeg, kHWC, h, w, 1 or 3}.
+  absl::StatusOr<ImageInfo> Reencode(ByteSpan jpeg, std::string_view name, int max_side,
+                                     int quality, const JpegProbeOptions& probe,
+                                     std::vector<uint8_t>* out);
+
+  // Decode + resize to exactly width x height RGB, written to `out` as HWC
+  // pixels. Returns {kRaw, kHWC, height, width, 3}.
+  absl::StatusOr<ImageInfo> DecodeToRaw(ByteSpan jpeg, std::string_view name, uint32_t width,
+                                        uint32_t height, const JpegProbeOptions& probe,
+                                        std::vector<uint8_t>* out);
+
+ private:
+  Transcoder(void* decoder, void* encoder) : decoder_(decoder), encoder_(encoder) {}
+  absl::StatusOr<PixelView> DecodeProbed(ByteSpan jpeg, std::string_view name, const JpegInfo& info,
+                                         uint32_t min_width, uint32_t min_height, bool keep_gray);
+
+  void* decoder_;  // tjhandle
+  void* encoder_;  // tjhandle
+  internal::GrowableBuffer decoded_;
+  internal::GrowableBuffer encoded_;
+  std::vector<uint8_t> resized_;
+  ResizeScratch scratch_;
+};
+
+}  // namespace shardpack::datasets
+
+#endif  // SHARDPACK_DATASETS_TRANSCODE_H_

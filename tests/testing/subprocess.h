@@ -1,0 +1,28 @@
+// Runs a program and captures its exit code, stdout and stderr, for CLI tests.
+#ifndef SHARDPACK_TESTS_TESTING_SUBPROCESS_H_
+#define SHARDPACK_TESTS_TESTING_SUBPROCESS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace shardpack::testing {
+
+struct RunResult {
+  int exit_code = -1;   // the exit status, or 128 + signal when killed
+  std::string out;      // stdout
+  std::string err;      // stderr
+};
+
+// Runs argv[0] with argv (no shell). `in_child`, if given, runs in the child
+// just before exec (e.g. to set an rlimit).
+RunResult Run(const std::vector<std::string>& argv,
+              const std::function<void()>& in_child = nullptr);
+
+// Starts argv in the background and returns its pid (stdout and stderr go to
+// /dev/null). For tests that kill a process midway.
+int Spawn(const std::vector<std::string>& argv);
+
+}  // namespace shardpack::testing
+
+#endif  // SHARDPACK_TESTS_TESTING_SUBPROCESS_H_

@@ -1,0 +1,304 @@
+// shardpack end to end: the binary is run on inputs made here and its output
+// is read back with the format library.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "datasets/demo.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "shardpack/dataset.h"
+#include "shardpack/shard.h"
+#include "tests/testing/shard_fixtures.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardpack {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::RunResult;
+
+constexpr int kCifarRecord = 1 + 3072;
+
+// A record read back, owning its bytes.
+struct Stored {
+  std::string key;
+  std::vector<int64_t> labels;
+  ImageInfo image;
+  std::vector<uint8_t> payload;
+  bool operator==(const Stored&) const = default;
+};
+
+std::vector<Stored> ReadAll(const std::string& dataset) {
+  std::vector<Stored> out;
+  auto manifest = ReadManifest(dataset);
+  EXPECT_TRUE(manifest.ok()) << manifest.status();
+  if (!manifest.ok()) return out;
+  for (const ShardEntry& shard : manifest->shards) {
+    auto file = OpenPosixFile((fs::path(dataset) / shard.path).string());
+    EXPECT_TRUE(file.ok()) << file.status();
+    auto reader = ShardReader::Open(file->get());
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    EXPECT_EQ((*reader)->index().num_records(), shard.records);
+    for (uint64_t i = 0; i < shard.records; ++i) {
+      auto r = (*reader)->ReadRecord(i);
+      EXPECT_TRUE(r.ok()) << r.status();
+      out.push_back({std::string(r->key), {r->labels.begin(), r->labels.end()}, r->image,
+                     {r->payload.begin(), r->payload.end()}});
+    }
+  }
+  return out;
+}
+
+std::string FileBytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+class ShardpackTest : public ::testing::Test {
+ protected:
+  // A CIFAR-10 file of n records: label i % 10, pixel (c, y, x) of record i
+  // = (i + 3c + 5y + 7x) mod 256. Returns its path.
+  std::string WriteCifar10(const std::string& name, int n, size_t extra_bytes = 0) {
+    fs::create_directories(dir_.path() / "cifar");
+    std::string path = (dir_.path() / "cifar" / name).string();
+    std::string bytes;
+    for (int i = 0; i < n; ++i) {
+      bytes += static_cast<char>(i % 10);
+      for (int c = 0; c < 3; ++c)
+        for (int y = 0; y < 32; ++y)
+          for (int x = 0; x < 32; ++x) bytes += static_cast<char>((i + 3 * c + 5 * y + 7 * x) & 255);
+    }
+    bytes.append(extra_bytes, '\x01');
+    std::ofstream(path, std::ios::binary) << bytes;
+    std::ofstream(dir_.path() / "cifar" / "batches.meta.txt")
+        << "airplane\nautomobile\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n\n";
+    return path;
+  }
+
+  RunResult Shardpack(std::vector<std::string> args) {
+    args.insert(args.begin(), SHARDPACK_PATH);
+    return testing::Run(args);
+  }
+
+  std::string Out(const std::string& name) const { return dir_.Join(name); }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(ShardpackTest, CifarIsStoredAsHwcPixelsWithLabelsAndClassNames) {
+  std::string input = WriteCifar10("data_batch_1.bin", 30);
+  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "--no-shuffle", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<Stored> records = ReadAll(Out("ds"));
+  ASSERT_EQ(records.size(), 30u);
+  for (int i = 0; i < 30; ++i) {
+    const Stored& s = records[i];
+    ASSERT_EQ(s.labels, std::vector<int64_t>{i % 10});
+    ASSERT_EQ(s.image, (ImageInfo{Encoding::kRaw, Layout::kHWC, 32, 32, 3}));
+    for (int y : {0, 13, 31})
+      for (int x : {0, 20, 31})
+        for (int c = 0; c < 3; ++c)
+          ASSERT_EQ(s.payload[(y * 32 + x) * 3 + c], (i + 3 * c + 5 * y + 7 * x) & 255);
+  }
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(Out("ds")));
+  ASSERT_EQ(m.schema.labels.size(), 1u);
+  EXPECT_EQ(m.schema.labels[0].classes.front(), "airplane");
+  EXPECT_EQ(m.schema.labels[0].classes.size(), 10u);
+  EXPECT_TRUE(fs::exists(Out("ds/skipped.tsv")));
+  EXPECT_FALSE(fs::exists(Out("ds.partial")));
+}
+
+TEST_F(ShardpackTest, ShuffleIsASeededPermutation) {
+  std::string input = WriteCifar10("data_batch_1.bin", 200);
+  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("a"), "--seed", "1", "-q"}).exit_code, 0);
+  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("b"), "--seed", "2", "-q"}).exit_code, 0);
+  std::vector<Stored> a = ReadAll(Out("a")), b = ReadAll(Out("b"));
+  std::set<std::string> keys_a, keys_b;
+  for (const Stored& s : a) keys_a.insert(s.key);
+  for (const Stored& s : b) keys_b.insert(s.key);
+  EXPECT_EQ(keys_a.size(), 200u);
+  EXPECT_EQ(keys_a, keys_b);
+  EXPECT_NE(a, b);
+}
+
+TEST_F(ShardpackTest, OutputIsByteIdenticalWhateverTheThreadCount) {
+  std::string input = WriteCifar10("data_batch_1.bin", 500);
+  for (std::string threads : {"1", "2", "8"}) {
+    RunResult r = Shardpack({"cifar", input, "-o", Out("t" + threads), "--threads", threads,
+                             "--shard-records", "128", "--block-size", "64KiB", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  for (const auto& entry : fs::directory_iterator(Out("t1"))) {
+    std::string name = entry.path().filename().string();
+    EXPECT_EQ(FileBytes(entry.path()), FileBytes(fs::path(Out("t2")) / name)) << name;
+    EXPECT_EQ(FileBytes(entry.path()), FileBytes(fs::path(Out("t8")) / name)) << name;
+  }
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(Out("t1")));
+  EXPECT_EQ(m.shards.size(), 4u);  // 500 records, 128 a shard
+}
+
+TEST_F(ShardpackTest, MergedPartsEqualASinglePackRecordForRecord) {
+  std::string input = WriteCifar10("data_batch_1.bin", 301);
+  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("whole"), "--seed", "9", "-q"}).exit_code, 0);
+  std::vector<std::string> merge = {"merge"};
+  for (int i = 1; i <= 3; ++i) {
+    std::string part = Out(absl::StrCat("part", i));
+    RunResult r = Shardpack({"cifar", input, "-o", part, "--seed", "9", "--part",
+                             absl::StrCat(i, "/3"), "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    merge.push_back(part);
+  }
+  merge.insert(merge.end(), {"-o", Out("merged")});
+  RunResult r = Shardpack(merge);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<Stored> whole = ReadAll(Out("whole")), merged = ReadAll(Out("merged"));
+  ASSERT_EQ(merged.size(), 301u);
+  EXPECT_TRUE(whole == merged);
+  // Shards were linked, not rewritten.
+  EXPECT_EQ(fs::hard_link_count(Out("merged/shard-00000.shard")), 2u);
+}
+
+TEST_F(ShardpackTest, ExistingOutputIsRefusedWithoutOverwrite) {
+  std::string input = WriteCifar10("data_batch_1.bin", 10);
+  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
+  RunResult again = Shardpack({"cifar", input, "-o", Out("ds"), "-q"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("already exists; use --overwrite"));
+  RunResult over = Shardpack({"cifar", input, "-o", Out("ds"), "--overwrite", "--no-shuffle", "-q"});
+  EXPECT_EQ(over.exit_code, 0) << over.err;
+  EXPECT_EQ(ReadAll(Out("ds")).size(), 10u);
+}
+
+TEST_F(ShardpackTest, TruncatedCifarFailsNamingTheOffsetAndLeavesNothing) {
+  std::string input = WriteCifar10("data_batch_1.bin", 7, 100);
+  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "--on-error", "fail"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("data_batch_1.bin"));
+  EXPECT_THAT(r.err, HasSubstr(std::to_string(7 * kCifarRecord)));
+  EXPECT_FALSE(fs::exists(Out("ds")));
+  EXPECT_FALSE(fs::exists(Out("ds.partial")));
+}
+
+TEST_F(ShardpackTest, TruncatedCifarIsSkippedWithAWarningKeepingWholeRecords) {
+  std::string input = WriteCifar10("data_batch_1.bin", 7, 100);
+  RunResult r = Shardpack({"cifar", input, "-o", Out("ds")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning"));
+  EXPECT_THAT(r.err, HasSubstr("skipped 1 input"));
+  EXPECT_EQ(ReadAll(Out("ds")).size(), 7u);
+  std::string skipped = FileBytes(Out("ds/skipped.tsv"));
+  EXPECT_THAT(skipped, HasSubstr("data_batch_1.bin\t"));
+  EXPECT_THAT(skipped, HasSubstr(std::to_string(7 * kCifarRecord)));
+}
+
+TEST_F(ShardpackTest, KilledPackNeverLeavesADataset) {
+  std::string input = WriteCifar10("data_batch_1.bin", 20000);
+  for (int delay_ms : {0, 5, 20, 60, 150}) {
+    std::string out = Out(absl::StrCat("killed", delay_ms));
+    int pid = testing::Spawn({SHARDPACK_PATH, "cifar", input, "-o", out, "--threads", "2",
+                              "--block-size", "64KiB", "--shard-records", "2000"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) continue;  // finished before the kill: a whole dataset is fine
+    EXPECT_THAT(ReadManifest(out), testing::StatusIs(absl::StatusCode::kNotFound,
+                                                     HasSubstr("not a dataset")))
+        << "killed after " << delay_ms << " ms";
+  }
+}
+
+TEST_F(ShardpackTest, FullDiskIsAClearErrorAndRemovesThePartialOutput) {
+  std::string input = WriteCifar10("data_batch_1.bin", 2000);
+  // A file size limit makes writes fail past 1 MiB, as a full disk would.
+  RunResult r = testing::Run({SHARDPACK_PATH, "cifar", input, "-o", Out("ds"), "-q"}, [] {
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{1 << 20, 1 << 20};
+    setrlimit(RLIMIT_FSIZE, &limit);
+  });
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("shardpack: write "));
+  EXPECT_THAT(r.err, HasSubstr("File too large"));
+  EXPECT_FALSE(fs::exists(Out("ds")));
+  EXPECT_FALSE(fs::exists(Out("ds.partial")));
+}
+
+TEST_F(ShardpackTest, RealFullDiskIsAClearErrorAndLeavesNothing) {
+  std::string input = WriteCifar10("data_batch_1.bin", 2000);
+  std::string mnt = Out("small");
+  fs::create_directories(mnt);
+  // A 1 MiB tmpfs in a private mount namespace: writes really hit ENOSPC.
+  std::string script = absl::StrCat(
+      "mount -t tmpfs -o size=1m tmpfs ", mnt, " || exit 77; ", SHARDPACK_PATH, " cifar ", input,
+      " -o ", mnt, "/ds -q; rc=$?; ls -A ", mnt, "; exit $rc");
+  RunResult r = testing::Run({"/usr/bin/unshare", "-rm", "/bin/sh", "-c", script});
+  if (r.exit_code == 77 || r.err.find("unshare") != std::string::npos) {
+    GTEST_SKIP() << "cannot mount a tmpfs in a user namespace here: " << r.err;
+  }
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("No space left on device"));
+  EXPECT_EQ(r.out, "") << "left behind on the full file system";
+}
+
+TEST_F(ShardpackTest, JsonSummaryAndUnsupportedBackends) {
+  std::string input = WriteCifar10("data_batch_1.bin", 12);
+  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "--json", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["records"], 12);
+  EXPECT_EQ(j["classes"], 10);
+  EXPECT_EQ(j["shards"], 1);
+  EXPECT_EQ(j["skipped"], 0);
+  EXPECT_GT(j["bytes_out"].get<uint64_t>(), 12u * 3072);
+  RunResult lmdb = Shardpack({"cifar", input, "-o", Out("l"), "--format", "lmdb"});
+  EXPECT_EQ(lmdb.exit_code, 1);
+  EXPECT_THAT(lmdb.err, HasSubstr("--format lmdb is not supported yet"));
+  RunResult usage = Shardpack({"cifar", input});
+  EXPECT_EQ(usage.exit_code, 2);
+}
+
+TEST_F(ShardpackTest, ImageFolderPassthroughStoresTheFilesUntouched) {
+  datasets::DemoImagesOptions demo;
+  demo.classes = 3;
+  demo.images_per_class = 4;
+  demo.width = 64;
+  demo.height = 48;
+  std::string root = Out("images");
+  SP_ASSERT_OK(datasets::WriteDemoImageFolder(root, demo));
+  std::ofstream(fs::path(root) / fs::directory_iterator(root)->path().filename() / "empty.jpg");
+  RunResult r = Shardpack({"images", root, "-o", Out("ds"), "--no-shuffle"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("skipped 1 input"));
+  std::vector<Stored> records = ReadAll(Out("ds"));
+  ASSERT_EQ(records.size(), 12u);
+  for (const Stored& s : records) {
+    EXPECT_EQ(s.image.encoding, Encoding::kJpeg);
+    EXPECT_EQ(s.image.width, 64u);
+    EXPECT_EQ(s.image.height, 48u);
+    std::string file = FileBytes(fs::path(root) / s.key);
+    EXPECT_EQ(std::string(s.payload.begin(), s.payload.end()), file) << s.key;
+  }
+  EXPECT_THAT(FileBytes(Out("ds/skipped.tsv")), HasSubstr("empty.jpg"));
+  RunResult fail = Shardpack({"images", root, "-o", Out("f"), "--on-error", "fail"});
+  EXPECT_EQ(fail.exit_code, 1);
+  EXPECT_THAT(fail.err, HasSubstr("empty.jpg"));
+  EXPECT_FALSE(fs::exists(Out("f")));
+}
+
+}  // namespace
+}  // namespace shardpack

@@ -1,0 +1,160 @@
+#include "tools/pack/pack.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "shardpack/file.h"
+#include "shardpack/status.h"
+#include "tools/pack/ordered_pipeline.h"
+#include "tools/pack/output_dir.h"
+#include "tools/pack/progress.h"
+
+namespace shardpack::pack {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// splitmix64: a counter-based generator, so a permutation depends on the
+// seed alone, on every platform.
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Unbiased value in [0, bound) from the counter stream: draws at or above
+// the largest multiple of `bound` are rejected.
+uint64_t Below(uint64_t bound, uint64_t seed, uint64_t* counter) {
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+  for (;;) {
+    uint64_t x = SplitMix64(seed ^ SplitMix64((*counter)++));
+    if (x < limit) return x % bound;
+  }
+}
+
+std::string CompressionName(const ShardWriterOptions& o) {
+  return o.compression == Compression::kZstd ? absl::StrCat("zstd:", o.zstd_level) : "none";
+}
+
+std::string PackJson(const datasets::Source& source, const PackOptions& o) {
+  Json j;
+  j["tool"] = "shardpack " SHARDPACK_VERSION;
+  j["source"] = Json::parse(source.ParamsJson(), nullptr, false);
+  j["shuffle"] = o.shuffle;
+  j["seed"] = o.seed;
+  j["part"] = absl::StrCat(o.part_index + 1, "/", o.part_count);
+  j["shard_max_bytes"] = o.writer.shard_max_bytes;
+  j["shard_max_records"] = o.writer.shard_max_records;
+  j["block_size"] = o.writer.shard.block_size;
+  j["compression"] = CompressionName(o.writer.shard);
+  j["on_error"] = o.on_error == datasets::OnError::kSkip ? "skip" : "fail";
+  return j.dump();
+}
+
+// Tabs, newlines and backslashes escaped, so each skipped input is one line.
+std::string TsvField(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+absl::Status WriteSkipped(const std::string& dir, const std::vector<datasets::Skipped>& skipped) {
+  std::string text = "path\treason\n";
+  for (const datasets::Skipped& s : skipped) {
+    absl::StrAppend(&text, TsvField(s.path), "\t", TsvField(s.reason), "\n");
+  }
+  return WriteFileAtomically((std::filesystem::path(dir) / "skipped.tsv").string(), text);
+}
+
+// The skipped.tsv entry for a bad item: the reason without the path that
+// error messages start with, since the path has its own column.
+datasets::Skipped SkippedItem(std::string path, const absl::Status& error) {
+  std::string_view reason(error.message().data(), error.message().size());
+  if (reason.starts_with(path) && reason.substr(path.size()).starts_with(": ")) {
+    reason.remove_prefix(path.size() + 2);
+  }
+  return {std::move(path), std::string(reason)};
+}
+
+}  // namespace
+
+std::vector<size_t> PartOrder(size_t n, bool shuffle, uint64_t seed, uint32_t index,
+                              uint32_t count) {
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (shuffle) {
+    uint64_t counter = 0;
+    for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[Below(i, seed, &counter)]);
+  }
+  size_t begin = n * index / count, end = n * (index + 1) / count;
+  return std::vector<size_t>(order.begin() + begin, order.begin() + end);
+}
+
+absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptions& o) {
+  if (o.part_count == 0 || o.part_index >= o.part_count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("part ", o.part_index + 1, "/", o.part_count, " does not exist"));
+  }
+  PackSummary summary;
+  // Problems found at open concern the whole input: the first part reports
+  // them, so a merge of the parts lists each once.
+  if (o.part_index == 0) summary.skipped_inputs = source.open_problems();
+  if (!source.schema().labels.empty()) summary.classes = source.schema().labels[0].classes.size();
+  summary.bytes_in = source.input_bytes();
+
+  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
+  DatasetWriterOptions w = o.writer;
+  w.directory = out->staging();
+  w.schema = source.schema();
+  w.pack_json = PackJson(source, o);
+  w.write_manifest = false;
+  SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
+
+  std::vector<size_t> order = PartOrder(source.size(), o.shuffle, o.seed, o.part_index,
+                                        o.part_count);
+  summary.items = order.size();
+  int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  Progress progress(order.size(), !o.quiet);
+  absl::Status run = RunOrdered(
+      source, order, threads,
+      [&](size_t position, size_t item, const absl::Status& prepared,
+          const datasets::PreparedRecord& record) -> absl::Status {
+        if (!prepared.ok()) {
+          if (o.on_error == datasets::OnError::kFail) return prepared;
+          summary.skipped_inputs.push_back(SkippedItem(source.ItemPath(item), prepared));
+        } else {
+          SP_RETURN_IF_ERROR(writer->Add(record.view()));
+        }
+        progress.Update(position + 1, writer->bytes());
+        return absl::OkStatus();
+      });
+  progress.Finish();
+  SP_RETURN_IF_ERROR(run);
+  SP_ASSIGN_OR_RETURN(Manifest manifest, writer->Finish());
+  SP_RETURN_IF_ERROR(WriteSkipped(out->staging(), summary.skipped_inputs));
+  SP_RETURN_IF_ERROR(out->Publish(manifest));
+
+  summary.records = manifest.records();
+  summary.shards = manifest.shards.size();
+  for (const ShardEntry& s : manifest.shards) summary.bytes_out += s.bytes;
+  summary.skipped = summary.skipped_inputs.size();
+  summary.seconds = progress.Seconds();
+  return summary;
+}
+
+}  // namespace shardpack::pack

@@ -1,0 +1,65 @@
+// The packer: a Source in, a complete dataset directory out, or nothing.
+#ifndef SHARDPACK_TOOLS_PACK_PACK_H_
+#define SHARDPACK_TOOLS_PACK_PACK_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "datasets/source.h"
+#include "shardpack/dataset.h"
+
+namespace shardpack::pack {
+
+struct PackOptions {
+  std::string output;          // the dataset directory to create
+  bool overwrite = false;      // replace an existing output
+  datasets::OnError on_error = datasets::OnError::kSkip;
+  bool shuffle = true;         // pack-time permutation of the items
+  uint64_t seed = 0;
+  int threads = 0;             // 0: all cores
+  uint32_t part_index = 0;     // this run packs part part_index of part_count
+  uint32_t part_count = 1;
+  bool quiet = false;          // no progress or summary on stderr
+  // Shard limits, block size and compression; schema, pack_json and
+  // directory are filled in by Pack.
+  DatasetWriterOptions writer;
+};
+
+struct PackSummary {
+  uint64_t records = 0;
+  uint64_t items = 0;          // inputs considered by this part
+  uint64_t skipped = 0;
+  uint64_t bytes_in = 0;       // input bytes of the items packed or skipped
+  uint64_t bytes_out = 0;      // shard bytes written
+  size_t shards = 0;
+  size_t classes = 0;
+  double seconds = 0;
+  std::vector<datasets::Skipped> skipped_inputs;
+};
+
+// Packs `source` into options.output. The dataset is built in
+// "<output>.partial" and renamed into place when complete; the manifest is
+// written after the rename, so an interrupted pack never leaves a directory
+// that reads as a dataset. On failure nothing is left at `output` (and the
+// partial directory is removed).
+absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptions& options);
+
+// The items of part `index` of `count` of a source of `n` items: a seeded
+// permutation of 0..n-1 (identity without shuffle), cut into `count`
+// contiguous ranges. Concatenating the parts in order gives the order of a
+// single-part pack, which is what makes `merge` of the parts equal to one
+// pack of the whole input.
+std::vector<size_t> PartOrder(size_t n, bool shuffle, uint64_t seed, uint32_t index,
+                              uint32_t count);
+
+// Makes one dataset of part datasets, in the order given, without
+// rewriting shard bytes (shards are hard-linked, or copied across file
+// systems). Parts must share a schema. Same atomicity as Pack.
+absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std::string& output,
+                               bool overwrite);
+
+}  // namespace shardpack::pack
+
+#endif  // SHARDPACK_TOOLS_PACK_PACK_H_

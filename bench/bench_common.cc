@@ -23,7 +23,7 @@ double Median(std::vector<double> v) {
 std::string Unescape(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() + 0 && s[i + 1] >= '0' && s[i + 1] <= '3') {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3') {
       out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
       i += 3;
     } else {
@@ -59,8 +59,7 @@ void PrintSamples(std::FILE* out, const Series& s, uint64_t bytes, double unit_b
 }  // namespace
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double Series::MedianSeconds() const { return Median(seconds); }
@@ -150,16 +149,20 @@ std::string JsonString(std::string_view s) {
 }
 
 void PrintTable(std::FILE* out, const std::vector<Fact>& facts, const std::vector<Row>& rows) {
-  for (const Fact& f : facts) std::fprintf(out, "%-22s %s\n", (f.label + ":").c_str(), f.value.c_str());
-  std::fprintf(out, "\n%-12s %-26s %10s %-7s %-15s  %-8s %10s %6s\n", "case", "measurement",
-               "median", "", "(min..max)", "vs", "median", "ratio");
+  for (const Fact& f : facts) {
+    std::fprintf(out, "%-26s %s\n", (f.label + ":").c_str(), f.value.c_str());
+  }
+  std::fprintf(out, "\n%-16s %-24s %13s %-15s %-7s %13s %6s\n", "case", "measurement", "median",
+               "(min..max)", "vs", "median", "ratio");
   for (const Row& r : rows) {
-    std::string spread = "(" + Rate(r.measured.WorstRate(r.bytes) / r.unit_bytes) + ".." +
-                         Rate(r.measured.BestRate(r.bytes) / r.unit_bytes) + ")";
-    std::fprintf(out, "%-12s %-26s %10s %-7s %-15s  %-8s %10s %6.2f\n", r.case_name.c_str(),
-                 r.measurement.c_str(), Rate(r.measured.MedianRate(r.bytes) / r.unit_bytes).c_str(),
-                 r.unit.c_str(), spread.c_str(), r.reference.c_str(),
-                 Rate(r.reference_runs.MedianRate(r.reference_bytes) / r.unit_bytes).c_str(),
+    auto rate = [&r](double bytes_per_second) { return Rate(bytes_per_second / r.unit_bytes); };
+    char spread[48];
+    std::snprintf(spread, sizeof(spread), "(%s..%s)", rate(r.measured.WorstRate(r.bytes)).c_str(),
+                  rate(r.measured.BestRate(r.bytes)).c_str());
+    std::fprintf(out, "%-16s %-24s %8s %-4s %-15s %-7s %8s %-4s %6.2f\n", r.case_name.c_str(),
+                 r.measurement.c_str(), rate(r.measured.MedianRate(r.bytes)).c_str(),
+                 r.unit.c_str(), spread, r.reference.c_str(),
+                 rate(r.reference_runs.MedianRate(r.reference_bytes)).c_str(), r.unit.c_str(),
                  r.Ratio());
   }
 }

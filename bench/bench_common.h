@@ -39,11 +39,11 @@ struct Series {
 
 // One line of a report: a measurement and the reference it is compared with.
 struct Row {
-  std::string case_name;    // e.g. "cifar 3 KB"
-  std::string measurement;  // e.g. "scan, memory"
-  std::string reference;    // e.g. "memcpy"
-  std::string unit;         // "GB/s" or "MB/s"
-  double unit_bytes = 1e9;  // bytes per unit (1e9 for GB/s, 1e6 for MB/s)
+  std::string case_name;         // e.g. "cifar 3 KB"
+  std::string measurement;       // e.g. "scan, memory"
+  std::string reference;         // e.g. "memcpy"
+  std::string unit;              // "GB/s" or "MB/s"
+  double unit_bytes = 1e9;       // bytes per unit (1e9 for GB/s, 1e6 for MB/s)
   uint64_t bytes = 0;            // bytes one run of the measurement moves
   uint64_t reference_bytes = 0;  // bytes one run of the reference moves
   Series measured;

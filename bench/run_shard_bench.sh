@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds shard_bench in Release (if needed) and runs it with the settings used
+# for docs/benchmarks.md. Prints the exact command before running it.
+#
+#   bench/run_shard_bench.sh [--dir DIR] [--build-dir DIR] [-- extra shard_bench flags]
+#
+# --dir: where the shard and dd's file are written; must be on the disk you
+#   want measured (not /dev/shm). Default: $TMPDIR if set, else /work/tmp when
+#   /work exists, else /tmp. The benchmark makes and removes its own
+#   subdirectory there and needs about 1 GiB free (2 x --size-mib).
+# --build-dir: default build-bench under the repository root.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build_dir="$root/build-bench"
+if [[ -n "${TMPDIR:-}" ]]; then
+  dir="$TMPDIR"
+elif [[ -d /work ]]; then
+  dir=/work/tmp
+else
+  dir=/tmp
+fi
+extra=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --dir) dir="$2"; shift 2 ;;
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "run_shard_bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$dir"
+
+if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
+elif ! grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$build_dir/CMakeCache.txt"; then
+  echo "run_shard_bench.sh: $build_dir is not a Release build; pass --build-dir" >&2
+  exit 2
+fi
+ninja -C "$build_dir" shard_bench >&2
+
+# The settings behind the figures in docs/benchmarks.md.
+cmd=("$build_dir/bench/shard_bench" --dir "$dir" --size-mib 512 --repeats 5 --block-kib 4096
+     --zstd "${extra[@]}")
+echo "+ ${cmd[*]}" >&2
+exec "${cmd[@]}"

@@ -1,6 +1,7 @@
 #include "tools/pack/pack.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <numeric>
 #include <thread>
@@ -11,7 +12,7 @@
 #include "shardpack/status.h"
 #include "tools/pack/ordered_pipeline.h"
 #include "tools/pack/output_dir.h"
-#include "tools/pack/progress.h"
+#include "tools/common/progress_line.h"
 
 namespace shardpack::pack {
 namespace {
@@ -129,18 +130,21 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
                                         o.part_count);
   summary.items = order.size();
   int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
-  Progress progress(order.size(), !o.quiet);
+  cli::ProgressLine progress("pack", 0, order.size(), "records", !o.quiet,
+                             /*log_when_piped=*/true);
+  const auto start = std::chrono::steady_clock::now();
   absl::Status run = RunOrdered(
       source, order, threads,
-      [&](size_t position, size_t item, const absl::Status& prepared,
+      [&](size_t, size_t item, const absl::Status& prepared,
           const datasets::PreparedRecord& record) -> absl::Status {
         if (!prepared.ok()) {
           if (o.on_error == datasets::OnError::kFail) return prepared;
           summary.skipped_inputs.push_back(SkippedItem(source.ItemPath(item), prepared));
+          progress.Add(0, 1);
         } else {
           SP_RETURN_IF_ERROR(writer->Add(record.view()));
+          progress.Add(record.payload.size(), 1);
         }
-        progress.Update(position + 1, writer->bytes());
         return absl::OkStatus();
       });
   progress.Finish();
@@ -153,7 +157,7 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
   summary.shards = manifest.shards.size();
   for (const ShardEntry& s : manifest.shards) summary.bytes_out += s.bytes;
   summary.skipped = summary.skipped_inputs.size();
-  summary.seconds = progress.Seconds();
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }
 

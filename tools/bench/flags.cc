@@ -1,0 +1,108 @@
+#include "tools/bench/flags.h"
+
+#include "absl/strings/str_cat.h"
+#include "shardpack/status.h"
+#include "tools/common/cli.h"
+
+namespace shardpack::shardbench {
+namespace {
+
+// CLI11 validators: an empty string accepts, anything else is the message.
+std::string CheckTransform(const std::string& text) {
+  auto t = ParseTransform(text);
+  return t.ok() ? "" : std::string(t.status().message());
+}
+
+std::string CheckIo(const std::string& text) {
+  auto e = ParseIoEngine(text);
+  return e.ok() ? "" : std::string(e.status().message());
+}
+
+std::string CheckSize(const std::string& text) {
+  auto s = cli::ParseSize(text);
+  return s.ok() ? "" : std::string(s.status().message());
+}
+
+}  // namespace
+
+void AddFlags(CLI::App* app, Flags* f) {
+  app->add_option("PATH", f->path, "Dataset directory or a single .shard file")->required();
+  app->add_option("--batch-size", f->batch_size, "Samples per batch (default 256)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--threads", f->threads, "Transform worker threads (default 0: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--transform", f->transform,
+                  "none, cifar-train[:SIZE] or cifar-eval[:SIZE] (default none)")
+      ->check(CheckTransform, "TRANSFORM");
+  app->add_option("--io", f->io, "I/O engine: auto, pread, direct, mmap, uring (default auto)")
+      ->check(CheckIo, "ENGINE");
+  CLI::Option* epochs =
+      app->add_option("--epochs", f->epochs, "Stream this many epochs (default 1)")
+          ->check(CLI::PositiveNumber);
+  CLI::Option* seconds =
+      app->add_option("--seconds", f->seconds, "Stream for this many seconds instead")
+          ->check(CLI::PositiveNumber);
+  epochs->excludes(seconds);
+  CLI::Option* rank = app->add_option("--rank", f->rank, "This process's rank (default $RANK or 0)")
+                          ->check(CLI::NonNegativeNumber);
+  CLI::Option* world = app->add_option("--world-size", f->world_size,
+                                       "Number of ranks (default $WORLD_SIZE or 1)")
+                           ->check(CLI::PositiveNumber);
+  rank->needs(world);
+  world->needs(rank);
+  app->add_option("--seed", f->seed, "Seed of the shuffle and the augmentation (default 0)");
+  app->add_flag("--shuffle,!--no-shuffle", f->shuffle, "Shuffle (default on)");
+  app->add_option("--shuffle-bytes", f->shuffle_bytes,
+                  "Bytes of blocks held for the shuffle (default 256MiB)")
+      ->check(CheckSize, "SIZE");
+  app->add_option("--read-ahead", f->read_ahead, "Bytes of reads in flight (default 32MiB)")
+      ->check(CheckSize, "SIZE");
+  app->add_option("--ring-slots", f->ring_slots, "Batches in flight (default 4)")
+      ->check(CLI::Range(2, 1024));
+  app->add_option("--layout", f->layout, "Output layout: nhwc or nchw (default nhwc)")
+      ->check(CLI::IsMember({"nhwc", "nchw"}));
+  app->add_option("--dtype", f->dtype, "Output type: uint8 or float32 (default uint8)")
+      ->check(CLI::IsMember({"uint8", "float32"}));
+  app->add_flag("--json", f->json, "Print one JSON object on stdout");
+  app->add_option("--order-out", f->order_out,
+                  "Write 'epoch batch slot record_index label' per sample to FILE "
+                  "(costs time: not for speed runs)");
+  app->add_flag("--compare-raw", f->compare_raw,
+                "Also read the shard files raw (4 MiB preads, O_DIRECT with --io direct)");
+  app->add_flag("--drop-caches", f->drop_caches,
+                "posix_fadvise(DONTNEED) every shard file before the run (and the raw read)");
+  app->add_flag("-q,--quiet", f->quiet, "Nothing on stderr but errors");
+}
+
+absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
+  BenchOptions o;
+  ReaderOptions& r = o.reader;
+  r.path = f.path;
+  r.batch_size = f.batch_size;
+  r.threads = f.threads;
+  SP_ASSIGN_OR_RETURN(r.transform, ParseTransform(f.transform));
+  SP_ASSIGN_OR_RETURN(r.io, ParseIoEngine(f.io));
+  if (f.world_size > 0 && f.rank >= f.world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank ", f.rank, " is not below --world-size ", f.world_size));
+  }
+  r.rank = f.rank;
+  r.world_size = f.world_size;
+  r.seed = f.seed;
+  r.shuffle = f.shuffle;
+  SP_ASSIGN_OR_RETURN(r.shuffle_bytes, cli::ParseSize(f.shuffle_bytes));
+  SP_ASSIGN_OR_RETURN(r.read_ahead_bytes, cli::ParseSize(f.read_ahead));
+  r.ring_slots = f.ring_slots;
+  r.layout = f.layout == "nchw" ? OutputLayout::kNCHW : OutputLayout::kNHWC;
+  r.dtype = f.dtype == "float32" ? DType::kFloat32 : DType::kUint8;
+  o.epochs = f.epochs > 0 ? f.epochs : 1;
+  o.seconds = f.seconds;
+  o.json = f.json;
+  o.order_out = f.order_out;
+  o.compare_raw = f.compare_raw;
+  o.drop_caches = f.drop_caches;
+  o.quiet = f.quiet;
+  return o;
+}
+
+}  // namespace shardpack::shardbench

@@ -1,0 +1,49 @@
+// shardbench's command line: the flags as typed, their CLI11 definitions
+// (bad values are usage errors, exit 2), and their translation into
+// BenchOptions.
+#ifndef SHARDPACK_TOOLS_BENCH_FLAGS_H_
+#define SHARDPACK_TOOLS_BENCH_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "tools/bench/shardbench.h"
+
+namespace shardpack::shardbench {
+
+struct Flags {
+  std::string path;
+  int batch_size = 256;
+  int threads = 0;  // 0: all cores
+  std::string transform = "none";
+  std::string io = "auto";
+  int epochs = 0;   // 0 and no --seconds: 1 epoch
+  double seconds = 0;
+  int rank = -1;        // -1: RANK from the environment, else 0
+  int world_size = -1;  // -1: WORLD_SIZE from the environment, else 1
+  uint64_t seed = 0;
+  bool shuffle = true;
+  std::string shuffle_bytes = "256MiB";
+  std::string read_ahead = "32MiB";
+  int ring_slots = 4;
+  std::string layout = "nhwc";
+  std::string dtype = "uint8";
+  bool json = false;
+  std::string order_out;
+  bool compare_raw = false;
+  bool drop_caches = false;
+  bool quiet = false;
+};
+
+// Defines every flag of `app` and points it at `flags`.
+void AddFlags(CLI::App* app, Flags* flags);
+
+// The options the flags ask for. InvalidArgumentError for a combination the
+// checks cannot see alone.
+absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& flags);
+
+}  // namespace shardpack::shardbench
+
+#endif  // SHARDPACK_TOOLS_BENCH_FLAGS_H_

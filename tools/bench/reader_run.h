@@ -1,0 +1,42 @@
+// The measured part of shardbench: the reader drained by a consumer that
+// reads every byte it is handed, as a training step's host-to-device copy
+// would.
+#ifndef SHARDPACK_TOOLS_BENCH_READER_RUN_H_
+#define SHARDPACK_TOOLS_BENCH_READER_RUN_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+
+#include "absl/status/statusor.h"
+#include "shardpack/reader.h"
+#include "tools/bench/shardbench.h"
+
+namespace shardpack::shardbench {
+
+struct ReaderRun {
+  uint64_t records = 0;            // in the dataset
+  uint64_t batches_per_epoch = 0;  // on this rank
+  uint64_t batches = 0;            // delivered
+  uint64_t samples = 0;            // delivered
+  uint64_t epochs = 0;             // finished (Next() said OutOfRange)
+  uint64_t output_bytes = 0;       // image bytes of the delivered batches
+  double seconds = 0;              // wall time from the first Next() to the last batch consumed
+  double first_batch_s = 0;        // wall time of the first Next() (pipeline start-up)
+  double consume_s = 0;            // of `seconds`, the consumer reading the batches
+  double cpu_s = 0;                // user + system CPU time of the process over `seconds`
+  uint64_t fold = 0;               // XOR of every 8-byte word of every batch
+  ReaderStats stats;               // the reader's counters at the end
+};
+
+// XOR of the 8-byte little-endian words of [p, p + n) (a short tail is
+// folded in byte by byte). Reads every byte once; the loop vectorizes.
+uint64_t FoldBytes(const void* p, size_t n);
+
+// Opens the reader with options.reader and drains it for options.epochs or
+// options.seconds. With `order_out`, writes one line per delivered sample.
+absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* order_out);
+
+}  // namespace shardpack::shardbench
+
+#endif  // SHARDPACK_TOOLS_BENCH_READER_RUN_H_

@@ -1,0 +1,134 @@
+#include "tools/bench/report.h"
+
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "tools/common/cli.h"
+
+namespace shardpack::shardbench {
+namespace {
+
+double PerSecond(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
+
+}  // namespace
+
+double Report::images_per_s() const {
+  return PerSecond(static_cast<double>(reader.samples), reader.seconds);
+}
+
+double Report::mb_per_s() const {
+  return PerSecond(static_cast<double>(reader.output_bytes) / 1e6, reader.seconds);
+}
+
+double Report::read_mb_per_s() const {
+  return PerSecond(static_cast<double>(reader.stats.bytes_read) / 1e6, reader.seconds);
+}
+
+double Report::stream_mb_per_s() const {
+  if (reader.records == 0) return 0;
+  double bytes = static_cast<double>(reader.samples) / static_cast<double>(reader.records) *
+                 static_cast<double>(dataset_bytes);
+  return PerSecond(bytes / 1e6, reader.seconds);
+}
+
+double Report::raw_mb_per_s() const {
+  return raw ? PerSecond(static_cast<double>(raw->bytes) / 1e6, raw->seconds) : 0;
+}
+
+double Report::raw_ratio() const {
+  double r = raw_mb_per_s();
+  return r > 0 ? stream_mb_per_s() / r : 0;
+}
+
+double Report::cpu_us_per_image() const {
+  return reader.samples > 0 ? reader.cpu_s / static_cast<double>(reader.samples) * 1e6 : 0;
+}
+
+double Report::cores_used() const { return PerSecond(reader.cpu_s, reader.seconds); }
+
+void PrintText(std::FILE* out, const Report& r) {
+  const ReaderRun& run = r.reader;
+  const ReaderStats& s = run.stats;
+  absl::FPrintF(out, "dataset        %s  (%d shards, %s, %d records)\n", r.path, r.shards,
+                cli::FormatBytes(r.dataset_bytes), run.records);
+  absl::FPrintF(out,
+                "run            transform %s, io %s, threads %d, batch %d, shuffle %s, "
+                "%d cpus, load %.2f\n",
+                r.transform, r.io, r.threads, r.batch_size, r.shuffle ? "on" : "off", r.cpus,
+                r.load_avg_1m);
+  absl::FPrintF(out, "images/s       %.0f\n", r.images_per_s());
+  absl::FPrintF(out, "MB/s           %.1f batch output, %.1f read from storage, %.1f of the files\n",
+                r.mb_per_s(), r.read_mb_per_s(), r.stream_mb_per_s());
+  absl::FPrintF(out, "batches        %d (%d per epoch), %d samples\n", run.batches,
+                run.batches_per_epoch, run.samples);
+  absl::FPrintF(out, "epochs         %d\n", run.epochs);
+  absl::FPrintF(out, "time           %.3f s (first batch after %.3f s), consumer busy %.3f s\n",
+                run.seconds, run.first_batch_s, run.consume_s);
+  absl::FPrintF(out, "cpu            %.3f s: %.2f us per image, %.2f cores busy\n", run.cpu_s,
+                r.cpu_us_per_image(), r.cores_used());
+  absl::FPrintF(out, "wait (s)       io %.3f  transform %.3f  consumer %.3f\n", s.io_wait_s,
+                s.transform_wait_s, s.consumer_wait_s);
+  absl::FPrintF(out, "peak RSS       %.1f MB (reader budget %.1f MB)\n", r.peak_rss_mb,
+                static_cast<double>(s.memory_budget_bytes) / 1e6);
+  if (s.skipped > 0) absl::FPrintF(out, "skipped        %d damaged samples\n", s.skipped);
+  if (r.raw) {
+    absl::FPrintF(out, "raw read       %.1f MB/s (pread%s 4 MiB, %d pass%s, %.3f s)\n",
+                  r.raw_mb_per_s(), r.raw->direct ? " O_DIRECT" : "", r.raw->passes,
+                  r.raw->passes == 1 ? "" : "es", r.raw->seconds);
+    absl::FPrintF(out, "reader/raw     %.3f\n", r.raw_ratio());
+  }
+}
+
+void PrintJson(std::FILE* out, const Report& r) {
+  const ReaderRun& run = r.reader;
+  const ReaderStats& s = run.stats;
+  nlohmann::ordered_json j;
+  j["path"] = r.path;
+  j["shards"] = r.shards;
+  j["dataset_bytes"] = r.dataset_bytes;
+  j["records"] = run.records;
+  j["transform"] = r.transform;
+  j["io"] = r.io;
+  j["threads"] = r.threads;
+  j["batch_size"] = r.batch_size;
+  j["shuffle"] = r.shuffle;
+  j["drop_caches"] = r.drop_caches;
+  j["cpus"] = r.cpus;
+  j["load_avg_1m"] = r.load_avg_1m;
+  j["images_per_s"] = r.images_per_s();
+  j["mb_per_s"] = r.mb_per_s();
+  j["read_mb_per_s"] = r.read_mb_per_s();
+  j["stream_mb_per_s"] = r.stream_mb_per_s();
+  j["batches"] = run.batches;
+  j["batches_per_epoch"] = run.batches_per_epoch;
+  j["samples"] = run.samples;
+  j["epochs"] = run.epochs;
+  j["seconds"] = run.seconds;
+  j["first_batch_s"] = run.first_batch_s;
+  j["cpu_s"] = run.cpu_s;
+  j["cpu_us_per_image"] = r.cpu_us_per_image();
+  j["cores_used"] = r.cores_used();
+  j["consumer_busy_s"] = run.consume_s;
+  j["output_bytes"] = run.output_bytes;
+  j["bytes_read"] = s.bytes_read;
+  j["skipped"] = s.skipped;
+  j["wait_s"] = {{"io", s.io_wait_s},
+                 {"transform", s.transform_wait_s},
+                 {"consumer", s.consumer_wait_s}};
+  j["peak_rss_mb"] = r.peak_rss_mb;
+  j["memory_budget_mb"] = static_cast<double>(s.memory_budget_bytes) / 1e6;
+  j["xor_fold"] = absl::StrFormat("%016x", run.fold);
+  if (r.raw) {
+    j["raw_mb_per_s"] = r.raw_mb_per_s();
+    j["raw_ratio"] = r.raw_ratio();
+    j["raw_bytes"] = r.raw->bytes;
+    j["raw_seconds"] = r.raw->seconds;
+    j["raw_passes"] = r.raw->passes;
+    j["raw_direct"] = r.raw->direct;
+  }
+  std::string text = j.dump(2);
+  std::fprintf(out, "%s\n", text.c_str());
+}
+
+}  // namespace shardpack::shardbench

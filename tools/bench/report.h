@@ -1,0 +1,66 @@
+// shardbench's report: the figures of a run, derived once, printed as a
+// table for people or as one JSON object for scripts.
+//
+// Units: MB is 10^6 bytes (as dd prints), times are seconds.
+//   images_per_s    samples delivered per second of streaming
+//   mb_per_s        image bytes of the delivered batches per second
+//   read_mb_per_s   bytes read from storage per second (mmap: bytes of the
+//                   blocks handed out; the reader keeps blocks that fit its
+//                   budget loaded across epochs, so later epochs may read none)
+//   stream_mb_per_s the shard files' bytes that the delivered samples stand
+//                   for, per second: (samples / records) x dataset bytes / s.
+//                   This is what --compare-raw sets beside dd of the same
+//                   files: raw_ratio = stream_mb_per_s / raw_mb_per_s.
+//   cpu_us_per_image  CPU time of the whole process (reader threads and
+//                   consumer) per delivered sample: the cost that does not
+//                   depend on how many cores a shared machine lends the run
+//   cores_used      CPU time / wall time of the streaming
+#ifndef SHARDPACK_TOOLS_BENCH_REPORT_H_
+#define SHARDPACK_TOOLS_BENCH_REPORT_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "tools/bench/raw_read.h"
+#include "tools/bench/reader_run.h"
+#include "tools/bench/shardbench.h"
+
+namespace shardpack::shardbench {
+
+struct Report {
+  // What ran.
+  std::string path;
+  int shards = 0;
+  uint64_t dataset_bytes = 0;  // all shard files
+  std::string transform;       // as given on the command line
+  std::string io;              // as given on the command line
+  int threads = 0;             // as given (0: all cores)
+  int batch_size = 0;
+  bool shuffle = true;
+  bool drop_caches = false;
+  double load_avg_1m = 0;  // /proc/loadavg when the run started
+  int cpus = 0;            // processors this process may run on
+
+  ReaderRun reader;
+  std::optional<RawRun> raw;
+  double peak_rss_mb = 0;  // getrusage(RUSAGE_SELF).ru_maxrss, the process's VmHWM
+
+  // Derived.
+  double images_per_s() const;
+  double mb_per_s() const;
+  double read_mb_per_s() const;
+  double stream_mb_per_s() const;
+  double raw_mb_per_s() const;  // 0 without a raw run
+  double raw_ratio() const;     // 0 without a raw run
+  double cpu_us_per_image() const;
+  double cores_used() const;
+};
+
+void PrintText(std::FILE* out, const Report& report);
+void PrintJson(std::FILE* out, const Report& report);
+
+}  // namespace shardpack::shardbench
+
+#endif  // SHARDPACK_TOOLS_BENCH_REPORT_H_

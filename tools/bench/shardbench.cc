@@ -1,0 +1,133 @@
+#include "tools/bench/shardbench.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "shardpack/file.h"
+#include "shardpack/status.h"
+#include "tools/bench/raw_read.h"
+#include "tools/bench/reader_run.h"
+#include "tools/bench/report.h"
+
+namespace shardpack::shardbench {
+namespace {
+
+double LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double load = 0;
+  in >> load;
+  return load;
+}
+
+int UsableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+double PeakRssMb() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) * 1024 / 1e6;  // ru_maxrss is in KiB
+}
+
+absl::StatusOr<uint64_t> TotalBytes(const std::vector<std::string>& paths) {
+  uint64_t total = 0;
+  for (const std::string& path : paths) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return ErrnoError("stat", path, errno);
+    total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+std::string TransformName(const Transform& t) {
+  switch (t.kind) {
+    case Transform::Kind::kNone:
+      return "none";
+    case Transform::Kind::kCifarTrain:
+      return absl::StrCat("cifar-train:", t.size);
+    case Transform::Kind::kCifarEval:
+      return absl::StrCat("cifar-eval:", t.size);
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+absl::Status RunShardbench(const BenchOptions& options) {
+  const ReaderOptions& ro = options.reader;
+  SP_ASSIGN_OR_RETURN(std::vector<std::string> files, ShardFiles(ro.path));
+  SP_ASSIGN_OR_RETURN(uint64_t dataset_bytes, TotalBytes(files));
+
+  Report report;
+  report.path = ro.path;
+  report.shards = static_cast<int>(files.size());
+  report.dataset_bytes = dataset_bytes;
+  report.transform = TransformName(ro.transform);
+  report.io = std::string(IoEngineName(ro.io));
+  report.threads = ro.threads;
+  report.batch_size = ro.batch_size;
+  report.shuffle = ro.shuffle;
+  report.drop_caches = options.drop_caches;
+  report.load_avg_1m = LoadAverage();
+  report.cpus = UsableCpus();
+
+  std::unique_ptr<std::FILE, FileCloser> order_out;
+  if (!options.order_out.empty()) {
+    order_out.reset(std::fopen(options.order_out.c_str(), "w"));
+    if (order_out == nullptr) return ErrnoError("open", options.order_out, errno);
+  }
+
+  if (options.drop_caches) SP_RETURN_IF_ERROR(DropCaches(files));
+  SP_ASSIGN_OR_RETURN(report.reader, RunReader(options, order_out.get()));
+  report.peak_rss_mb = PeakRssMb();  // before the raw read adds its buffer
+  if (order_out != nullptr) {
+    std::FILE* f = order_out.release();
+    if (std::ferror(f) != 0 || std::fclose(f) != 0) {
+      return absl::InternalError(
+          absl::StrCat(options.order_out, ": write failed: ", std::strerror(errno)));
+    }
+  }
+
+  if (options.compare_raw) {
+    // As many passes over the files as the reader made over the dataset, so
+    // both run for a similar time; a cold reader run gets a cold raw run.
+    const double epochs = report.reader.records == 0
+                              ? 1
+                              : static_cast<double>(report.reader.samples) /
+                                    static_cast<double>(report.reader.records);
+    const int passes = static_cast<int>(std::clamp(std::lround(epochs), 1L, 1000L));
+    if (options.drop_caches) SP_RETURN_IF_ERROR(DropCaches(files));
+    SP_ASSIGN_OR_RETURN(report.raw, RawRead(files, ro.io == IoEngine::kDirect, passes));
+  }
+
+  if (!options.quiet && report.reader.seconds < 0.5) {
+    std::fprintf(stderr,
+                 "shardbench: note: the run took %.3f s, too short for a stable figure; "
+                 "use more --epochs or --seconds\n",
+                 report.reader.seconds);
+  }
+  if (options.json) {
+    PrintJson(stdout, report);
+  } else {
+    PrintText(stdout, report);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardpack::shardbench

@@ -1,0 +1,40 @@
+// shardbench: how fast this machine can feed a training step from a dataset.
+//
+// RunShardbench() opens the reader, drains it with a consumer that reads
+// every byte of every batch, optionally reads the same shard files raw (as
+// `dd bs=4M` would) for a reference taken in the same run, and prints the
+// report: a table on stdout, or one JSON object with --json. Progress and
+// notes go to stderr. docs/cli.md and docs/benchmarks.md describe the fields.
+#ifndef SHARDPACK_TOOLS_BENCH_SHARDBENCH_H_
+#define SHARDPACK_TOOLS_BENCH_SHARDBENCH_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "shardpack/reader.h"
+
+namespace shardpack::shardbench {
+
+struct BenchOptions {
+  // The reader's options, path included, as the flags set them.
+  ReaderOptions reader;
+  // Stop after this many epochs (--epochs, default 1) or after this many
+  // seconds of streaming (--seconds); a positive `seconds` wins.
+  int epochs = 1;
+  double seconds = 0;
+  bool json = false;       // --json: one JSON object on stdout
+  std::string order_out;   // --order-out FILE: "epoch batch slot record_index label" lines
+  bool compare_raw = false;  // --compare-raw: also read the shard files raw
+  bool drop_caches = false;  // --drop-caches: POSIX_FADV_DONTNEED on every shard first
+  bool quiet = false;        // -q: no notes on stderr
+};
+
+// Runs the benchmark and prints its report. An error (a bad dataset, damage,
+// an I/O failure) is returned with the path or shard and offset in it; the
+// caller prints "shardbench: <message>" and exits 1.
+absl::Status RunShardbench(const BenchOptions& options);
+
+}  // namespace shardpack::shardbench
+
+#endif  // SHARDPACK_TOOLS_BENCH_SHARDBENCH_H_

@@ -1,0 +1,254 @@
+// sharddump extract: selected records' images as files, plus labels.tsv.
+//
+// File names are made from the record's index and its key with every byte
+// outside [A-Za-z0-9._-] replaced, so no key can name a path: there is no
+// '/', and a name always starts with a digit. Files are created relative to
+// a descriptor of DIR, after removing whatever had the name (a symlink or a
+// hard link planted there is replaced, never written through).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "shardpack/file.h"
+#include "shardpack/status.h"
+#include "tools/common/progress_line.h"
+#include "tools/dump/commands.h"
+#include "tools/dump/extract_names.h"
+#include "tools/dump/opened_dataset.h"
+#include "tools/dump/selection.h"
+#include "tools/dump/text.h"
+
+namespace shardpack::dump {
+namespace {
+
+constexpr char kLabelsFile[] = "labels.tsv";
+
+// An image as a file: a header (PPM/PGM) and the pixels or JPEG bytes.
+struct ImageFile {
+  std::string extension;
+  std::string header;
+  std::span<const uint8_t> body;
+};
+
+// Raw pixels in HWC order: the payload itself, or its CHW planes
+// interleaved into `buffer`.
+std::span<const uint8_t> Interleaved(const Record& r, std::vector<uint8_t>* buffer) {
+  if (r.image.layout == Layout::kHWC || r.image.channels <= 1) return r.payload;
+  const size_t plane = size_t{r.image.height} * r.image.width;
+  const size_t c = r.image.channels;
+  buffer->resize(r.payload.size());
+  for (size_t ch = 0; ch < c; ++ch) {
+    const uint8_t* src = r.payload.data() + ch * plane;
+    for (size_t i = 0; i < plane; ++i) (*buffer)[i * c + ch] = src[i];
+  }
+  return *buffer;
+}
+
+ImageFile ImageFileOf(const Record& r, std::vector<uint8_t>* buffer) {
+  if (r.image.encoding == Encoding::kJpeg) return {"jpg", "", r.payload};
+  std::span<const uint8_t> pixels = Interleaved(r, buffer);
+  const bool has_pixels = r.image.RawBytes() != 0;
+  if (has_pixels && (r.image.channels == 3 || r.image.channels == 1)) {
+    const char* magic = r.image.channels == 3 ? "P6" : "P5";
+    return {r.image.channels == 3 ? "ppm" : "pgm",
+            absl::StrCat(magic, "\n", r.image.width, " ", r.image.height, "\n255\n"), pixels};
+  }
+  return {"raw", "", pixels};
+}
+
+class Extractor {
+ public:
+  Extractor(const OpenedDataset& ds, std::string output, int dir_fd, bool verbose)
+      : ds_(ds),
+        output_(std::move(output)),
+        dir_fd_(dir_fd),
+        verbose_(verbose),
+        digits_(IndexDigits(ds.records())) {
+    tsv_ = "file\tindex\tkey\tlabels\tclasses\tshape\n";
+  }
+
+  absl::Status Write(uint64_t index, const Record& r) {
+    ImageFile image = ImageFileOf(r, &buffer_);
+    std::string name = ExtractFileName(index, digits_, r.key, image.extension);
+    SP_RETURN_IF_ERROR(WriteFileIn(name, image.header, image.body));
+    absl::StrAppend(&tsv_, name, "\t", index, "\t", EscapeKey(r.key), "\t", LabelsText(r.labels),
+                    "\t", ClassNames(r.labels), "\t", ShapeText(r.image), "\n");
+    ++count_;
+    if (verbose_) std::fprintf(stderr, "wrote %s/%s\n", output_.c_str(), name.c_str());
+    return absl::OkStatus();
+  }
+
+  absl::Status WriteLabels() { return WriteFileIn(kLabelsFile, tsv_, {}); }
+  uint64_t count() const { return count_; }
+
+ private:
+  std::string ClassNames(const Labels& labels) const {
+    const auto& fields = ds_.manifest().schema.labels;
+    if (labels.empty()) return "-";
+    std::vector<std::string> names;
+    for (int i = 0; i < labels.size(); ++i) {
+      int64_t v = labels[i];
+      bool named = static_cast<size_t>(i) < fields.size() && v >= 0 &&
+                   static_cast<uint64_t>(v) < fields[i].classes.size();
+      names.push_back(named ? EscapeKey(fields[i].classes[static_cast<size_t>(v)]) : "-");
+    }
+    return absl::StrJoin(names, ",");
+  }
+
+  // Creates `name` in DIR afresh: a file, symlink or hard link already there
+  // is unlinked first, and O_EXCL | O_NOFOLLOW make sure the new file is the
+  // one written.
+  absl::Status WriteFileIn(const std::string& name, std::string_view header,
+                           std::span<const uint8_t> body) {
+    const std::string shown = absl::StrCat(output_, "/", name);
+    if (unlinkat(dir_fd_, name.c_str(), 0) != 0 && errno != ENOENT) {
+      return ErrnoError("replace", shown, errno);
+    }
+    int fd =
+        openat(dir_fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoError("create", shown, errno);
+    absl::Status s =
+        WriteAll(fd, shown, {reinterpret_cast<const uint8_t*>(header.data()), header.size()});
+    if (s.ok()) s = WriteAll(fd, shown, body);
+    if (close(fd) != 0 && s.ok()) s = ErrnoError("close", shown, errno);
+    return s;
+  }
+
+  static absl::Status WriteAll(int fd, const std::string& shown, std::span<const uint8_t> data) {
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = write(fd, data.data() + done, data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoError("write", shown, errno);
+      done += static_cast<size_t>(n);
+    }
+    return absl::OkStatus();
+  }
+
+  const OpenedDataset& ds_;
+  const std::string output_;
+  const int dir_fd_;
+  const bool verbose_;
+  const int digits_;
+  std::string tsv_;
+  std::vector<uint8_t> buffer_;
+  uint64_t count_ = 0;
+};
+
+// Opens (creating if needed) the output directory.
+absl::StatusOr<int> OpenOutputDirectory(const std::string& output) {
+  std::error_code ec;
+  std::filesystem::create_directories(output, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("create directory ", output, ": ", ec.message()));
+  }
+  int fd = open(output.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open directory", output, errno);
+  return fd;
+}
+
+// Visits the selected records of shard k's local range [begin, end).
+absl::Status ExtractRange(const OpenedDataset& ds, IndexRange range, Extractor* x,
+                          cli::ProgressLine* progress) {
+  for (size_t k = 0; k < ds.num_shards(); ++k) {
+    IndexRange part = Intersect(range, ds.first_record(k), ds.first_record(k + 1));
+    if (part.size() == 0) continue;
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardRecords> shard, ds.OpenShard(k));
+    const uint64_t first = ds.first_record(k);
+    SP_RETURN_IF_ERROR(shard->Scan(part.begin - first, part.end - first,
+                                   [&](uint64_t i, const Record& r, const RecordLocation&) {
+                                     progress->Add(r.payload.size(), 1);
+                                     return x->Write(first + i, r);
+                                   }));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExtractIndexes(const OpenedDataset& ds, const std::vector<uint64_t>& indexes,
+                            Extractor* x, cli::ProgressLine* progress) {
+  for (uint64_t index : indexes) {
+    if (index >= ds.records()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--index ", index, ": ", ds.path(), " has ", ds.records(), " records"));
+    }
+  }
+  std::optional<size_t> open_k;
+  std::unique_ptr<ShardRecords> shard;
+  for (uint64_t index : indexes) {
+    auto [k, local] = ds.Locate(index);
+    if (open_k != k) {
+      SP_ASSIGN_OR_RETURN(shard, ds.OpenShard(k));
+      open_k = k;
+    }
+    SP_RETURN_IF_ERROR(
+        shard->Scan(local, local + 1, [&](uint64_t, const Record& r, const RecordLocation&) {
+          progress->Add(r.payload.size(), 1);
+          return x->Write(index, r);
+        }));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExtractKey(const OpenedDataset& ds, std::string_view key, Extractor* x,
+                        cli::ProgressLine* progress) {
+  for (size_t k = 0; k < ds.num_shards(); ++k) {
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardRecords> shard, ds.OpenShard(k));
+    const uint64_t first = ds.first_record(k);
+    SP_RETURN_IF_ERROR(
+        shard->Scan(0, shard->size(), [&](uint64_t i, const Record& r, const RecordLocation&) {
+          progress->Add(r.payload.size(), 1);
+          if (r.key != key) return absl::OkStatus();
+          return x->Write(first + i, r);
+        }));
+  }
+  if (x->count() == 0) {
+    return absl::NotFoundError(
+        absl::StrCat(ds.path(), ": no record has the key '", EscapeKey(key), "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunExtract(const ExtractOptions& options) {
+  SP_ASSIGN_OR_RETURN(OpenedDataset ds,
+                      OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kRequireAll));
+  std::optional<IndexRange> range;
+  if (options.range) {
+    SP_ASSIGN_OR_RETURN(range, ResolveRange(*options.range, ds.records()));
+  }
+  SP_ASSIGN_OR_RETURN(int dir_fd, OpenOutputDirectory(options.output));
+  Extractor x(ds, options.output, dir_fd, options.common.verbose > 0);
+  uint64_t expected = range ? range->size() : options.key ? ds.records() : options.indexes.size();
+  absl::Status s;
+  {
+    cli::ProgressLine progress("extract", 0, expected, "records", !options.common.quiet);
+    if (range) {
+      s = ExtractRange(ds, *range, &x, &progress);
+    } else if (options.key) {
+      s = ExtractKey(ds, *options.key, &x, &progress);
+    } else {
+      s = ExtractIndexes(ds, options.indexes, &x, &progress);
+    }
+    // labels.tsv lists what was written, also when a later record failed.
+    if (x.count() > 0 || s.ok()) {
+      absl::Status t = x.WriteLabels();
+      if (s.ok()) s = t;
+    }
+  }
+  close(dir_fd);
+  SP_RETURN_IF_ERROR(s);
+  if (!options.common.quiet) {
+    std::fprintf(stderr, "extracted %llu records to %s\n",
+                 static_cast<unsigned long long>(x.count()), options.output.c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardpack::dump

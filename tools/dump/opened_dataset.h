@@ -1,0 +1,163 @@
+// What every sharddump command works on: an opened dataset, whatever PATH
+// named (a dataset directory, its manifest.json, or one lone shard file),
+// as a manifest plus per-shard record access.
+//
+// The commands never look at a backend's files themselves: they go through
+// OpenedDataset::OpenShard (records, in order, with where each lives) and
+// OpenedDataset::CheckShard (every byte of one shard). The `.shard` backend
+// is implemented here; LMDB and HDF5 plug in behind the same two calls.
+#ifndef SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_
+#define SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "shardpack/manifest.h"
+#include "shardpack/record.h"
+#include "shardpack/shard.h"
+
+namespace shardpack::dump {
+
+// Where a record lives in its shard file.
+struct RecordLocation {
+  uint64_t block_offset = 0;  // file offset of the record's block
+  uint32_t in_block = 0;      // offset in the block's raw (decompressed) payload
+  bool compressed = false;    // the block is stored compressed
+
+  // The record's own file offset (of its record header) when its block is
+  // stored uncompressed: block_offset + 32 (block header) + in_block. A
+  // record of a compressed block has no file offset of its own; this is then
+  // block_offset.
+  uint64_t file_offset() const;
+  // file_offset() as text: "4128", or "4096:1200" (block at 4096, record
+  // 1200 bytes into its decompressed payload) for a compressed block.
+  std::string Text() const;
+};
+
+// Payload bytes of a shard's blocks, from its index (no data read).
+struct StorageStats {
+  uint64_t blocks = 0;
+  uint64_t compressed_blocks = 0;
+  uint64_t raw_bytes = 0;     // block payloads after decompression
+  uint64_t stored_bytes = 0;  // block payloads as stored
+};
+
+// Visits one record: its index in the shard, the record (views valid for the
+// call only) and where it lives. A non-OK status stops the scan and is
+// returned by Scan.
+using RecordVisitor =
+    absl::FunctionRef<absl::Status(uint64_t, const Record&, const RecordLocation&)>;
+
+// Told about a damaged block or record that a scan steps over: the error
+// (naming shard and offset) and the shard's index of the first record lost.
+using DamageHandler = std::function<void(const absl::Status&, uint64_t)>;
+
+// One shard's records. Not thread-safe: open one per thread.
+class ShardRecords {
+ public:
+  virtual ~ShardRecords() = default;
+  virtual const std::string& path() const = 0;
+  virtual uint64_t size() const = 0;        // records
+  virtual uint64_t file_bytes() const = 0;  // size of the file
+  virtual StorageStats storage() const = 0;
+  // The shard's own format version, e.g. "1.0".
+  virtual std::string format_version() const = 0;
+
+  // Visits records [begin, end) of the shard in order, reading a block at a
+  // time. Damage stops the scan with its error, unless `on_damage` is given:
+  // then it is told and the scan goes on past the damaged block or record.
+  // Precondition: begin <= end <= size().
+  virtual absl::Status Scan(uint64_t begin, uint64_t end, RecordVisitor visit,
+                            const DamageHandler* on_damage = nullptr) = 0;
+};
+
+// What CheckShard found in one shard's bytes (not compared with a manifest).
+struct ShardCheck {
+  bool opened = false;                 // the file exists and could be opened
+  bool index_ok = false;               // the index loaded; `records` is its count
+  uint64_t records = 0;                // records the shard's index lists
+  uint64_t records_offset = 0;         // file offset where the index stores that count
+  uint64_t bytes = 0;                  // size of the file
+  bool crc_valid = false;              // every byte was read: file_crc32c is exact
+  uint32_t file_crc32c = 0;            // CRC-32C of the whole file
+  std::vector<ShardProblem> problems;  // record: index in the shard, or -1
+};
+
+class OpenedDataset {
+ public:
+  enum class ShardPolicy {
+    // A shard the manifest lists but that is missing, or a lone shard whose
+    // index is damaged, fails Open.
+    kRequireAll,
+    // Open succeeds with missing shards, and with a damaged lone shard (its
+    // record count then 0); CheckShard reports what is wrong (verify).
+    kCheckLater,
+  };
+
+  // Opens PATH, detected: a directory holding manifest.json, a manifest.json
+  // file, or one `.shard` file (a "lone shard": the manifest is made up from
+  // its index and has_manifest() is false). Errors are one line naming PATH.
+  static absl::StatusOr<OpenedDataset> Open(const std::string& path, ShardPolicy policy);
+
+  const std::string& path() const { return path_; }
+  // The dataset directory (for a lone shard, the directory holding it).
+  const std::string& directory() const { return directory_; }
+  bool has_manifest() const { return has_manifest_; }
+  const Manifest& manifest() const { return manifest_; }
+  // The version to show: the manifest's, or for a lone shard the shard
+  // format's, as "MAJOR.MINOR".
+  std::string version() const;
+
+  size_t num_shards() const { return manifest_.shards.size(); }
+  uint64_t records() const { return first_record_.back(); }
+  // Path of shard k (the directory joined with the manifest's path).
+  std::string ShardPath(size_t k) const;
+  // Dataset index of shard k's first record (from the manifest's counts).
+  uint64_t first_record(size_t k) const { return first_record_[k]; }
+  // The shard holding dataset record `index` and the record's index in it.
+  // Precondition: index < records().
+  std::pair<size_t, uint64_t> Locate(uint64_t index) const;
+
+  // Opens shard k's records. An error naming the shard when it is missing
+  // or its index is damaged, or (with `require_manifest_count`) when the
+  // shard holds a different number of records than the manifest says, so
+  // that dataset indexes stay right.
+  absl::StatusOr<std::unique_ptr<ShardRecords>> OpenShard(size_t k,
+                                                          bool require_manifest_count = true) const;
+
+  // Checks every byte of shard k (checksums, index, padding). A missing or
+  // unreadable file is a problem, not an error.
+  ShardCheck CheckShard(size_t k) const;
+
+  // Files in the dataset directory that look like shards of this backend
+  // but that the manifest does not list (names relative to directory()).
+  std::vector<std::string> UnlistedShardFiles() const;
+
+ private:
+  OpenedDataset() = default;
+  static absl::StatusOr<OpenedDataset> OpenLoneShard(const std::string& path, ShardPolicy policy);
+  // `path` as given (a directory or its manifest.json), `directory` the
+  // dataset directory.
+  static absl::StatusOr<OpenedDataset> OpenDirectory(const std::string& path,
+                                                     const std::string& directory,
+                                                     ShardPolicy policy);
+  void CountRecords();
+
+  std::string path_;
+  std::string directory_;
+  bool has_manifest_ = false;
+  Manifest manifest_;
+  std::string lone_version_;            // the lone shard's format version
+  std::vector<uint64_t> first_record_;  // num_shards() + 1 entries
+};
+
+}  // namespace shardpack::dump
+
+#endif  // SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_

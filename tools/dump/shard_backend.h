@@ -1,0 +1,28 @@
+// The `.shard` backend of OpenedDataset: record access and byte checks of
+// one shard file.
+#ifndef SHARDPACK_TOOLS_DUMP_SHARD_BACKEND_H_
+#define SHARDPACK_TOOLS_DUMP_SHARD_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "shardpack/file.h"
+#include "tools/dump/opened_dataset.h"
+
+namespace shardpack::dump {
+
+// Maps `path` (no copy: the format code reads the mapping), falling back to
+// pread where the file cannot be mapped.
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenShardBytes(const std::string& path);
+
+// Opens a shard and loads its index. Errors name the path (and the byte
+// offset for damage).
+absl::StatusOr<std::unique_ptr<ShardRecords>> OpenShardFile(const std::string& path);
+
+// VerifyShard over the mapped file, plus the index's record count.
+ShardCheck CheckShardFile(const std::string& path);
+
+}  // namespace shardpack::dump
+
+#endif  // SHARDPACK_TOOLS_DUMP_SHARD_BACKEND_H_

@@ -1,0 +1,298 @@
+// sharddump verify: every byte of every shard (VerifyShard: checksums,
+// index, padding), then each shard against its manifest entry (size, record
+// count, whole-file CRC-32C), then files the manifest does not list; with
+// --decode, every JPEG decoded in full. Shards are checked in parallel, one
+// per thread; the report comes out in shard order whatever the thread count.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "shardpack/status.h"
+#include "tools/common/cli.h"
+#include "tools/common/progress_line.h"
+#include "tools/dump/commands.h"
+#include "tools/dump/jpeg_check.h"
+#include "tools/dump/opened_dataset.h"
+#include "tools/dump/text.h"
+
+namespace shardpack::dump {
+namespace {
+
+struct Problem {
+  std::optional<size_t> shard;     // none: about the dataset as a whole
+  std::string path;                // the file concerned
+  std::optional<uint64_t> record;  // index in the shard
+  std::optional<uint64_t> index;   // index in the dataset
+  uint64_t offset = 0;             // file offset
+  std::string message;
+};
+
+struct ShardOutcome {
+  std::string path;
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  std::optional<uint32_t> crc32c;  // when every byte was read
+  uint64_t decoded = 0;
+  std::vector<Problem> problems;
+};
+
+class Verifier {
+ public:
+  Verifier(const OpenedDataset& ds, const VerifyOptions& options)
+      : ds_(ds),
+        options_(options),
+        progress_("verify", TotalBytes(ds), ds.num_shards(), "shards", !options.common.quiet) {}
+
+  // Checks every shard with `threads` threads; outcomes() then holds them.
+  void Run(int threads);
+  const std::vector<ShardOutcome>& outcomes() const { return outcomes_; }
+  void FinishProgress() { progress_.Finish(); }
+
+ private:
+  static uint64_t TotalBytes(const OpenedDataset& ds) {
+    uint64_t n = 0;
+    for (const ShardEntry& s : ds.manifest().shards) n += s.bytes;
+    return n;
+  }
+  void CheckOne(size_t k, JpegChecker* jpeg);
+  void CompareWithManifest(size_t k, const ShardCheck& check, ShardOutcome* out);
+  // Returns the payload bytes it decoded (and added to the progress line).
+  uint64_t Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out);
+  Problem At(size_t k, std::optional<uint64_t> record, uint64_t offset, std::string message) {
+    Problem p;
+    p.shard = k;
+    p.path = ds_.ShardPath(k);
+    p.record = record;
+    if (record) p.index = ds_.first_record(k) + *record;
+    p.offset = offset;
+    p.message = std::move(message);
+    return p;
+  }
+
+  const OpenedDataset& ds_;
+  const VerifyOptions& options_;
+  cli::ProgressLine progress_;
+  std::vector<ShardOutcome> outcomes_;
+};
+
+void Verifier::Run(int threads) {
+  outcomes_.assign(ds_.num_shards(), {});
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    std::optional<JpegChecker> jpeg;  // one TurboJPEG handle per thread
+    if (options_.decode) jpeg.emplace();
+    for (size_t k = next++; k < ds_.num_shards(); k = next++) {
+      CheckOne(k, jpeg ? &*jpeg : nullptr);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+}
+
+void Verifier::CheckOne(size_t k, JpegChecker* jpeg) {
+  ShardOutcome& out = outcomes_[k];
+  out.path = ds_.ShardPath(k);
+  ShardCheck check = ds_.CheckShard(k);
+  out.records = check.records;
+  out.bytes = check.bytes;
+  if (check.crc_valid) out.crc32c = check.file_crc32c;
+  for (ShardProblem& p : check.problems) {
+    std::optional<uint64_t> record;
+    if (p.record >= 0) record = static_cast<uint64_t>(p.record);
+    out.problems.push_back(At(k, record, p.offset, std::move(p.message)));
+  }
+  if (ds_.has_manifest() && check.opened) CompareWithManifest(k, check, &out);
+  uint64_t added = 0;
+  if (jpeg != nullptr && check.index_ok) added = Decode(k, jpeg, &out);
+  progress_.Add(out.bytes - std::min(out.bytes, added), 1);
+}
+
+void Verifier::CompareWithManifest(size_t k, const ShardCheck& check, ShardOutcome* out) {
+  const ShardEntry& entry = ds_.manifest().shards[k];
+  const std::string& path = out->path;
+  if (check.bytes != entry.bytes) {
+    out->problems.push_back(
+        At(k, std::nullopt, std::min(check.bytes, entry.bytes),
+           absl::StrCat(path, ": ", check.bytes, " bytes, the manifest says ", entry.bytes)));
+  }
+  if (check.index_ok && check.records != entry.records) {
+    out->problems.push_back(
+        At(k, std::nullopt, check.records_offset,
+           absl::StrCat(path, " @", check.records_offset, ": the index lists ", check.records,
+                        " records, the manifest says ", entry.records)));
+  }
+  // A damaged shard cannot match its checksum; that was reported above.
+  if (check.crc_valid && out->problems.empty() && check.file_crc32c != entry.crc32c) {
+    out->problems.push_back(
+        At(k, std::nullopt, 0,
+           absl::StrFormat("%s: CRC-32C of the whole file is %08x, the manifest says %08x "
+                           "(the shard is intact but not the one the manifest describes)",
+                           path, check.file_crc32c, entry.crc32c)));
+  }
+}
+
+uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
+  auto shard = ds_.OpenShard(k, /*require_manifest_count=*/false);
+  if (!shard.ok()) {
+    out->problems.push_back(At(k, std::nullopt, 0, std::string(shard.status().message())));
+    return 0;
+  }
+  // Damaged blocks were reported by the byte check; step over them.
+  DamageHandler skip = [](const absl::Status&, uint64_t) {};
+  uint64_t payload_bytes = 0;
+  absl::Status s = (*shard)->Scan(
+      0, (*shard)->size(),
+      [&](uint64_t i, const Record& r, const RecordLocation& loc) {
+        if (r.image.encoding != Encoding::kJpeg) return absl::OkStatus();
+        absl::Status decoded = jpeg->Check(r.payload, r.image);
+        ++out->decoded;
+        if (!decoded.ok()) {
+          out->problems.push_back(At(k, i, loc.file_offset(),
+                                     absl::StrCat(out->path, " @", loc.Text(), " record ", i, " '",
+                                                  EscapeKey(r.key), "': ", decoded.message())));
+        }
+        payload_bytes += r.payload.size();
+        progress_.Add(r.payload.size());
+        return absl::OkStatus();
+      },
+      &skip);
+  if (!s.ok()) out->problems.push_back(At(k, std::nullopt, 0, std::string(s.message())));
+  return payload_bytes;
+}
+
+std::string ProblemText(const Problem& p) {
+  if (!p.shard) return p.message + "\n";
+  std::vector<std::string> where = {absl::StrCat("shard ", *p.shard)};
+  if (p.record) where.push_back(absl::StrCat("record ", *p.record, " (index ", *p.index, ")"));
+  where.push_back(absl::StrCat("offset ", p.offset));
+  return absl::StrCat(absl::StrJoin(where, ", "), ": ", p.message, "\n");
+}
+
+Json ProblemJson(const Problem& p) {
+  auto opt = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
+  return {{"shard", opt(p.shard)}, {"path", p.path},     {"record", opt(p.record)},
+          {"index", opt(p.index)}, {"offset", p.offset}, {"message", p.message}};
+}
+
+// What the whole run found.
+struct Report {
+  std::vector<Problem> problems;
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint64_t decoded = 0;
+  size_t bad_shards = 0;
+  int threads = 0;
+  double seconds = 0;
+};
+
+std::string Plural(size_t n, std::string_view noun) {
+  return absl::StrCat(n, " ", absl::string_view(noun.data(), noun.size()), n == 1 ? "" : "s");
+}
+
+Json ReportJson(const OpenedDataset& ds, const VerifyOptions& options, const Verifier& verifier,
+                const Report& report) {
+  Json j;
+  j["path"] = ds.path();
+  j["ok"] = report.problems.empty();
+  j["records"] = report.records;
+  j["bytes"] = report.bytes;
+  j["decoded"] = options.decode ? Json(report.decoded) : Json(nullptr);
+  j["threads"] = report.threads;
+  j["seconds"] = report.seconds;
+  j["shards"] = Json::array();
+  for (size_t k = 0; k < verifier.outcomes().size(); ++k) {
+    const ShardOutcome& o = verifier.outcomes()[k];
+    j["shards"].push_back(
+        {{"index", k},
+         {"path", o.path},
+         {"ok", o.problems.empty()},
+         {"records", o.records},
+         {"bytes", o.bytes},
+         {"crc32c", o.crc32c ? Json(absl::StrFormat("%08x", *o.crc32c)) : Json(nullptr)}});
+  }
+  j["problems"] = Json::array();
+  for (const Problem& p : report.problems) j["problems"].push_back(ProblemJson(p));
+  return j;
+}
+
+std::string ReportText(const OpenedDataset& ds, const VerifyOptions& options,
+                       const Report& report) {
+  std::string out;
+  for (const Problem& p : report.problems) out += ProblemText(p);
+  if (options.common.quiet) return out;
+  if (report.problems.empty()) {
+    absl::StrAppend(
+        &out, absl::StrFormat("ok: %s, %s, %s checked in %.2f s (%.1f MB/s)",
+                              Plural(ds.num_shards(), "shard"), Plural(report.records, "record"),
+                              cli::FormatBytes(report.bytes), report.seconds,
+                              report.seconds > 0 ? report.bytes / report.seconds / 1e6 : 0.0));
+    if (options.decode) absl::StrAppend(&out, ", ", report.decoded, " JPEGs decoded");
+    out += "\n";
+  } else {
+    absl::StrAppend(&out, "FAILED: ", Plural(report.problems.size(), "problem"), " (",
+                    report.bad_shards, " of ", Plural(ds.num_shards(), "shard"),
+                    " damaged or missing)\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status RunVerify(const VerifyOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  SP_ASSIGN_OR_RETURN(OpenedDataset ds,
+                      OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kCheckLater));
+  int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::clamp<int>(threads, 1, std::max<int>(1, static_cast<int>(ds.num_shards())));
+
+  Verifier verifier(ds, options);
+  verifier.Run(threads);
+  verifier.FinishProgress();
+
+  Report report;
+  report.threads = threads;
+  for (const ShardOutcome& o : verifier.outcomes()) {
+    report.records += o.records;
+    report.bytes += o.bytes;
+    report.decoded += o.decoded;
+    if (!o.problems.empty()) ++report.bad_shards;
+    report.problems.insert(report.problems.end(), o.problems.begin(), o.problems.end());
+  }
+  for (const std::string& name : ds.UnlistedShardFiles()) {
+    Problem p;
+    p.path = (std::filesystem::path(ds.directory()) / name).string();
+    p.message = absl::StrCat(p.path, ": a .shard file the manifest does not list");
+    report.problems.push_back(std::move(p));
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (options.common.verbose > 0) {
+    for (size_t k = 0; k < verifier.outcomes().size(); ++k) {
+      const ShardOutcome& o = verifier.outcomes()[k];
+      std::string status = o.problems.empty() ? "ok" : Plural(o.problems.size(), "problem");
+      std::fprintf(stderr, "shard %zu %s: %s, %llu records, %llu bytes\n", k, o.path.c_str(),
+                   status.c_str(), static_cast<unsigned long long>(o.records),
+                   static_cast<unsigned long long>(o.bytes));
+    }
+  }
+  SP_RETURN_IF_ERROR(WriteStdout(
+      options.common.json ? DumpJson(ReportJson(ds, options, verifier, report), true) + "\n"
+                          : ReportText(ds, options, report)));
+  SP_RETURN_IF_ERROR(FlushStdout());
+  if (!report.problems.empty()) {
+    return absl::DataLossError(
+        absl::StrCat(ds.path(), ": ", Plural(report.problems.size(), "problem"), " found"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardpack::dump

@@ -1,0 +1,44 @@
+// shardbench: how fast can this machine feed a GPU from this dataset.
+//
+//   shardbench PATH [--batch-size N] [--threads N] [--transform T] [--io E]
+//              [--epochs E | --seconds S] [--json] [--compare-raw] ...
+//
+// Streams the dataset through the reader into a consumer that reads every
+// byte, and prints images/s, MB/s, where the time went and peak memory.
+// Parses the command line and hands the run to tools/bench/.
+#include <cstdio>
+
+#include "CLI/CLI.hpp"
+#include "tools/bench/flags.h"
+#include "tools/bench/shardbench.h"
+#include "tools/common/cli.h"
+
+namespace {
+
+constexpr char kTool[] = "shardbench";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Streams a shardpack dataset through the reader and reports images/s, MB/s,\n"
+      "each stage's wait and peak RSS; --compare-raw sets a raw read of the same\n"
+      "files (as dd bs=4M) beside it.",
+      kTool};
+  shardpack::shardbench::Flags flags;
+  shardpack::shardbench::AddFlags(&app, &flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : shardpack::cli::kExitUsage;
+  }
+  auto options = shardpack::shardbench::ToBenchOptions(flags);
+  if (!options.ok()) {  // flags that do not go together: a usage error
+    shardpack::cli::Fail(kTool, options.status());
+    return shardpack::cli::kExitUsage;
+  }
+  absl::Status status = shardpack::shardbench::RunShardbench(*options);
+  std::fflush(stdout);
+  return status.ok() ? 0 : shardpack::cli::Fail(kTool, status);
+}

@@ -1,0 +1,92 @@
+// sharddump: inspect, list, verify and extract shardpack datasets.
+// Parses the command line and hands each subcommand to tools/dump/.
+// docs/cli.md documents every command, flag and output field.
+#include <cstdio>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "tools/common/cli.h"
+#include "tools/dump/commands.h"
+#include "tools/dump/selection.h"
+
+namespace {
+
+using shardpack::dump::CommonOptions;
+
+constexpr char kTool[] = "sharddump";
+
+std::string CheckRange(const std::string& text) {
+  auto parsed = shardpack::dump::ParseRangeText(text);
+  return parsed.ok() ? "" : std::string(parsed.status().message());
+}
+
+void AddCommon(CLI::App* command, CommonOptions* common, bool json) {
+  if (json) command->add_flag("--json", common->json, "machine-readable output (docs/cli.md)");
+  command->add_flag("-q,--quiet", common->quiet, "no progress line or summary");
+  command->add_flag("-v,--verbose", common->verbose, "more detail on stderr");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Inspects, lists, verifies and extracts shardpack datasets.\n"
+      "PATH is a dataset directory, its manifest.json, or a single .shard file.",
+      kTool};
+  app.require_subcommand(1);
+
+  shardpack::dump::InfoOptions info;
+  CLI::App* info_cmd = app.add_subcommand(
+      "info", "Counts, sizes, schema, classes with a label histogram, image statistics");
+  info_cmd->add_option("PATH", info.path, "dataset directory or shard")->required();
+  AddCommon(info_cmd, &info.common, true);
+
+  shardpack::dump::LsOptions ls;
+  CLI::App* ls_cmd = app.add_subcommand("ls", "One line per record");
+  ls_cmd->add_option("PATH", ls.path, "dataset directory or shard")->required();
+  ls_cmd->add_option("--range", ls.range, "records A:B (half-open dataset indexes)")
+      ->check(CheckRange, "A:B");
+  ls_cmd->add_option("--shard", ls.shard, "only shard K");
+  AddCommon(ls_cmd, &ls.common, true);
+
+  shardpack::dump::VerifyOptions verify;
+  CLI::App* verify_cmd =
+      app.add_subcommand("verify", "Checks every byte; exit status 0 only when all is well");
+  verify_cmd->add_option("PATH", verify.path, "dataset directory or shard")->required();
+  verify_cmd->add_flag("--decode", verify.decode, "also decode every JPEG in full");
+  verify_cmd->add_option("--threads", verify.threads, "shards checked at once (default: cores)")
+      ->check(CLI::NonNegativeNumber);
+  AddCommon(verify_cmd, &verify.common, true);
+
+  shardpack::dump::ExtractOptions extract;
+  CLI::App* extract_cmd =
+      app.add_subcommand("extract", "Writes selected records' images and labels.tsv to DIR");
+  extract_cmd->add_option("PATH", extract.path, "dataset directory or shard")->required();
+  CLI::App* selection = extract_cmd->add_option_group("selection", "which records (one of)");
+  selection->add_option("--index", extract.indexes, "dataset indexes I[,J...]")->delimiter(',');
+  selection->add_option("--range", extract.range, "records A:B (half-open)")
+      ->check(CheckRange, "A:B");
+  selection->add_option("--key", extract.key, "records whose key is exactly K");
+  selection->require_option(1);
+  extract_cmd->add_option("-o,--output", extract.output, "output directory (created)")->required();
+  AddCommon(extract_cmd, &extract.common, false);
+
+  if (int code = shardpack::cli::ParseCommandLine(app, argc, argv); code >= 0) return code;
+
+  // Data goes out in large writes; progress goes to stderr unbuffered.
+  static char buffer[1 << 16];
+  std::setvbuf(stdout, buffer, _IOFBF, sizeof(buffer));
+
+  absl::Status status;
+  if (info_cmd->parsed()) {
+    status = shardpack::dump::RunInfo(info);
+  } else if (ls_cmd->parsed()) {
+    status = shardpack::dump::RunLs(ls);
+  } else if (verify_cmd->parsed()) {
+    status = shardpack::dump::RunVerify(verify);
+  } else {
+    status = shardpack::dump::RunExtract(extract);
+  }
+  std::fflush(stdout);
+  return status.ok() ? 0 : shardpack::cli::Fail(kTool, status);
+}

@@ -6,15 +6,8 @@
 // have grown to the largest image seen.
 //
 // Color: every decoded image is RGB (or gray, where asked to keep gray).
-// TurboJPEG decodes CMYK and YCCK JPEGs only to TJPF_CMYK; libjpeg-turbo
-// hands back the samples as stored for CMYK and, for YCCK, inverts the
-// YCC->RGB result, so its CMYK output follows Adobe's convention where the
-// samples are inverted (255 = no ink) -- the convention of its own
-// cmyk_to_rgb() in cmyk.h. We convert with R = C*K/255 (G from M, B from Y)
-// when the file has an Adobe APP14 marker (every YCCK file, and the CMYK
-// files Photoshop writes: ImageNet's CMYK JPEGs are of this kind), and with
-// the plain ink convention R = (255-C)*(255-K)/255 when it has none, as
-// Pillow does. No ICC profile is applied.
+// TurboJPEG decodes CMYK and YCCK JPEGs only to TJPF_CMYK; they become RGB
+// with CmykToRgbInPlace (reader/image_ops.h explains the conventions).
 #ifndef SHARDPACK_DATASETS_TRANSCODE_H_
 #define SHARDPACK_DATASETS_TRANSCODE_H_
 
@@ -27,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "datasets/jpeg_probe.h"
+#include "reader/image_ops.h"
 #include "shardpack/record.h"
 
 namespace shardpack::internal {
@@ -44,17 +38,12 @@ class GrowableBuffer {
 
 namespace shardpack::datasets {
 
-// Interleaved 8-bit pixels, rows packed (stride = width * channels). A view:
-// see the function that returns one for how long it stays valid.
-struct PixelView {
-  const uint8_t* data = nullptr;
-  uint32_t width = 0;
-  uint32_t height = 0;
-  int channels = 0;  // 1 (gray) or 3 (RGB)
-
-  size_t stride() const { return size_t{width} * static_cast<size_t>(channels); }
-  size_t bytes() const { return stride() * height; }
-};
+// The pixel helpers live in the reader (reader/image_ops.h), written once
+// for the packer and the reader's JPEG transforms.
+using internal::CmykToRgbInPlace;
+using internal::PixelView;
+using internal::ResizeBilinearAA;
+using internal::ResizeScratch;
 
 struct DecodeOptions {
   // Decode at the smallest TurboJPEG DCT scale (1/8, 1/4, 3/8, ... 1) whose
@@ -75,29 +64,6 @@ struct DecodeOptions {
 // Unchanged when max_side <= 0 or the image already fits.
 void FitLongerSide(uint32_t width, uint32_t height, int max_side, uint32_t* out_width,
                    uint32_t* out_height);
-
-// CMYK samples as TurboJPEG returns them to RGB, in place in `pixels`
-// (4 bytes in, 3 out, front to back). `adobe_inverted` selects R = C*K/255
-// (Adobe files) or R = (255-C)*(255-K)/255; see the file comment.
-void CmykToRgbInPlace(uint8_t* pixels, size_t count, bool adobe_inverted);
-
-// Work memory of ResizeBilinearAA: filter taps and the intermediate image.
-// Keeps its capacity between calls.
-struct ResizeScratch {
-  std::vector<uint32_t> bounds_x, bounds_y;   // first tap, tap count per output column/row
-  std::vector<int32_t> weights_x, weights_y;  // fixed-point taps, `taps_*` per output
-  int taps_x = 0, taps_y = 0;
-  std::vector<uint8_t> rows;   // horizontally resized image
-  std::vector<int32_t> accum;  // one output row of vertical sums
-};
-
-// Resizes `src` to width x height into `dst` (which must hold
-// width * height * src.channels bytes and not overlap src) with a separable
-// triangle filter whose support widens with the downscale factor: an
-// antialiased bilinear, the filter of Pillow's and torchvision's
-// antialiased BILINEAR resize. A flat image stays exactly flat.
-void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uint8_t* dst,
-                      ResizeScratch* scratch);
 
 // Decodes, resizes and encodes. Not thread-safe: one per thread. Errors name
 // the input (`name`): header problems as ProbeJpeg reports them; corrupt or

@@ -356,7 +356,21 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
   // Damaged samples (with kSkip): their rows are refilled from good ones
   // afterwards. Rare, so the lists may allocate.
   std::vector<int> bad;
+  // Shuffled records are scattered over the resident blocks: fetch a few
+  // samples ahead so their cache misses overlap the work on this one.
+  constexpr int kAhead = 3;
+  auto prefetch = [&](int j) {
+    if (j >= slot.size) return;
+    const SampleRef r = plan.order[first + j];
+    if (run->piece_ready[r.piece].load(std::memory_order_acquire) != 1) return;
+    const UnitSlot& pu = units_[plan.pieces[r.piece].unit];
+    if (pu.state.load(std::memory_order_acquire) != UnitSlot::kReady) return;
+    std::span<const uint8_t> bytes = pu.view.record_bytes(r.index);
+    for (size_t q = 0; q < bytes.size(); q += 64) __builtin_prefetch(bytes.data() + q);
+  };
+  for (int j = 0; j < kAhead; ++j) prefetch(j);
   for (int i = 0; i < slot.size; ++i) {
+    prefetch(i + kAhead);
     const SampleRef ref = plan.order[first + i];
     if (!WaitFor(run->piece_ready[ref.piece], 1u, stop_, &io_wait_ns_)) return;
     const uint32_t unit = plan.pieces[ref.piece].unit;

@@ -45,7 +45,11 @@ class Reader::Impl {
   uint64_t epoch_ = 0, batch_ = 0;  // the next batch Next() delivers
   uint64_t seq_ = 0;                // its pipeline sequence number
   int outstanding_ = 0;
+  // Counted as batches are delivered: workers run ahead into the next epoch,
+  // so counts of what was built would depend on timing.
   uint64_t delivered_ = 0;
+  uint64_t delivered_samples_ = 0;
+  uint64_t delivered_skipped_ = 0;
 };
 
 namespace {
@@ -140,6 +144,8 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
   }
   ++outstanding_;
   ++delivered_;
+  delivered_samples_ += ring.size;
+  delivered_skipped_ += ring.skipped;
   return Batch(reader, &slot);
 }
 
@@ -172,6 +178,8 @@ ReaderStats Reader::Impl::stats() const {
   ReaderStats s;
   pipeline_->AddStats(&s);
   s.batches = delivered_;
+  s.samples = delivered_samples_;
+  s.skipped = delivered_skipped_;
   return s;
 }
 
@@ -264,9 +272,14 @@ absl::StatusOr<Transform> ParseTransform(std::string_view text) {
     t = Transform::CifarTrain();
   } else if (kind == "cifar-eval") {
     t = Transform::CifarEval();
+  } else if (kind == "rrc" || kind == "random-resized-crop") {
+    t = Transform::RandomResizedCrop();
+  } else if (kind == "center" || kind == "center-crop") {
+    t = Transform::CenterCrop();
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "unknown transform '", std::string(text), "' (none, cifar-train[:SIZE], cifar-eval[:SIZE])"));
+        "unknown transform '", std::string(text),
+        "' (none, cifar-train[:SIZE], cifar-eval[:SIZE], rrc[:SIZE], center[:SIZE])"));
   }
   if (size_t colon = text.find(':'); colon != std::string_view::npos) {
     std::string size(text.substr(colon + 1));

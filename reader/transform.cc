@@ -1,18 +1,87 @@
 #include "reader/transform.h"
 
+#include <algorithm>
+#include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "reader/image_ops.h"
+#include "reader/jpeg_decoder.h"
 #include "reader/rng.h"
 
 namespace shardpack::internal {
 
+namespace {
+
+bool IsJpegKind(Transform::Kind k) {
+  return k == Transform::Kind::kRandomResizedCrop || k == Transform::Kind::kCenterCrop;
+}
+
+// Uniform in [0, 1) from 32 bits of a draw.
+double Unit32(uint64_t bits) { return static_cast<double>(bits & 0xffffffffu) * 0x1p-32; }
+
+// Python's round(): halves to even (the default rounding mode).
+int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+}  // namespace
+
+JpegCrop SampleRandomResizedCrop(uint32_t width, uint32_t height, const Transform& t,
+                                 uint64_t seed, uint64_t epoch, uint64_t record_index) {
+  const uint64_t base = Draw(seed, kStreamAugment, epoch, record_index);
+  const bool flip = (base >> 63) != 0;
+  const double area = double(width) * height;
+  const double log_lo = std::log(t.ratio[0]), log_hi = std::log(t.ratio[1]);
+  for (uint64_t k = 0; k < 10; ++k) {
+    const uint64_t r = Draw(base, k, 0);
+    const double target = area * (t.scale[0] + (t.scale[1] - t.scale[0]) * Unit32(r >> 32));
+    const double aspect = std::exp(log_lo + (log_hi - log_lo) * Unit32(r));
+    const int w = RoundHalfEven(std::sqrt(target * aspect));
+    const int h = RoundHalfEven(std::sqrt(target / aspect));
+    if (w > 0 && h > 0 && uint32_t(w) <= width && uint32_t(h) <= height) {
+      const auto y = double(Below(Draw(base, k, 1), height - uint32_t(h) + 1));
+      const auto x = double(Below(Draw(base, k, 2), width - uint32_t(w) + 1));
+      return {x, y, x + w, y + h, flip, false};
+    }
+  }
+  // torchvision's fallback: the central crop, its ratio clamped to `ratio`.
+  const double in_ratio = double(width) / height;
+  int w = int(width), h = int(height);
+  if (in_ratio < std::min(t.ratio[0], t.ratio[1])) {
+    h = RoundHalfEven(w / std::min(t.ratio[0], t.ratio[1]));
+  } else if (in_ratio > std::max(t.ratio[0], t.ratio[1])) {
+    w = RoundHalfEven(h * std::max(t.ratio[0], t.ratio[1]));
+  }
+  const double y = (int(height) - h) / 2, x = (int(width) - w) / 2;
+  return {x, y, x + w, y + h, flip, true};
+}
+
+JpegCrop CenterCropBox(uint32_t width, uint32_t height, int size) {
+  // Resize(s): the shorter side to s, the longer truncated as torchvision's
+  // _compute_resized_output_size does; CenterCrop: offsets rounded.
+  const int s = size * 256 / 224;
+  const bool wide = width > height;
+  const int short_side = int(wide ? height : width), long_side = int(wide ? width : height);
+  const int new_long = int(int64_t{s} * long_side / short_side);
+  const int new_w = wide ? new_long : s, new_h = wide ? s : new_long;
+  const int top = RoundHalfEven((new_h - size) / 2.0), left = RoundHalfEven((new_w - size) / 2.0);
+  const double fx = double(width) / new_w, fy = double(height) / new_h;
+  return {left * fx, top * fy, (left + size) * fx, (top + size) * fy, false, false};
+}
+
 absl::StatusOr<SampleTransform> SampleTransform::Make(const ReaderOptions& o,
                                                       const ImageInfo& stored) {
-  if (stored.encoding != Encoding::kRaw) {
-    return absl::UnimplementedError("JPEG datasets need the decoding transforms (not yet)");
+  const bool jpeg_kind = IsJpegKind(o.transform.kind);
+  if (stored.encoding == Encoding::kJpeg && !jpeg_kind) {
+    return absl::InvalidArgumentError(
+        "a JPEG dataset needs a decoding transform (rrc:SIZE or center:SIZE)");
   }
-  if (stored.height == 0 || stored.width == 0 || stored.channels == 0) {
+  if (stored.encoding != Encoding::kJpeg && jpeg_kind) {
+    return absl::InvalidArgumentError("rrc and center transforms need a JPEG dataset");
+  }
+  if (!jpeg_kind && (stored.height == 0 || stored.width == 0 || stored.channels == 0)) {
     return absl::InvalidArgumentError("the dataset's images have no fixed shape");
   }
   SampleTransform t;
@@ -47,6 +116,18 @@ absl::StatusOr<SampleTransform> SampleTransform::Make(const ReaderOptions& o,
             absl::StrCat("crop of ", out, " does not fit stored images of ", h, "x", w));
       }
       t.shape_ = {out, out, stored.channels, 0};
+      break;
+    }
+    case Transform::Kind::kRandomResizedCrop:
+    case Transform::Kind::kCenterCrop: {
+      const auto& tr = o.transform;
+      if (out <= 0 || out > 8192) {
+        return absl::InvalidArgumentError(absl::StrCat("bad output size ", out));
+      }
+      if (!(tr.scale[0] > 0 && tr.scale[0] <= tr.scale[1] && tr.ratio[0] > 0 && tr.ratio[1] > 0)) {
+        return absl::InvalidArgumentError("bad RandomResizedCrop scale or ratio");
+      }
+      t.shape_ = {out, out, 3, 0};
       break;
     }
   }
@@ -88,16 +169,35 @@ void SampleTransform::CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const
       if (hi < out_w) std::memset(row + size_t(std::max(hi, 0)) * c, 0, size_t(out_w - std::max(hi, 0)) * c);
       continue;
     }
-    for (int x = 0; x < out_w; ++x) {
-      int sx = x0 + (out_w - 1 - x);  // mirror within the crop window
-      uint8_t* px = row + size_t(x) * c;
-      if (sx < 0 || sx >= w) {
-        std::memset(px, 0, c);
-      } else {
-        std::memcpy(px, srow + size_t(sx) * c, c);
-      }
-    }
+    // Mirrored within the crop window: output column x reads stored column
+    // x0 + out_w - 1 - x, which exists for x in [flo, fhi).
+    int flo = std::clamp(x0 + out_w - w, 0, out_w), fhi = std::clamp(x0 + out_w, 0, out_w);
+    if (flo > 0) std::memset(row, 0, size_t(flo) * c);
+    if (fhi < out_w) std::memset(row + size_t(std::max(fhi, flo)) * c, 0, size_t(out_w - std::max(fhi, flo)) * c);
+    if (fhi > flo) MirrorPixels(srow + size_t(x0 + out_w - 1 - flo) * c, row + size_t(flo) * c, fhi - flo, c);
   }
+}
+
+// Copies n pixels of c bytes from `s` going left to `d` going right. For RGB
+// the pixels between the first and the last move as 4-byte words: each load's
+// extra byte is the pixel just read, each store's extra byte lands on the
+// next output pixel, written right after; the first pixel (highest source
+// address) and the last (end of the output) are copied exactly, so nothing is
+// read or written outside the two spans.
+void SampleTransform::MirrorPixels(const uint8_t* s, uint8_t* d, int n, int c) {
+  if (c != 3 || n < 2) {
+    for (int k = 0; k < n; ++k, d += c, s -= c) std::memcpy(d, s, c);
+    return;
+  }
+  std::memcpy(d, s, 3);
+  d += 3;
+  s -= 3;
+  for (int k = 1; k < n - 1; ++k, d += 3, s -= 3) {
+    uint32_t v;
+    std::memcpy(&v, s, 4);
+    std::memcpy(d, &v, 4);
+  }
+  std::memcpy(d, s, 3);
 }
 
 // The same from planar storage, producing HWC.
@@ -142,8 +242,58 @@ void SampleTransform::Finish(const uint8_t* hwc, uint8_t* dst) const {
   }
 }
 
+absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
+                                        uint64_t record_index, uint8_t* dst) const {
+  // One decoder and scratch per worker thread, for the thread's life.
+  thread_local JpegDecoder decoder;
+  thread_local ResizeScratch scratch;
+  thread_local std::vector<uint8_t> staging;
+  auto damaged = [&](const absl::Status& s) {
+    return absl::DataLossError(absl::StrCat("record ", record_index, " ('",
+                                            std::string(record.key), "'): ", s.message()));
+  };
+  absl::StatusOr<JpegHeader> header = decoder.Start(record.payload);
+  if (!header.ok()) return damaged(header.status());
+  const bool train = transform_.kind == Transform::Kind::kRandomResizedCrop;
+  const JpegCrop c =
+      train ? SampleRandomResizedCrop(header->width, header->height, transform_, seed_, epoch,
+                                      record_index)
+            : CenterCropBox(header->width, header->height, transform_.size);
+  const auto out = static_cast<uint32_t>(transform_.size);
+  const JpegRect rect{uint32_t(c.x0), uint32_t(c.y0), uint32_t(std::ceil(c.x1)) - uint32_t(c.x0),
+                      uint32_t(std::ceil(c.y1)) - uint32_t(c.y0)};
+  // The eval resize reads beyond the crop as a resize of the whole image
+  // would: its filter reaches (crop / out) source pixels past the edges.
+  const uint32_t grow = train ? 0 : uint32_t(std::ceil((c.x1 - c.x0) / out)) + 1;
+  absl::StatusOr<DecodedRegion> region = decoder.DecodeRegion(rect, out, out, grow);
+  if (!region.ok()) return damaged(region.status());
+  // The decoded box is the integer rect; move it to the exact crop.
+  const double f = region->scale_num / 8.0;
+  ResizeBox box = region->box;
+  box.x0 += (c.x0 - rect.x) * f;
+  box.y0 += (c.y0 - rect.y) * f;
+  box.x1 = box.x0 + (c.x1 - c.x0) * f;
+  box.y1 = box.y0 + (c.y1 - c.y0) * f;
+  box.x1 = std::min<double>(box.x1, region->pixels.width);
+  box.y1 = std::min<double>(box.y1, region->pixels.height);
+  const bool direct = dtype_ == DType::kUint8 && layout_ == OutputLayout::kNHWC;
+  const size_t hwc_bytes = size_t{out} * out * 3;
+  if (!direct && staging.size() < hwc_bytes) staging.resize(hwc_bytes);
+  uint8_t* hwc = direct ? dst : staging.data();
+  ResizeBoxAA(region->pixels, box, out, out, ResizeOptions{train, c.flip}, hwc, &scratch);
+  if (!direct) Finish(hwc, dst);
+  return absl::OkStatus();
+}
+
 absl::Status SampleTransform::Apply(const Record& record, uint64_t epoch,
                                     uint64_t record_index, uint8_t* dst) const {
+  if (stored_.encoding == Encoding::kJpeg) {
+    if (record.image.encoding != Encoding::kJpeg) {
+      return absl::DataLossError(absl::StrCat("record ", record_index, " ('",
+                                              std::string(record.key), "') is not a JPEG"));
+    }
+    return ApplyJpeg(record, epoch, record_index, dst);
+  }
   const ImageInfo& im = record.image;
   if (im.encoding != stored_.encoding || im.height != stored_.height ||
       im.width != stored_.width || im.channels != stored_.channels) {

@@ -1,5 +1,7 @@
-// Sample transforms for raw-pixel records, writing each sample straight into
-// its row of a batch slot.
+// Sample transforms, writing each sample straight into its row of a batch
+// slot: crops and flips of raw-pixel records, and for JPEG records a
+// DCT-scaled, region-only decode (reader/jpeg_decoder.h) and an antialiased
+// resize (RandomResizedCrop, CenterCrop).
 //
 // Augmentation parameters come from the counter-based generator keyed by
 // (seed, epoch, record index), so a sample's output never depends on which
@@ -16,6 +18,25 @@
 
 namespace shardpack::internal {
 
+// A crop of a JPEG image in full-size pixel coordinates.
+struct JpegCrop {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  bool flip = false;
+  bool fallback = false;  // RandomResizedCrop: no attempt fitted
+};
+
+// torchvision's RandomResizedCrop.get_params on a width x height image with
+// the draws of (seed, kStreamAugment, epoch, record_index): attempt k (0..9)
+// takes its area fraction ~ U(scale) and log aspect ratio ~ U(log ratio)
+// from Draw(base, k, 0), and its position from Draw(base, k, 1) and
+// Draw(base, k, 2); the flip is the top bit of `base`. Integer box.
+JpegCrop SampleRandomResizedCrop(uint32_t width, uint32_t height, const Transform& t,
+                                 uint64_t seed, uint64_t epoch, uint64_t record_index);
+
+// The box of Resize(floor(size * 256 / 224)) + CenterCrop(size) in the
+// image's coordinates (fractional): torchvision's sizes and offsets.
+JpegCrop CenterCropBox(uint32_t width, uint32_t height, int size);
+
 struct OutputShape {
   int height = 0;
   int width = 0;
@@ -25,16 +46,19 @@ struct OutputShape {
 
 class SampleTransform {
  public:
-  // `stored` is the schema's image (raw, fixed shape). InvalidArgumentError
-  // when the transform cannot apply (a crop larger than the padded image, a
-  // dataset of varying shapes, JPEG payloads before decode support).
+  // `stored` is the schema's image (raw of a fixed shape, or JPEG).
+  // InvalidArgumentError when the transform cannot apply (a crop larger than
+  // the padded image, a raw dataset of varying shapes, a JPEG dataset with a
+  // raw-pixel transform or the reverse).
   static absl::StatusOr<SampleTransform> Make(const ReaderOptions& options,
                                               const ImageInfo& stored);
 
   const OutputShape& shape() const { return shape_; }
 
-  // Writes the transformed sample into `dst` (shape().sample_bytes). The
-  // record must have the stored shape; DataLossError otherwise. Thread-safe.
+  // Writes the transformed sample into `dst` (shape().sample_bytes). A raw
+  // record must have the stored shape, a JPEG record must decode;
+  // DataLossError naming the record otherwise. Thread-safe: JPEG decoding
+  // uses one decoder and scratch per calling thread, kept for its life.
   absl::Status Apply(const Record& record, uint64_t epoch, uint64_t record_index,
                      uint8_t* dst) const;
 
@@ -49,7 +73,10 @@ class SampleTransform {
   // into `dst`.
   void CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const;
   void CropChw(const uint8_t* src, Crop crop, uint8_t* dst) const;
+  static void MirrorPixels(const uint8_t* src, uint8_t* dst, int n, int channels);
   void Finish(const uint8_t* hwc, uint8_t* dst) const;
+  absl::Status ApplyJpeg(const Record& record, uint64_t epoch, uint64_t record_index,
+                         uint8_t* dst) const;
 
   Transform transform_;
   ImageInfo stored_;

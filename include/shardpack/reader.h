@@ -45,20 +45,41 @@ struct Transform {
     kNone,        // the stored raw pixels, unchanged (all records one shape)
     kCifarTrain,  // random crop `size` with zero padding `pad`, random h-flip
     kCifarEval,   // center crop `size` (the stored image when no padding)
+    // JPEG records (decoded in the reader: DCT-scaled, region-only decode,
+    // docs/reader.md). Output is size x size x 3 RGB; gray and CMYK/YCCK
+    // JPEGs are converted.
+    kRandomResizedCrop,  // torchvision's RandomResizedCrop(size, scale, ratio)
+                         // + RandomHorizontalFlip(0.5): up to 10 attempts
+                         // with area fraction ~ U(scale) and log aspect ratio
+                         // ~ U(log ratio), then the central crop with the
+                         // ratio clamped; antialiased bilinear resize
+    kCenterCrop,         // eval: the shorter side resized to
+                         // floor(size * 256 / 224) (256 for 224, as
+                         // Resize(256) + CenterCrop(224)), then the central
+                         // size x size, in one antialiased bilinear resize
   };
   Kind kind = Kind::kNone;
   int size = 32;  // output side for the crop transforms
   int pad = 4;    // kCifarTrain: padding around the stored image; if the
                   // dataset was packed with --pad, the stored padding is used
                   // first and only the rest is added on the fly
+  // kRandomResizedCrop: the range of the crop's area as a fraction of the
+  // image's, and of its aspect ratio (width / height).
+  std::array<double, 2> scale = {0.08, 1.0};
+  std::array<double, 2> ratio = {3.0 / 4.0, 4.0 / 3.0};
 
   static Transform None() { return {}; }
   static Transform CifarTrain(int size = 32, int pad = 4) {
     return {Kind::kCifarTrain, size, pad};
   }
   static Transform CifarEval(int size = 32) { return {Kind::kCifarEval, size, 0}; }
+  static Transform RandomResizedCrop(int size = 224) {
+    return {Kind::kRandomResizedCrop, size, 0};
+  }
+  static Transform CenterCrop(int size = 224) { return {Kind::kCenterCrop, size, 0}; }
 };
-// "none", "cifar-train", "cifar-eval" (with an optional ":SIZE").
+// "none", "cifar-train", "cifar-eval", "rrc" (RandomResizedCrop, default
+// 224), "center" (CenterCrop, default 224), each with an optional ":SIZE".
 absl::StatusOr<Transform> ParseTransform(std::string_view text);
 
 enum class OutputLayout { kNHWC, kNCHW };
@@ -122,10 +143,11 @@ struct ReaderState {
 // stage before it (I/O: the sequencer waiting for blocks; transform: workers
 // waiting for work; consumer: Next() waiting for a finished batch).
 struct ReaderStats {
+  // Batches and samples delivered by Next() (not those built ahead).
   uint64_t batches = 0;
   uint64_t samples = 0;
   uint64_t bytes_read = 0;       // from storage
-  uint64_t skipped = 0;
+  uint64_t skipped = 0;          // damaged samples replaced, in delivered batches
   double io_wait_s = 0;
   double transform_wait_s = 0;
   double consumer_wait_s = 0;

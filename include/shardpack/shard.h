@@ -139,6 +139,11 @@ class BlockView {
   absl::StatusOr<Record> record(size_t i) const;
   // The raw payload (records back to back).
   std::span<const uint8_t> payload() const { return payload_; }
+  // Bytes of record i, unparsed (for prefetching; no checks).
+  std::span<const uint8_t> record_bytes(size_t i) const {
+    size_t end = i + 1 < offsets_.size() ? offsets_[i + 1] : payload_.size();
+    return payload_.subspan(offsets_[i], end - offsets_[i]);
+  }
 
  private:
   friend class BlockDecoder;

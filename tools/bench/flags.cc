@@ -32,7 +32,8 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_option("--threads", f->threads, "Transform worker threads (default 0: all cores)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--transform", f->transform,
-                  "none, cifar-train[:SIZE] or cifar-eval[:SIZE] (default none)")
+                  "none, cifar-train[:SIZE], cifar-eval[:SIZE], rrc[:SIZE] or center[:SIZE] "
+                  "(default none)")
       ->check(CheckTransform, "TRANSFORM");
   app->add_option("--io", f->io, "I/O engine: auto, pread, direct, mmap, uring (default auto)")
       ->check(CheckIo, "ENGINE");
@@ -45,9 +46,9 @@ void AddFlags(CLI::App* app, Flags* f) {
   epochs->excludes(seconds);
   CLI::Option* rank = app->add_option("--rank", f->rank, "This process's rank (default $RANK or 0)")
                           ->check(CLI::NonNegativeNumber);
-  CLI::Option* world = app->add_option("--world-size", f->world_size,
-                                       "Number of ranks (default $WORLD_SIZE or 1)")
-                           ->check(CLI::PositiveNumber);
+  CLI::Option* world =
+      app->add_option("--world-size", f->world_size, "Number of ranks (default $WORLD_SIZE or 1)")
+          ->check(CLI::PositiveNumber);
   rank->needs(world);
   world->needs(rank);
   app->add_option("--seed", f->seed, "Seed of the shuffle and the augmentation (default 0)");
@@ -81,6 +82,7 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   r.batch_size = f.batch_size;
   r.threads = f.threads;
   SP_ASSIGN_OR_RETURN(r.transform, ParseTransform(f.transform));
+  o.transform_name = f.transform;
   SP_ASSIGN_OR_RETURN(r.io, ParseIoEngine(f.io));
   if (f.world_size > 0 && f.rank >= f.world_size) {
     return absl::InvalidArgumentError(

@@ -19,7 +19,7 @@ struct Flags {
   int threads = 0;  // 0: all cores
   std::string transform = "none";
   std::string io = "auto";
-  int epochs = 0;   // 0 and no --seconds: 1 epoch
+  int epochs = 0;  // 0 and no --seconds: 1 epoch
   double seconds = 0;
   int rank = -1;        // -1: RANK from the environment, else 0
   int world_size = -1;  // -1: WORLD_SIZE from the environment, else 1

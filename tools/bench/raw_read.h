@@ -27,9 +27,9 @@ absl::StatusOr<std::vector<std::string>> ShardFiles(const std::string& path);
 absl::Status DropCaches(const std::vector<std::string>& paths);
 
 struct RawRun {
-  uint64_t bytes = 0;  // bytes read, all passes
-  double seconds = 0;  // wall time of the reads
-  int passes = 0;      // times every file was read start to end
+  uint64_t bytes = 0;   // bytes read, all passes
+  double seconds = 0;   // wall time of the reads
+  int passes = 0;       // times every file was read start to end
   bool direct = false;  // O_DIRECT
 };
 

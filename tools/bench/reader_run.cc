@@ -2,8 +2,11 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -35,8 +38,7 @@ absl::Status WriteOrder(const Batch& batch, std::string* line_buffer, std::FILE*
   const int num_labels = batch.num_labels();
   for (int i = 0; i < batch.size(); ++i) {
     absl::StrAppend(line_buffer, batch.epoch(), " ", batch.index(), " ", i, " ",
-                    batch.record_index(i), " ", labels[static_cast<size_t>(i) * num_labels],
-                    "\n");
+                    batch.record_index(i), " ", labels[static_cast<size_t>(i) * num_labels], "\n");
   }
   if (std::fwrite(line_buffer->data(), 1, line_buffer->size(), out) != line_buffer->size()) {
     return absl::InternalError(absl::StrCat("--order-out: write failed: ", std::strerror(errno)));

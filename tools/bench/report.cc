@@ -58,7 +58,8 @@ void PrintText(std::FILE* out, const Report& r) {
                 r.transform, r.io, r.threads, r.batch_size, r.shuffle ? "on" : "off", r.cpus,
                 r.load_avg_1m);
   absl::FPrintF(out, "images/s       %.0f\n", r.images_per_s());
-  absl::FPrintF(out, "MB/s           %.1f batch output, %.1f read from storage, %.1f of the files\n",
+  absl::FPrintF(out,
+                "MB/s           %.1f batch output, %.1f read from storage, %.1f of the files\n",
                 r.mb_per_s(), r.read_mb_per_s(), r.stream_mb_per_s());
   absl::FPrintF(out, "batches        %d (%d per epoch), %d samples\n", run.batches,
                 run.batches_per_epoch, run.samples);
@@ -113,9 +114,8 @@ void PrintJson(std::FILE* out, const Report& r) {
   j["output_bytes"] = run.output_bytes;
   j["bytes_read"] = s.bytes_read;
   j["skipped"] = s.skipped;
-  j["wait_s"] = {{"io", s.io_wait_s},
-                 {"transform", s.transform_wait_s},
-                 {"consumer", s.consumer_wait_s}};
+  j["wait_s"] = {
+      {"io", s.io_wait_s}, {"transform", s.transform_wait_s}, {"consumer", s.consumer_wait_s}};
   j["peak_rss_mb"] = r.peak_rss_mb;
   j["memory_budget_mb"] = static_cast<double>(s.memory_budget_bytes) / 1e6;
   j["xor_fold"] = absl::StrFormat("%016x", run.fold);

@@ -55,18 +55,6 @@ struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
 
-std::string TransformName(const Transform& t) {
-  switch (t.kind) {
-    case Transform::Kind::kNone:
-      return "none";
-    case Transform::Kind::kCifarTrain:
-      return absl::StrCat("cifar-train:", t.size);
-    case Transform::Kind::kCifarEval:
-      return absl::StrCat("cifar-eval:", t.size);
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 absl::Status RunShardbench(const BenchOptions& options) {
@@ -78,7 +66,7 @@ absl::Status RunShardbench(const BenchOptions& options) {
   report.path = ro.path;
   report.shards = static_cast<int>(files.size());
   report.dataset_bytes = dataset_bytes;
-  report.transform = TransformName(ro.transform);
+  report.transform = options.transform_name;
   report.io = std::string(IoEngineName(ro.io));
   report.threads = ro.threads;
   report.batch_size = ro.batch_size;

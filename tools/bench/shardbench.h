@@ -19,12 +19,13 @@ namespace shardpack::shardbench {
 struct BenchOptions {
   // The reader's options, path included, as the flags set them.
   ReaderOptions reader;
+  std::string transform_name = "none";  // reader.transform as typed, for the report
   // Stop after this many epochs (--epochs, default 1) or after this many
   // seconds of streaming (--seconds); a positive `seconds` wins.
   int epochs = 1;
   double seconds = 0;
-  bool json = false;       // --json: one JSON object on stdout
-  std::string order_out;   // --order-out FILE: "epoch batch slot record_index label" lines
+  bool json = false;         // --json: one JSON object on stdout
+  std::string order_out;     // --order-out FILE: "epoch batch slot record_index label" lines
   bool compare_raw = false;  // --compare-raw: also read the shard files raw
   bool drop_caches = false;  // --drop-caches: POSIX_FADV_DONTNEED on every shard first
   bool quiet = false;        // -q: no notes on stderr

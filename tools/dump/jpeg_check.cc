@@ -1,72 +1,58 @@
 #include "tools/dump/jpeg_check.h"
 
-#include <turbojpeg.h>
-
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "reader/jpeg_decoder.h"
 
 namespace shardpack::dump {
 namespace {
 
-// Larger decodes are refused rather than allocated: a damaged header can
-// claim 65535 x 65535 x 4.
-constexpr uint64_t kMaxDecodedBytes = uint64_t{1} << 30;
+using internal::JpegDecoder;
+
+// Larger images are refused rather than decoded: a damaged header can claim
+// 65535 x 65535.
+constexpr uint64_t kMaxPixels = uint64_t{1} << 28;
 
 }  // namespace
 
-JpegChecker::JpegChecker() : handle_(tjInitDecompress()) {}
+// The reader's decoder (reader/jpeg_decoder.h), so that verify --decode
+// accepts and rejects exactly what the reader does; `handle_` owns it.
+// `pixels_` is unused: the decoder keeps its own buffers.
+JpegChecker::JpegChecker()
+    : handle_(new JpegDecoder(internal::JpegDecoderOptions{kMaxPixels})) {}
 
-JpegChecker::~JpegChecker() {
-  if (handle_ != nullptr) tjDestroy(static_cast<tjhandle>(handle_));
-}
+JpegChecker::~JpegChecker() { delete static_cast<JpegDecoder*>(handle_); }
 
 absl::Status JpegChecker::Check(std::span<const uint8_t> jpeg, const ImageInfo& expected) {
-  absl::Status s = Decode(jpeg, expected);
-  if (!s.ok() && handle_ != nullptr) {
-    // TurboJPEG 2.1 leaves a handle whose header read failed half-way in a
-    // state that misreads the next image (as 0x0); start afresh.
-    tjDestroy(static_cast<tjhandle>(handle_));
-    handle_ = tjInitDecompress();
-  }
-  return s;
+  return Decode(jpeg, expected);
 }
 
 absl::Status JpegChecker::Decode(std::span<const uint8_t> jpeg, const ImageInfo& expected) {
-  tjhandle h = static_cast<tjhandle>(handle_);
-  if (h == nullptr) return absl::InternalError("cannot create a TurboJPEG decompressor");
+  auto* decoder = static_cast<JpegDecoder*>(handle_);
   if (jpeg.empty()) return absl::DataLossError("jpeg: empty payload");
-  int width = 0, height = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(h, jpeg.data(), jpeg.size(), &width, &height, &subsamp, &colorspace) !=
-      0) {
-    return absl::DataLossError(absl::StrCat("jpeg header: ", tjGetErrorStr2(h)));
+  absl::StatusOr<internal::JpegHeader> header = decoder->Start(jpeg);
+  if (!header.ok()) {
+    return absl::DataLossError(absl::StrCat("jpeg header: ", header.status().message()));
   }
-  if (width <= 0 || height <= 0) {
-    return absl::DataLossError(absl::StrCat("jpeg header: size ", width, "x", height));
+  // Gray is 1 channel, CMYK/YCCK 4, the rest 3: what the packer records.
+  const int channels = header->components;
+  if (header->width != expected.width || header->height != expected.height ||
+      channels != expected.channels) {
+    return absl::DataLossError(absl::StrCat("jpeg is ", header->width, "x", header->height, "x",
+                                            channels, " but the record says ", expected.width,
+                                            "x", expected.height, "x", int{expected.channels}));
   }
-  int format = TJPF_RGB, channels = 3;
-  if (colorspace == TJCS_GRAY) {
-    format = TJPF_GRAY;
-    channels = 1;
-  } else if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-    format = TJPF_CMYK;
-    channels = 4;
-  }
-  if (static_cast<uint32_t>(width) != expected.width ||
-      static_cast<uint32_t>(height) != expected.height || channels != expected.channels) {
-    return absl::DataLossError(absl::StrCat("jpeg is ", width, "x", height, "x", channels,
-                                            " but the record says ", expected.width, "x",
-                                            expected.height, "x", int{expected.channels}));
-  }
-  const uint64_t bytes = uint64_t(width) * uint64_t(height) * uint64_t(channels);
-  if (bytes > kMaxDecodedBytes) {
-    return absl::DataLossError(
-        absl::StrCat("jpeg of ", width, "x", height, " is too large to decode"));
-  }
-  if (pixels_.size() < bytes) pixels_.resize(bytes);
-  if (tjDecompress2(h, jpeg.data(), jpeg.size(), pixels_.data(), width, 0, height, format, 0) !=
-      0) {
-    bool warning = tjGetErrorCode(h) == TJERR_WARNING;
-    return absl::DataLossError(
-        absl::StrCat("jpeg ", warning ? "damaged: " : "decode failed: ", tjGetErrorStr2(h)));
+  // All of the entropy-coded data is decoded and checked (at 1/8 scale: the
+  // IDCT and color work are what scaling saves, not the checking); damage
+  // warnings such as "Premature end of JPEG file" count as failures.
+  absl::Status s =
+      decoder->DecodeRegion({0, 0, header->width, header->height}, 1, 1).status();
+  if (!s.ok()) {
+    absl::string_view why = s.message();
+    constexpr absl::string_view kPrefix = "corrupt JPEG data: ";
+    if (absl::StartsWith(why, kPrefix)) why.remove_prefix(kPrefix.size());
+    return absl::DataLossError(absl::StrCat("jpeg damaged: ", why));
   }
   return absl::OkStatus();
 }

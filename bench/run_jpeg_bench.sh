@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The JPEG decode benchmark of docs/benchmarks.md ("JPEG decode (issue 6)"),
+# side by side in one run, each case --repeats times (interleaved), medians
+# reported:
+#
+#   2,000 ImageNet-like JPEGs (make_demo_data: 500x375, ~108 KB, 10 classes x
+#   200), RandomResizedCrop(224) + horizontal flip, uint8 NHWC:
+#   (r) the reader on 1 and 2 threads (bench/jpeg_bench reader, packed with
+#       `shardpack images --mode passthrough`),
+#   (a) torchvision's DataLoader, ImageFolder + RandomResizedCrop(224) +
+#       RandomHorizontalFlip + PILToTensor, num_workers 1 and 2
+#       (bench/peers/torchvision_imagefolder.py),
+#   (b) libjpeg-turbo's full-size decode rate on the same files in memory
+#       (a loop of tjDecompress2 to RGB, bench/jpeg_bench tj), 1 and 2 threads.
+#   Each is pinned to the same cores with taskset (core 0; cores 0-1).
+#   Aims: (r) >= 3x (a), and >= 1.3x (b).
+#
+#   bench/run_jpeg_bench.sh [--dir DIR] [--build-dir DIR] [--repeats N]
+#                           [--images-per-class N] [--out FILE] [--keep]
+#
+# --build-dir: a Release build (configured here if absent). Default
+#   build-bench under the repository root.
+# Needs /usr/bin/python3 with Debian's python3-torchvision (installed with
+# apt-get when missing; that needs root or sudo).
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build_dir="$root/build-bench"
+dir="${TMPDIR:-/tmp}"
+[[ -z "${TMPDIR:-}" && -d /work ]] && dir=/work/tmp
+repeats=3
+per_class=200
+out=""
+keep=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --dir) dir="$2"; shift 2 ;;
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --repeats) repeats="$2"; shift 2 ;;
+    --images-per-class) per_class="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) echo "run_jpeg_bench.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+if ! /usr/bin/python3 -c "import torchvision" 2>/dev/null; then
+  sudo_cmd=""; [[ $(id -u) -ne 0 ]] && sudo_cmd=sudo
+  $sudo_cmd apt-get install -y python3-torchvision >&2
+fi
+if [[ ! -f "$build_dir/build.ninja" ]]; then
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
+fi
+ninja -C "$build_dir" jpeg_bench shardpack make_demo_data >&2
+
+work="$dir/jpeg-bench-$$"
+mkdir -p "$work"
+[[ $keep -eq 1 ]] || trap 'rm -rf "$work"' EXIT
+[[ -n "$out" ]] || out="$work/table.md"
+"$build_dir/datasets/make_demo_data" "$work/images" --classes 10 --images-per-class "$per_class" >&2
+"$build_dir/tools/shardpack" images "$work/images" --mode passthrough -o "$work/ds" --overwrite -q
+n=$(find "$work/images" -type f | wc -l)
+echo "run_jpeg_bench: $n JPEGs, $(du -sh "$work/images" | cut -f1)" >&2
+
+rate() { sed -n 's/.*"images_per_s": \([0-9.]*\).*/\1/p'; }
+declare -A results
+for ((rep = 0; rep < repeats; ++rep)); do
+  for threads in 1 2; do
+    cores=0; [[ $threads -eq 2 ]] && cores=0-1
+    r=$(taskset -c $cores "$build_dir/bench/jpeg_bench" reader "$work/ds" --threads $threads \
+        --epochs 2 --transform rrc:224 | rate)
+    t=$(taskset -c $cores "$build_dir/bench/jpeg_bench" tj "$work/images" --threads $threads \
+        --epochs 2 | rate)
+    p=$(taskset -c $cores /usr/bin/python3 "$root/bench/peers/torchvision_imagefolder.py" \
+        "$work/images" --num-workers $threads --batches 6 --warmup 1 | rate)
+    echo "run_jpeg_bench: rep $rep threads $threads: reader $r tj $t torchvision $p" >&2
+    results[r$threads]+="$r "; results[t$threads]+="$t "; results[p$threads]+="$p "
+  done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+{
+  echo "| threads | reader rrc:224 (img/s) | torchvision DataLoader (img/s) | tjDecompress2 full decode (img/s) | vs torchvision | vs full decode |"
+  echo "| --- | --- | --- | --- | --- | --- |"
+  for threads in 1 2; do
+    r=$(echo "${results[r$threads]}" | median)
+    p=$(echo "${results[p$threads]}" | median)
+    t=$(echo "${results[t$threads]}" | median)
+    awk -v th="$threads" -v r="$r" -v p="$p" -v t="$t" \
+      'BEGIN {printf "| %d | %.0f | %.0f | %.0f | %.2fx | %.2fx |\n", th, r, p, t, r / p, r / t}'
+  done
+} | tee "$out"

@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# The reader benchmarks of docs/benchmarks.md ("Reader (issue 5)"), side by
+# side in one run, each case --repeats times (interleaved), medians reported:
+#
+#  (a) 50,000 CIFAR-10 records, train transform (random crop, padding 4, flip),
+#      batch 512: shardbench --threads 1 / 2 against torchvision's DataLoader
+#      with 1 / 2 workers (bench/peers/torchvision_cifar.py), pinned to the
+#      same cores with taskset. Aims: >= 50x torchvision, >= 1,000,000
+#      images/s on 2 threads.
+#  (b) raw streaming (--transform none) from /dev/shm against a raw read of
+#      the same files in the same process (4 MiB preads, as dd bs=4M).
+#      Aim: >= 80%.
+#  (c) raw streaming from a cold page cache: --io direct --drop-caches against
+#      4 MiB O_DIRECT reads (as dd bs=4M iflag=direct). Aim: >= 90%.
+#      Also, for reference, the same cold with buffered pread against dd.
+#  `dd` itself is run beside (b) and (c) as a check on the in-process raw read.
+#
+#   bench/run_reader_bench.sh [--dir DIR] [--build-dir DIR] [--repeats N]
+#                             [--records N] [--out FILE] [--keep]
+#
+# --dir: where the CIFAR binary and the packed dataset go (must be a real
+#   disk for (c), not tmpfs). Default: $TMPDIR if set, else /work/tmp when
+#   /work exists, else /tmp. Needs ~320 MB there and ~160 MB of /dev/shm;
+#   both are removed at the end unless --keep.
+# --build-dir: a Release build (configured here if absent). Default
+#   build-bench under the repository root.
+# --out: where the markdown table is written (also printed). Default
+#   DIR/reader-bench/table.md.
+# Needs /usr/bin/python3 with Debian's python3-torchvision (installed with
+# apt-get when missing; that needs root or sudo).
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build_dir="$root/build-bench"
+if [[ -n "${TMPDIR:-}" ]]; then
+  dir="$TMPDIR"
+elif [[ -d /work ]]; then
+  dir=/work/tmp
+else
+  dir=/tmp
+fi
+repeats=5
+records=50000
+out=""
+keep=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --dir) dir="$2"; shift 2 ;;
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --repeats) repeats="$2"; shift 2 ;;
+    --records) records="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --keep) keep=1; shift ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    *) echo "run_reader_bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+work="$dir/reader-bench"
+shm="/dev/shm/shardpack-reader-bench-$$"
+out="${out:-$work/table.md}"
+python=/usr/bin/python3
+peer="$root/bench/peers/torchvision_cifar.py"
+
+cleanup() {
+  rm -rf "$shm"
+  if [[ $keep -eq 0 ]]; then rm -rf "$work/src" "$work/ds" "$work/results"; fi
+}
+trap cleanup EXIT
+
+log() { echo "run_reader_bench.sh: $*" >&2; }
+
+# ---- Build -------------------------------------------------------------------
+if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
+elif ! grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$build_dir/CMakeCache.txt"; then
+  log "$build_dir is not a Release build; pass --build-dir"
+  exit 2
+fi
+ninja -C "$build_dir" shardbench shardpack make_demo_data >&2
+shardbench="$build_dir/tools/shardbench"
+shardpack="$build_dir/tools/shardpack"
+make_demo_data="$build_dir/datasets/make_demo_data"
+
+# ---- The peer's packages -----------------------------------------------------
+if ! "$python" -c 'import torchvision' 2>/dev/null; then
+  log "installing python3-torchvision (Debian's; large, once)"
+  sudo_cmd=()
+  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get install -y python3-torchvision >&2
+fi
+
+# ---- Data --------------------------------------------------------------------
+mkdir -p "$work/results"
+rm -f "$work/results/"*.json
+if "$make_demo_data" --help 2>&1 | grep -q -- '--cifar-records'; then
+  "$make_demo_data" "$work/src" --cifar-records "$records" --images-per-class 0 >&2
+else
+  # The content does not matter for speed: random pixels and labels.
+  mkdir -p "$work/src/cifar"
+  "$python" - "$work/src/cifar/data_batch_1.bin" "$records" <<'EOF'
+import sys, numpy as np
+rng = np.random.default_rng(1)
+n = int(sys.argv[2])
+rec = rng.integers(0, 256, size=(n, 3073), dtype=np.uint8)
+rec[:, 0] = rng.integers(0, 10, size=n)
+rec.tofile(sys.argv[1])
+EOF
+fi
+cifar_bin="$work/src/cifar/data_batch_1.bin"
+"$shardpack" cifar "$cifar_bin" -o "$work/ds" --overwrite -q
+mkdir -p "$shm"
+cp -r "$work/ds" "$shm/ds"
+disk_ds="$work/ds"
+shm_ds="$shm/ds"
+
+# ---- Runs --------------------------------------------------------------------
+load() { cut -d' ' -f1 /proc/loadavg; }
+echo "$(load)" > "$work/results/load_start"
+
+# Drops the page cache of every file under $1 (no root: fadvise DONTNEED).
+drop() {
+  "$python" - "$@" <<'EOF'
+import os, sys
+for d in sys.argv[1:]:
+    for name in os.listdir(d):
+        p = os.path.join(d, name)
+        fd = os.open(p, os.O_RDONLY)
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+EOF
+}
+
+# dd of every shard file of $2 on cores $1, with extra dd flags; prints MB/s
+# (10^6 bytes, as dd counts).
+dd_rate() {
+  local cores="$1" ds="$2"; shift 2
+  local start end bytes=0
+  start=$(date +%s.%N)
+  for f in "$ds"/*.shard; do
+    taskset -c "$cores" dd if="$f" of=/dev/null bs=4M "$@" status=none
+    bytes=$((bytes + $(stat -c %s "$f")))
+  done
+  end=$(date +%s.%N)
+  "$python" -c "print($bytes / ($end - $start) / 1e6)"
+}
+
+run() {  # run NAME CORES CMD...: JSON of one run into results/NAME.K.json
+  local name="$1" cores="$2"; shift 2
+  local file="$work/results/$name.$i.json"
+  echo "+ taskset -c $cores $*" >&2
+  taskset -c "$cores" "$@" > "$file"
+  echo "{\"load\": $(load)}" > "$work/results/$name.$i.load"
+}
+
+common=(--batch-size 512 --json -q)
+for ((i = 1; i <= repeats; i++)); do
+  log "round $i of $repeats (load $(load))"
+  # (a) train transform against torchvision, same cores.
+  for t in 1 2; do
+    cores=0; [[ $t -eq 2 ]] && cores=0,1
+    run "reader_t$t" "$cores" "$shardbench" "$disk_ds" "${common[@]}" \
+      --transform cifar-train --threads "$t" --epochs 20
+    run "torchvision_w$t" "$cores" "$python" "$peer" "$cifar_bin" --num-workers "$t" \
+      --batch-size 512 --warmup 5 --batches 40
+  done
+  # (b) raw streaming from /dev/shm against 4 MiB preads of the same files,
+  # shuffled (the default) and in stored order.
+  run shm_raw 0,1 "$shardbench" "$shm_ds" "${common[@]}" --transform none --threads 2 \
+    --epochs 10 --compare-raw
+  run shm_raw_seq 0,1 "$shardbench" "$shm_ds" "${common[@]}" --transform none --threads 2 \
+    --epochs 10 --compare-raw --no-shuffle
+  echo "{\"dd_mb_per_s\": $(dd_rate 0 "$shm_ds")}" > "$work/results/dd_shm.$i.json"
+  # (c) cold page cache: O_DIRECT against O_DIRECT (shuffled and in stored
+  # order); buffered against buffered.
+  run cold_direct 0,1 "$shardbench" "$disk_ds" "${common[@]}" --transform none --threads 2 \
+    --epochs 1 --io direct --drop-caches --compare-raw
+  run cold_direct_seq 0,1 "$shardbench" "$disk_ds" "${common[@]}" --transform none \
+    --threads 2 --epochs 1 --io direct --drop-caches --compare-raw --no-shuffle
+  echo "{\"dd_mb_per_s\": $(dd_rate 0 "$disk_ds" iflag=direct)}" > "$work/results/dd_direct.$i.json"
+  run cold_pread 0,1 "$shardbench" "$disk_ds" "${common[@]}" --transform none --threads 2 \
+    --epochs 1 --io pread --drop-caches --compare-raw
+  drop "$disk_ds"
+  echo "{\"dd_mb_per_s\": $(dd_rate 0 "$disk_ds")}" > "$work/results/dd_cold.$i.json"
+done
+echo "$(load)" > "$work/results/load_end"
+
+# ---- Table -------------------------------------------------------------------
+"$python" - "$work/results" "$repeats" "$records" > "$out" <<'EOF'
+import glob, json, os, platform, statistics, sys
+
+results, repeats, records = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+def runs(name):
+    files = sorted(glob.glob(os.path.join(results, f"{name}.*.json")))
+    return [json.load(open(f)) for f in files]
+
+def med(name, key):
+    return statistics.median(r[key] for r in runs(name))
+
+def loads():
+    vals = []
+    for f in glob.glob(os.path.join(results, "*.load")):
+        vals.append(json.load(open(f))["load"])
+    return vals
+
+cpu = "unknown"
+for line in open("/proc/cpuinfo"):
+    if line.startswith("model name"):
+        cpu = line.split(":", 1)[1].strip()
+        break
+r1 = runs("reader_t1")[0]
+peer = runs("torchvision_w1")[0]
+ld = loads()
+print(f"CPU: {cpu}, {os.cpu_count()} cores; kernel {platform.release()}; "
+      f"{records} CIFAR-10 records, one shard of {r1['dataset_bytes'] / 1e6:.1f} MB; "
+      f"{repeats} runs per row (interleaved), medians; "
+      f"load average (1 min) during the runs {min(ld):.2f}-{max(ld):.2f}; "
+      f"torch {peer['torch']}, torchvision {peer['torchvision']} (Debian).")
+print()
+print("| case | measured | median | reference | median | ratio | aim |")
+print("|---|---|---:|---|---:|---:|---|")
+
+def row(case, what, value, unit, ref, ref_value, ratio, aim):
+    print(f"| {case} | {what} | {value:,.0f} {unit} | {ref} | {ref_value:,.0f} {unit} | "
+          f"{ratio:.2f}x | {aim} |")
+
+for t in (1, 2):
+    cores = "0" if t == 1 else "0,1"
+    v, p = med(f"reader_t{t}", "images_per_s"), med(f"torchvision_w{t}", "images_per_s")
+    aim = ">= 50x" + (", >= 1,000,000 images/s" if t == 2 else "")
+    met = "met" if v / p >= 50 and (t == 1 or v >= 1e6) else "NOT met"
+    row(f"(a) cifar-train, batch 512, cores {cores}", f"shardbench --threads {t}", v, "img/s",
+        f"torchvision DataLoader, {t} worker{'s' if t > 1 else ''}", p, v / p, f"{aim}: {met}")
+
+cpu_rows = []
+for t in (1, 2):
+    v = med(f"reader_t{t}", "cpu_us_per_image")
+    p = med(f"torchvision_w{t}", "cpu_us_per_image")
+    cpu_rows.append((t, v, p, med(f"reader_t{t}", "cores_used"),
+                     med(f"torchvision_w{t}", "cores_used")))
+
+def raw_row(case, name, dd_name, aim, what, ref):
+    v = med(name, "stream_mb_per_s")
+    raw = med(name, "raw_mb_per_s")
+    ratio = statistics.median(r["raw_ratio"] for r in runs(name))
+    dd = med(dd_name, "dd_mb_per_s")
+    met = "" if aim is None else (": met" if ratio >= aim else ": NOT met")
+    aim_text = "-" if aim is None else f">= {aim:.0%}{met}"
+    row(case, what, v, "MB/s", f"{ref} (dd: {dd:,.0f} MB/s)", raw, ratio, aim_text)
+
+raw_row("(b) no transform, /dev/shm (mmap), shuffled", "shm_raw", "dd_shm", 0.80,
+        "shardbench --threads 2, 10 epochs", "4 MiB preads of the files")
+raw_row("(b) no transform, /dev/shm (mmap), --no-shuffle", "shm_raw_seq", "dd_shm", 0.80,
+        "shardbench --threads 2, 10 epochs", "4 MiB preads of the files")
+raw_row("(c) no transform, cold cache, O_DIRECT, shuffled", "cold_direct", "dd_direct", 0.90,
+        "shardbench --io direct --drop-caches, 1 epoch", "4 MiB O_DIRECT preads")
+raw_row("(c) no transform, cold cache, O_DIRECT, --no-shuffle", "cold_direct_seq", "dd_direct",
+        0.90, "shardbench --io direct --drop-caches, 1 epoch", "4 MiB O_DIRECT preads")
+raw_row("(c') no transform, cold cache, buffered, shuffled", "cold_pread", "dd_cold", None,
+        "shardbench --io pread --drop-caches, 1 epoch", "4 MiB preads, cold")
+print()
+print("(a) in CPU time, which a shared machine does not distort: the process's (and the "
+      "DataLoader workers') CPU seconds per image over the timed part, medians.")
+print()
+print("| threads / workers | shardbench CPU us/image | cores busy | torchvision CPU us/image "
+      "| cores busy | ratio |")
+print("|---|---:|---:|---:|---:|---:|")
+for t, v, p, cv, cp in cpu_rows:
+    print(f"| {t} | {v:.2f} | {cv:.2f} | {p:.1f} | {cp:.2f} | {p / v:.0f}x |")
+
+def wait(name, stage):
+    return statistics.median(r["wait_s"][stage] for r in runs(name))
+
+print()
+print("Reader stage waits (medians, seconds, summed over the threads waiting), CPU and memory:")
+print()
+for n in ("reader_t1", "reader_t2", "shm_raw", "shm_raw_seq", "cold_direct", "cold_direct_seq",
+          "cold_pread"):
+    print(f"- {n}: waits io {wait(n, 'io'):.3f}, transform {wait(n, 'transform'):.3f}, "
+          f"consumer {wait(n, 'consumer'):.3f} in {med(n, 'seconds'):.3f} s; "
+          f"{med(n, 'cpu_us_per_image'):.2f} CPU us per image, {med(n, 'cores_used'):.2f} cores busy; "
+          f"peak RSS {med(n, 'peak_rss_mb'):.0f} MB")
+EOF
+cat "$out"
+log "table written to $out"

@@ -1,0 +1,87 @@
+// Pixel operations shared by the reader's JPEG transforms and the packer
+// (datasets/transcode): an antialiased separable resize with an optional
+// source box and mirror, CMYK -> RGB, and the libjpeg warnings that leave a
+// correct image. Written once here; datasets/ uses them from here.
+//
+// Everything is a pure function of its arguments plus a caller-owned scratch
+// that keeps its capacity, so a long-lived caller allocates nothing per image.
+#ifndef SHARDPACK_READER_IMAGE_OPS_H_
+#define SHARDPACK_READER_IMAGE_OPS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace shardpack::internal {
+
+// Interleaved 8-bit pixels, rows packed (stride = width * channels). A view:
+// see the function that returns one for how long it stays valid.
+struct PixelView {
+  const uint8_t* data = nullptr;
+  uint32_t width = 0;
+  uint32_t height = 0;
+  int channels = 0;  // 1 (gray), 3 (RGB) or 4 (CMYK)
+
+  size_t stride() const { return size_t{width} * static_cast<size_t>(channels); }
+  size_t bytes() const { return stride() * height; }
+};
+
+// Work memory of the resize: filter taps and the intermediate image. Keeps
+// its capacity between calls. Not shared between threads.
+struct ResizeScratch {
+  std::vector<uint32_t> bounds_x, bounds_y;   // first tap, tap count per output column/row
+  std::vector<int32_t> weights_x, weights_y;  // fixed-point taps, `taps_*` per output
+  int taps_x = 0, taps_y = 0;
+  std::vector<uint8_t> rows;   // horizontally resized rows
+  std::vector<int32_t> accum;  // one output row of vertical sums
+};
+
+// A source rectangle in (possibly fractional) pixel coordinates of the
+// source: [x0, x1) x [y0, y1).
+struct ResizeBox {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+
+struct ResizeOptions {
+  // Taps stay inside the box (rounded outwards to whole pixels), as if the
+  // box had been cropped out first (torchvision's crop-then-resize). When
+  // false, taps near the box's edges may read source pixels outside it, as
+  // a resize of the whole image followed by a crop would.
+  bool clamp_to_box = true;
+  bool mirror = false;  // output column x comes from column width-1-x
+};
+
+// Resizes box `box` of `src` to width x height into `dst` (width * height *
+// src.channels bytes, rows packed, not overlapping src) with a separable
+// triangle filter whose support widens with the downscale factor: Pillow's
+// antialiased BILINEAR (its precompute_coeffs with a box), the filter of
+// torchvision's antialiased bilinear resize. A flat image stays flat.
+void ResizeBoxAA(const PixelView& src, const ResizeBox& box, uint32_t width, uint32_t height,
+                 const ResizeOptions& options, uint8_t* dst, ResizeScratch* scratch);
+
+// The whole of `src` to width x height (clamped taps, no mirror).
+void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uint8_t* dst,
+                      ResizeScratch* scratch);
+
+// CMYK samples as libjpeg-turbo returns them (JCS_CMYK output, for CMYK and
+// YCCK files alike) to RGB, in place in `pixels` (4 bytes in, 3 out, front
+// to back). libjpeg-turbo hands back CMYK samples as stored and, for YCCK,
+// inverts the YCC->RGB result, so files with an Adobe APP14 marker (every
+// YCCK file, and Photoshop's CMYK files: ImageNet's CMYK JPEGs are of this
+// kind) hold Adobe's inverted samples (255 = no ink): R = C*K/255 (G from
+// M, B from Y), `adobe_inverted` = true. Without the marker the plain ink
+// convention R = (255-C)*(255-K)/255 applies, as Pillow does. No ICC
+// profile is applied.
+void CmykToRgbInPlace(uint8_t* pixels, size_t count, bool adobe_inverted);
+
+// libjpeg warnings that leave a complete, correct image: trailing bytes
+// before EOI (common in camera and ImageNet files), an unknown JFIF minor
+// version, and a JFIF thumbnail whose size does not match. Every other
+// warning (premature end of data, bad Huffman code, ...) means the pixels
+// are damaged.
+bool IsBenignJpegWarning(std::string_view message);
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_READER_IMAGE_OPS_H_

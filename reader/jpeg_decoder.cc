@@ -1,0 +1,222 @@
+#include "reader/jpeg_decoder.h"
+
+// jpeglib.h needs size_t and FILE declared first.
+#include <setjmp.h>
+#include <stdio.h>
+
+#include <jpeglib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace shardpack::internal {
+namespace {
+
+// libjpeg's error manager with a way back: error_exit and damaging warnings
+// longjmp to the setjmp of the call that is running.
+struct ErrorManager {
+  jpeg_error_mgr pub;
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+[[noreturn]] void ErrorExit(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  longjmp(err->jump, 1);
+}
+
+// Level -1 is a warning: benign ones are counted and ignored, the rest mean
+// damaged pixels and end the decode like an error. Trace messages (level >=
+// 0) are dropped; nothing is ever printed.
+void EmitMessage(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  ++cinfo->err->num_warnings;
+  if (!IsBenignJpegWarning(err->message)) longjmp(err->jump, 1);
+}
+
+uint32_t CeilDiv8(uint64_t v) { return static_cast<uint32_t>((v + 7) / 8); }
+
+}  // namespace
+
+struct JpegDecoder::State {
+  jpeg_decompress_struct cinfo;
+  ErrorManager err;
+  bool started = false;             // a header was read and no decode finished
+  std::vector<uint8_t> pixels;      // the decoded region, packed rows
+  std::vector<JSAMPROW> row_ptrs;   // into `pixels`
+};
+
+namespace {
+
+// Returns false when libjpeg failed (the message is in err.message). Kept
+// free of C++ objects with destructors: a longjmp passes over this frame's
+// callees only, and nothing here is read after it but `cinfo`.
+bool ReadHeaderC(jpeg_decompress_struct* cinfo, ErrorManager* err, const uint8_t* data,
+                 size_t size) {
+  if (setjmp(err->jump)) {
+    jpeg_abort_decompress(cinfo);
+    return false;
+  }
+  jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(cinfo, TRUE);
+  return true;
+}
+
+// The scaled rectangle to decode: [x0, x1) x [y0, y1) of the scaled image.
+struct ScaledRect {
+  JDIMENSION x0, x1, y0, y1;
+};
+
+// Starts the decompressor at the chosen scale, crops, skips, reads the rows
+// of `r` and stops. `pixels`/`row_ptrs` are grown here (after the crop
+// fixes the width). On success *x_offset is where the decoded columns
+// start. Returns false when libjpeg failed.
+bool DecodeC(jpeg_decompress_struct* cinfo, ErrorManager* err, std::vector<uint8_t>* pixels,
+             std::vector<JSAMPROW>* row_ptrs, int scale_num, ScaledRect r, JDIMENSION* x_offset,
+             JDIMENSION* out_width) {
+  if (setjmp(err->jump)) {
+    jpeg_abort_decompress(cinfo);
+    return false;
+  }
+  const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
+  cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+  cinfo->scale_num = static_cast<unsigned int>(scale_num);
+  cinfo->scale_denom = 8;
+  jpeg_start_decompress(cinfo);
+  r.x1 = std::min(r.x1, cinfo->output_width);
+  r.y1 = std::min(r.y1, cinfo->output_height);
+  JDIMENSION xoff = r.x0, width = r.x1 - r.x0;
+  if (width < cinfo->output_width) jpeg_crop_scanline(cinfo, &xoff, &width);
+  const size_t stride = size_t{width} * static_cast<size_t>(cinfo->output_components);
+  const JDIMENSION rows = r.y1 - r.y0;
+  if (pixels->size() < stride * rows) pixels->resize(stride * rows);
+  if (row_ptrs->size() < rows) row_ptrs->resize(rows);
+  for (JDIMENSION i = 0; i < rows; ++i) (*row_ptrs)[i] = pixels->data() + i * stride;
+  if (r.y0 > 0) jpeg_skip_scanlines(cinfo, r.y0);
+  while (cinfo->output_scanline < r.y1) {
+    const JDIMENSION done = cinfo->output_scanline - r.y0;
+    jpeg_read_scanlines(cinfo, row_ptrs->data() + done, rows - done);
+  }
+  // The last row: read on to EOI so a truncated file is seen. Otherwise
+  // stop here; the rest of the data is never looked at.
+  if (r.y1 == cinfo->output_height) {
+    jpeg_finish_decompress(cinfo);
+  } else {
+    jpeg_abort_decompress(cinfo);
+  }
+  *x_offset = xoff;
+  *out_width = width;
+  return true;
+}
+
+}  // namespace
+
+int ChooseDctScale(uint32_t width, uint32_t height, uint32_t min_width, uint32_t min_height) {
+  for (int n = 1; n < 8; ++n) {
+    if (CeilDiv8(uint64_t{width} * n) >= min_width && CeilDiv8(uint64_t{height} * n) >= min_height)
+      return n;
+  }
+  return 8;
+}
+
+JpegDecoder::JpegDecoder(const JpegDecoderOptions& options)
+    : s_(std::make_unique<State>()), options_(options) {
+  s_->cinfo.err = jpeg_std_error(&s_->err.pub);
+  s_->err.pub.error_exit = ErrorExit;
+  s_->err.pub.emit_message = EmitMessage;
+  s_->err.message[0] = '\0';
+  // jpeg_create_decompress reports only out-of-memory (through error_exit).
+  if (setjmp(s_->err.jump)) {
+    s_.reset();
+    return;
+  }
+  jpeg_create_decompress(&s_->cinfo);
+}
+
+JpegDecoder::~JpegDecoder() {
+  if (s_ != nullptr) jpeg_destroy_decompress(&s_->cinfo);
+}
+
+absl::StatusOr<JpegHeader> JpegDecoder::Start(ByteSpan jpeg) {
+  if (s_ == nullptr) return absl::ResourceExhaustedError("no memory for a JPEG decoder");
+  if (s_->started) jpeg_abort_decompress(&s_->cinfo);
+  s_->started = false;
+  if (jpeg.size() < 2 || jpeg[0] != 0xFF || jpeg[1] != 0xD8) {
+    return absl::DataLossError("not a JPEG (no start-of-image marker)");
+  }
+  s_->err.pub.num_warnings = 0;
+  if (!ReadHeaderC(&s_->cinfo, &s_->err, jpeg.data(), jpeg.size())) {
+    return absl::DataLossError(absl::StrCat("corrupt JPEG data: ", s_->err.message));
+  }
+  const jpeg_decompress_struct& c = s_->cinfo;
+  if (uint64_t{c.image_width} * c.image_height > options_.max_pixels) {
+    jpeg_abort_decompress(&s_->cinfo);
+    return absl::DataLossError(absl::StrCat("JPEG of ", c.image_width, "x", c.image_height,
+                                            " is over the limit of ", options_.max_pixels,
+                                            " pixels"));
+  }
+  s_->started = true;
+  return JpegHeader{c.image_width, c.image_height, c.num_components,
+                    jpeg_has_multiple_scans(&s_->cinfo) != 0};
+}
+
+absl::StatusOr<DecodedRegion> JpegDecoder::DecodeRegion(const JpegRect& rect, uint32_t min_width,
+                                                        uint32_t min_height, uint32_t grow) {
+  if (s_ == nullptr || !s_->started) {
+    return absl::FailedPreconditionError("JpegDecoder::DecodeRegion without Start");
+  }
+  s_->started = false;
+  jpeg_decompress_struct* cinfo = &s_->cinfo;
+  const uint32_t w = cinfo->image_width, h = cinfo->image_height;
+  const uint32_t x0 = std::min(rect.x, w - 1), y0 = std::min(rect.y, h - 1);
+  const uint32_t x1 = std::max(std::min(rect.x + rect.width, w), x0 + 1);
+  const uint32_t y1 = std::max(std::min(rect.y + rect.height, h), y0 + 1);
+  const int n = ChooseDctScale(x1 - x0, y1 - y0, min_width, min_height);
+  // The region at scale n/8, fractional, then whole pixels with a margin.
+  const double sx0 = x0 * n / 8.0, sx1 = x1 * n / 8.0, sy0 = y0 * n / 8.0, sy1 = y1 * n / 8.0;
+  const double m = kJpegRegionMargin + std::ceil(grow * n / 8.0);
+  ScaledRect r;
+  r.x0 = static_cast<JDIMENSION>(std::max(0.0, std::floor(sx0) - m));
+  r.y0 = static_cast<JDIMENSION>(std::max(0.0, std::floor(sy0) - m));
+  r.x1 = static_cast<JDIMENSION>(std::ceil(sx1) + m);
+  r.y1 = static_cast<JDIMENSION>(std::ceil(sy1) + m);
+  JDIMENSION xoff = 0, width = 0;
+  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, n, r, &xoff, &width)) {
+    return absl::DataLossError(absl::StrCat("corrupt JPEG data: ", s_->err.message));
+  }
+  const uint32_t rows = std::min<uint32_t>(r.y1, cinfo->output_height) - r.y0;
+  if (cinfo->out_color_space == JCS_CMYK) {
+    CmykToRgbInPlace(s_->pixels.data(), size_t{width} * rows, cinfo->saw_Adobe_marker != 0);
+  }
+  DecodedRegion out;
+  out.pixels = PixelView{s_->pixels.data(), width, rows, 3};
+  out.box = ResizeBox{sx0 - xoff, sy0 - r.y0, std::min<double>(sx1 - xoff, width),
+                      std::min<double>(sy1 - r.y0, rows)};
+  out.scale_num = n;
+  return out;
+}
+
+absl::StatusOr<PixelView> JpegDecoder::Decode(ByteSpan jpeg) {
+  absl::StatusOr<JpegHeader> header = Start(jpeg);
+  if (!header.ok()) return header.status();
+  absl::StatusOr<DecodedRegion> region =
+      DecodeRegion({0, 0, header->width, header->height}, header->width, header->height);
+  if (!region.ok()) return region.status();
+  return region->pixels;
+}
+
+absl::Status JpegDecoder::Validate(ByteSpan jpeg) {
+  absl::StatusOr<JpegHeader> header = Start(jpeg);
+  if (!header.ok()) return header.status();
+  return DecodeRegion({0, 0, header->width, header->height}, 1, 1).status();
+}
+
+}  // namespace shardpack::internal

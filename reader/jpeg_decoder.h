@@ -1,0 +1,113 @@
+// JPEG decode of just what a transform needs, with libjpeg-turbo's libjpeg
+// API: the smallest DCT scale (scale_num / 8) that keeps a region at least
+// as large as the output, jpeg_crop_scanline for the region's columns,
+// jpeg_skip_scanlines for the rows above it, and a stop after its last row.
+//
+// A JpegDecoder is long-lived and belongs to one thread (the reader keeps one
+// per worker thread for life): it holds one libjpeg decompressor and pixel
+// buffers that keep their capacity, so decoding allocates nothing of ours
+// once the buffers have grown to the largest region seen (libjpeg's own
+// per-image work memory is its business, as it is inside TurboJPEG).
+//
+// Output is always RGB: grayscale becomes three equal channels; CMYK and
+// YCCK become RGB as reader/image_ops.h describes. Progressive, restart
+// markers and arithmetic coding work as libjpeg-turbo decodes them.
+//
+// Errors never abort the process: libjpeg's error_exit is replaced by a
+// longjmp back into the decoder, and a warning that means damaged pixels
+// (anything but IsBenignJpegWarning) is an error too. Damage below the
+// decoded region of a baseline JPEG is not seen (its bytes are not read):
+// the price of decoding only what is needed; `sharddump verify --decode`
+// decodes whole images.
+#ifndef SHARDPACK_READER_JPEG_DECODER_H_
+#define SHARDPACK_READER_JPEG_DECODER_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "reader/image_ops.h"
+#include "shardpack/record.h"
+
+namespace shardpack::internal {
+
+// A rectangle of a JPEG at full size, in pixels.
+struct JpegRect {
+  uint32_t x = 0, y = 0, width = 0, height = 0;
+};
+
+// What the header says.
+struct JpegHeader {
+  uint32_t width = 0;
+  uint32_t height = 0;
+  int components = 0;  // 1, 3 or 4
+  bool progressive = false;
+};
+
+// Pixels of a decoded region.
+struct DecodedRegion {
+  PixelView pixels;  // RGB; valid until the decoder's next call
+  // The requested rectangle within `pixels`, in its (DCT-scaled) pixel
+  // coordinates: possibly fractional, and with up to kJpegRegionMargin
+  // decoded pixels around it where the image has them.
+  ResizeBox box;
+  int scale_num = 8;  // the DCT scale used: scale_num / 8
+};
+
+// Decoded pixels kept around a requested region (at the decoded scale), so
+// that chroma upsampling and filter taps at its edges see real neighbours.
+inline constexpr uint32_t kJpegRegionMargin = 2;
+
+struct JpegDecoderOptions {
+  // Images with more pixels are refused (DataLossError: inside a shard such
+  // a header is damage). Default 2^28, as the packer's probe.
+  uint64_t max_pixels = uint64_t{1} << 28;
+};
+
+// Not thread-safe: one per thread.
+class JpegDecoder {
+ public:
+  explicit JpegDecoder(const JpegDecoderOptions& options = {});
+  ~JpegDecoder();
+  JpegDecoder(const JpegDecoder&) = delete;
+  JpegDecoder& operator=(const JpegDecoder&) = delete;
+
+  // Reads the header of `jpeg` and starts a decode. `jpeg` must stay valid
+  // until DecodeRegion returns or the next Start. DataLossError "corrupt
+  // JPEG data: <libjpeg's message>" (or "not a JPEG") on bad bytes.
+  absl::StatusOr<JpegHeader> Start(ByteSpan jpeg);
+
+  // Decodes `rect` (clamped to the image) of the started JPEG at the
+  // smallest DCT scale n/8 (n = 1..8) that keeps it at least min_width x
+  // min_height (full size when none does). Only the region's iMCU columns
+  // and the rows up to its last are decoded; when the region reaches the
+  // image's last row the rest of the data is read to EOI, so truncation is
+  // seen. DataLossError on corrupt data.
+  // `grow` more full-size pixels are decoded on each side of `rect` (where
+  // the image has them) for filters that read beyond it; the scale depends
+  // on `rect` alone.
+  absl::StatusOr<DecodedRegion> DecodeRegion(const JpegRect& rect, uint32_t min_width,
+                                             uint32_t min_height, uint32_t grow = 0);
+
+  // Start + the whole image at full size: what tjDecompress2 gives with
+  // TJPF_RGB and no flags.
+  absl::StatusOr<PixelView> Decode(ByteSpan jpeg);
+
+  // Start + the whole image at 1/8 scale: every byte of entropy-coded data
+  // is decoded and checked, and little else is done.
+  absl::Status Validate(ByteSpan jpeg);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+  JpegDecoderOptions options_;
+};
+
+// The smallest n in 1..8 with ceil(width * n / 8) >= min_width and
+// likewise for height; 8 when none.
+int ChooseDctScale(uint32_t width, uint32_t height, uint32_t min_width, uint32_t min_height);
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_READER_JPEG_DECODER_H_

@@ -24,10 +24,8 @@
 # apt-get when missing; that needs root or sudo).
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build_dir="$root/build-bench"
-dir="${TMPDIR:-/tmp}"
-[[ -z "${TMPDIR:-}" && -d /work ]] && dir=/work/tmp
+# shellcheck source=bench/bench_lib.sh
+source "$(dirname "$0")/bench_lib.sh"
 repeats=3
 per_class=200
 out=""

@@ -30,15 +30,8 @@
 # apt-get when missing; that needs root or sudo).
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build_dir="$root/build-bench"
-if [[ -n "${TMPDIR:-}" ]]; then
-  dir="$TMPDIR"
-elif [[ -d /work ]]; then
-  dir=/work/tmp
-else
-  dir=/tmp
-fi
+# shellcheck source=bench/bench_lib.sh
+source "$(dirname "$0")/bench_lib.sh"
 repeats=5
 records=50000
 out=""

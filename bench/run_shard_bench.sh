@@ -11,15 +11,8 @@
 # --build-dir: default build-bench under the repository root.
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build_dir="$root/build-bench"
-if [[ -n "${TMPDIR:-}" ]]; then
-  dir="$TMPDIR"
-elif [[ -d /work ]]; then
-  dir=/work/tmp
-else
-  dir=/tmp
-fi
+# shellcheck source=bench/bench_lib.sh
+source "$(dirname "$0")/bench_lib.sh"
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in

@@ -27,12 +27,7 @@ int main(int argc, char** argv) {
       kTool};
   shardpack::shardbench::Flags flags;
   shardpack::shardbench::AddFlags(&app, &flags);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : shardpack::cli::kExitUsage;
-  }
+  if (int code = shardpack::cli::ParseCommandLine(app, argc, argv); code >= 0) return code;
   auto options = shardpack::shardbench::ToBenchOptions(flags);
   if (!options.ok()) {  // flags that do not go together: a usage error
     shardpack::cli::Fail(kTool, options.status());

@@ -1,0 +1,77 @@
+// shardbench end to end: JSON fields, --order-out, errors.
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "shardpack/dataset.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardpack {
+namespace {
+
+using ::testing::HasSubstr;
+
+// 300 raw 8x8x3 records, label i % 10.
+std::string MakeDataset(const testing::TempDir& dir) {
+  std::string path = dir.Join("ds");
+  std::filesystem::create_directories(path);
+  DatasetWriterOptions o;
+  o.directory = path;
+  o.shard.block_size = 16 << 10;
+  o.schema.image = {Encoding::kRaw, Layout::kHWC, 8, 8, 3};
+  o.schema.labels = {{"label", {}}};
+  auto writer = DatasetWriter::Create(o);
+  EXPECT_TRUE(writer.ok());
+  std::vector<uint8_t> pixels(8 * 8 * 3, 7);
+  for (int i = 0; i < 300; ++i) {
+    std::string key = absl::StrCat(i);
+    EXPECT_TRUE((*writer)->Add({key, {i % 10}, o.schema.image, pixels, {}}).ok());
+  }
+  EXPECT_TRUE((*writer)->Finish().ok());
+  return path;
+}
+
+TEST(ShardbenchTest, JsonHasTheDocumentedFieldsAndOrderOutCoversEachRecordOnce) {
+  testing::TempDir dir;
+  std::string ds = MakeDataset(dir), order = dir.Join("order.txt");
+  testing::RunResult r = testing::Run({SHARDBENCH_PATH, ds, "--epochs", "2", "--batch-size", "30",
+                                       "--transform", "cifar-train:8", "--json", "-q",
+                                       "--compare-raw", "--order-out", order});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* field : {"images_per_s", "mb_per_s", "batches", "epochs", "peak_rss_mb",
+                            "raw_mb_per_s", "raw_ratio"}) {
+    EXPECT_TRUE(j.contains(field)) << field;
+  }
+  for (const char* stage : {"io", "transform", "consumer"}) EXPECT_TRUE(j["wait_s"].contains(stage));
+  EXPECT_EQ(j["batches"], 20);
+  std::ifstream in(order);
+  std::set<std::pair<int, int>> seen;  // (epoch, record)
+  int lines = 0, epoch, batch, slot, record, label;
+  while (in >> epoch >> batch >> slot >> record >> label) {
+    ++lines;
+    EXPECT_EQ(label, record % 10);
+    EXPECT_TRUE(seen.insert({epoch, record}).second) << "record " << record << " twice";
+  }
+  EXPECT_EQ(lines, 600);
+}
+
+TEST(ShardbenchTest, NotADatasetIsOneLineAndExitOne) {
+  testing::RunResult r = testing::Run({SHARDBENCH_PATH, "/nonexistent/ds"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("shardbench: "));
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/ds"));
+  EXPECT_EQ(testing::Run({SHARDBENCH_PATH}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace shardpack

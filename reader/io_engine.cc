@@ -162,6 +162,19 @@ absl::StatusOr<DescriptorFiles> OpenDescriptorFiles(const std::vector<std::strin
 }
 
 // What every engine shares: the files, request checks and the byte count.
+// O_DIRECT needs aligned offsets and buffers.
+absl::Status CheckDirectRequest(const std::string& name, const IoRequest& r) {
+  if (!IsAligned(r.offset)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " @", r.offset, ": O_DIRECT offset is not a multiple of ", kIoAlignment));
+  }
+  if (!IsAligned(r.buffer)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " @", r.offset, ": O_DIRECT buffer is not ", kIoAlignment, "-aligned"));
+  }
+  return absl::OkStatus();
+}
+
 class EngineBase : public BlockIo {
  public:
   uint64_t bytes_read() const override { return bytes_read_; }
@@ -251,16 +264,7 @@ class SyncIo final : public EngineBase {
 
  private:
   absl::Status CheckDirect(const IoRequest& r) const {
-    const std::string& name = files_[r.file]->name();
-    if (!IsAligned(r.offset)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, " @", r.offset, ": O_DIRECT offset is not a multiple of ", kIoAlignment));
-    }
-    if (!IsAligned(r.buffer)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, " @", r.offset, ": O_DIRECT buffer is not ", kIoAlignment, "-aligned"));
-    }
-    return absl::OkStatus();
+    return CheckDirectRequest(files_[r.file]->name(), r);
   }
 
   bool direct_;
@@ -375,16 +379,21 @@ constexpr unsigned kUringDepth = 16;
 // and Wait() returns the oldest slot once it is complete.
 class UringIo final : public EngineBase {
  public:
-  explicit UringIo(DescriptorFiles files) {
-    for (auto& f : files) {
-      fds_.push_back(f->fd());
-      files_.push_back(std::move(f));
+  // With `direct_fds`, reads go through those O_DIRECT descriptors (the
+  // kDirect engine with several reads in flight); file(i) stays buffered.
+  explicit UringIo(DescriptorFiles files, std::vector<UniqueFd> direct_fds = {})
+      : direct_fds_(std::move(direct_fds)) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      fds_.push_back(direct_fds_.empty() ? files[i]->fd() : direct_fds_[i].get());
+      files_.push_back(std::move(files[i]));
     }
   }
   ~UringIo() override;
 
   absl::Status Init();
-  IoEngine engine() const override { return IoEngine::kUring; }
+  IoEngine engine() const override {
+    return direct_fds_.empty() ? IoEngine::kUring : IoEngine::kDirect;
+  }
   size_t max_in_flight() const override { return kUringDepth; }
   bool zero_copy() const override { return false; }
   absl::Status Submit(const IoRequest& r) override;
@@ -408,9 +417,17 @@ class UringIo final : public EngineBase {
   void Reap();
   void Apply(uint64_t seq, int res);
 
+  // Bytes to ask for: O_DIRECT reads whole aligned blocks (the buffer has
+  // room; at the end of the file fewer arrive, and `length` is enough).
+  uint32_t Wanted(const IoRequest& r) const {
+    return direct_fds_.empty() ? r.length
+                               : static_cast<uint32_t>(AlignUp(r.length));
+  }
+
+  std::vector<UniqueFd> direct_fds_;
   io_uring ring_{};
   bool ring_ready_ = false;
-  std::vector<int> fds_;  // borrowed from files_
+  std::vector<int> fds_;  // borrowed from files_ or direct_fds_
   std::array<Slot, kUringDepth> slots_;
   uint64_t head_ = 0;     // submission number of the oldest outstanding read
   uint64_t tail_ = 0;     // submission number of the next read
@@ -455,7 +472,7 @@ absl::Status UringIo::Queue(const Slot& s) {
   if (sqe == nullptr) {  // cannot happen: one SQE per slot at a time
     return absl::InternalError(absl::StrCat(name, " @", r.offset, ": io_uring queue full"));
   }
-  io_uring_prep_read(sqe, fds_[r.file], r.buffer + s.done, r.length - s.done, r.offset + s.done);
+  io_uring_prep_read(sqe, fds_[r.file], r.buffer + s.done, Wanted(r) - s.done, r.offset + s.done);
   io_uring_sqe_set_data64(sqe, s.seq);
   int rc;
   do {
@@ -474,6 +491,7 @@ absl::Status UringIo::Queue(const Slot& s) {
 
 absl::Status UringIo::Submit(const IoRequest& r) {
   SP_RETURN_IF_ERROR(CheckRequest(r, tail_ - head_));
+  if (!direct_fds_.empty()) SP_RETURN_IF_ERROR(CheckDirectRequest(files_[r.file]->name(), r));
   Slot& s = SlotOf(tail_);
   s.request = r;
   s.seq = tail_++;
@@ -547,10 +565,26 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenUring(const std::vector<std::string
   return io;
 }
 
+// kDirect: O_DIRECT reads through io_uring, several in flight; where
+// io_uring is refused, the synchronous O_DIRECT engine.
+absl::StatusOr<std::unique_ptr<BlockIo>> OpenDirect(const std::vector<std::string>& paths) {
+  SP_ASSIGN_OR_RETURN(DescriptorFiles files, OpenDescriptorFiles(paths, /*sequential=*/false));
+  SP_ASSIGN_OR_RETURN(std::vector<UniqueFd> direct_fds, OpenDirectFds(files));
+  auto io = std::make_unique<UringIo>(std::move(files), std::move(direct_fds));
+  absl::Status ready = io->Init();
+  if (absl::IsUnavailable(ready)) return OpenSync(paths, /*direct=*/true);
+  SP_RETURN_IF_ERROR(ready);
+  return io;
+}
+
 #else  // !SHARDPACK_HAVE_URING
 
 absl::StatusOr<std::unique_ptr<BlockIo>> OpenUring(const std::vector<std::string>&) {
   return absl::UnavailableError("io_uring engine unavailable: built without liburing");
+}
+
+absl::StatusOr<std::unique_ptr<BlockIo>> OpenDirect(const std::vector<std::string>& paths) {
+  return OpenSync(paths, /*direct=*/true);
 }
 
 #endif  // SHARDPACK_HAVE_URING
@@ -576,7 +610,7 @@ absl::StatusOr<std::unique_ptr<BlockIo>> BlockIo::Open(IoEngine engine,
     case IoEngine::kPread:
       return OpenSync(paths, /*direct=*/false);
     case IoEngine::kDirect:
-      return OpenSync(paths, /*direct=*/true);
+      return OpenDirect(paths);
     case IoEngine::kMmap:
       return OpenMmap(paths);
     case IoEngine::kUring:

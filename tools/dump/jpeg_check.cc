@@ -16,20 +16,13 @@ constexpr uint64_t kMaxPixels = uint64_t{1} << 28;
 
 }  // namespace
 
-// The reader's decoder (reader/jpeg_decoder.h), so that verify --decode
-// accepts and rejects exactly what the reader does; `handle_` owns it.
-// `pixels_` is unused: the decoder keeps its own buffers.
 JpegChecker::JpegChecker()
-    : handle_(new JpegDecoder(internal::JpegDecoderOptions{kMaxPixels})) {}
+    : decoder_(std::make_unique<JpegDecoder>(internal::JpegDecoderOptions{kMaxPixels})) {}
 
-JpegChecker::~JpegChecker() { delete static_cast<JpegDecoder*>(handle_); }
+JpegChecker::~JpegChecker() = default;
 
 absl::Status JpegChecker::Check(std::span<const uint8_t> jpeg, const ImageInfo& expected) {
-  return Decode(jpeg, expected);
-}
-
-absl::Status JpegChecker::Decode(std::span<const uint8_t> jpeg, const ImageInfo& expected) {
-  auto* decoder = static_cast<JpegDecoder*>(handle_);
+  JpegDecoder* decoder = decoder_.get();
   if (jpeg.empty()) return absl::DataLossError("jpeg: empty payload");
   absl::StatusOr<internal::JpegHeader> header = decoder->Start(jpeg);
   if (!header.ok()) {

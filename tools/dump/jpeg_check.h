@@ -1,19 +1,24 @@
-// Full JPEG decodes for `sharddump verify --decode`, with TurboJPEG.
-// (Issue 6 moves this onto the reader's decoder.)
+// JPEG checks for `sharddump verify --decode`, with the reader's decoder
+// (reader/jpeg_decoder.h), so verify accepts and rejects exactly what the
+// reader does.
 #ifndef SHARDPACK_TOOLS_DUMP_JPEG_CHECK_H_
 #define SHARDPACK_TOOLS_DUMP_JPEG_CHECK_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "shardpack/record.h"
 
+namespace shardpack::internal {
+class JpegDecoder;
+}  // namespace shardpack::internal
+
 namespace shardpack::dump {
 
-// Decodes JPEGs into one reused buffer. Keep one per thread for the life of
-// the thread (one TurboJPEG handle each); not thread-safe.
+// Keep one per thread for the life of the thread (one decoder and its
+// buffers each); not thread-safe.
 class JpegChecker {
  public:
   JpegChecker();
@@ -21,17 +26,15 @@ class JpegChecker {
   JpegChecker(const JpegChecker&) = delete;
   JpegChecker& operator=(const JpegChecker&) = delete;
 
-  // Decodes `jpeg` fully (gray as 1 channel, CMYK/YCCK as 4, others as RGB)
-  // and checks its size and component count against `expected` (the
-  // record's shape). OK, or DataLossError with TurboJPEG's reason (a warning
-  // such as "Premature end of JPEG file" counts as a failure: the image
-  // would come out partly gray).
+  // Decodes all of `jpeg`'s coded data and checks its size and component
+  // count (gray 1, CMYK/YCCK 4, others 3) against `expected` (the record's
+  // shape). OK, or DataLossError with the decoder's reason (a warning such
+  // as "Premature end of JPEG file" counts as a failure: the image would
+  // come out partly gray).
   absl::Status Check(std::span<const uint8_t> jpeg, const ImageInfo& expected);
 
  private:
-  absl::Status Decode(std::span<const uint8_t> jpeg, const ImageInfo& expected);
-  void* handle_;  // tjhandle
-  std::vector<uint8_t> pixels_;
+  std::unique_ptr<internal::JpegDecoder> decoder_;
 };
 
 }  // namespace shardpack::dump

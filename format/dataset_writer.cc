@@ -44,9 +44,7 @@ class DatasetWriter::Impl {
 
  private:
   absl::Status OpenShard() {
-    char name[32];
-    std::snprintf(name, sizeof(name), "-%05zu.shard", manifest_.shards.size());
-    shard_path_ = absl::StrCat(options_.shard_prefix, name);
+    shard_path_ = ShardFileName(options_.shard_prefix, manifest_.shards.size());
     SP_ASSIGN_OR_RETURN(file_, AtomicFile::Create(
                                    (std::filesystem::path(options_.directory) / shard_path_)));
     SP_ASSIGN_OR_RETURN(writer_, ShardWriter::Create(file_.get(), options_.shard));
@@ -77,6 +75,12 @@ class DatasetWriter::Impl {
   uint64_t records_ = 0;
   uint64_t committed_bytes_ = 0;
 };
+
+std::string ShardFileName(std::string_view prefix, size_t index) {
+  char digits[32];
+  std::snprintf(digits, sizeof(digits), "-%05zu.shard", index);
+  return absl::StrCat(internal::AsAbsl(prefix), digits);
+}
 
 DatasetWriter::DatasetWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DatasetWriter::~DatasetWriter() = default;

@@ -174,6 +174,10 @@ absl::StatusOr<ShardIndex> ShardIndex::Load(const RandomAccessFile& file) {
   return index;
 }
 
+bool BlockInfo::compressed() const {
+  return stored_size - internal::kBlockHeaderSize != raw_size;
+}
+
 std::span<const uint32_t> ShardIndex::record_offsets(size_t b) const {
   const BlockInfo& info = blocks_[b];
   return {record_offsets_.data() + info.first_record, info.record_count};

@@ -12,8 +12,7 @@ namespace shardpack::internal {
 namespace fs = std::filesystem;
 
 uint64_t UnitBytes(const BlockInfo& block) {
-  bool compressed = block.stored_size - 32 != block.raw_size;
-  return AlignUp(block.stored_size, kIoAlignment) + (compressed ? block.raw_size : 0);
+  return AlignUp(block.stored_size, kIoAlignment) + (block.compressed() ? block.raw_size : 0);
 }
 
 absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine) {

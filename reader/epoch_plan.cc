@@ -17,11 +17,7 @@ uint64_t SamplesPerRank(uint64_t records, const PlanOptions& o) {
 std::vector<uint32_t> UnitOrder(size_t n, const PlanOptions& o, uint64_t epoch) {
   std::vector<uint32_t> perm(n);
   std::iota(perm.begin(), perm.end(), 0u);
-  if (!o.shuffle) return perm;
-  for (size_t i = n; i > 1; --i) {
-    uint64_t j = Below(Draw(o.seed, kStreamUnits, epoch, i), i);
-    std::swap(perm[i - 1], perm[j]);
-  }
+  if (o.shuffle) Shuffle(std::span<uint32_t>(perm), o.seed, kStreamUnits, epoch);
   return perm;
 }
 

@@ -251,9 +251,10 @@ void Pipeline::Submit(uint32_t unit, EpochRun& run, uint32_t piece) {
   UnitSlot& u = units_[unit];
   const ReadUnit& ru = dataset_->units[unit];
   const BlockInfo& block = dataset_->indexes[ru.file].block(ru.block);
-  const bool compressed = block.stored_size - 32 != block.raw_size;
-  const size_t stored = dataset_->io->zero_copy() ? 0 : AlignUp(block.stored_size, kIoAlignment);
-  u.buffer = pool_.Take(stored + (compressed ? block.raw_size : 0), &u.capacity);
+  // Stored bytes first (none when the engine hands out views), then room
+  // for the decompressed payload.
+  u.raw_offset = dataset_->io->zero_copy() ? 0 : AlignUp(block.stored_size, kIoAlignment);
+  u.buffer = pool_.Take(u.raw_offset + (block.compressed() ? block.raw_size : 0), &u.capacity);
   resident_bytes_ += ru.bytes;
   loading_[unit] = 1;
   in_flight_.push_back({unit, {{&run, piece}}});
@@ -276,12 +277,8 @@ void Pipeline::CompleteOldest() {
   const ReadUnit& ru = dataset_->units[f.unit];
   absl::Status s = done.status;
   if (s.ok()) {
-    const size_t stored = dataset_->io->zero_copy()
-                              ? 0
-                              : AlignUp(dataset_->indexes[ru.file].block(ru.block).stored_size,
-                                        kIoAlignment);
     auto view = decoder_.DecodeInto(dataset_->indexes[ru.file], ru.block, done.bytes,
-                                    u.buffer + stored);
+                                    u.buffer + u.raw_offset);
     s = view.status();
     if (view.ok()) u.view = *view;
   }

@@ -38,6 +38,7 @@ struct UnitSlot {
   absl::Status error;
   uint8_t* buffer = nullptr;  // from the pipeline's buffer pool
   size_t capacity = 0;
+  size_t raw_offset = 0;      // where in `buffer` a compressed block decompresses
 };
 
 // Aligned buffers for unit loads, reused: units come and go every few

@@ -5,6 +5,8 @@
 #define SHARDPACK_READER_RNG_H_
 
 #include <cstdint>
+#include <span>
+#include <utility>
 
 namespace shardpack::internal {
 
@@ -38,7 +40,17 @@ enum Stream : uint64_t {
   kStreamSamples = 2,   // order of samples within a rank's epoch
   kStreamAugment = 3,   // per-record augmentation parameters
   kStreamReplace = 4,   // replacement of damaged samples
+  kStreamPack = 5,      // the packer's permutation of its inputs
 };
+
+// Fisher-Yates shuffle of `items` where step i draws Draw(a, b, c, i): the
+// permutation is a pure function of (a, b, c) and the length.
+template <typename T>
+void Shuffle(std::span<T> items, uint64_t a, uint64_t b, uint64_t c) {
+  for (size_t i = items.size(); i > 1; --i) {
+    std::swap(items[i - 1], items[Below(Draw(a, b, c, i), i)]);
+  }
+}
 
 }  // namespace shardpack::internal
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,11 +21,17 @@
 
 namespace shardpack {
 
+// The file name of shard `index`: "<prefix>-<index, 5 digits>.shard".
+std::string ShardFileName(std::string_view prefix, size_t index);
+
+// Shard files of datasets the tools write start with this.
+inline constexpr char kDefaultShardPrefix[] = "shard";
+
 struct DatasetWriterOptions {
   // Existing, empty directory that receives the shards and manifest.json.
   std::string directory;
   // Shard file names are "<prefix>-<5-digit index>.shard". Default "shard".
-  std::string shard_prefix = "shard";
+  std::string shard_prefix = kDefaultShardPrefix;
   // A shard is closed once it holds this many bytes of records (0: no
   // limit). Default 256 MiB.
   uint64_t shard_max_bytes = uint64_t{256} << 20;

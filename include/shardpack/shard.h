@@ -89,6 +89,10 @@ struct BlockInfo {
   uint32_t record_count = 0;
   uint32_t payload_crc32c = 0;
   uint64_t first_record = 0;  // index of the block's first record in the shard
+
+  // Whether the block is zstd-compressed: a compressed block's stored payload
+  // is always smaller than its raw payload, an uncompressed one's equal.
+  bool compressed() const;
 };
 
 // The footer index of a shard: block table and record offsets.

@@ -33,7 +33,7 @@ class ShardFileRecords : public ShardRecords {
       s.stored_bytes += b.stored_size - kBlockHeaderSize;
       // The writer stores a block compressed only when that makes it
       // smaller, and an uncompressed block's sizes must agree.
-      if (b.stored_size - kBlockHeaderSize != b.raw_size) ++s.compressed_blocks;
+      if (b.compressed()) ++s.compressed_blocks;
     }
     return s;
   }

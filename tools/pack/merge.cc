@@ -59,8 +59,7 @@ absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std:
   Json from = Json::array();
   for (size_t p = 0; p < parts.size(); ++p) {
     for (const ShardEntry& shard : manifests[p].shards) {
-      char name[32];
-      std::snprintf(name, sizeof(name), "shard-%05zu.shard", merged.shards.size());
+      std::string name = ShardFileName(kDefaultShardPrefix, merged.shards.size());
       SP_RETURN_IF_ERROR(LinkOrCopy(fs::path(parts[p]) / shard.path, fs::path(out->staging()) / name));
       ShardEntry entry = shard;
       entry.path = name;

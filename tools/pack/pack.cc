@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "reader/rng.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
 #include "tools/pack/ordered_pipeline.h"
@@ -18,25 +19,6 @@ namespace shardpack::pack {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-// splitmix64: a counter-based generator, so a permutation depends on the
-// seed alone, on every platform.
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Unbiased value in [0, bound) from the counter stream: draws at or above
-// the largest multiple of `bound` are rejected.
-uint64_t Below(uint64_t bound, uint64_t seed, uint64_t* counter) {
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-  for (;;) {
-    uint64_t x = SplitMix64(seed ^ SplitMix64((*counter)++));
-    if (x < limit) return x % bound;
-  }
-}
 
 std::string CompressionName(const ShardWriterOptions& o) {
   return o.compression == Compression::kZstd ? absl::StrCat("zstd:", o.zstd_level) : "none";
@@ -98,10 +80,8 @@ std::vector<size_t> PartOrder(size_t n, bool shuffle, uint64_t seed, uint32_t in
                               uint32_t count) {
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
-  if (shuffle) {
-    uint64_t counter = 0;
-    for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[Below(i, seed, &counter)]);
-  }
+  // The reader's counter-based shuffle: the order depends on the seed alone.
+  if (shuffle) internal::Shuffle(std::span<size_t>(order), seed, internal::kStreamPack, 0);
   size_t begin = n * index / count, end = n * (index + 1) / count;
   return std::vector<size_t>(order.begin() + begin, order.begin() + end);
 }

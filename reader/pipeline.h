@@ -121,6 +121,7 @@ class Pipeline {
   const int num_labels_;
   const uint64_t batches_per_epoch_;
   const uint64_t budget_bytes_;
+  const size_t max_in_flight_;  // reads the loader keeps outstanding
 
   std::vector<UnitSlot> units_;
   std::vector<RingSlot> ring_;

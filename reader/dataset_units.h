@@ -1,4 +1,5 @@
-// A dataset opened for streaming: its shards' indexes and its read units.
+// A dataset opened for streaming: its manifest and the source of its read
+// units, whatever the backend.
 #ifndef SHARDPACK_READER_DATASET_UNITS_H_
 #define SHARDPACK_READER_DATASET_UNITS_H_
 
@@ -8,19 +9,19 @@
 
 #include "absl/status/statusor.h"
 #include "reader/epoch_plan.h"
-#include "reader/io_engine.h"
+#include "reader/unit_source.h"
 #include "shardpack/manifest.h"
 #include "shardpack/shard.h"
 
 namespace shardpack::internal {
 
 struct StreamDataset {
-  Manifest manifest;                 // read, or made up for a lone shard
-  std::vector<std::string> paths;    // shard files
-  std::unique_ptr<BlockIo> io;
-  std::vector<ShardIndex> indexes;   // one per shard
-  std::vector<ReadUnit> units;       // one per block, in dataset order
+  Manifest manifest;               // read, or made up for a lone shard or file
+  std::vector<std::string> paths;  // shard files
+  std::unique_ptr<UnitSource> source;
   uint64_t records = 0;
+
+  const std::vector<ReadUnit>& units() const { return source->units(); }
 };
 
 // Opens a dataset directory (manifest.json) or a single .shard file with the

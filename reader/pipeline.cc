@@ -64,10 +64,10 @@ constexpr uint32_t kPieceStopped = 2;
 // after all 16 (0.1 s on a cold 650 MB/s disk) and the workers waited.
 size_t ReadsInFlight(const ReaderOptions& options, const StreamDataset& dataset) {
   uint64_t unit_bytes = 0;
-  for (const ReadUnit& u : dataset.units) unit_bytes += u.bytes;
-  if (!dataset.units.empty()) unit_bytes /= dataset.units.size();
+  for (const ReadUnit& u : dataset.units()) unit_bytes += u.bytes;
+  if (!dataset.units().empty()) unit_bytes /= dataset.units().size();
   const uint64_t fit = options.read_ahead_bytes / std::max<uint64_t>(unit_bytes, 1);
-  return std::min<size_t>(std::max<uint64_t>(fit, 2), dataset.io->max_in_flight());
+  return std::min<size_t>(std::max<uint64_t>(fit, 2), dataset.source->max_in_flight());
 }
 
 }  // namespace
@@ -115,9 +115,9 @@ Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
       batches_per_epoch_(BatchesPerEpoch(dataset->records, plan_options)),
       budget_bytes_(options.shuffle_bytes + options.read_ahead_bytes),
       max_in_flight_(ReadsInFlight(options, *dataset)),
-      units_(dataset->units.size()),
+      units_(dataset->units().size()),
       ring_(static_cast<size_t>(options.ring_slots)),
-      loading_(dataset->units.size(), 0) {
+      loading_(dataset->units().size(), 0) {
   const size_t batch = static_cast<size_t>(options.batch_size);
   for (RingSlot& slot : ring_) {
     slot.images.reset(AlignedAlloc(batch * transform->shape().sample_bytes));
@@ -186,7 +186,7 @@ void Pipeline::Stop() {
 std::shared_ptr<EpochRun> Pipeline::PublishRun(uint64_t epoch) {
   auto run = std::make_shared<EpochRun>();
   run->epoch = epoch;
-  run->plan = MakeEpochPlan(dataset_->units, plan_options_, epoch);
+  run->plan = MakeEpochPlan(dataset_->units(), plan_options_, epoch);
   run->piece_ready = std::make_unique<std::atomic<uint32_t>[]>(run->plan.pieces.size());
   std::lock_guard<std::mutex> lock(mu_);
   runs_[epoch] = run;
@@ -241,7 +241,7 @@ bool Pipeline::Acquire(EpochRun& run, uint32_t piece) {
     return true;
   }
   if (units_[unit].state.load(std::memory_order_acquire) == UnitSlot::kAbsent) {
-    if (!MakeRoom(dataset_->units[unit].bytes)) return false;
+    if (!MakeRoom(dataset_->units()[unit].bytes)) return false;
     Submit(unit, run, piece);
     if (in_flight_.size() >= max_in_flight_) CompleteOldest();
     return true;
@@ -281,16 +281,11 @@ bool Pipeline::MakeRoom(uint64_t bytes) {
 
 void Pipeline::Submit(uint32_t unit, EpochRun& run, uint32_t piece) {
   UnitSlot& u = units_[unit];
-  const ReadUnit& ru = dataset_->units[unit];
-  const BlockInfo& block = dataset_->indexes[ru.file].block(ru.block);
-  // Stored bytes first (none when the engine hands out views), then room
-  // for the decompressed payload.
-  u.raw_offset = dataset_->io->zero_copy() ? 0 : AlignUp(block.stored_size, kIoAlignment);
-  u.buffer = pool_.Take(u.raw_offset + (block.compressed() ? block.raw_size : 0), &u.capacity);
-  resident_bytes_ += ru.bytes;
+  u.buffer = pool_.Take(dataset_->source->BufferBytes(unit), &u.capacity);
+  resident_bytes_ += dataset_->units()[unit].bytes;
   loading_[unit] = 1;
   in_flight_.push_back({unit, {{&run, piece}}});
-  absl::Status s = dataset_->io->Submit({ru.file, block.offset, block.stored_size, u.buffer, unit});
+  absl::Status s = dataset_->source->Submit(unit, u.buffer);
   if (!s.ok()) {  // misuse, not data: report it through the unit all the same
     in_flight_.pop_back();
     loading_[unit] = 0;
@@ -302,18 +297,12 @@ void Pipeline::Submit(uint32_t unit, EpochRun& run, uint32_t piece) {
 }
 
 void Pipeline::CompleteOldest() {
-  IoCompletion done = dataset_->io->Wait();
+  UnitLoad done = dataset_->source->Wait();
   InFlight f = std::move(in_flight_.front());
   in_flight_.pop_front();
   UnitSlot& u = units_[f.unit];
-  const ReadUnit& ru = dataset_->units[f.unit];
-  absl::Status s = done.status;
-  if (s.ok()) {
-    auto view = decoder_.DecodeInto(dataset_->indexes[ru.file], ru.block, done.bytes,
-                                    u.buffer + u.raw_offset);
-    s = view.status();
-    if (view.ok()) u.view = *view;
-  }
+  absl::Status s = done.view.status();
+  if (s.ok()) u.view = *done.view;
   loads_.fetch_add(1, std::memory_order_relaxed);
   u.error = s;
   u.state.store(s.ok() ? UnitSlot::kReady : UnitSlot::kFailed, std::memory_order_release);
@@ -334,9 +323,9 @@ void Pipeline::Evict(uint32_t unit) {
   u.state.store(UnitSlot::kAbsent);
   pool_.Give(u.buffer, u.capacity);
   u.buffer = nullptr;
-  u.view = BlockView();
+  u.view = UnitView();
   u.error = absl::OkStatus();
-  resident_bytes_ -= dataset_->units[unit].bytes;
+  resident_bytes_ -= dataset_->units()[unit].bytes;
 }
 
 // ---- Workers ------------------------------------------------------------
@@ -404,7 +393,7 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
     if (!WaitFor(run->piece_ready[ref.piece], 1u, stop_, &io_wait_ns_)) return;
     const uint32_t unit = plan.pieces[ref.piece].unit;
     const UnitSlot& u = units_[unit];
-    const uint64_t record_index = dataset_->units[unit].first_record + ref.index;
+    const uint64_t record_index = dataset_->units()[unit].first_record + ref.index;
     slot.records[i] = record_index;
     absl::Status s = u.error;
     if (u.state.load(std::memory_order_acquire) == UnitSlot::kReady) {
@@ -417,7 +406,7 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
           slot.labels[i * num_labels_ + j] = j < record->labels.size() ? record->labels[j] : -1;
         }
         if (options_.keys) slot.keys[i].assign(record->key.data(), record->key.size());
-        if (!s.ok()) s = absl::DataLossError(absl::StrCat(dataset_->paths[dataset_->units[unit].file], ": ", s.message()));
+        if (!s.ok()) s = absl::DataLossError(absl::StrCat(dataset_->paths[dataset_->units()[unit].file], ": ", s.message()));
       }
     }
     if (!s.ok()) {
@@ -487,7 +476,7 @@ void Pipeline::Release(uint64_t seq) {
 void Pipeline::AddStats(ReaderStats* stats) const {
   stats->samples = samples_.load();
   stats->skipped = skipped_.load();
-  stats->bytes_read = dataset_->io->bytes_read();
+  stats->bytes_read = dataset_->source->bytes_read();
   stats->io_wait_s = io_wait_ns_.load() * 1e-9;
   stats->transform_wait_s = transform_wait_ns_.load() * 1e-9;
   stats->consumer_wait_s = consumer_wait_ns_.load() * 1e-9;

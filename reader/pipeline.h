@@ -23,7 +23,9 @@
 #include "absl/status/status.h"
 #include "reader/dataset_units.h"
 #include "reader/epoch_plan.h"
+#include "reader/io_engine.h"
 #include "reader/transform.h"
+#include "reader/unit_view.h"
 #include "shardpack/reader.h"
 
 namespace shardpack::internal {
@@ -34,11 +36,10 @@ struct UnitSlot {
   enum State : uint32_t { kAbsent = 0, kReady = 1, kFailed = 2 };
   std::atomic<uint32_t> state{kAbsent};
   std::atomic<int64_t> pins{0};  // planned uses not yet done
-  BlockView view;
+  UnitView view;
   absl::Status error;
   uint8_t* buffer = nullptr;  // from the pipeline's buffer pool
   size_t capacity = 0;
-  size_t raw_offset = 0;      // where in `buffer` a compressed block decompresses
 };
 
 // Aligned buffers for unit loads, reused: units come and go every few
@@ -126,7 +127,6 @@ class Pipeline {
   std::vector<UnitSlot> units_;
   std::vector<RingSlot> ring_;
   // Loader thread only.
-  BlockDecoder decoder_;
   BufferPool pool_;
   struct InFlight {
     uint32_t unit;

@@ -83,14 +83,6 @@ absl::Status CheckOptions(const ReaderOptions& o) {
   return absl::OkStatus();
 }
 
-// The stored image shape: the manifest's schema, or a lone shard's first record.
-absl::StatusOr<ImageInfo> StoredImage(const internal::StreamDataset& d) {
-  if (!d.manifest.shards.empty() || d.records == 0) return d.manifest.schema.image;
-  SP_ASSIGN_OR_RETURN(auto reader, ShardReader::Open(&d.io->file(0)));
-  SP_ASSIGN_OR_RETURN(Record first, reader->ReadRecord(0));
-  return first.image;
-}
-
 }  // namespace
 
 absl::Status Reader::Impl::Init(const ReaderOptions& options) {
@@ -98,9 +90,8 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options) {
   SP_RETURN_IF_ERROR(CheckOptions(options_));
   SP_RETURN_IF_ERROR(ResolveRank(&options_));
   SP_ASSIGN_OR_RETURN(dataset_, internal::OpenStreamDataset(options_.path, options_.io));
-  SP_ASSIGN_OR_RETURN(ImageInfo stored, StoredImage(dataset_));
   SP_ASSIGN_OR_RETURN(internal::SampleTransform t,
-                      internal::SampleTransform::Make(options_, stored));
+                      internal::SampleTransform::Make(options_, dataset_.source->image()));
   transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
   internal::PlanOptions plan{options_.shuffle, options_.seed,      options_.rank,
                              options_.world_size, options_.batch_size, options_.remainder,

@@ -1,0 +1,25 @@
+// The `.shard` backend of the reader: one read unit per block, read through
+// a BlockIo engine and parsed in place.
+#ifndef SHARDPACK_READER_SHARD_SOURCE_H_
+#define SHARDPACK_READER_SHARD_SOURCE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "reader/unit_source.h"
+#include "shardpack/manifest.h"
+
+namespace shardpack::internal {
+
+// Opens `paths` (the shards of `manifest`, or one lone shard when the
+// manifest has no shards) with `engine`, loads every index and checks the
+// record counts against the manifest.
+absl::StatusOr<std::unique_ptr<UnitSource>> OpenShardSource(const std::vector<std::string>& paths,
+                                                            const Manifest& manifest,
+                                                            IoEngine engine);
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_READER_SHARD_SOURCE_H_

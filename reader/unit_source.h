@@ -1,0 +1,63 @@
+// Where the loader gets read units from: one implementation per backend.
+//
+// A dataset's records are cut into read units (a `.shard` block, a run of
+// LMDB keys, a run of HDF5 chunk rows), each loaded with one request (or one
+// cursor walk) and never a record at a time. The loader submits loads in its
+// plan's order and takes them back oldest first; a load fills a buffer the
+// loader owns (BufferBytes() of it) and yields a UnitView into that buffer,
+// or into memory the source keeps mapped for its whole life.
+#ifndef SHARDPACK_READER_UNIT_SOURCE_H_
+#define SHARDPACK_READER_UNIT_SOURCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "reader/epoch_plan.h"
+#include "reader/unit_view.h"
+#include "shardpack/reader.h"
+#include "shardpack/record.h"
+
+namespace shardpack::internal {
+
+struct UnitLoad {
+  uint32_t unit = 0;
+  absl::StatusOr<UnitView> view;  // an error names the shard and offset or record
+};
+
+// Not thread-safe: the loader thread alone submits and waits.
+class UnitSource {
+ public:
+  virtual ~UnitSource() = default;
+
+  // The read units, in dataset order (ReadUnit::bytes: memory a loaded unit
+  // holds, which the loader budgets with).
+  virtual const std::vector<ReadUnit>& units() const = 0;
+  // The image shape of the dataset's records (for a lone `.shard` file, its
+  // first record's).
+  virtual ImageInfo image() const = 0;
+  // The engine in use (sources that do not read through a BlockIo report the
+  // engine they emulate, e.g. kMmap for LMDB).
+  virtual IoEngine engine() const = 0;
+
+  // Loads that may be outstanding at once.
+  virtual size_t max_in_flight() const = 0;
+  // Bytes of buffer unit `u` needs (kIoAlignment-aligned buffers).
+  virtual size_t BufferBytes(uint32_t u) const = 0;
+  // Starts loading unit `u` into `buffer`. An error here is misuse (the
+  // loader reports it through the unit all the same).
+  virtual absl::Status Submit(uint32_t u, uint8_t* buffer) = 0;
+  // The oldest outstanding load, once complete. Precondition: one is
+  // outstanding.
+  virtual UnitLoad Wait() = 0;
+
+  // Bytes read from storage so far.
+  virtual uint64_t bytes_read() const = 0;
+};
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_READER_UNIT_SOURCE_H_

@@ -1,0 +1,80 @@
+#include "reader/unit_view.h"
+
+#include "absl/strings/str_cat.h"
+#include "format/record_codec.h"
+
+namespace shardpack::internal {
+
+UnitView UnitView::Encoded(std::span<const ByteSpan> records, const std::string* where,
+                           uint64_t first_record) {
+  UnitView v;
+  v.kind_ = Kind::kEncoded;
+  v.encoded_ = records;
+  v.where_ = where;
+  v.first_record_ = first_record;
+  return v;
+}
+
+UnitView UnitView::Columns(const ColumnRows& columns, const std::string* where,
+                           uint64_t first_record) {
+  UnitView v;
+  v.kind_ = Kind::kColumns;
+  v.columns_ = columns;
+  v.where_ = where;
+  v.first_record_ = first_record;
+  return v;
+}
+
+size_t UnitView::size() const {
+  switch (kind_) {
+    case Kind::kBlock:
+      return block_.size();
+    case Kind::kEncoded:
+      return encoded_.size();
+    case Kind::kColumns:
+      return columns_.rows;
+    case Kind::kNone:
+      break;
+  }
+  return 0;
+}
+
+ByteSpan UnitView::record_bytes(size_t i) const {
+  switch (kind_) {
+    case Kind::kBlock:
+      return block_.record_bytes(i);
+    case Kind::kEncoded:
+      return encoded_[i];
+    case Kind::kColumns: {
+      const ColumnRows& c = columns_;
+      if (c.offsets == nullptr) {
+        const uint64_t row = c.image.RawBytes();
+        return {c.images + row * i, row};
+      }
+      return {c.images + (c.offsets[i] - c.offsets[0]),
+              static_cast<size_t>(c.offsets[i + 1] - c.offsets[i])};
+    }
+    case Kind::kNone:
+      break;
+  }
+  return {};
+}
+
+absl::StatusOr<Record> UnitView::SlowRecord(size_t i) const {
+  if (kind_ == Kind::kEncoded) {
+    return DecodeRecord(encoded_[i],
+                        [&] { return absl::StrCat(*where_, ": record ", first_record_ + i); });
+  }
+  const ColumnRows& c = columns_;
+  Record r;
+  r.image = c.image;
+  r.payload = record_bytes(i);
+  for (int j = 0; j < c.num_labels; ++j) r.labels.push_back(c.labels[j][i]);
+  if (c.keys != nullptr) {
+    r.key = std::string_view(c.keys + (c.key_offsets[i] - c.key_offsets[0]),
+                             static_cast<size_t>(c.key_offsets[i + 1] - c.key_offsets[i]));
+  }
+  return r;
+}
+
+}  // namespace shardpack::internal

@@ -7,21 +7,15 @@ namespace shardpack::internal {
 
 UnitView UnitView::Encoded(std::span<const ByteSpan> records, const std::string* where,
                            uint64_t first_record) {
-  UnitView v;
-  v.kind_ = Kind::kEncoded;
+  UnitView v(Kind::kEncoded, where, first_record);
   v.encoded_ = records;
-  v.where_ = where;
-  v.first_record_ = first_record;
   return v;
 }
 
 UnitView UnitView::Columns(const ColumnRows& columns, const std::string* where,
                            uint64_t first_record) {
-  UnitView v;
-  v.kind_ = Kind::kColumns;
+  UnitView v(Kind::kColumns, where, first_record);
   v.columns_ = columns;
-  v.where_ = where;
-  v.first_record_ = first_record;
   return v;
 }
 

@@ -63,6 +63,8 @@ class UnitView {
 
  private:
   enum class Kind { kNone, kBlock, kEncoded, kColumns };
+  UnitView(Kind kind, const std::string* where, uint64_t first_record)
+      : kind_(kind), where_(where), first_record_(first_record) {}
   absl::StatusOr<Record> SlowRecord(size_t i) const;
 
   Kind kind_ = Kind::kNone;

@@ -9,24 +9,57 @@
 
 namespace shardpack {
 
+namespace {
+
+// The `.shard` backend as a ShardSink: a ShardWriter over an AtomicFile.
+class ShardFileSink : public ShardSink {
+ public:
+  static absl::StatusOr<std::unique_ptr<ShardSink>> Open(const std::string& path,
+                                                         const DatasetWriterOptions& options) {
+    auto sink = std::make_unique<ShardFileSink>();
+    SP_ASSIGN_OR_RETURN(sink->file_, AtomicFile::Create(path));
+    SP_ASSIGN_OR_RETURN(sink->writer_, ShardWriter::Create(sink->file_.get(), options.shard));
+    return std::unique_ptr<ShardSink>(std::move(sink));
+  }
+
+  absl::Status Add(const Record& record) override { return writer_->Add(record); }
+  uint64_t records() const override { return writer_->records(); }
+  // bytes_written() advances a block at a time, so byte limits are met to
+  // within one block.
+  uint64_t bytes() const override { return writer_->bytes_written(); }
+
+  absl::StatusOr<ShardEntry> Commit() override {
+    SP_RETURN_IF_ERROR(writer_->Finish());
+    SP_RETURN_IF_ERROR(file_->Commit());
+    ShardEntry entry;
+    entry.records = writer_->records();
+    entry.bytes = writer_->bytes_written();
+    entry.crc32c = writer_->file_crc32c();
+    return entry;
+  }
+
+ private:
+  std::unique_ptr<AtomicFile> file_;
+  std::unique_ptr<ShardWriter> writer_;
+};
+
+}  // namespace
+
 class DatasetWriter::Impl {
  public:
   explicit Impl(DatasetWriterOptions options) : options_(std::move(options)) {
-    manifest_.backend = Backend::kShard;
+    manifest_.backend = options_.backend;
     manifest_.schema = options_.schema;
     manifest_.pack_json = options_.pack_json;
   }
 
   absl::Status Add(const Record& record) {
-    if (writer_ == nullptr) SP_RETURN_IF_ERROR(OpenShard());
-    SP_RETURN_IF_ERROR(writer_->Add(record));
+    if (sink_ == nullptr) SP_RETURN_IF_ERROR(OpenShard());
+    SP_RETURN_IF_ERROR(sink_->Add(record));
     ++records_;
     bool full = (options_.shard_max_records != 0 &&
-                 writer_->records() >= options_.shard_max_records) ||
-                (options_.shard_max_bytes != 0 &&
-                 writer_->bytes_written() >= options_.shard_max_bytes);
-    // bytes_written() advances a block at a time, so byte limits are met to
-    // within one block.
+                 sink_->records() >= options_.shard_max_records) ||
+                (options_.shard_max_bytes != 0 && sink_->bytes() >= options_.shard_max_bytes);
     if (full) SP_RETURN_IF_ERROR(CloseShard());
     return absl::OkStatus();
   }
@@ -37,49 +70,55 @@ class DatasetWriter::Impl {
     return manifest_;
   }
 
-  uint64_t records() const { return records_; }
-  uint64_t bytes() const {
-    return committed_bytes_ + (writer_ != nullptr ? writer_->bytes_written() : 0);
-  }
-
- private:
-  absl::Status OpenShard() {
-    shard_path_ = ShardFileName(options_.shard_prefix, manifest_.shards.size());
-    SP_ASSIGN_OR_RETURN(file_, AtomicFile::Create(
-                                   (std::filesystem::path(options_.directory) / shard_path_)));
-    SP_ASSIGN_OR_RETURN(writer_, ShardWriter::Create(file_.get(), options_.shard));
+  absl::Status CloseShard() {
+    if (sink_ == nullptr) return absl::OkStatus();
+    SP_ASSIGN_OR_RETURN(ShardEntry entry, sink_->Commit());
+    entry.path = shard_path_;
+    committed_bytes_ += entry.bytes;
+    manifest_.shards.push_back(std::move(entry));
+    sink_.reset();
     return absl::OkStatus();
   }
 
-  absl::Status CloseShard() {
-    if (writer_ == nullptr) return absl::OkStatus();
-    SP_RETURN_IF_ERROR(writer_->Finish());
-    SP_RETURN_IF_ERROR(file_->Commit());
-    ShardEntry entry;
-    entry.path = shard_path_;
-    entry.records = writer_->records();
-    entry.bytes = writer_->bytes_written();
-    entry.crc32c = writer_->file_crc32c();
-    committed_bytes_ += entry.bytes;
-    manifest_.shards.push_back(std::move(entry));
-    writer_.reset();
-    file_.reset();
+  uint64_t records() const { return records_; }
+  uint64_t bytes() const { return committed_bytes_ + (sink_ != nullptr ? sink_->bytes() : 0); }
+
+ private:
+  absl::Status OpenShard() {
+    shard_path_ = ShardFileName(options_.shard_prefix, manifest_.shards.size(), options_.backend);
+    std::string path = (std::filesystem::path(options_.directory) / shard_path_).string();
+    if (options_.backend == Backend::kShard) {
+      SP_ASSIGN_OR_RETURN(sink_, ShardFileSink::Open(path, options_));
+    } else {
+      SP_ASSIGN_OR_RETURN(sink_, options_.open_shard(path, options_));
+    }
     return absl::OkStatus();
   }
 
   DatasetWriterOptions options_;
   Manifest manifest_;
-  std::unique_ptr<AtomicFile> file_;
-  std::unique_ptr<ShardWriter> writer_;
+  std::unique_ptr<ShardSink> sink_;
   std::string shard_path_;
   uint64_t records_ = 0;
   uint64_t committed_bytes_ = 0;
 };
 
-std::string ShardFileName(std::string_view prefix, size_t index) {
+std::string_view ShardExtension(Backend backend) {
+  switch (backend) {
+    case Backend::kLmdb:
+      return ".lmdb";
+    case Backend::kHdf5:
+      return ".h5";
+    case Backend::kShard:
+      break;
+  }
+  return ".shard";
+}
+
+std::string ShardFileName(std::string_view prefix, size_t index, Backend backend) {
   char digits[32];
-  std::snprintf(digits, sizeof(digits), "-%05zu.shard", index);
-  return absl::StrCat(internal::AsAbsl(prefix), digits);
+  std::snprintf(digits, sizeof(digits), "-%05zu", index);
+  return absl::StrCat(internal::AsAbsl(prefix), digits, internal::AsAbsl(ShardExtension(backend)));
 }
 
 DatasetWriter::DatasetWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -95,10 +134,16 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(
     return absl::InvalidArgumentError("too many label fields");
   }
   SP_RETURN_IF_ERROR(CheckSchemaNames(options.schema));
+  if (options.backend != Backend::kShard && !options.open_shard) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "backend ", internal::AsAbsl(BackendName(options.backend)),
+        ": no shard writer given (link shardpack::backends and call backends::UseBackend)"));
+  }
   return std::unique_ptr<DatasetWriter>(new DatasetWriter(std::make_unique<Impl>(options)));
 }
 
 absl::Status DatasetWriter::Add(const Record& record) { return impl_->Add(record); }
+absl::Status DatasetWriter::FinishShard() { return impl_->CloseShard(); }
 absl::StatusOr<Manifest> DatasetWriter::Finish() { return impl_->Finish(); }
 uint64_t DatasetWriter::records() const { return impl_->records(); }
 uint64_t DatasetWriter::bytes() const { return impl_->bytes(); }

@@ -1,12 +1,14 @@
 // Datasets: a directory holding manifest.json and its shards.
 //
 // DatasetWriter fills a directory shard by shard and writes the manifest
-// last; Dataset opens one for reading. Both work on `.shard` datasets; the
-// LMDB and HDF5 backends plug in behind the same classes later.
+// last. It writes `.shard` files itself; the LMDB and HDF5 backends (the
+// backends/ library) plug in through a ShardSinkFactory: call
+// backends::UseBackend(&options, backend) before DatasetWriter::Create.
 #ifndef SHARDPACK_DATASET_H_
 #define SHARDPACK_DATASET_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,17 +23,50 @@
 
 namespace shardpack {
 
-// The file name of shard `index`: "<prefix>-<index, 5 digits>.shard".
-std::string ShardFileName(std::string_view prefix, size_t index);
+// The file extension of a backend's shards: ".shard", ".lmdb" or ".h5".
+std::string_view ShardExtension(Backend backend);
+
+// The file name of shard `index`: "<prefix>-<index, 5 digits><extension>",
+// e.g. "shard-00003.shard" or "shard-00003.lmdb".
+std::string ShardFileName(std::string_view prefix, size_t index,
+                          Backend backend = Backend::kShard);
 
 // Shard files of datasets the tools write start with this.
 inline constexpr char kDefaultShardPrefix[] = "shard";
 
+struct DatasetWriterOptions;
+
+// One shard of another backend being written. Not thread-safe. The shard is
+// written under a temporary name and appears at its path only in Commit();
+// destroying an uncommitted sink removes what it wrote.
+class ShardSink {
+ public:
+  virtual ~ShardSink() = default;
+  // Copies the record into the shard (the views need not outlive the call).
+  virtual absl::Status Add(const Record& record) = 0;
+  virtual uint64_t records() const = 0;
+  // Bytes of records added so far (the size limit counts these).
+  virtual uint64_t bytes() const = 0;
+  // Completes the shard, makes it durable and renames it into place. The
+  // entry's path is left empty for the caller; records, bytes (the file
+  // size) and crc32c (of the whole file) are filled in. Call once.
+  virtual absl::StatusOr<ShardEntry> Commit() = 0;
+};
+
+// Opens the sink of a new shard at `path` (its final path).
+using ShardSinkFactory = std::function<absl::StatusOr<std::unique_ptr<ShardSink>>(
+    const std::string& path, const DatasetWriterOptions& options)>;
+
 struct DatasetWriterOptions {
   // Existing, empty directory that receives the shards and manifest.json.
   std::string directory;
-  // Shard file names are "<prefix>-<5-digit index>.shard". Default "shard".
+  // Shard file names are "<prefix>-<5-digit index><extension>". Default
+  // "shard".
   std::string shard_prefix = kDefaultShardPrefix;
+  // The backend of the shards. Default kShard. Any other needs
+  // `open_shard`, which backends::UseBackend fills in.
+  Backend backend = Backend::kShard;
+  ShardSinkFactory open_shard;
   // A shard is closed once it holds this many bytes of records (0: no
   // limit). Default 256 MiB.
   uint64_t shard_max_bytes = uint64_t{256} << 20;
@@ -61,6 +96,10 @@ class DatasetWriter {
   // Appends a record to the current shard, starting a new one when a limit
   // is reached.
   absl::Status Add(const Record& record);
+
+  // Closes the current shard now, if one is open, so that the next record
+  // starts a new one (convert keeps its input's shard boundaries this way).
+  absl::Status FinishShard();
 
   // Closes the last shard, writes manifest.json and returns the manifest.
   absl::StatusOr<Manifest> Finish();

@@ -1,0 +1,148 @@
+// LmdbShardReader: read-only, lock-free, one read transaction for life.
+#include <lmdb.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "format/errors.h"
+#include "backends/lmdb_key.h"
+#include "backends/lmdb_store.h"
+#include "backends/publish.h"
+#include "format/record_codec.h"
+#include "shardpack/file.h"
+#include "shardpack/status.h"
+
+namespace shardpack::backends {
+namespace {
+
+using internal::kLmdbKeySize;
+
+absl::Status LmdbError(const std::string& path, std::string_view what, int rc) {
+  std::string text = absl::StrCat(path, ": ", shardpack::internal::AsAbsl(what), ": ",
+                                  mdb_strerror(rc));
+  if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_CORRUPTED ||
+      rc == MDB_PAGE_NOTFOUND) {
+    return absl::DataLossError(text);
+  }
+  if (rc == ENOENT) return absl::NotFoundError(text);
+  return absl::InternalError(text);
+}
+
+}  // namespace
+
+struct LmdbShardReader::Env {
+  MDB_env* env = nullptr;
+  MDB_txn* txn = nullptr;
+  MDB_dbi dbi = 0;
+  MDB_cursor* cursor = nullptr;
+  ~Env() {
+    if (cursor != nullptr) mdb_cursor_close(cursor);
+    if (txn != nullptr) mdb_txn_abort(txn);
+    if (env != nullptr) mdb_env_close(env);
+  }
+};
+
+LmdbShardReader::LmdbShardReader(std::string path)
+    : path_(std::move(path)), env_(std::make_unique<Env>()) {}
+LmdbShardReader::~LmdbShardReader() = default;
+
+absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a file (LMDB shards are one "
+                                                         "file, opened with MDB_NOSUBDIR)"));
+  }
+  std::unique_ptr<LmdbShardReader> r(new LmdbShardReader(path));
+  Env& e = *r->env_;
+  int rc = mdb_env_create(&e.env);
+  if (rc != 0) return LmdbError(path, "mdb_env_create", rc);
+  rc = mdb_env_open(e.env, path.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NOSUBDIR, 0);
+  if (rc != 0) return LmdbError(path, "not an LMDB environment", rc);
+  // LMDB maps the file and trusts its meta page: reading a page past the end
+  // of a truncated file would be SIGBUS, so check the size first.
+  MDB_envinfo info;
+  MDB_stat stat_;
+  mdb_env_info(e.env, &info);
+  mdb_env_stat(e.env, &stat_);
+  uint64_t needed = (uint64_t{info.me_last_pgno} + 1) * stat_.ms_psize;
+  if (static_cast<uint64_t>(st.st_size) < needed) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated LMDB file: ", st.st_size,
+                                            " bytes, its meta page says ", needed,
+                                            " bytes are in use"));
+  }
+  rc = mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &e.txn);
+  if (rc != 0) return LmdbError(path, "mdb_txn_begin", rc);
+  rc = mdb_dbi_open(e.txn, nullptr, 0, &e.dbi);
+  if (rc != 0) return LmdbError(path, "mdb_dbi_open", rc);
+  rc = mdb_cursor_open(e.txn, e.dbi, &e.cursor);
+  if (rc != 0) return LmdbError(path, "mdb_cursor_open", rc);
+
+  MDB_val key{sizeof(kLmdbMetaKey) - 1, const_cast<char*>(kLmdbMetaKey)};
+  MDB_val value;
+  rc = mdb_get(e.txn, e.dbi, &key, &value);
+  if (rc == MDB_NOTFOUND) {
+    return absl::DataLossError(absl::StrCat(path, ": an LMDB environment but not a shardpack "
+                                            "shard (no '", kLmdbMetaKey, "' key)"));
+  }
+  if (rc != 0) return LmdbError(path, "reading the metadata", rc);
+  SP_ASSIGN_OR_RETURN(
+      r->meta_, internal::ParseShardMeta(
+                    std::string_view(static_cast<const char*>(value.mv_data), value.mv_size),
+                    absl::StrCat(path, " key ", kLmdbMetaKey), Backend::kLmdb));
+  MDB_stat db;
+  rc = mdb_stat(e.txn, e.dbi, &db);
+  if (rc != 0) return LmdbError(path, "mdb_stat", rc);
+  r->size_ = r->meta_.shards[0].records;
+  if (db.ms_entries != r->size_ + 1) {
+    return absl::DataLossError(absl::StrCat(path, ": holds ", db.ms_entries - 1,
+                                            " records, its metadata says ", r->size_));
+  }
+  return r;
+}
+
+absl::Status LmdbShardReader::Scan(
+    uint64_t begin, uint64_t end,
+    absl::FunctionRef<absl::Status(uint64_t index, ByteSpan value)> visit) {
+  if (begin >= end) return absl::OkStatus();
+  auto first = internal::LmdbKey(begin);
+  MDB_val key{first.size(), first.data()};
+  MDB_val value;
+  MDB_cursor_op op = MDB_SET_RANGE;
+  for (uint64_t index = begin; index < end; ++index, op = MDB_NEXT) {
+    int rc = mdb_cursor_get(env_->cursor, &key, &value, op);
+    if (rc == MDB_NOTFOUND) {
+      return absl::DataLossError(absl::StrCat(path_, " record ", index, ": missing"));
+    }
+    if (rc != 0) return LmdbError(path_, absl::StrCat("record ", index), rc);
+    if (key.mv_size != kLmdbKeySize ||
+        internal::LmdbKeyIndex(static_cast<const uint8_t*>(key.mv_data)) != index) {
+      return absl::DataLossError(absl::StrCat(path_, " record ", index,
+                                              ": missing (the next key is not its index)"));
+    }
+    SP_RETURN_IF_ERROR(visit(index, ByteSpan(static_cast<const uint8_t*>(value.mv_data),
+                                             value.mv_size)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ByteSpan> LmdbShardReader::Get(uint64_t index) {
+  auto k = internal::LmdbKey(index);
+  MDB_val key{k.size(), k.data()};
+  MDB_val value;
+  int rc = mdb_get(env_->txn, env_->dbi, &key, &value);
+  if (rc == MDB_NOTFOUND) {
+    return absl::DataLossError(absl::StrCat(path_, " record ", index, ": missing"));
+  }
+  if (rc != 0) return LmdbError(path_, absl::StrCat("record ", index), rc);
+  return ByteSpan(static_cast<const uint8_t*>(value.mv_data), value.mv_size);
+}
+
+absl::StatusOr<Record> DecodeLmdbValue(ByteSpan value, const std::string& path, uint64_t index) {
+  return shardpack::internal::DecodeRecord(
+      value, [&] { return absl::StrCat(path, " record ", index); });
+}
+
+}  // namespace shardpack::backends

@@ -1,9 +1,12 @@
 #include "reader/dataset_units.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "format/coding.h"
+#include "backends/store.h"
+#include "reader/backend_sources.h"
 #include "reader/io_engine.h"
 #include "reader/shard_source.h"
 #include "shardpack/dataset.h"
@@ -17,6 +20,47 @@ uint64_t UnitBytes(const BlockInfo& block) {
   return AlignUp(block.stored_size, kIoAlignment) + (block.compressed() ? block.raw_size : 0);
 }
 
+namespace {
+
+// The manifest of a dataset that is one file: an LMDB or HDF5 shard of ours,
+// or a plain h5py file (images + labels), as its one shard; a `.shard` file
+// gets a manifest with no shards (its source reads the shard's index).
+absl::StatusOr<Manifest> LoneFileManifest(const std::string& path) {
+  SP_ASSIGN_OR_RETURN(std::optional<Backend> kind, backends::SniffShardFile(path));
+  if (!kind.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a dataset directory, nor a .shard, LMDB or HDF5 file"));
+  }
+  Manifest m;
+  switch (*kind) {
+    case Backend::kShard:
+      break;
+    case Backend::kLmdb: {
+      SP_ASSIGN_OR_RETURN(auto shard, backends::LmdbShardReader::Open(path));
+      m = shard->meta();
+      break;
+    }
+    case Backend::kHdf5:
+      SP_ASSIGN_OR_RETURN(m, backends::SynthesizeHdf5Manifest(path));
+      break;
+  }
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const StreamDataset& d, IoEngine engine) {
+  switch (d.manifest.backend) {
+    case Backend::kShard:
+      return OpenShardSource(d.paths, d.manifest, engine);
+    case Backend::kLmdb:
+      return OpenLmdbSource(d.paths, d.manifest);
+    case Backend::kHdf5:
+      return OpenHdf5Source(d.paths, d.manifest);
+  }
+  return absl::InvalidArgumentError("unknown backend");
+}
+
+}  // namespace
+
 absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine) {
   StreamDataset d;
   std::error_code ec;
@@ -24,14 +68,10 @@ absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngin
     SP_ASSIGN_OR_RETURN(d.manifest, ReadManifest(path));
     for (const ShardEntry& s : d.manifest.shards) d.paths.push_back((fs::path(path) / s.path).string());
   } else {
+    SP_ASSIGN_OR_RETURN(d.manifest, LoneFileManifest(path));
     d.paths.push_back(path);
   }
-  if (d.manifest.backend != Backend::kShard) {
-    return absl::UnimplementedError(absl::StrCat(
-        path, ": reading ", std::string(BackendName(d.manifest.backend)),
-        " datasets is not supported yet"));
-  }
-  SP_ASSIGN_OR_RETURN(d.source, OpenShardSource(d.paths, d.manifest, engine));
+  SP_ASSIGN_OR_RETURN(d.source, OpenSource(d, engine));
   for (const ReadUnit& u : d.units()) d.records += u.records;
   return d;
 }

@@ -30,7 +30,7 @@ namespace shardpack::internal {
 // A contiguous run of records read in one request (a .shard block).
 struct ReadUnit {
   uint32_t file = 0;          // index into the dataset's shard files
-  uint32_t block = 0;         // block within the shard
+  uint32_t block = 0;         // block within the shard (LMDB, HDF5: unit within it)
   uint64_t first_record = 0;  // global index of the unit's first record
   uint32_t records = 0;
   uint64_t bytes = 0;         // bytes held in memory while the unit is in use

@@ -9,6 +9,7 @@
 #ifndef SHARDPACK_READER_UNIT_SOURCE_H_
 #define SHARDPACK_READER_UNIT_SOURCE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -57,6 +58,39 @@ class UnitSource {
   // Bytes read from storage so far.
   virtual uint64_t bytes_read() const = 0;
 };
+
+// A source whose loads finish inside Submit (LMDB's cursor walk over the
+// map, HDF5's H5Dread): one load outstanding, handed back by Wait().
+class SyncUnitSource : public UnitSource {
+ public:
+  size_t max_in_flight() const override { return 1; }
+  absl::Status Submit(uint32_t u, uint8_t* buffer) final {
+    done_ = {u, Load(u, buffer)};
+    return absl::OkStatus();
+  }
+  UnitLoad Wait() final { return std::move(done_); }
+
+ protected:
+  virtual absl::StatusOr<UnitView> Load(uint32_t u, uint8_t* buffer) = 0;
+
+ private:
+  UnitLoad done_;
+};
+
+// Cuts rows [0, rows) of shard `file` into units of `rows_per_unit` rows
+// (the last may be shorter), numbering records from `*first_record`, which
+// it advances; `unit_bytes(begin, end)` gives a unit's ReadUnit::bytes.
+template <typename BytesFn>
+void CutUnits(uint32_t file, uint64_t rows, uint64_t rows_per_unit, uint64_t* first_record,
+              BytesFn unit_bytes, std::vector<ReadUnit>* units) {
+  rows_per_unit = std::max<uint64_t>(rows_per_unit, 1);
+  for (uint64_t begin = 0; begin < rows; begin += rows_per_unit) {
+    const uint64_t end = std::min(rows, begin + rows_per_unit);
+    units->push_back({file, static_cast<uint32_t>(begin / rows_per_unit), *first_record + begin,
+                      static_cast<uint32_t>(end - begin), unit_bytes(begin, end)});
+  }
+  *first_record += rows;
+}
 
 }  // namespace shardpack::internal
 

@@ -62,6 +62,16 @@ absl::StatusOr<Record> UnitView::SlowRecord(size_t i) const {
   const ColumnRows& c = columns_;
   Record r;
   r.image = c.image;
+  if (c.info != nullptr) {
+    const uint32_t* info = c.info + 5 * i;
+    if (info[0] > 1 || info[1] > 1 || info[4] > 255) {
+      return absl::DataLossError(absl::StrCat(*where_, ": record ", first_record_ + i,
+                                              ": bad image_info ", info[0], " ", info[1], " ",
+                                              info[4]));
+    }
+    r.image = {static_cast<Encoding>(info[0]), static_cast<Layout>(info[1]), info[2], info[3],
+               static_cast<uint8_t>(info[4])};
+  }
   r.payload = record_bytes(i);
   for (int j = 0; j < c.num_labels; ++j) r.labels.push_back(c.labels[j][i]);
   if (c.keys != nullptr) {

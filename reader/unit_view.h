@@ -32,7 +32,10 @@ struct ColumnRows {
   // Raw: row i's pixels at images + i * image.RawBytes(). Flat: row i's
   // payload is images[offsets[i] - offsets[0], offsets[i + 1] - offsets[0]).
   const uint8_t* images = nullptr;
-  const int64_t* offsets = nullptr;  // flat only: rows + 1 entries
+  const int64_t* offsets = nullptr;  // flat only: rows + 1 entries, checked ascending
+  // Flat only, optional: row i's image info, 5 values from info + 5 * i:
+  // encoding, layout, height, width, channels (overrides `image`).
+  const uint32_t* info = nullptr;
   int num_labels = 0;
   std::array<const int64_t*, kMaxLabels> labels{};  // labels[j][i]: label j of row i
   // Optional keys, flat: row i's key is keys[key_offsets[i] - key_offsets[0], ...).

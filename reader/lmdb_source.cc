@@ -1,0 +1,108 @@
+// The reader's LMDB backend: units are runs of keys, loaded by one cursor
+// walk that records a view of each value; nothing is copied.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "backends/lmdb_store.h"
+#include "reader/backend_sources.h"
+#include "shardpack/status.h"
+
+namespace shardpack::internal {
+namespace {
+
+// Brings the pages of a unit's values into memory on the loader thread, as a
+// block read would, so that workers do not stall on page faults: one
+// madvise(WILLNEED) over the span the values cover (MDB_APPEND lays a run of
+// keys out in order), then a read of each page.
+void FaultIn(std::span<const ByteSpan> values) {
+  const uint8_t* lo = nullptr;
+  const uint8_t* hi = nullptr;
+  for (ByteSpan v : values) {
+    if (v.empty()) continue;
+    if (lo == nullptr || v.data() < lo) lo = v.data();
+    if (hi == nullptr || v.data() + v.size() > hi) hi = v.data() + v.size();
+  }
+  if (lo == nullptr) return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto start = reinterpret_cast<uintptr_t>(lo) & ~(page - 1);
+  madvise(reinterpret_cast<void*>(start), reinterpret_cast<uintptr_t>(hi) - start, MADV_WILLNEED);
+  uint8_t sink = 0;
+  for (uintptr_t p = start; p < reinterpret_cast<uintptr_t>(hi); p += page) {
+    sink ^= *reinterpret_cast<const volatile uint8_t*>(p);
+  }
+  asm volatile("" : : "r"(sink));
+}
+
+class LmdbSource final : public SyncUnitSource {
+ public:
+  explicit LmdbSource(std::vector<std::string> paths) : paths_(std::move(paths)) {}
+
+  absl::Status Init(const Manifest& manifest) {
+    uint64_t first = 0;
+    for (size_t f = 0; f < paths_.size(); ++f) {
+      SP_ASSIGN_OR_RETURN(auto shard, backends::LmdbShardReader::Open(paths_[f]));
+      if (!manifest.shards.empty() && shard->size() != manifest.shards[f].records) {
+        return absl::DataLossError(absl::StrCat(paths_[f], ": holds ", shard->size(),
+                                                " records, the manifest says ",
+                                                manifest.shards[f].records));
+      }
+      // Value bytes per record, from the file's size: what a unit holds in
+      // memory (its mapped pages) for the budget, and how many keys make one.
+      std::error_code ec;
+      const uint64_t file_bytes = std::filesystem::file_size(paths_[f], ec);
+      const uint64_t per_record = std::max<uint64_t>(1, ec ? 0 : file_bytes / std::max<uint64_t>(shard->size(), 1));
+      rows_per_unit_.push_back(std::max<uint64_t>(1, kTargetUnitBytes / per_record));
+      CutUnits(static_cast<uint32_t>(f), shard->size(), rows_per_unit_.back(), &first,
+               [&](uint64_t b, uint64_t e) { return (e - b) * (per_record + sizeof(ByteSpan)); },
+               &units_);
+      shards_.push_back(std::move(shard));
+    }
+    image_ = manifest.schema.image;
+    return absl::OkStatus();
+  }
+
+  const std::vector<ReadUnit>& units() const override { return units_; }
+  ImageInfo image() const override { return image_; }
+  IoEngine engine() const override { return IoEngine::kMmap; }
+  uint64_t bytes_read() const override { return bytes_read_; }
+  size_t BufferBytes(uint32_t u) const override { return units_[u].records * sizeof(ByteSpan); }
+
+ protected:
+  absl::StatusOr<UnitView> Load(uint32_t u, uint8_t* buffer) override {
+    const ReadUnit& unit = units_[u];
+    const uint64_t begin = unit.block * rows_per_unit_[unit.file];
+    auto* table = reinterpret_cast<ByteSpan*>(buffer);
+    SP_RETURN_IF_ERROR(shards_[unit.file]->Scan(
+        begin, begin + unit.records, [&](uint64_t index, ByteSpan value) {
+          new (table + (index - begin)) ByteSpan(value);
+          bytes_read_ += value.size();
+          return absl::OkStatus();
+        }));
+    std::span<const ByteSpan> values(table, unit.records);
+    FaultIn(values);
+    return UnitView::Encoded(values, &paths_[unit.file], begin);
+  }
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<std::unique_ptr<backends::LmdbShardReader>> shards_;
+  std::vector<uint64_t> rows_per_unit_;  // per shard
+  std::vector<ReadUnit> units_;
+  ImageInfo image_;
+  uint64_t bytes_read_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<UnitSource>> OpenLmdbSource(const std::vector<std::string>& paths,
+                                                           const Manifest& manifest) {
+  auto source = std::make_unique<LmdbSource>(paths);
+  SP_RETURN_IF_ERROR(source->Init(manifest));
+  return source;
+}
+
+}  // namespace shardpack::internal

@@ -27,6 +27,13 @@ if(NOT SHARDPACK_FUZZ)
     endif()
     if(CUDAToolkit_FOUND)
       set(SHARDPACK_HAVE_CUDA ON)
+      # Turing, Ampere and Hopper machine code, plus Hopper PTX for newer GPUs.
+      if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+        set(CMAKE_CUDA_ARCHITECTURES 75-real 80-real 90)
+      endif()
+      # CMake 3.25 knows no CUDA20 flags for nvcc; the kernels need only 17.
+      set(CMAKE_CUDA_STANDARD 17)
+      enable_language(CUDA)
     elseif(SHARDPACK_CUDA STREQUAL "ON")
       message(FATAL_ERROR "SHARDPACK_CUDA=ON but no CUDA toolkit was found")
     endif()

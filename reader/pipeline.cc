@@ -9,31 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "format/coding.h"
 #include "reader/rng.h"
+#include "reader/staging.h"
+#include "reader/wait.h"
 
 namespace shardpack::internal {
 namespace {
-
-uint64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// Waits until `value` == want; false if the pipeline stopped first. The time
-// spent blocked is added to `*wait_ns`.
-template <typename T>
-bool WaitFor(std::atomic<T>& value, T want, const std::atomic<bool>& stop,
-             std::atomic<uint64_t>* wait_ns) {
-  T v = value.load(std::memory_order_acquire);
-  if (v == want) return true;
-  uint64_t start = NowNs();
-  while (v != want && !stop.load(std::memory_order_relaxed)) {
-    value.wait(v, std::memory_order_acquire);
-    v = value.load(std::memory_order_acquire);
-  }
-  wait_ns->fetch_add(NowNs() - start, std::memory_order_relaxed);
-  return v == want;
-}
 
 uint8_t* AlignedAlloc(size_t bytes) {
   size_t rounded = AlignUp(std::max<size_t>(bytes, 1), kIoAlignment);
@@ -106,7 +86,7 @@ void BufferPool::Give(uint8_t* buffer, size_t capacity) {
 
 Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
                    const SampleTransform* transform, const PlanOptions& plan_options,
-                   int num_labels)
+                   int num_labels, CopyEngine* host_memory)
     : options_(options),
       dataset_(dataset),
       transform_(transform),
@@ -120,7 +100,9 @@ Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
       loading_(dataset->units().size(), 0) {
   const size_t batch = static_cast<size_t>(options.batch_size);
   for (RingSlot& slot : ring_) {
-    slot.images.reset(AlignedAlloc(batch * transform->shape().sample_bytes));
+    const size_t bytes = batch * transform->shape().sample_bytes;
+    slot.images = {host_memory != nullptr ? host_memory->HostAlloc(bytes) : AlignedAlloc(bytes),
+                   SlotFree{host_memory}};
     slot.labels.resize(batch * num_labels);
     slot.records.resize(batch);
     if (options.keys) slot.keys.resize(batch);

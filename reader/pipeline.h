@@ -63,6 +63,14 @@ struct EpochRun {
   std::unique_ptr<std::atomic<uint32_t>[]> piece_ready;  // 1 once pinned and loaded
 };
 
+class CopyEngine;  // reader/staging.h
+
+// Frees a ring slot's images: std::free, or the copy engine's HostFree.
+struct SlotFree {
+  CopyEngine* engine = nullptr;
+  void operator()(uint8_t* p) const;
+};
+
 // A staging slot of the ring.
 struct RingSlot {
   std::atomic<uint64_t> ready{0};     // 1 + sequence number built into it
@@ -70,7 +78,7 @@ struct RingSlot {
   uint64_t epoch = 0, batch = 0;
   int size = 0, skipped = 0;
   absl::Status status;
-  std::unique_ptr<uint8_t, void (*)(void*)> images{nullptr, &std::free};
+  std::unique_ptr<uint8_t, SlotFree> images;
   std::vector<int64_t> labels;
   std::vector<uint64_t> records;
   std::vector<std::string> keys;
@@ -78,8 +86,10 @@ struct RingSlot {
 
 class Pipeline {
  public:
+  // Ring slots come from `host_memory`'s HostAlloc (pinned for a device)
+  // when given, which then outlives the pipeline.
   Pipeline(const ReaderOptions& options, StreamDataset* dataset, const SampleTransform* transform,
-           const PlanOptions& plan_options, int num_labels);
+           const PlanOptions& plan_options, int num_labels, CopyEngine* host_memory = nullptr);
   ~Pipeline();
 
   // Starts the threads so that sequence number 0 is (epoch, batch).

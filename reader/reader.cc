@@ -2,11 +2,14 @@
 #include "shardpack/reader.h"
 
 #include <cstdlib>
+#include <iostream>
+#include <mutex>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "reader/dataset_units.h"
 #include "reader/pipeline.h"
+#include "reader/staging.h"
 #include "reader/transform.h"
 #include "shardpack/status.h"
 
@@ -21,14 +24,22 @@ struct Batch::Slot {
   const internal::OutputShape* shape = nullptr;
   int num_labels = 0;
   OutputLayout layout = OutputLayout::kNHWC;
-  size_t element_bytes = 1;
+  size_t sample_bytes = 0;    // of images() or, on a device, device_images()
+  void* device = nullptr;     // the device buffer, when staged
+  void* event = nullptr;
 };
 
 class Reader::Impl {
  public:
-  absl::Status Init(const ReaderOptions& options);
+  ~Impl() { Stop(); }
+  // `engine`: the copy engine to stage batches through (tests), else one is
+  // made for options.device when it is >= 0.
+  absl::Status Init(const ReaderOptions& options, std::unique_ptr<internal::CopyEngine> engine);
   absl::StatusOr<Batch> Next(Reader* reader);
-  void Release(Batch::Slot* slot);
+  void Release(Batch::Slot* slot) {  // ~Batch
+    --outstanding_;
+    GiveBack(slot);
+  }
   ReaderState state() const { return {options_.seed, epoch_, batch_}; }
   absl::Status Restore(const ReaderState& state);
   ReaderStats stats() const;
@@ -36,10 +47,22 @@ class Reader::Impl {
   uint64_t records() const { return dataset_.records; }
 
  private:
+  // The options the pipeline builds with: a device finish's input is uint8
+  // NHWC; with no device, it is done here on the host.
+  absl::Status HostOptions(ReaderOptions* host);
+  absl::Status InitStaging(int num_labels);
+  void GiveBack(Batch::Slot* slot);
+  void Stop();
+
   ReaderOptions options_;
   internal::StreamDataset dataset_;
   std::unique_ptr<internal::SampleTransform> transform_;
+  // Before pipeline_: the ring slots are its (pinned) memory.
+  std::unique_ptr<internal::CopyEngine> engine_;
   std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<internal::Stager> stager_;  // null: batches stay on the host
+  size_t device_sample_bytes_ = 0;
+  std::string no_device_;  // why there is no engine for options_.device
   std::vector<Batch::Slot> slots_;
   bool started_ = false;
   uint64_t epoch_ = 0, batch_ = 0;  // the next batch Next() delivers
@@ -80,18 +103,63 @@ absl::Status CheckOptions(const ReaderOptions& o) {
   if (o.batch_size < 1) return absl::InvalidArgumentError("batch_size must be at least 1");
   if (o.ring_slots < 2) return absl::InvalidArgumentError("ring_slots must be at least 2");
   if (o.threads < 0) return absl::InvalidArgumentError("threads must not be negative");
+  if (o.device >= 0 && o.device_buffers < 2) {
+    return absl::InvalidArgumentError("device_buffers must be at least 2");
+  }
+  if (o.device_dtype != DeviceDType::kAsHost && o.dtype != DType::kUint8) {
+    return absl::InvalidArgumentError(
+        "with device_dtype, dtype must stay uint8: the device converts the uint8 batch");
+  }
+  if (o.device_dtype != DeviceDType::kAsHost && o.device < 0) {
+    return absl::InvalidArgumentError("device_dtype needs a device (ReaderOptions::device >= 0)");
+  }
   return absl::OkStatus();
+}
+
+// The CUDA engine for `device`, or null after saying once why batches stay
+// in host memory.
+std::unique_ptr<internal::CopyEngine> DeviceEngine(const ReaderOptions& o, std::string* why) {
+  absl::StatusOr<std::unique_ptr<internal::CopyEngine>> engine =
+      internal::MakeCudaCopyEngine(o.device, o.consumer_stream);
+  if (engine.ok()) return *std::move(engine);
+  *why = std::string(engine.status().message());
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::cerr << "shardpack: no CUDA device " << o.device << " (" << *why
+              << "): batches stay in host memory\n";
+  });
+  return nullptr;
 }
 
 }  // namespace
 
-absl::Status Reader::Impl::Init(const ReaderOptions& options) {
+absl::Status Reader::Impl::HostOptions(ReaderOptions* host) {
+  *host = options_;
+  if (options_.device_dtype == DeviceDType::kAsHost) return absl::OkStatus();
+  if (engine_ != nullptr) {
+    host->layout = OutputLayout::kNHWC;
+    return absl::OkStatus();
+  }
+  if (options_.device_dtype == DeviceDType::kFloat16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device_dtype float16 needs CUDA device ", options_.device, ": ", no_device_));
+  }
+  host->dtype = DType::kFloat32;
+  return absl::OkStatus();
+}
+
+absl::Status Reader::Impl::Init(const ReaderOptions& options,
+                                std::unique_ptr<internal::CopyEngine> engine) {
   options_ = options;
   SP_RETURN_IF_ERROR(CheckOptions(options_));
   SP_RETURN_IF_ERROR(ResolveRank(&options_));
+  engine_ = std::move(engine);
+  if (engine_ == nullptr && options_.device >= 0) engine_ = DeviceEngine(options_, &no_device_);
+  ReaderOptions host;
+  SP_RETURN_IF_ERROR(HostOptions(&host));
   SP_ASSIGN_OR_RETURN(dataset_, internal::OpenStreamDataset(options_.path, options_.io));
   SP_ASSIGN_OR_RETURN(internal::SampleTransform t,
-                      internal::SampleTransform::Make(options_, dataset_.source->image()));
+                      internal::SampleTransform::Make(host, dataset_.source->image()));
   transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
   internal::PlanOptions plan{options_.shuffle, options_.seed,      options_.rank,
                              options_.world_size, options_.batch_size, options_.remainder,
@@ -102,9 +170,48 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options) {
         options_.world_size, " no batch of ", options_.batch_size));
   }
   int num_labels = std::max<int>(1, static_cast<int>(dataset_.manifest.schema.labels.size()));
-  pipeline_ = std::make_unique<Pipeline>(options_, &dataset_, transform_.get(), plan, num_labels);
+  pipeline_ = std::make_unique<Pipeline>(host, &dataset_, transform_.get(), plan, num_labels,
+                                         engine_.get());
   slots_.resize(options_.ring_slots);
+  if (engine_ != nullptr) SP_RETURN_IF_ERROR(InitStaging(num_labels));
   return absl::OkStatus();
+}
+
+absl::Status Reader::Impl::InitStaging(int num_labels) {
+  const internal::OutputShape& shape = transform_->shape();
+  internal::FinishParams finish;
+  finish.enabled = options_.device_dtype != DeviceDType::kAsHost;
+  finish.half = options_.device_dtype == DeviceDType::kFloat16;
+  finish.nchw = options_.layout == OutputLayout::kNCHW;
+  finish.height = shape.height;
+  finish.width = shape.width;
+  finish.channels = shape.channels;
+  if (finish.enabled && shape.channels > 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device_dtype: images of ", shape.channels, " channels (at most 3)"));
+  }
+  for (int c = 0; c < 3; ++c) {
+    finish.scale[c] = 1.f / (255.f * options_.std[c]);
+    finish.bias[c] = -options_.mean[c] / options_.std[c];
+  }
+  device_sample_bytes_ = finish.enabled ? size_t(shape.height) * shape.width * shape.channels *
+                                              finish.out_element_bytes()
+                                        : shape.sample_bytes;
+  const size_t batch = static_cast<size_t>(options_.batch_size);
+  SP_RETURN_IF_ERROR(engine_->Init(options_.device_buffers, batch * shape.sample_bytes,
+                                   batch * device_sample_bytes_, finish));
+  stager_ = std::make_unique<internal::Stager>(pipeline_.get(), engine_.get(),
+                                               options_.device_buffers, shape.sample_bytes,
+                                               options_.batch_size, num_labels, options_.keys);
+  slots_.resize(options_.device_buffers);
+  return absl::OkStatus();
+}
+
+void Reader::Impl::Stop() {
+  if (stager_ != nullptr) stager_->RequestStop();
+  if (pipeline_ != nullptr) pipeline_->Stop();
+  if (stager_ != nullptr) stager_->Join();
+  started_ = false;
 }
 
 absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
@@ -113,24 +220,31 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
     batch_ = 0;
     return absl::OutOfRangeError(absl::StrCat("end of epoch ", epoch_ - 1));
   }
-  if (outstanding_ == options_.ring_slots) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("all ", options_.ring_slots, " ring slots are held by live Batches"));
+  if (outstanding_ == static_cast<int>(slots_.size())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "all ", slots_.size(), stager_ ? " device buffers" : " ring slots",
+        " are held by live Batches"));
   }
   if (!started_) {
     pipeline_->Start(epoch_, batch_);
+    if (stager_ != nullptr) stager_->Start();
     started_ = true;
   }
-  RingSlot& ring = pipeline_->WaitBuilt(seq_);
+  RingSlot& ring = stager_ ? stager_->Take(seq_) : pipeline_->WaitBuilt(seq_);
   Batch::Slot& slot = slots_[seq_ % slots_.size()];
-  slot = {&ring, seq_, &transform_->shape(),
-          static_cast<int>(ring.labels.size() / options_.batch_size), options_.layout,
-          options_.dtype == DType::kFloat32 ? sizeof(float) : 1};
+  slot = {&ring,
+          seq_,
+          &transform_->shape(),
+          static_cast<int>(ring.labels.size() / options_.batch_size),
+          options_.layout,
+          stager_ ? device_sample_bytes_ : transform_->shape().sample_bytes,
+          stager_ ? stager_->buffer(seq_) : nullptr,
+          stager_ ? stager_->event(seq_) : nullptr};
   ++seq_;
   ++batch_;
   if (!ring.status.ok()) {
     absl::Status error = ring.status;
-    pipeline_->Release(slot.seq);
+    GiveBack(&slot);
     return error;
   }
   ++outstanding_;
@@ -140,9 +254,12 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
   return Batch(reader, &slot);
 }
 
-void Reader::Impl::Release(Batch::Slot* slot) {
-  --outstanding_;
-  pipeline_->Release(slot->seq);
+void Reader::Impl::GiveBack(Batch::Slot* slot) {
+  if (stager_ != nullptr) {
+    stager_->Release(slot->seq);
+  } else {
+    pipeline_->Release(slot->seq);
+  }
 }
 
 absl::Status Reader::Impl::Restore(const ReaderState& state) {
@@ -157,8 +274,7 @@ absl::Status Reader::Impl::Restore(const ReaderState& state) {
     return absl::InvalidArgumentError(absl::StrCat("batch ", state.batch, " of an epoch of ",
                                                    pipeline_->batches_per_epoch()));
   }
-  pipeline_->Stop();
-  started_ = false;
+  Stop();
   epoch_ = state.epoch;
   batch_ = state.batch;
   seq_ = 0;
@@ -171,6 +287,7 @@ ReaderStats Reader::Impl::stats() const {
   s.batches = delivered_;
   s.samples = delivered_samples_;
   s.skipped = delivered_skipped_;
+  if (stager_ != nullptr) s.consumer_wait_s = stager_->consumer_wait_s();
   return s;
 }
 
@@ -180,8 +297,13 @@ Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Reader::~Reader() = default;
 
 absl::StatusOr<std::unique_ptr<Reader>> Reader::Open(const ReaderOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  SP_RETURN_IF_ERROR(impl->Init(options));
+  return internal::ReaderAccess::Open(options, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<Reader>> internal::ReaderAccess::Open(
+    const ReaderOptions& options, std::unique_ptr<CopyEngine> engine) {
+  auto impl = std::make_unique<Reader::Impl>();
+  SP_RETURN_IF_ERROR(impl->Init(options, std::move(engine)));
   return std::unique_ptr<Reader>(new Reader(std::move(impl)));
 }
 
@@ -216,12 +338,17 @@ Batch::~Batch() {
 
 int Batch::size() const { return slot_->ring->size; }
 const void* Batch::images() const { return slot_->ring->images.get(); }
+bool Batch::on_device() const { return slot_->device != nullptr; }
+const void* Batch::device_images() const {
+  return slot_->device != nullptr ? slot_->device : images();
+}
+void* Batch::device_event() const { return slot_->event; }
 std::array<int64_t, 4> Batch::shape() const {
   const internal::OutputShape& s = *slot_->shape;
   if (slot_->layout == OutputLayout::kNCHW) return {size(), s.channels, s.height, s.width};
   return {size(), s.height, s.width, s.channels};
 }
-uint64_t Batch::image_bytes() const { return uint64_t(size()) * slot_->shape->sample_bytes; }
+uint64_t Batch::image_bytes() const { return uint64_t(size()) * slot_->sample_bytes; }
 const int64_t* Batch::labels() const { return slot_->ring->labels.data(); }
 int Batch::num_labels() const { return slot_->num_labels; }
 uint64_t Batch::record_index(int i) const { return slot_->ring->records[i]; }

@@ -85,6 +85,11 @@ absl::StatusOr<Transform> ParseTransform(std::string_view text);
 enum class OutputLayout { kNHWC, kNCHW };
 enum class DType { kUint8, kFloat32 };
 
+// What the device's small kernel makes of a uint8 NHWC batch after its copy
+// (docs/reader.md, GPU staging). kAsHost: no kernel, the device holds the
+// host batch's bytes.
+enum class DeviceDType { kAsHost, kFloat32, kFloat16 };
+
 // Records left over when the records do not divide evenly.
 enum class Remainder {
   kDrop,     // each rank gets floor(N / world) records, and batches are full:
@@ -130,6 +135,25 @@ struct ReaderOptions {
   std::array<float, 3> std = {1.f, 1.f, 1.f};
   bool keys = false;           // fill Batch::key(i) (off: no per-sample copies)
   OnCorrupt on_corrupt = OnCorrupt::kError;
+
+  // GPU staging (docs/reader.md). `device` -1 (the default): batches stay in
+  // host memory. 0 or more: ring slots are pinned and each batch is copied
+  // to that CUDA device on the reader's own stream, into one of
+  // `device_buffers` device buffers (default 3, at least 2). Without CUDA or
+  // without that device at run time, the reader says so once on stderr and
+  // serves host memory (Batch::on_device() is false).
+  int device = -1;
+  int device_buffers = 3;
+  // kFloat32 / kFloat16: the host batch is built as uint8 NHWC (`dtype` must
+  // stay kUint8) and one kernel on the device converts it to `layout` with
+  // `mean` / `std`, so the bus carries a quarter of a float32 batch's bytes.
+  // Served on the host as float32 when there is no device; float16 needs one.
+  DeviceDType device_dtype = DeviceDType::kAsHost;
+  // Optional cudaStream_t of the consumer. When set, the copy that reuses a
+  // device buffer waits (on the GPU, cudaStreamWaitEvent) for the work this
+  // stream held when that buffer's Batch was destroyed. When null, the
+  // consumer's work on a batch must be complete before the Batch is destroyed.
+  void* consumer_stream = nullptr;
 };
 
 // Where a reader is: enough to resume the identical stream.
@@ -155,6 +179,9 @@ struct ReaderStats {
 };
 
 class Reader;
+namespace internal {
+struct ReaderAccess;  // tests and benchmarks: a reader on a given copy engine
+}  // namespace internal
 
 // A finished batch in a staging slot. Move-only; destroying it returns the
 // slot to the ring. Views are valid while the Batch lives.
@@ -171,7 +198,22 @@ class Batch {
   int size() const;
   // Image tensor: size() x H x W x C (NHWC) or size() x C x H x W (NCHW),
   // uint8 or float32 as configured; shape() gives the four dimensions.
+  // Host memory; null when on_device() (the host slot went back to the ring
+  // once its copy completed). shape() and image_bytes() describe
+  // device_images() when on_device().
   const void* images() const;
+  // True when the images are in device memory (ReaderOptions::device >= 0,
+  // CUDA built in and the device present).
+  bool on_device() const;
+  // The device tensor when on_device(), else images(). Owned by the reader's
+  // ring of device buffers; valid while the Batch lives (see
+  // ReaderOptions::consumer_stream for work still queued at destruction).
+  const void* device_images() const;
+  // A cudaEvent_t recorded on the reader's stream after this batch's copy
+  // (and kernel); null on the host. Next() returns once it has completed, so
+  // cudaStreamWaitEvent(your_stream, event) costs nothing; keep it so the
+  // ordering is explicit.
+  void* device_event() const;
   std::array<int64_t, 4> shape() const;
   uint64_t image_bytes() const;
   // labels()[i * num_labels() + j] is label j of sample i.
@@ -219,6 +261,7 @@ class Reader {
 
  private:
   friend class Batch;
+  friend struct internal::ReaderAccess;
   class Impl;
   explicit Reader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -1,0 +1,148 @@
+// GPU staging: the last stage of the reader. Finished batches in the
+// pipeline's ring are copied, as soon as they are built, into a ring of
+// device buffers through a CopyEngine (CUDA, or a fake in the tests); the
+// host slot goes back to the pipeline once its copy has completed, and a
+// device buffer is reused only after the consumer released its Batch.
+//
+//   pipeline ring (pinned host slots) --CopyEngine::Issue--> device buffers
+//        ^ released when the copy completed        released by ~Batch ^
+//
+// Synchronization is by atomics with wait/notify, as in the pipeline: one
+// issuing thread, the engine's completion callbacks, the consumer.
+#ifndef SHARDPACK_READER_STAGING_H_
+#define SHARDPACK_READER_STAGING_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "reader/pipeline.h"
+#include "shardpack/reader.h"
+
+namespace shardpack::internal {
+
+// The on-device finish: uint8 NHWC in, `half` ? float16 : float32 out, NCHW
+// or NHWC, value = pixel * scale[c] + bias[c] (scale = 1 / (255 std),
+// bias = -mean / std, as the host transform computes float32).
+struct FinishParams {
+  bool enabled = false;
+  bool half = false;
+  bool nchw = false;
+  int height = 0, width = 0, channels = 0;
+  std::array<float, 3> scale{}, bias{};
+
+  size_t out_element_bytes() const { return half ? 2 : 4; }
+};
+
+// The finish on the CPU: the reference the device tests compare against, and
+// what the fake engine runs. `dst` holds n samples of the output layout.
+void FinishOnHost(const FinishParams& p, int n, const uint8_t* src, void* dst);
+// IEEE binary16 bits of `f`, rounded to nearest even (as __float2half_rn).
+uint16_t HalfBits(float f);
+
+// Where staging memory comes from and how a batch reaches the device. One
+// stream of work: copies (and finishes) complete in the order issued.
+class CopyEngine {
+ public:
+  // Called once per Issue when the copy completed or failed, from a thread
+  // of the engine's. Must not call back into the engine.
+  using DoneFn = void (*)(void* arg);
+
+  virtual ~CopyEngine() = default;
+  // "cuda:0", "fake": for messages.
+  virtual std::string name() const = 0;
+  // Host memory for ring slots (pinned for a device). Freed by HostFree,
+  // which may be called from any thread, after every copy from it completed.
+  virtual uint8_t* HostAlloc(size_t bytes) = 0;
+  virtual void HostFree(uint8_t* p) = 0;
+  // Allocates `buffers` device buffers for batches of `in_bytes` host bytes
+  // made into `out_bytes` device bytes (the same without a finish).
+  virtual absl::Status Init(int buffers, size_t in_bytes, size_t out_bytes,
+                            const FinishParams& finish) = 0;
+  virtual void* buffer(int b) = 0;  // device address of buffer b
+  virtual void* event(int b) = 0;   // cudaEvent_t after b's last work, or null
+  // Queues the copy of `bytes` from `src` (HostAlloc memory) into buffer b,
+  // then the finish of `samples` samples if enabled. `done(arg)` follows.
+  // An error here means nothing was queued and `done` will not be called.
+  virtual absl::Status Issue(int b, const uint8_t* src, size_t bytes, int samples, DoneFn done,
+                             void* arg) = 0;
+  // Waits for buffer b's last issued work; its error, if any.
+  virtual absl::Status Wait(int b) = 0;
+  // The consumer gave buffer b back (consumer thread). The next copy into b
+  // must come after the consumer's work on it (ReaderOptions::consumer_stream).
+  virtual void Released(int /*b*/) {}
+};
+
+// The CUDA engine on `device`, or the reason there is none (CUDA not built
+// in, no driver, no such device). `consumer_stream` as in ReaderOptions.
+absl::StatusOr<std::unique_ptr<CopyEngine>> MakeCudaCopyEngine(int device, void* consumer_stream);
+// Copies `bytes` of device memory to the host (tests); Unimplemented without CUDA.
+absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes);
+
+// Opens a reader that stages its batches through `engine` (a fake in the
+// tests) as though ReaderOptions::device named a device.
+struct ReaderAccess {
+  static absl::StatusOr<std::unique_ptr<Reader>> Open(const ReaderOptions& options,
+                                                      std::unique_ptr<CopyEngine> engine);
+};
+
+// The ring of device buffers between the pipeline and Reader::Next().
+class Stager {
+ public:
+  // `pipeline` and `engine` outlive the stager; engine->Init has been called
+  // with `buffers` buffers. A batch of n samples is n * sample_bytes bytes.
+  Stager(Pipeline* pipeline, CopyEngine* engine, int buffers, size_t sample_bytes,
+         int batch_size, int num_labels, bool keys);
+  ~Stager();
+
+  // Starts the issuing thread at pipeline sequence number 0; the pipeline
+  // has been started.
+  void Start();
+  // Asks the issuing thread to stop; call before Pipeline::Stop, which wakes
+  // it if it waits for a build.
+  void RequestStop();
+  // Joins the thread and waits for every copy in flight. No-op when stopped.
+  void Join();
+
+  // Consumer: the metadata of `seq`, once its copy completed, with the
+  // copy's error in `status` (naming the batch and the engine).
+  RingSlot& Take(uint64_t seq);
+  // Consumer: gives the device buffer of `seq` back.
+  void Release(uint64_t seq);
+
+  void* buffer(uint64_t seq) { return engine_->buffer(static_cast<int>(seq % slots_.size())); }
+  void* event(uint64_t seq) { return engine_->event(static_cast<int>(seq % slots_.size())); }
+  double consumer_wait_s() const { return consumer_wait_ns_.load() * 1e-9; }
+
+ private:
+  // What a completion callback needs: which sequence number's host slot to
+  // give back. One copy per device buffer is in flight at a time.
+  struct Pending {
+    Stager* stager = nullptr;
+    uint64_t seq = 0;
+  };
+  static void OnCopied(void* arg);
+  void IssueMain();
+  void Stage(uint64_t seq, RingSlot& built, RingSlot& staged);
+
+  Pipeline* pipeline_;
+  CopyEngine* engine_;
+  const size_t sample_bytes_;
+  std::vector<RingSlot> slots_;     // per device buffer: metadata, ready, free_for
+  std::vector<Pending> pending_;    // per device buffer
+  std::vector<uint8_t> issued_ok_;  // per device buffer: Wait() applies
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::atomic<uint64_t> consumer_wait_ns_{0};
+};
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_READER_STAGING_H_

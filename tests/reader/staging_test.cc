@@ -1,0 +1,409 @@
+// GPU staging (reader/staging.h). The ring's logic runs through a fake copy
+// engine (a thread that "copies" with memcpy after a delay and can fail a
+// copy), so it is tested without a GPU; the CUDA tests skip without one.
+#include "reader/staging.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shardpack/reader.h"
+#include "tests/testing/shard_fixtures.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardpack::internal {
+namespace {
+
+using ::testing::HasSubstr;
+using std::chrono::milliseconds;
+
+// What the fake saw; outlives it (the reader owns the engine).
+struct FakeLog {
+  std::atomic<int> host_alive{0}, host_allocs{0};
+  std::atomic<int> in_flight{0}, max_in_flight{0};
+  std::atomic<int> issued{0}, completed{0}, released{0};
+  std::atomic<int> overwritten{0};  // a host slot changed while its copy was in flight
+};
+
+uint64_t Hash(const uint8_t* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+class FakeCopyEngine final : public CopyEngine {
+ public:
+  FakeCopyEngine(std::shared_ptr<FakeLog> log, milliseconds delay, int fail_copy = -1)
+      : log_(std::move(log)), delay_(delay), fail_copy_(fail_copy) {
+    thread_ = std::thread([this] { Main(); });
+  }
+  ~FakeCopyEngine() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  std::string name() const override { return "fake"; }
+  uint8_t* HostAlloc(size_t bytes) override {
+    ++log_->host_alive;
+    ++log_->host_allocs;
+    return static_cast<uint8_t*>(std::malloc(bytes));
+  }
+  void HostFree(uint8_t* p) override {
+    --log_->host_alive;
+    std::free(p);
+  }
+  absl::Status Init(int buffers, size_t, size_t out_bytes, const FinishParams& finish) override {
+    buffers_.assign(buffers, std::vector<uint8_t>(out_bytes));
+    state_.assign(buffers, Buffer());
+    finish_ = finish;
+    return absl::OkStatus();
+  }
+  void* buffer(int b) override { return buffers_[b].data(); }
+  void* event(int) override { return nullptr; }
+  absl::Status Issue(int b, const uint8_t* src, size_t bytes, int samples, DoneFn done,
+                     void* arg) override {
+    int n = ++log_->in_flight;
+    for (int m = log_->max_in_flight; n > m && !log_->max_in_flight.compare_exchange_weak(m, n);) {
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++state_[b].issued;
+    queue_.push_back({b, src, bytes, samples, done, arg, Hash(src, bytes), log_->issued++});
+    cv_.notify_all();
+    return absl::OkStatus();
+  }
+  absl::Status Wait(int b) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return state_[b].completed == state_[b].issued; });
+    return state_[b].status;
+  }
+  void Released(int) override { ++log_->released; }
+
+ private:
+  struct Job {
+    int b;
+    const uint8_t* src;
+    size_t bytes;
+    int samples;
+    DoneFn done;
+    void* arg;
+    uint64_t hash;
+    int index;
+  };
+  struct Buffer {
+    uint64_t issued = 0, completed = 0;
+    absl::Status status;
+  };
+
+  void Main() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        job = queue_.front();
+        queue_.pop_front();
+      }
+      std::this_thread::sleep_for(delay_);
+      absl::Status s;
+      if (job.index == fail_copy_) {
+        s = absl::InternalError("injected copy failure");
+      } else if (finish_.enabled) {
+        FinishOnHost(finish_, job.samples, job.src, buffers_[job.b].data());
+      } else {
+        std::memcpy(buffers_[job.b].data(), job.src, job.bytes);
+      }
+      if (Hash(job.src, job.bytes) != job.hash) ++log_->overwritten;
+      --log_->in_flight;
+      ++log_->completed;
+      job.done(job.arg);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        state_[job.b].status = s;
+        ++state_[job.b].completed;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  std::shared_ptr<FakeLog> log_;
+  const milliseconds delay_;
+  const int fail_copy_;
+  FinishParams finish_;
+  std::vector<std::vector<uint8_t>> buffers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Buffer> state_;
+  std::deque<Job> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+class StagingTest : public ::testing::Test {
+ protected:
+  // One shard of `n` 6x5x3 raw records.
+  std::string MakeShard(int n) {
+    std::vector<testing::OwnedRecord> records;
+    for (int i = 0; i < n; ++i) records.push_back(testing::RawRecord(i, 6, 5, 3));
+    std::string path = dir_.Join("data.shard");
+    std::ofstream(path, std::ios::binary) << testing::WriteShard(records);
+    return path;
+  }
+  ReaderOptions Options(int n) {
+    ReaderOptions o;
+    o.path = MakeShard(n);
+    o.batch_size = 8;
+    o.threads = 2;
+    o.ring_slots = 3;
+    o.rank = 0;
+    o.world_size = 1;
+    o.seed = 7;
+    return o;
+  }
+  // Every batch's images and labels of one epoch, from device_images().
+  static std::string ReadEpoch(Reader& reader, bool expect_on_device) {
+    std::string out;
+    for (;;) {
+      absl::StatusOr<Batch> b = reader.Next();
+      if (absl::IsOutOfRange(b.status())) break;
+      EXPECT_TRUE(b.ok()) << b.status();
+      if (!b.ok()) break;
+      EXPECT_EQ(b->on_device(), expect_on_device);
+      out.append(static_cast<const char*>(b->device_images()), b->image_bytes());
+      out.append(reinterpret_cast<const char*>(b->labels()), b->size() * sizeof(int64_t));
+    }
+    return out;
+  }
+  static absl::StatusOr<std::unique_ptr<Reader>> OpenFake(ReaderOptions o,
+                                                          std::shared_ptr<FakeLog> log,
+                                                          milliseconds delay, int fail = -1) {
+    o.device = 0;
+    return ReaderAccess::Open(o, std::make_unique<FakeCopyEngine>(log, delay, fail));
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(StagingTest, StagedBatchesAreTheHostBatchesInOrder) {
+  ReaderOptions o = Options(100);
+  SP_ASSERT_OK_AND_ASSIGN(auto host, Reader::Open(o));
+  const std::string want = ReadEpoch(*host, false) + ReadEpoch(*host, false);
+  auto log = std::make_shared<FakeLog>();
+  SP_ASSERT_OK_AND_ASSIGN(auto staged, OpenFake(o, log, milliseconds(1)));
+  EXPECT_EQ(ReadEpoch(*staged, true) + ReadEpoch(*staged, true), want);
+  EXPECT_EQ(log->host_allocs, o.ring_slots);  // the ring's slots come from the engine
+  EXPECT_EQ(log->completed, 24);              // 12 batches x 2 epochs
+  EXPECT_EQ(log->released, 24);
+}
+
+TEST_F(StagingTest, HostSlotIsReusedOnlyAfterItsCopyCompleted) {
+  ReaderOptions o = Options(200);
+  o.threads = 4;
+  auto log = std::make_shared<FakeLog>();
+  // Slow copies, fast builders: a slot handed back too early would be
+  // overwritten while the fake still "copies" it.
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(5)));
+  ReadEpoch(*reader, true);
+  EXPECT_EQ(log->completed, 25);
+  EXPECT_EQ(log->overwritten, 0);
+}
+
+TEST_F(StagingTest, SlowCopiesStallTheBuildersWithinBoundedMemory) {
+  ReaderOptions o = Options(200);
+  auto log = std::make_shared<FakeLog>();
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(30)));
+  {
+    SP_ASSERT_OK_AND_ASSIGN(Batch first, reader->Next());
+    std::this_thread::sleep_for(milliseconds(300));
+    // The consumer holds batch 0: copies stop at the device buffers'
+    // depth, the pipeline at its ring, and nothing else is allocated.
+    EXPECT_LE(log->issued, o.device_buffers);
+    EXPECT_LE(log->max_in_flight, o.device_buffers);
+  }
+  ReadEpoch(*reader, true);
+  EXPECT_EQ(log->host_allocs, o.ring_slots);
+  EXPECT_GT(reader->stats().transform_wait_s, 0.1);  // the builders waited for slots
+}
+
+TEST_F(StagingTest, DestroyingTheReaderWithCopiesInFlightNeitherHangsNorLeaks) {
+  ReaderOptions o = Options(200);
+  auto log = std::make_shared<FakeLog>();
+  {
+    SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(50)));
+    { SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next()); }
+    std::this_thread::sleep_for(milliseconds(10));
+    EXPECT_GT(log->in_flight, 0);  // the next copies are under way
+  }
+  EXPECT_EQ(log->in_flight, 0);
+  EXPECT_EQ(log->host_alive, 0);
+}
+
+TEST_F(StagingTest, RestoreWithCopiesInFlightGivesTheSameRest) {
+  ReaderOptions o = Options(100);
+  auto log = std::make_shared<FakeLog>();
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(2)));
+  const std::string whole = ReadEpoch(*reader, true);
+  for (int i = 0; i < 3; ++i) { SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next()); }
+  ReaderState state = reader->state();
+  state.epoch = 0;
+  state.batch = 5;
+  SP_ASSERT_OK(reader->Restore(state));
+  const std::string rest = ReadEpoch(*reader, true);
+  const size_t per_batch = whole.size() / 12;
+  EXPECT_EQ(rest, whole.substr(5 * per_batch));
+}
+
+TEST_F(StagingTest, CopyErrorComesOutOfNextNamingTheBatch) {
+  ReaderOptions o = Options(100);
+  auto log = std::make_shared<FakeLog>();
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(1), /*fail=*/2));
+  SP_ASSERT_OK(reader->Next().status());
+  SP_ASSERT_OK(reader->Next().status());
+  EXPECT_THAT(reader->Next(),
+              testing::StatusIs(absl::StatusCode::kInternal,
+                                HasSubstr("copy of batch 2 of epoch 0 to fake: injected")));
+  SP_EXPECT_OK(reader->Next().status());  // the next batch is fine
+}
+
+TEST_F(StagingTest, HoldingEveryDeviceBufferIsAnErrorNotADeadlock) {
+  ReaderOptions o = Options(100);
+  o.device_buffers = 2;
+  auto log = std::make_shared<FakeLog>();
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(1)));
+  SP_ASSERT_OK_AND_ASSIGN(Batch a, reader->Next());
+  SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
+  EXPECT_THAT(reader->Next(), testing::StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                HasSubstr("2 device buffers")));
+}
+
+// The finish through the fake runs the CPU reference: the ring hands it the
+// uint8 NHWC batch, and the output has the device's layout and dtype.
+TEST_F(StagingTest, DeviceFinishGetsTheUint8BatchAndMatchesHostFloat) {
+  ReaderOptions o = Options(40);
+  o.layout = OutputLayout::kNCHW;
+  o.mean = {0.5f, 0.4f, 0.3f};
+  o.std = {0.2f, 0.25f, 0.3f};
+  ReaderOptions host = o;
+  host.dtype = DType::kFloat32;
+  SP_ASSERT_OK_AND_ASSIGN(auto reference, Reader::Open(host));
+  const std::string want = ReadEpoch(*reference, false);
+  o.device_dtype = DeviceDType::kFloat32;
+  auto log = std::make_shared<FakeLog>();
+  SP_ASSERT_OK_AND_ASSIGN(auto staged, OpenFake(o, log, milliseconds(0)));
+  EXPECT_EQ(ReadEpoch(*staged, true), want);
+}
+
+TEST(HalfBitsTest, RoundsToNearestEvenLikeCuda) {
+  EXPECT_EQ(HalfBits(0.f), 0x0000);
+  EXPECT_EQ(HalfBits(-0.f), 0x8000);
+  EXPECT_EQ(HalfBits(1.f), 0x3c00);
+  EXPECT_EQ(HalfBits(-2.f), 0xc000);
+  EXPECT_EQ(HalfBits(65504.f), 0x7bff);
+  EXPECT_EQ(HalfBits(65520.f), 0x7c00);                 // rounds up to inf
+  EXPECT_EQ(HalfBits(1.f + 1.f / 2048), 0x3c00);        // tie, to even
+  EXPECT_EQ(HalfBits(1.f + 3.f / 2048), 0x3c02);        // tie, to even
+  EXPECT_EQ(HalfBits(5.960464477539063e-8f), 0x0001);   // smallest subnormal
+  EXPECT_EQ(HalfBits(6.103515625e-05f), 0x0400);        // smallest normal
+  EXPECT_EQ(HalfBits(2.98023223876953125e-8f), 0x0000); // half of the smallest: to even
+}
+
+TEST_F(StagingTest, OptionsThatCannotWorkAreRejected) {
+  ReaderOptions o = Options(40);
+  o.device = 0;
+  o.device_buffers = 1;
+  EXPECT_THAT(Reader::Open(o), testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                                 HasSubstr("device_buffers")));
+  o.device_buffers = 3;
+  o.device_dtype = DeviceDType::kFloat32;
+  o.dtype = DType::kFloat32;
+  EXPECT_THAT(Reader::Open(o), testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                                 HasSubstr("dtype must stay uint8")));
+}
+
+// ---- With CUDA, when there is a device; without, the host fallback --------
+
+bool HaveDevice(std::string* why) {
+  absl::StatusOr<std::unique_ptr<CopyEngine>> e = MakeCudaCopyEngine(0, nullptr);
+  if (!e.ok()) *why = std::string(e.status().message());
+  return e.ok();
+}
+
+TEST_F(StagingTest, WithoutADeviceTheSameApiServesHostMemoryAndSaysSoOnce) {
+  std::string why;
+  if (HaveDevice(&why)) GTEST_SKIP() << "a CUDA device is present: the fallback does not apply";
+  ReaderOptions o = Options(40);
+  SP_ASSERT_OK_AND_ASSIGN(auto host, Reader::Open(o));
+  const std::string want = ReadEpoch(*host, false);
+  o.device = 0;
+  ::testing::internal::CaptureStderr();
+  SP_ASSERT_OK_AND_ASSIGN(auto a, Reader::Open(o));
+  SP_ASSERT_OK_AND_ASSIGN(auto b, Reader::Open(o));
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(said.find("batches stay in host memory"), said.rfind("batches stay in host memory"));
+  EXPECT_EQ(ReadEpoch(*a, false), want);
+  SP_ASSERT_OK_AND_ASSIGN(Batch batch, b->Next());
+  EXPECT_EQ(batch.device_event(), nullptr);
+  EXPECT_EQ(batch.device_images(), batch.images());
+  // float32 on the device becomes float32 on the host; float16 needs a device.
+  o.device_dtype = DeviceDType::kFloat16;
+  EXPECT_THAT(Reader::Open(o), testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                                 HasSubstr("float16 needs CUDA device 0")));
+}
+
+// The CUDA engine end to end: staged bytes and the kernel against the host.
+void ExpectDeviceMatchesHost(ReaderOptions o, DeviceDType dtype, OutputLayout layout) {
+  o.layout = layout;
+  o.mean = {0.485f, 0.456f, 0.406f};
+  o.std = {0.229f, 0.224f, 0.225f};
+  ReaderOptions d = o;
+  d.device = 0;
+  d.device_dtype = dtype;
+  if (dtype != DeviceDType::kAsHost) o.layout = OutputLayout::kNHWC;  // the kernel's input
+  SP_ASSERT_OK_AND_ASSIGN(auto host, Reader::Open(o));
+  SP_ASSERT_OK_AND_ASSIGN(auto device, Reader::Open(d));
+  FinishParams p{dtype != DeviceDType::kAsHost, dtype == DeviceDType::kFloat16,
+                 layout == OutputLayout::kNCHW, 6, 5, 3};
+  for (int c = 0; c < 3; ++c) {
+    p.scale[c] = 1.f / (255.f * o.std[c]);
+    p.bias[c] = -o.mean[c] / o.std[c];
+  }
+  for (int k = 0; k < 5; ++k) {
+    SP_ASSERT_OK_AND_ASSIGN(Batch h, host->Next());
+    SP_ASSERT_OK_AND_ASSIGN(Batch g, device->Next());
+    ASSERT_TRUE(g.on_device());
+    ASSERT_NE(g.device_event(), nullptr);
+    std::vector<uint8_t> got(g.image_bytes()), want(g.image_bytes());
+    SP_ASSERT_OK(CopyDeviceToHost(got.data(), g.device_images(), got.size()));
+    if (p.enabled) {
+      FinishOnHost(p, h.size(), static_cast<const uint8_t*>(h.images()), want.data());
+    } else {
+      std::memcpy(want.data(), h.images(), want.size());
+    }
+    EXPECT_EQ(got, want) << "batch " << k;
+  }
+}
+
+TEST_F(StagingTest, CudaCopiesAndFinishMatchTheHost) {
+  std::string why;
+  if (!HaveDevice(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  ReaderOptions o = Options(100);
+  ExpectDeviceMatchesHost(o, DeviceDType::kAsHost, OutputLayout::kNHWC);
+  ExpectDeviceMatchesHost(o, DeviceDType::kFloat32, OutputLayout::kNCHW);
+  ExpectDeviceMatchesHost(o, DeviceDType::kFloat16, OutputLayout::kNCHW);
+  ExpectDeviceMatchesHost(o, DeviceDType::kFloat16, OutputLayout::kNHWC);
+}
+
+}  // namespace
+}  // namespace shardpack::internal

@@ -22,6 +22,7 @@ struct Batch::Slot {
   int num_labels = 0;
   OutputLayout layout = OutputLayout::kNHWC;
   size_t element_bytes = 1;
+  bool held = false;  // a live Batch has it
 };
 
 class Reader::Impl {
@@ -122,9 +123,14 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
     batch_ = 0;
     return absl::OutOfRangeError(absl::StrCat("end of epoch ", epoch_ - 1));
   }
-  if (outstanding_ == options_.ring_slots) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("all ", options_.ring_slots, " ring slots are held by live Batches"));
+  // The next batch is built into the slot of the one delivered ring_slots
+  // calls ago: waiting while a Batch still holds it would never end.
+  if (const Batch::Slot& reused = slots_[seq_ % slots_.size()]; reused.held) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the Batch of epoch ", reused.ring->epoch, " batch ", reused.ring->batch,
+        " still holds the ring slot the next batch needs (", options_.ring_slots,
+        " ring slots): destroy it first; at most ", options_.ring_slots - 1,
+        " Batches may be held across Next()"));
   }
   if (!started_) {
     pipeline_->Start(epoch_, batch_);
@@ -142,6 +148,7 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
     pipeline_->Release(slot.seq);
     return error;
   }
+  slot.held = true;
   ++outstanding_;
   ++delivered_;
   delivered_samples_ += ring.size;
@@ -150,6 +157,7 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
 }
 
 void Reader::Impl::Release(Batch::Slot* slot) {
+  slot->held = false;
   --outstanding_;
   pipeline_->Release(slot->seq);
 }

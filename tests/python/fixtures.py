@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import unittest
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 
@@ -50,3 +51,19 @@ class TempDir:
 
     def cleanup(self):
         self._dir.cleanup()
+
+
+class DatasetTest(unittest.TestCase):
+    """A test class with one packed dataset, cls.ds, of RECORDS records (SHARD_RECORDS
+    a shard when set), in a temporary directory cls.tmp removed after the class."""
+    RECORDS = 1000
+    SHARD_RECORDS = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = TempDir()
+        cls.ds = make_cifar_dataset(cls.tmp.path, cls.RECORDS, shard_records=cls.SHARD_RECORDS)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()

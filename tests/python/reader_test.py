@@ -28,15 +28,9 @@ N = 1000      # records in the main dataset
 BATCH = 64
 
 
-class ReaderTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = fixtures.TempDir()
-        cls.ds = fixtures.make_cifar_dataset(cls.tmp.path, N, shard_records=400)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
+class ReaderTest(fixtures.DatasetTest):
+    RECORDS = N
+    SHARD_RECORDS = 400
 
     def reader(self, **kw):
         args = dict(batch_size=BATCH, seed=7, threads=2, rank=0, world_size=1,
@@ -214,15 +208,8 @@ class ReaderTest(unittest.TestCase):
 
 
 @unittest.skipIf(torch is None, "torch is not importable (Debian: python3-torch)")
-class TorchTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = fixtures.TempDir()
-        cls.ds = fixtures.make_cifar_dataset(cls.tmp.path, 300)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
+class TorchTest(fixtures.DatasetTest):
+    RECORDS = 300
 
     def reader(self, **kw):
         return shardpack.Reader(self.ds, batch_size=32, seed=3, threads=2, rank=0,

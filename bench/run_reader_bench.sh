@@ -64,13 +64,7 @@ trap cleanup EXIT
 log() { echo "run_reader_bench.sh: $*" >&2; }
 
 # ---- Build -------------------------------------------------------------------
-if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
-elif ! grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$build_dir/CMakeCache.txt"; then
-  log "$build_dir is not a Release build; pass --build-dir"
-  exit 2
-fi
-ninja -C "$build_dir" shardbench shardpack make_demo_data >&2
+release_build shardbench shardpack make_demo_data
 shardbench="$build_dir/tools/shardbench"
 shardpack="$build_dir/tools/shardpack"
 make_demo_data="$build_dir/datasets/make_demo_data"

@@ -25,13 +25,7 @@ while [[ $# -gt 0 ]]; do
 done
 mkdir -p "$dir"
 
-if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
-elif ! grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$build_dir/CMakeCache.txt"; then
-  echo "run_shard_bench.sh: $build_dir is not a Release build; pass --build-dir" >&2
-  exit 2
-fi
-ninja -C "$build_dir" shard_bench >&2
+release_build shard_bench
 
 # The settings behind the figures in docs/benchmarks.md.
 cmd=("$build_dir/bench/shard_bench" --dir "$dir" --size-mib 512 --repeats 5 --block-kib 4096

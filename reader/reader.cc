@@ -27,6 +27,7 @@ struct Batch::Slot {
   size_t sample_bytes = 0;    // of images() or, on a device, device_images()
   void* device = nullptr;     // the device buffer, when staged
   void* event = nullptr;
+  bool held = false;          // a live Batch has it
 };
 
 class Reader::Impl {
@@ -37,6 +38,7 @@ class Reader::Impl {
   absl::Status Init(const ReaderOptions& options, std::unique_ptr<internal::CopyEngine> engine);
   absl::StatusOr<Batch> Next(Reader* reader);
   void Release(Batch::Slot* slot) {  // ~Batch
+    slot->held = false;
     --outstanding_;
     GiveBack(slot);
   }
@@ -220,10 +222,16 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
     batch_ = 0;
     return absl::OutOfRangeError(absl::StrCat("end of epoch ", epoch_ - 1));
   }
-  if (outstanding_ == static_cast<int>(slots_.size())) {
+  // The next batch goes into the slot (or device buffer) of the one
+  // delivered slots_.size() calls ago: waiting while a Batch still holds it
+  // would never end.
+  if (const Batch::Slot& reused = slots_[seq_ % slots_.size()]; reused.held) {
+    const char* what = stager_ ? " device buffers" : " ring slots";
     return absl::FailedPreconditionError(absl::StrCat(
-        "all ", slots_.size(), stager_ ? " device buffers" : " ring slots",
-        " are held by live Batches"));
+        "the Batch of epoch ", reused.ring->epoch, " batch ", reused.ring->batch,
+        " still holds the", what, "[", reused.seq % slots_.size(),
+        "] the next batch needs (", slots_.size(), what, "): destroy it first; at most ",
+        slots_.size() - 1, " Batches may be held across Next()"));
   }
   if (!started_) {
     pipeline_->Start(epoch_, batch_);
@@ -247,6 +255,7 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
     GiveBack(&slot);
     return error;
   }
+  slot.held = true;
   ++outstanding_;
   ++delivered_;
   delivered_samples_ += ring.size;

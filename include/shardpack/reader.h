@@ -184,7 +184,9 @@ struct ReaderAccess;  // tests and benchmarks: a reader on a given copy engine
 }  // namespace internal
 
 // A finished batch in a staging slot. Move-only; destroying it returns the
-// slot to the ring. Views are valid while the Batch lives.
+// slot to the ring. Views are valid while the Batch lives. Batch k is built
+// into the slot of batch k - ring_slots: Next() returns FailedPreconditionError
+// rather than wait while that older Batch is still alive.
 class Batch {
  public:
   Batch() = default;
@@ -244,6 +246,8 @@ class Reader {
   // The next batch. OutOfRangeError once at the end of each epoch; the call
   // after it starts the next epoch. A damaged sample (with kError) or an I/O
   // failure comes out here, naming shard and offset.
+  // FailedPreconditionError when the Batch delivered ring_slots calls ago is
+  // still alive (its slot is the one the next batch needs).
   absl::StatusOr<Batch> Next();
 
   // Batches per epoch on this rank (the same on every rank).

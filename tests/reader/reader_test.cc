@@ -116,6 +116,30 @@ TEST_F(ReaderTest, NoTransformDeliversTheStoredPixelsInDatasetOrder) {
   }
 }
 
+// Regression: holding the oldest of fewer than ring_slots Batches used to
+// hang Next(), which waited for the slot that Batch still held.
+TEST_F(ReaderTest, HoldingTheBatchWhoseSlotIsNeededIsAnErrorNotAHang) {
+  std::string path = MakeDataset(dir_, "ds", 100, 4, 10);
+  ReaderOptions o = Options(path, 10, 2);
+  o.ring_slots = 3;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  SP_ASSERT_OK_AND_ASSIGN(Batch oldest, reader->Next());
+  for (int i = 0; i < 2; ++i) {
+    SP_ASSERT_OK_AND_ASSIGN(Batch released, reader->Next());
+  }
+  EXPECT_THAT(reader->Next().status(),
+              testing::StatusIs(absl::StatusCode::kFailedPrecondition,
+                                HasSubstr("epoch 0 batch 0 still holds the ring slot")));
+  oldest = Batch();
+  SP_ASSERT_OK_AND_ASSIGN(Batch next, reader->Next());
+  EXPECT_EQ(next.index(), 3u);
+  // Two held Batches (ring_slots - 1) are fine when the older goes first.
+  SP_ASSERT_OK_AND_ASSIGN(Batch second, reader->Next());
+  next = Batch();
+  SP_ASSERT_OK_AND_ASSIGN(Batch third, reader->Next());
+  EXPECT_EQ(third.index(), 5u);
+}
+
 TEST_F(ReaderTest, EachRankSeesItsRecordsOnceDisjointWithEqualBatchCounts) {
   std::string path = MakeDataset(dir_, "ds", 1003, 4, 10, 8 << 10);
   std::set<uint64_t> all;

@@ -1,0 +1,217 @@
+#include "python/py_reader.h"
+
+#include <pybind11/numpy.h>
+
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "python/dlpack.h"
+
+namespace shardpack::python {
+namespace {
+
+PyObject* g_error = nullptr;      // shardpack.Error(RuntimeError)
+PyObject* g_data_loss = nullptr;  // shardpack.DataLossError(shardpack.Error)
+
+}  // namespace
+
+void RegisterExceptions(py::module_& m) {
+  g_error = PyErr_NewExceptionWithDoc(
+      "shardpack.Error", "A reader error: its message names the file, record or offset.",
+      PyExc_RuntimeError, nullptr);
+  g_data_loss = PyErr_NewExceptionWithDoc(
+      "shardpack.DataLossError",
+      "Damaged data (checksum, record or JPEG): the message names the shard and offset.",
+      g_error, nullptr);
+  m.attr("Error") = py::handle(g_error);
+  m.attr("DataLossError") = py::handle(g_data_loss);
+}
+
+void ThrowStatus(const absl::Status& status) {
+  PyObject* type = g_error;
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange: type = PyExc_ValueError; break;
+    case absl::StatusCode::kNotFound: type = PyExc_FileNotFoundError; break;
+    case absl::StatusCode::kDataLoss: type = g_data_loss; break;
+    case absl::StatusCode::kUnimplemented: type = PyExc_NotImplementedError; break;
+    default: break;
+  }
+  std::string message(status.message());
+  if (status.code() == absl::StatusCode::kFailedPrecondition &&
+      absl::StrContains(message, "Batch")) {
+    absl::StrAppend(&message, " (in Python: free that batch's arrays, e.g. `del images, labels`,"
+                              " or pass copy=True)");
+  }
+  PyErr_SetString(type, message.c_str());
+  throw py::error_already_set();
+}
+
+// ---- ReaderCore ---------------------------------------------------------
+
+absl::StatusOr<Batch> ReaderCore::Next() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (in_next_) {
+      return absl::FailedPreconditionError("next() is already running in another thread");
+    }
+    in_next_ = true;
+    pending_.reserve(16);
+  }
+  absl::StatusOr<Batch> batch;
+  {
+    py::gil_scoped_release no_gil;
+    batch = reader_->Next();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  in_next_ = false;
+  pending_.clear();  // the slots freed while Next() ran go back now
+  return batch;
+}
+
+void ReaderCore::Drop(Batch batch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in_next_) {
+    pending_.push_back(std::move(batch));
+    return;
+  }
+  batch = Batch();  // the slot returns to the ring under the lock
+}
+
+absl::Status ReaderCore::Restore(const ReaderState& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (in_next_) return absl::FailedPreconditionError("next() is running in another thread");
+  return reader_->Restore(state);
+}
+
+// ---- PyReader -------------------------------------------------------------
+
+PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output output,
+                   const std::string& device)
+    : options_(options), copy_(copy), indices_(indices), output_(output) {
+  if (device != "cpu") {
+    // TODO(issue 8): device="cuda" hands out CUDA tensors from the device
+    // staging buffers (DLPack kDLCUDA), once GPU staging exists.
+    ThrowStatus(absl::UnimplementedError(absl::StrCat(
+        "device='", device, "': GPU staging arrives with issue 8; only device='cpu' for now")));
+  }
+  if (output_ == Output::kTorch) {
+    try {
+      py::module_ torch = py::module_::import("torch");
+      from_dlpack_ = py::module_::import("torch.utils.dlpack").attr("from_dlpack");
+      from_numpy_ = torch.attr("from_numpy");
+    } catch (py::error_already_set& e) {
+      if (!e.matches(PyExc_ImportError)) throw;
+      PyErr_SetString(PyExc_ImportError,
+                      absl::StrCat("output='torch' needs PyTorch (Debian: python3-torch): ",
+                                   e.what()).c_str());
+      throw py::error_already_set();
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Reader>> reader;
+  {
+    py::gil_scoped_release no_gil;
+    reader = Reader::Open(options_);
+  }
+  if (!reader.ok()) ThrowStatus(reader.status());
+  core_ = std::make_shared<ReaderCore>(*std::move(reader));
+}
+
+py::object PyReader::View(void* data, bool is_float, bool is_label,
+                          const std::vector<int64_t>& shape, const py::object& owner) const {
+  py::dtype dtype = is_label   ? py::dtype::of<int64_t>()
+                    : is_float ? py::dtype::of<float>()
+                               : py::dtype::of<uint8_t>();
+  if (copy_) {
+    py::array owned(dtype, shape);
+    std::memcpy(owned.mutable_data(), data, owned.nbytes());
+    return output_ == Output::kTorch ? from_numpy_(owned) : py::object(owned);
+  }
+  if (output_ == Output::kNumpy) return py::array(dtype, shape, data, owner);
+  DLDataType dl = is_label   ? DLDataType{kDLInt, 64, 1}
+                  : is_float ? DLDataType{kDLFloat, 32, 1}
+                             : DLDataType{kDLUInt, 8, 1};
+  PyObject* capsule = NewDlpackCapsule(data, dl, shape, owner.ptr());
+  if (capsule == nullptr) throw py::error_already_set();
+  return from_dlpack_(py::reinterpret_steal<py::object>(capsule));
+}
+
+py::object PyReader::ImagesOf(const Batch& batch, const py::object& owner) const {
+  std::array<int64_t, 4> s = batch.shape();
+  return View(const_cast<void*>(batch.images()), options_.dtype == DType::kFloat32, false,
+              {s[0], s[1], s[2], s[3]}, owner);
+}
+
+py::object PyReader::LabelsOf(const Batch& batch, const py::object& owner) const {
+  std::vector<int64_t> shape = {batch.size()};
+  if (batch.num_labels() > 1) shape.push_back(batch.num_labels());
+  return View(const_cast<int64_t*>(batch.labels()), false, true, shape, owner);
+}
+
+py::tuple PyReader::Next() {
+  absl::StatusOr<Batch> batch = core_->Next();
+  if (absl::IsOutOfRange(batch.status())) throw py::stop_iteration();
+  if (!batch.ok()) ThrowStatus(batch.status());
+  auto ref = std::make_shared<BatchRef>(core_, *std::move(batch));
+  // With copy=True, `owner` is unused and the slot returns when `ref` dies.
+  py::object owner = copy_ ? py::none() : py::cast(ref);
+  const Batch& b = ref->batch();
+  py::object images = ImagesOf(b, owner);
+  py::object labels = LabelsOf(b, owner);
+  if (!indices_) return py::make_tuple(images, labels);
+  py::array_t<int64_t> indices(b.size());
+  int64_t* out = indices.mutable_data();
+  for (int i = 0; i < b.size(); ++i) out[i] = static_cast<int64_t>(b.record_index(i));
+  return py::make_tuple(images, labels,
+                        output_ == Output::kTorch ? from_numpy_(indices) : py::object(indices));
+}
+
+void PyReader::SetEpoch(uint64_t epoch) {
+  ReaderState now = core_->reader().state();
+  if (now.epoch == epoch && now.batch == 0) return;
+  LoadState({options_.seed, epoch, 0});
+}
+
+void PyReader::LoadState(const ReaderState& state) {
+  absl::Status s = core_->Restore(state);
+  if (!s.ok()) ThrowStatus(s);
+}
+
+py::dict PyReader::StateDict() const {
+  ReaderState s = core_->reader().state();
+  py::dict d;
+  d["seed"] = s.seed;
+  d["epoch"] = s.epoch;
+  d["batch"] = s.batch;
+  return d;
+}
+
+void PyReader::LoadStateDict(const py::dict& state) {
+  for (const char* key : {"seed", "epoch", "batch"}) {
+    if (!state.contains(key)) {
+      ThrowStatus(absl::InvalidArgumentError(
+          absl::StrCat("state_dict has no '", key, "' (it needs seed, epoch and batch)")));
+    }
+  }
+  LoadState({state["seed"].cast<uint64_t>(), state["epoch"].cast<uint64_t>(),
+             state["batch"].cast<uint64_t>()});
+}
+
+py::dict PyReader::Stats() const {
+  ReaderStats s = core_->reader().stats();
+  py::dict d;
+  d["batches"] = s.batches;
+  d["samples"] = s.samples;
+  d["bytes_read"] = s.bytes_read;
+  d["skipped"] = s.skipped;
+  d["io_wait_s"] = s.io_wait_s;
+  d["transform_wait_s"] = s.transform_wait_s;
+  d["consumer_wait_s"] = s.consumer_wait_s;
+  d["memory_budget_bytes"] = s.memory_budget_bytes;
+  return d;
+}
+
+}  // namespace shardpack::python

@@ -1,0 +1,108 @@
+// shardpack.Reader: the C++ Reader as a Python iterable of (images, labels).
+//
+// Lifetime of what it hands out (docs/python.md):
+// - copy=False (the default): images and labels view the ring slot. Both
+//   arrays (or tensors) keep a BatchRef alive through their base object (or
+//   DLPack deleter); the slot goes back to the ring when the last of them is
+//   freed. The batch delivered ring_slots steps ago must be freed before
+//   next() (its slot is the one the next batch is built into), else next()
+//   raises shardpack.Error instead of waiting forever.
+// - copy=True: owned arrays; the slot is returned before next() returns.
+// Outstanding arrays keep the C++ reader alive after the Python Reader dies.
+#ifndef SHARDPACK_PYTHON_PY_READER_H_
+#define SHARDPACK_PYTHON_PY_READER_H_
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "shardpack/reader.h"
+
+namespace shardpack::python {
+
+namespace py = pybind11;
+
+// Raises the Python exception that goes with `status`'s code, carrying its
+// message: ValueError, FileNotFoundError, shardpack.DataLossError or
+// shardpack.Error.
+[[noreturn]] void ThrowStatus(const absl::Status& status);
+// Registers shardpack.Error and shardpack.DataLossError in `m`.
+void RegisterExceptions(py::module_& m);
+
+// The C++ reader, shared by the Python Reader and every live BatchRef.
+// Batches may be freed by any Python thread, also while next() waits with
+// the GIL released: such a release is deferred until next() returns, since
+// the Reader is not thread-safe.
+class ReaderCore {
+ public:
+  explicit ReaderCore(std::unique_ptr<Reader> reader) : reader_(std::move(reader)) {}
+  Reader& reader() { return *reader_; }
+  // Reader::Next() without the GIL.
+  absl::StatusOr<Batch> Next();
+  // Frees `batch` now, or when the running Next() returns.
+  void Drop(Batch batch);
+  // Reader::Restore(), refused while next() runs in another thread.
+  absl::Status Restore(const ReaderState& state);
+
+ private:
+  std::unique_ptr<Reader> reader_;
+  std::mutex mu_;
+  bool in_next_ = false;
+  std::vector<Batch> pending_;  // dropped while Next() ran
+};
+
+// Owns one delivered Batch: the base object of its zero-copy arrays.
+class BatchRef {
+ public:
+  BatchRef(std::shared_ptr<ReaderCore> core, Batch batch)
+      : core_(std::move(core)), batch_(std::move(batch)) {}
+  ~BatchRef() { core_->Drop(std::move(batch_)); }
+  BatchRef(const BatchRef&) = delete;
+  BatchRef& operator=(const BatchRef&) = delete;
+  const Batch& batch() const { return batch_; }
+
+ private:
+  std::shared_ptr<ReaderCore> core_;
+  Batch batch_;
+};
+
+enum class Output { kNumpy, kTorch };
+
+class PyReader {
+ public:
+  // The keyword arguments of shardpack.Reader (module.cc documents them).
+  PyReader(const ReaderOptions& options, bool copy, bool indices, Output output,
+           const std::string& device);
+
+  py::tuple Next();
+  uint64_t Len() const { return core_->reader().batches_per_epoch(); }
+  void SetEpoch(uint64_t epoch);
+  py::dict StateDict() const;
+  void LoadStateDict(const py::dict& state);
+  py::dict Stats() const;
+  const ReaderOptions& options() const { return options_; }
+  uint64_t records() const { return core_->reader().records(); }
+
+ private:
+  void LoadState(const ReaderState& state);
+  py::object ImagesOf(const Batch& batch, const py::object& owner) const;
+  py::object LabelsOf(const Batch& batch, const py::object& owner) const;
+  py::object View(void* data, bool is_float, bool is_label, const std::vector<int64_t>& shape,
+                  const py::object& owner) const;
+
+  ReaderOptions options_;
+  bool copy_;
+  bool indices_;  // a third element: the samples' record indices
+  Output output_;
+  std::shared_ptr<ReaderCore> core_;
+  py::object from_dlpack_;   // torch.utils.dlpack.from_dlpack (output="torch")
+  py::object from_numpy_;    // torch.from_numpy (output="torch", copy=True)
+};
+
+}  // namespace shardpack::python
+
+#endif  // SHARDPACK_PYTHON_PY_READER_H_

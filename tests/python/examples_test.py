@@ -1,0 +1,75 @@
+"""The examples run: train_loop (C++), train_cifar.py and ddp.py on generated data.
+
+ddp.py --check is the test of the distributed contract from Python: two
+processes (gloo, loopback) each read their rank's records, and rank 0 checks
+that the shares are disjoint and together complete. Skipped (exit 77)
+without torch; train_loop runs regardless.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixtures  # noqa: E402
+
+try:
+    import torch  # noqa: F401
+except ImportError:
+    torch = None
+
+EXAMPLES = os.environ["SHARDPACK_EXAMPLES"]
+
+
+def run(*cmd, timeout=120):
+    """Runs cmd in its own process group, all of which is killed on a timeout
+    (ddp.py's ranks are grandchildren)."""
+    with subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+            sys.stdout.write(out)
+            sys.stderr.write(err)
+            raise
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+class ExamplesTest(fixtures.DatasetTest):
+    RECORDS = 2000
+
+    def test_train_loop_cc_runs_every_epoch(self):
+        p = run(os.environ["TRAIN_LOOP"], self.ds, "--epochs", "2", "--batch-size", "200",
+                "--compute-ms", "1", "--threads", "1")
+        self.assertEqual(p.returncode, 0)
+        self.assertRegex(p.stdout, r"epoch 1: 10 steps, \d+ images/s, data wait [\d.]+ ms/step")
+        self.assertIn("samples 4000,", p.stdout)
+
+    @unittest.skipIf(torch is None, "torch is not importable (Debian: python3-torch)")
+    def test_train_cifar_loss_falls(self):
+        p = run(sys.executable, os.path.join(EXAMPLES, "train_cifar.py"), self.ds,
+                "--steps", "40", "--batch-size", "32", "--threads", "1", "--log-every", "10")
+        self.assertEqual(p.returncode, 0)
+        losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", p.stdout)]
+        self.assertEqual(len(losses), 4)
+        self.assertLess(losses[-1], losses[0])
+        self.assertRegex(p.stdout, r"data wait [\d.]+ ms/step \([\d.]+% of the step\)")
+
+    @unittest.skipIf(torch is None, "torch is not importable (Debian: python3-torch)")
+    def test_ddp_ranks_records_are_disjoint_and_complete(self):
+        p = run(sys.executable, os.path.join(EXAMPLES, "ddp.py"), self.ds, "--world-size", "2",
+                "--batch-size", "128", "--check")
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("rank 0: epoch 0, 8 steps", p.stdout)
+        self.assertIn("rank 1: epoch 0, 8 steps", p.stdout)
+        self.assertIn("disjoint: True; together complete (2000 records): True", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,248 @@
+"""shardpack.Reader from Python: batches, zero-copy lifetimes, epochs, resume, errors.
+
+Run by ctest with /usr/bin/python3 and PYTHONPATH at the build tree's module
+(tests/python/CMakeLists.txt). Skipped (exit 77) without numpy; the torch
+cases are skipped without torch.
+"""
+import gc
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixtures  # noqa: E402
+
+fixtures.require("numpy")
+import numpy as np  # noqa: E402
+
+import shardpack  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+N = 1000      # records in the main dataset
+BATCH = 64
+
+
+class ReaderTest(fixtures.DatasetTest):
+    RECORDS = N
+    SHARD_RECORDS = 400
+
+    def reader(self, **kw):
+        args = dict(batch_size=BATCH, seed=7, threads=2, rank=0, world_size=1,
+                    transform="cifar-train")
+        args.update(kw)
+        return shardpack.Reader(self.ds, **args)
+
+    def test_zero_copy_arrays_view_the_slot_and_equal_copies(self):
+        views, copies = self.reader(), self.reader(copy=True)
+        self.assertEqual(len(views), N // BATCH)
+        for (vi, vl), (ci, cl) in zip(views, copies):
+            self.assertEqual(vi.shape, (BATCH, 32, 32, 3))
+            self.assertEqual(vi.dtype, np.uint8)
+            self.assertEqual(vl.shape, (BATCH,))
+            self.assertEqual(vl.dtype, np.int64)
+            self.assertIsInstance(vi.base, shardpack._BatchRef)
+            self.assertIs(vi.base, vl.base)
+            self.assertTrue(ci.flags.owndata and cl.flags.owndata)
+            np.testing.assert_array_equal(vi, ci)
+            np.testing.assert_array_equal(vl, cl)
+
+    def test_an_epoch_delivers_every_record_once(self):
+        r = self.reader(remainder="partial", indices=True)
+        seen, labels = [], {}
+        for _, lab, idx in r:
+            seen.extend(idx.tolist())
+            labels.update(zip(idx.tolist(), lab.tolist()))
+        self.assertEqual(sorted(seen), list(range(N)))
+        self.assertNotEqual(seen, sorted(seen))  # shuffled
+        # make_demo_data labels record i with i % 10, and the pack shuffles,
+        # so the labels say the records are whole: 100 of each class.
+        self.assertEqual(np.bincount(list(labels.values())).tolist(), [100] * 10)
+
+    def test_holding_the_batch_whose_slot_is_needed_raises_instead_of_hanging(self):
+        r = self.reader(ring_slots=3)
+        first = next(r)
+        second = next(r)
+        third = next(r)
+        with self.assertRaisesRegex(shardpack.Error, "still holds the ring slot.*copy=True"):
+            next(r)
+        del first
+        images, _ = next(r)  # batch 3 goes into batch 0's slot
+        del second, third
+        self.assertEqual(images.shape[0], BATCH)
+
+    def test_arrays_outlive_the_reader(self):
+        r = self.reader(shuffle=False, transform="none")
+        images, labels = next(r)
+        expected = (images.copy(), labels.copy())
+        del r
+        gc.collect()
+        np.testing.assert_array_equal(images, expected[0])
+        np.testing.assert_array_equal(labels, expected[1])
+
+    def test_next_epoch_follows_and_set_epoch_jumps(self):
+        r = self.reader(copy=True)
+        epoch0 = [lab for _, lab in r]
+        epoch1 = [lab for _, lab in r]
+        self.assertEqual(len(epoch0), len(r))
+        self.assertEqual(r.state_dict(), {"seed": 7, "epoch": 2, "batch": 0})
+        self.assertFalse(all(np.array_equal(a, b) for a, b in zip(epoch0, epoch1)))
+        r.set_epoch(1)
+        again = [lab for _, lab in r]
+        for a, b in zip(epoch1, again):
+            np.testing.assert_array_equal(a, b)
+
+    def test_load_state_dict_resumes_the_identical_stream(self):
+        r = self.reader(copy=True)
+        r.set_epoch(3)
+        for _ in range(4):
+            next(r)
+        state = r.state_dict()
+        self.assertEqual(state, {"seed": 7, "epoch": 3, "batch": 4})
+        rest = list(r)
+        resumed = self.reader(copy=True)
+        resumed.load_state_dict(state)
+        rest2 = list(resumed)
+        self.assertEqual(len(rest), len(r) - 4)
+        self.assertEqual(len(rest), len(rest2))
+        for (a, la), (b, lb) in zip(rest, rest2):
+            np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(la, lb)
+
+    def test_load_state_dict_refuses_while_zero_copy_arrays_live(self):
+        r = self.reader()
+        images, labels = next(r)
+        with self.assertRaisesRegex(shardpack.Error, "destroy every Batch"):
+            r.load_state_dict({"seed": 7, "epoch": 0, "batch": 0})
+        del images, labels
+        r.load_state_dict({"seed": 7, "epoch": 0, "batch": 0})
+        with self.assertRaisesRegex(ValueError, "no 'batch'"):
+            r.load_state_dict({"seed": 7, "epoch": 0})
+
+    def test_float_nchw_is_normalized(self):
+        mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
+        u8 = self.reader(transform="cifar-eval", copy=True)
+        f32 = self.reader(transform="cifar-eval", copy=True, dtype="float32", layout="NCHW",
+                          mean=mean, std=std)
+        (a, _), (b, _) = next(u8), next(f32)
+        self.assertEqual(b.dtype, np.float32)
+        self.assertEqual(b.shape, (BATCH, 3, 32, 32))
+        want = (a.transpose(0, 3, 1, 2) / 255.0 - np.array(mean)[:, None, None]) / \
+            np.array(std)[:, None, None]
+        np.testing.assert_allclose(b, want, atol=1e-5)
+
+    def test_stats_count_what_was_delivered(self):
+        r = self.reader()
+        for _ in range(5):
+            next(r)
+        s = r.stats()
+        self.assertEqual(s["batches"], 5)
+        self.assertEqual(s["samples"], 5 * BATCH)
+        self.assertGreater(s["bytes_read"], 0)
+        self.assertGreater(s["memory_budget_bytes"], 0)
+        self.assertGreaterEqual(s["consumer_wait_s"], 0)
+
+    def test_gil_is_released_while_waiting(self):
+        # With a long switch interval another thread gets the GIL only when
+        # it is released: the ticks counted during next() prove it was.
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1.0)
+        ticks, stop = [0], threading.Event()
+
+        def tick():
+            while not stop.is_set():
+                ticks[0] += 1
+                time.sleep(0.0001)
+
+        t = threading.Thread(target=tick)
+        t.start()
+        during = 0
+        try:
+            for _ in range(5):
+                # A fresh reader's first batch is built while next() waits.
+                r = self.reader(threads=1, batch_size=512, copy=True)
+                before = ticks[0]
+                next(r)
+                during += ticks[0] - before
+        finally:
+            stop.set()
+            t.join()
+            sys.setswitchinterval(old)
+        self.assertGreater(during, 0)
+
+    def test_errors_are_exceptions_with_the_readers_message(self):
+        with self.assertRaisesRegex(FileNotFoundError, "no-such-dataset"):
+            shardpack.Reader(os.path.join(self.tmp.path, "no-such-dataset"))
+        with self.assertRaisesRegex(ValueError, "unknown transform 'sharpen'"):
+            self.reader(transform="sharpen")
+        with self.assertRaisesRegex(ValueError, "rank 2 of world size 2 does not exist"):
+            self.reader(rank=2, world_size=2)
+        with self.assertRaisesRegex(ValueError, "layout='NWHC' is not one of"):
+            self.reader(layout="NWHC")
+        with self.assertRaisesRegex(NotImplementedError, "issue 8"):
+            self.reader(device="cuda")
+
+    def test_damaged_shard_raises_data_loss_naming_shard_and_offset(self):
+        ds = fixtures.make_cifar_dataset(self.tmp.path, 200, name="damaged")
+        shard = sorted(f for f in os.listdir(ds) if f.endswith(".shard"))[0]
+        path = os.path.join(ds, shard)
+        with open(path, "r+b") as f:
+            f.seek(4096 + 32 + 1000)  # block 0's payload (docs/format.md, section 4)
+            b = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([b[0] ^ 0x40]))
+        r = shardpack.Reader(ds, batch_size=50, threads=1)
+        with self.assertRaises(shardpack.DataLossError) as cm:
+            for _ in r:
+                pass
+        self.assertRegex(str(cm.exception), rf"{shard} @\d+")
+        self.assertIsInstance(cm.exception, shardpack.Error)
+        skipped = shardpack.Reader(ds, batch_size=50, threads=1, on_corrupt="skip")
+        self.assertEqual(sum(1 for _ in skipped), 4)
+        self.assertGreater(skipped.stats()["skipped"], 0)
+
+
+@unittest.skipIf(torch is None, "torch is not importable (Debian: python3-torch)")
+class TorchTest(fixtures.DatasetTest):
+    RECORDS = 300
+
+    def reader(self, **kw):
+        return shardpack.Reader(self.ds, batch_size=32, seed=3, threads=2, rank=0,
+                                world_size=1, transform="cifar-train", **kw)
+
+    def test_dlpack_tensors_equal_numpy_copies(self):
+        for dtype, tdtype in (("uint8", torch.uint8), ("float32", torch.float32)):
+            tensors = self.reader(output="torch", dtype=dtype, layout="NCHW")
+            arrays = self.reader(copy=True, dtype=dtype, layout="NCHW")
+            for (ti, tl), (ai, al) in zip(tensors, arrays):
+                self.assertEqual(ti.dtype, tdtype)
+                self.assertEqual(tl.dtype, torch.int64)
+                self.assertEqual(tuple(ti.shape), (32, 3, 32, 32))
+                self.assertTrue(ti.is_contiguous())
+                self.assertTrue(np.array_equal(ti.numpy(), ai))
+                self.assertTrue(np.array_equal(tl.numpy(), al))
+
+    def test_tensors_hold_their_slot_until_freed(self):
+        r = self.reader(output="torch", ring_slots=2)
+        images, labels = next(r)
+        del labels
+        next(r)  # batch 1, in the other slot, freed at once
+        with self.assertRaisesRegex(shardpack.Error, "still holds the ring slot"):
+            next(r)
+        del images  # the DLPack deleter gives the slot back
+        self.assertEqual(next(r)[0].shape[0], 32)
+
+    def test_copied_tensors_are_owned(self):
+        r = self.reader(output="torch", copy=True, ring_slots=2)
+        kept = [next(r) for _ in range(5)]
+        self.assertEqual(len(kept), 5)
+        self.assertIsInstance(kept[0][0], torch.Tensor)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

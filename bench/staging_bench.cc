@@ -14,7 +14,7 @@
 //              is faster than the consumer.
 //
 //   staging_bench --dir DIR [--batch 128] [--side 224] [--records 1024]
-//                 [--kernel-us 5000] [--epochs 4] [--repeats 5] [--json]
+//                 [--kernel-us 5000] [--epochs 10] [--repeats 5] [--json]
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -42,7 +42,7 @@ struct Options {
   int side = 224;
   int records = 1024;
   int kernel_us = 5000;
-  int epochs = 4;
+  int epochs = 10;
   int repeats = 5;
   int buffers = 3;
   int copies = 50;
@@ -182,7 +182,7 @@ int Main(int argc, char** argv) {
   app.add_option("--side", o.side, "Image side, 3 channels uint8 (default 224)");
   app.add_option("--records", o.records, "Records in the dataset (default 1024)");
   app.add_option("--kernel-us", o.kernel_us, "Consumer kernel time per batch (default 5000)");
-  app.add_option("--epochs", o.epochs, "Epochs per consumer run (default 4)");
+  app.add_option("--epochs", o.epochs, "Epochs per consumer run (default 10)");
   app.add_option("--repeats", o.repeats, "Runs per figure (default 5)");
   app.add_option("--buffers", o.buffers, "Device buffers (default 3)");
   app.add_option("--copies", o.copies, "Batches per copy run (default 50)");

@@ -49,7 +49,7 @@ void FinishOnHost(const FinishParams& p, int n, const uint8_t* src, void* dst) {
       for (int c = 0; c < p.channels; ++c) {
         const size_t in = i * sample + pixel * p.channels + c;
         const size_t out = p.nchw ? i * sample + c * plane + pixel : in;
-        // Two roundings, never an FMA (ISO C++ mode: -ffp-contract=off): the
+        // Two roundings, never an FMA (-ffp-contract=off, reader/CMakeLists): the
         // kernel does the same (__fmul_rn, __fadd_rn), so results are equal.
         const float v = float(src[in]) * p.scale[c] + p.bias[c];
         if (p.half) {

@@ -15,6 +15,9 @@ namespace {
 
 using internal::Hid;
 
+// Chunk size of the keys and extra datasets.
+constexpr uint64_t kSmallChunkBytes = 64 << 10;
+
 // An extendible dataset [rows, inner...] written a chunk of rows at a time.
 // Lock held for every call.
 class Appender {
@@ -108,9 +111,9 @@ struct VarBytes {
   int64_t end = 0;
 
   absl::Status Create(hid_t file, const std::string& path, const char* bytes_name,
-                      const char* offsets_name, const Hdf5WriterOptions& o) {
+                      const char* offsets_name, uint64_t chunk_bytes, const Hdf5WriterOptions& o) {
     SP_RETURN_IF_ERROR(bytes.Create(file, path, bytes_name, H5T_STD_U8LE, H5T_NATIVE_UINT8, 1,
-                                    {}, o.chunk_bytes));
+                                    {}, chunk_bytes));
     SP_RETURN_IF_ERROR(offsets.Create(file, path, offsets_name, H5T_STD_I64LE,
                                       H5T_NATIVE_INT64, 8, {}, o.row_chunk));
     return offsets.Append(&end, 1);
@@ -143,6 +146,7 @@ class Hdf5ShardSink : public ShardSink {
     meta_.backend = Backend::kHdf5;
     meta_.schema = options.schema;
     meta_.pack_json = options.pack_json;
+    shard_max_records_ = options.shard_max_records;
     const ImageInfo& image = meta_.schema.image;
     fixed_ = image.encoding == Encoding::kRaw && image.height != 0 && image.width != 0 &&
              image.channels != 0;
@@ -217,6 +221,7 @@ class Hdf5ShardSink : public ShardSink {
   Hdf5WriterOptions options_;
   Manifest meta_;
   bool fixed_ = false;
+  uint64_t shard_max_records_ = 0;
   Hid file_;
   Appender images_;
   VarBytes data_;
@@ -244,10 +249,12 @@ absl::Status Hdf5ShardSink::Open() {
     std::vector<hsize_t> inner = {image.height, image.width, image.channels};
     if (image.layout == Layout::kCHW) inner = {image.channels, image.height, image.width};
     uint64_t rows = std::max<uint64_t>(1, options_.chunk_bytes / image.RawBytes());
+    // A chunk is stored whole even when partly filled: no larger than a shard.
+    if (shard_max_records_ != 0) rows = std::min(rows, shard_max_records_);
     SP_RETURN_IF_ERROR(
         images_.Create(f, partial_, "images", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, inner, rows));
   } else {
-    SP_RETURN_IF_ERROR(data_.Create(f, partial_, "data", "offsets", options_));
+    SP_RETURN_IF_ERROR(data_.Create(f, partial_, "data", "offsets", options_.chunk_bytes, options_));
     SP_RETURN_IF_ERROR(image_info_.Create(f, partial_, "image_info", H5T_STD_U32LE,
                                           H5T_NATIVE_UINT32, 4, {kHdf5ImageInfoColumns},
                                           options_.row_chunk));
@@ -263,8 +270,11 @@ absl::Status Hdf5ShardSink::Open() {
     SP_RETURN_IF_ERROR(labels_[k].Create(f, partial_, (*names)[k].c_str(), H5T_STD_I64LE,
                                          H5T_NATIVE_INT64, 8, {}, options_.row_chunk));
   }
-  SP_RETURN_IF_ERROR(keys_.Create(f, partial_, "keys", "key_offsets", options_));
-  return extra_.Create(f, partial_, "extra", "extra_offsets", options_);
+  // Keys and extra bytes are small: a full-size chunk would mostly be padding
+  // in a small shard.
+  const uint64_t small_chunk = std::min<uint64_t>(options_.chunk_bytes, kSmallChunkBytes);
+  SP_RETURN_IF_ERROR(keys_.Create(f, partial_, "keys", "key_offsets", small_chunk, options_));
+  return extra_.Create(f, partial_, "extra", "extra_offsets", small_chunk, options_);
 }
 
 absl::Status Hdf5ShardSink::WriteMeta() {

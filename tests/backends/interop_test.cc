@@ -236,5 +236,37 @@ TEST(Interop, PlainFileWithoutLabelsNamesWhatIsMissing) {
                                         ::testing::HasSubstr(path + ": missing dataset 'labels'")));
 }
 
+// Files of the right kind that are not ours: an LMDB environment without our
+// metadata key, an HDF5 file with neither our metadata nor `images`.
+constexpr char kForeignLmdb[] = R"(
+import lmdb, sys
+env = lmdb.open(sys.argv[1], subdir=False, lock=False)
+with env.begin(write=True) as txn:
+    txn.put(b"hello", b"world")
+env.close()
+)";
+
+constexpr char kForeignHdf5[] = R"(
+import h5py, numpy as np, sys
+with h5py.File(sys.argv[1], "w") as f:
+    f["temperatures"] = np.zeros(10)
+)";
+
+TEST(Interop, ForeignLmdbAndHdf5FilesAreNamedAsNotOurs) {
+  SKIP_WITHOUT_PYTHON_MODULE("lmdb");
+  SKIP_WITHOUT_PYTHON_MODULE("h5py");
+  TempDir dir;
+  std::string lmdb = dir.Join("foreign.lmdb"), hdf5 = dir.Join("foreign.h5");
+  ASSERT_EQ(Python(kForeignLmdb, {lmdb}).exit_code, 0);
+  ASSERT_EQ(Python(kForeignHdf5, {hdf5}).exit_code, 0);
+  EXPECT_THAT(backends::LmdbShardReader::Open(lmdb),
+              testing::StatusIs(absl::StatusCode::kDataLoss,
+                                ::testing::HasSubstr(lmdb + ": an LMDB environment but not a "
+                                                            "shardpack shard")));
+  EXPECT_THAT(backends::Hdf5ShardReader::Open(hdf5),
+              testing::StatusIs(absl::StatusCode::kDataLoss,
+                                ::testing::HasSubstr(hdf5 + ": missing dataset 'images'")));
+}
+
 }  // namespace
 }  // namespace shardpack

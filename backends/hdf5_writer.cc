@@ -92,6 +92,7 @@ class Appender {
   }
 
   void Close() { dataset_.Reset(); }
+  hid_t id() const { return dataset_.get(); }
 
  private:
   const char* name_ = "";
@@ -206,6 +207,8 @@ class Hdf5ShardSink : public ShardSink {
   }
 
   absl::Status WriteMeta();
+  absl::Status WriteStringsAttribute(hid_t object, const char* name,
+                                     const std::vector<std::string>& values, bool scalar);
   void CloseAll() {
     images_.Close();
     data_.Close();
@@ -269,6 +272,9 @@ absl::Status Hdf5ShardSink::Open() {
     }();
     SP_RETURN_IF_ERROR(labels_[k].Create(f, partial_, (*names)[k].c_str(), H5T_STD_I64LE,
                                          H5T_NATIVE_INT64, 8, {}, options_.row_chunk));
+    const LabelField& field = meta_.schema.labels[k];
+    SP_RETURN_IF_ERROR(WriteStringsAttribute(labels_[k].id(), "name", {field.name}, true));
+    SP_RETURN_IF_ERROR(WriteStringsAttribute(labels_[k].id(), "classes", field.classes, false));
   }
   // Keys and extra bytes are small: a full-size chunk would mostly be padding
   // in a small shard.
@@ -280,19 +286,27 @@ absl::Status Hdf5ShardSink::Open() {
 absl::Status Hdf5ShardSink::WriteMeta() {
   std::string text = internal::ShardMetaJson(
       meta_, std::filesystem::path(path_).filename().string(), records_);
-  // A variable-length UTF-8 string: h5py reads it as a str.
+  return WriteStringsAttribute(file_.get(), kHdf5MetaAttribute, {text}, true);
+}
+
+// Variable-length UTF-8 strings (h5py reads them as str): a scalar, or a
+// 1-D array. Lock held.
+absl::Status Hdf5ShardSink::WriteStringsAttribute(hid_t object, const char* name,
+                                                  const std::vector<std::string>& values,
+                                                  bool scalar) {
   Hid type(H5Tcopy(H5T_C_S1), H5Tclose);
-  Hid space(H5Screate(H5S_SCALAR), H5Sclose);
+  hsize_t n = values.size();
+  Hid space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), H5Sclose);
   if (!type.valid() || !space.valid() || H5Tset_size(type.get(), H5T_VARIABLE) < 0 ||
       H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0) {
     return internal::Hdf5Error(partial_, "attribute type");
   }
-  Hid attr(H5Acreate2(file_.get(), kHdf5MetaAttribute, type.get(), space.get(), H5P_DEFAULT,
-                      H5P_DEFAULT),
+  Hid attr(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
            H5Aclose);
-  const char* data = text.c_str();
-  if (!attr.valid() || H5Awrite(attr.get(), type.get(), &data) < 0) {
-    return internal::Hdf5Error(partial_, absl::StrCat("writing attribute ", kHdf5MetaAttribute));
+  std::vector<const char*> data;
+  for (const std::string& v : values) data.push_back(v.c_str());
+  if (!attr.valid() || (!data.empty() && H5Awrite(attr.get(), type.get(), data.data()) < 0)) {
+    return internal::Hdf5Error(partial_, absl::StrCat("writing attribute ", name));
   }
   return absl::OkStatus();
 }

@@ -74,7 +74,8 @@ constexpr char kH5pyImages[] = R"(
 import h5py, sys
 f = h5py.File(sys.argv[1], "r")
 images, fine, coarse = f["images"], f["labels"], f["coarse_labels"]
-print(images.shape, images.dtype, fine.dtype)
+print(images.shape, images.dtype, fine.dtype, fine.attrs["name"], list(fine.attrs["classes"]),
+      coarse.attrs["name"])
 for i in range(images.shape[0]):
     print(images[i].tobytes().hex(), int(fine[i]), int(coarse[i]))
 )";
@@ -92,7 +93,8 @@ TEST(Interop, H5pyReadsOurImagesAndLabels) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
     ASSERT_EQ(lines.size(), shard.records + 1);
-    EXPECT_EQ(lines[0], absl::StrCat("(", shard.records, ", 8, 6, 3) uint8 int64"));
+    EXPECT_EQ(lines[0], absl::StrCat("(", shard.records,
+                                     ", 8, 6, 3) uint8 int64 fine ['a', 'b'] coarse"));
     for (size_t i = 1; i < lines.size(); ++i, ++next) {
       const OwnedRecord& want = records[next];
       EXPECT_EQ(lines[i], absl::StrCat(Hex(want.payload), " ", want.labels[0], " ",

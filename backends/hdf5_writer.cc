@@ -15,6 +15,9 @@ namespace {
 
 using internal::Hid;
 
+// Chunk size of the keys and extra datasets.
+constexpr uint64_t kSmallChunkBytes = 64 << 10;
+
 // An extendible dataset [rows, inner...] written a chunk of rows at a time.
 // Lock held for every call.
 class Appender {
@@ -89,6 +92,7 @@ class Appender {
   }
 
   void Close() { dataset_.Reset(); }
+  hid_t id() const { return dataset_.get(); }
 
  private:
   const char* name_ = "";
@@ -108,9 +112,9 @@ struct VarBytes {
   int64_t end = 0;
 
   absl::Status Create(hid_t file, const std::string& path, const char* bytes_name,
-                      const char* offsets_name, const Hdf5WriterOptions& o) {
+                      const char* offsets_name, uint64_t chunk_bytes, const Hdf5WriterOptions& o) {
     SP_RETURN_IF_ERROR(bytes.Create(file, path, bytes_name, H5T_STD_U8LE, H5T_NATIVE_UINT8, 1,
-                                    {}, o.chunk_bytes));
+                                    {}, chunk_bytes));
     SP_RETURN_IF_ERROR(offsets.Create(file, path, offsets_name, H5T_STD_I64LE,
                                       H5T_NATIVE_INT64, 8, {}, o.row_chunk));
     return offsets.Append(&end, 1);
@@ -143,6 +147,7 @@ class Hdf5ShardSink : public ShardSink {
     meta_.backend = Backend::kHdf5;
     meta_.schema = options.schema;
     meta_.pack_json = options.pack_json;
+    shard_max_records_ = options.shard_max_records;
     const ImageInfo& image = meta_.schema.image;
     fixed_ = image.encoding == Encoding::kRaw && image.height != 0 && image.width != 0 &&
              image.channels != 0;
@@ -202,6 +207,8 @@ class Hdf5ShardSink : public ShardSink {
   }
 
   absl::Status WriteMeta();
+  absl::Status WriteStringsAttribute(hid_t object, const char* name,
+                                     const std::vector<std::string>& values, bool scalar);
   void CloseAll() {
     images_.Close();
     data_.Close();
@@ -217,6 +224,7 @@ class Hdf5ShardSink : public ShardSink {
   Hdf5WriterOptions options_;
   Manifest meta_;
   bool fixed_ = false;
+  uint64_t shard_max_records_ = 0;
   Hid file_;
   Appender images_;
   VarBytes data_;
@@ -244,10 +252,12 @@ absl::Status Hdf5ShardSink::Open() {
     std::vector<hsize_t> inner = {image.height, image.width, image.channels};
     if (image.layout == Layout::kCHW) inner = {image.channels, image.height, image.width};
     uint64_t rows = std::max<uint64_t>(1, options_.chunk_bytes / image.RawBytes());
+    // A chunk is stored whole even when partly filled: no larger than a shard.
+    if (shard_max_records_ != 0) rows = std::min(rows, shard_max_records_);
     SP_RETURN_IF_ERROR(
         images_.Create(f, partial_, "images", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, inner, rows));
   } else {
-    SP_RETURN_IF_ERROR(data_.Create(f, partial_, "data", "offsets", options_));
+    SP_RETURN_IF_ERROR(data_.Create(f, partial_, "data", "offsets", options_.chunk_bytes, options_));
     SP_RETURN_IF_ERROR(image_info_.Create(f, partial_, "image_info", H5T_STD_U32LE,
                                           H5T_NATIVE_UINT32, 4, {kHdf5ImageInfoColumns},
                                           options_.row_chunk));
@@ -262,27 +272,41 @@ absl::Status Hdf5ShardSink::Open() {
     }();
     SP_RETURN_IF_ERROR(labels_[k].Create(f, partial_, (*names)[k].c_str(), H5T_STD_I64LE,
                                          H5T_NATIVE_INT64, 8, {}, options_.row_chunk));
+    const LabelField& field = meta_.schema.labels[k];
+    SP_RETURN_IF_ERROR(WriteStringsAttribute(labels_[k].id(), "name", {field.name}, true));
+    SP_RETURN_IF_ERROR(WriteStringsAttribute(labels_[k].id(), "classes", field.classes, false));
   }
-  SP_RETURN_IF_ERROR(keys_.Create(f, partial_, "keys", "key_offsets", options_));
-  return extra_.Create(f, partial_, "extra", "extra_offsets", options_);
+  // Keys and extra bytes are small: a full-size chunk would mostly be padding
+  // in a small shard.
+  const uint64_t small_chunk = std::min<uint64_t>(options_.chunk_bytes, kSmallChunkBytes);
+  SP_RETURN_IF_ERROR(keys_.Create(f, partial_, "keys", "key_offsets", small_chunk, options_));
+  return extra_.Create(f, partial_, "extra", "extra_offsets", small_chunk, options_);
 }
 
 absl::Status Hdf5ShardSink::WriteMeta() {
   std::string text = internal::ShardMetaJson(
       meta_, std::filesystem::path(path_).filename().string(), records_);
-  // A variable-length UTF-8 string: h5py reads it as a str.
+  return WriteStringsAttribute(file_.get(), kHdf5MetaAttribute, {text}, true);
+}
+
+// Variable-length UTF-8 strings (h5py reads them as str): a scalar, or a
+// 1-D array. Lock held.
+absl::Status Hdf5ShardSink::WriteStringsAttribute(hid_t object, const char* name,
+                                                  const std::vector<std::string>& values,
+                                                  bool scalar) {
   Hid type(H5Tcopy(H5T_C_S1), H5Tclose);
-  Hid space(H5Screate(H5S_SCALAR), H5Sclose);
+  hsize_t n = values.size();
+  Hid space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), H5Sclose);
   if (!type.valid() || !space.valid() || H5Tset_size(type.get(), H5T_VARIABLE) < 0 ||
       H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0) {
     return internal::Hdf5Error(partial_, "attribute type");
   }
-  Hid attr(H5Acreate2(file_.get(), kHdf5MetaAttribute, type.get(), space.get(), H5P_DEFAULT,
-                      H5P_DEFAULT),
+  Hid attr(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
            H5Aclose);
-  const char* data = text.c_str();
-  if (!attr.valid() || H5Awrite(attr.get(), type.get(), &data) < 0) {
-    return internal::Hdf5Error(partial_, absl::StrCat("writing attribute ", kHdf5MetaAttribute));
+  std::vector<const char*> data;
+  for (const std::string& v : values) data.push_back(v.c_str());
+  if (!attr.valid() || (!data.empty() && H5Awrite(attr.get(), type.get(), data.data()) < 0)) {
+    return internal::Hdf5Error(partial_, absl::StrCat("writing attribute ", name));
   }
   return absl::OkStatus();
 }

@@ -59,7 +59,8 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
   Env& e = *r->env_;
   int rc = mdb_env_create(&e.env);
   if (rc != 0) return LmdbError(path, "mdb_env_create", rc);
-  rc = mdb_env_open(e.env, path.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NOSUBDIR, 0);
+  // MDB_NOTLS: the read transaction is not tied to the opening thread.
+  rc = mdb_env_open(e.env, path.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NOSUBDIR | MDB_NOTLS, 0);
   if (rc != 0) return LmdbError(path, "not an LMDB environment", rc);
   // LMDB maps the file and trusts its meta page: reading a page past the end
   // of a truncated file would be SIGBUS, so check the size first.

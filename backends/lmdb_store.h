@@ -44,13 +44,13 @@ absl::StatusOr<std::unique_ptr<ShardSink>> OpenLmdbShardSink(
     const LmdbWriterOptions& lmdb = {});
 
 // Reads one LMDB shard. The environment is opened read-only with
-// MDB_RDONLY | MDB_NOLOCK | MDB_NOSUBDIR (OS readahead left on), and one read
-// transaction is held for the reader's life, so every value view it hands
-// out stays valid until the reader is destroyed.
+// MDB_RDONLY | MDB_NOLOCK | MDB_NOSUBDIR | MDB_NOTLS (OS readahead left on:
+// no MDB_NORDAHEAD), and one read transaction is held for the reader's life,
+// so every value view it hands out stays valid until the reader is
+// destroyed.
 //
-// Thread-compatible: one thread at a time (LMDB read transactions belong to
-// the thread that began them when locks are on; with MDB_NOLOCK any one
-// thread may use it, but not two at once).
+// Thread-compatible: any one thread at a time (MDB_NOTLS: the transaction
+// is not tied to the thread that opened it), never two at once.
 class LmdbShardReader {
  public:
   // NotFoundError when `path` does not exist; DataLossError naming the path

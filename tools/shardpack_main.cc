@@ -3,7 +3,8 @@
 //   shardpack cifar INPUT... -o OUT [--cifar 10|100] [--split train|test] ...
 //   shardpack images ROOT -o OUT [--mode passthrough|reencode|raw] ...
 //   shardpack images --list FILE --root DIR -o OUT ...
-//   shardpack merge PART... -o OUT
+//   shardpack merge PART... -o OUT [--format shard|lmdb|hdf5]
+//   shardpack convert INPUT... -o OUT --format shard|lmdb|hdf5
 //
 // docs/cli.md documents every flag.
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "backends/store.h"
 #include "datasets/cifar.h"
 #include "datasets/images.h"
 #include "nlohmann/json.hpp"
@@ -46,7 +48,7 @@ struct CommonFlags {
 
 void AddCommonFlags(CLI::App* app, CommonFlags* f) {
   app->add_option("-o,--output", f->output, "Output dataset directory")->required();
-  app->add_option("--format", f->format, "Backend: shard (lmdb, hdf5 later)")
+  app->add_option("--format", f->format, "Backend: shard (default), lmdb or hdf5")
       ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
   app->add_option("--shard-size", f->shard_size, "Close a shard after this many bytes");
   app->add_option("--shard-records", f->shard_records,
@@ -68,11 +70,33 @@ datasets::OnError OnErrorOf(const CommonFlags& f) {
   return f.on_error == "fail" ? datasets::OnError::kFail : datasets::OnError::kSkip;
 }
 
-absl::StatusOr<pack::PackOptions> ToPackOptions(const CommonFlags& f) {
-  if (f.format != "shard") {
-    return absl::UnimplementedError(
-        absl::StrCat("--format ", f.format, " is not supported yet (only shard)"));
+// --block-size and --compress into `w`; they apply to .shard output only.
+absl::Status ParseShardFlags(const std::string& format, const std::string& block_size,
+                             const std::string& compress_flag, DatasetWriterOptions* w) {
+  SP_ASSIGN_OR_RETURN(uint64_t block, cli::ParseSize(block_size));
+  if (block == 0 || block > (uint64_t{1} << 30)) {
+    return absl::InvalidArgumentError("--block-size must be between 1 byte and 1 GiB");
   }
+  w->shard.block_size = static_cast<uint32_t>(block);
+  std::vector<std::string> compress = absl::StrSplit(compress_flag, ':');
+  if (compress[0] == "zstd" && compress.size() <= 2) {
+    w->shard.compression = Compression::kZstd;
+    if (compress.size() == 2 && !absl::SimpleAtoi(compress[1], &w->shard.zstd_level)) {
+      return absl::InvalidArgumentError(absl::StrCat("--compress ", compress_flag, ": bad level"));
+    }
+  } else if (compress_flag != "none") {
+    return absl::InvalidArgumentError(absl::StrCat("--compress ", compress_flag,
+                                                   ": expected none or zstd[:LEVEL]"));
+  }
+  if (format != "shard" && compress_flag != "none") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--compress applies to --format shard only, not ", format));
+  }
+  backends::UseBackend(w, *backends::ParseBackend(format));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<pack::PackOptions> ToPackOptions(const CommonFlags& f) {
   pack::PackOptions o;
   o.output = f.output;
   o.overwrite = f.overwrite;
@@ -94,21 +118,7 @@ absl::StatusOr<pack::PackOptions> ToPackOptions(const CommonFlags& f) {
   } else {
     SP_ASSIGN_OR_RETURN(o.writer.shard_max_bytes, cli::ParseSize(f.shard_size));
   }
-  SP_ASSIGN_OR_RETURN(uint64_t block, cli::ParseSize(f.block_size));
-  if (block == 0 || block > (uint64_t{1} << 30)) {
-    return absl::InvalidArgumentError("--block-size must be between 1 byte and 1 GiB");
-  }
-  o.writer.shard.block_size = static_cast<uint32_t>(block);
-  std::vector<std::string> compress = absl::StrSplit(f.compress, ':');
-  if (compress[0] == "zstd" && compress.size() <= 2) {
-    o.writer.shard.compression = Compression::kZstd;
-    if (compress.size() == 2 && !absl::SimpleAtoi(compress[1], &o.writer.shard.zstd_level)) {
-      return absl::InvalidArgumentError(absl::StrCat("--compress ", f.compress, ": bad level"));
-    }
-  } else if (f.compress != "none") {
-    return absl::InvalidArgumentError(absl::StrCat("--compress ", f.compress,
-                                                   ": expected none or zstd[:LEVEL]"));
-  }
+  SP_RETURN_IF_ERROR(ParseShardFlags(f.format, f.block_size, f.compress, &o.writer));
   return o;
 }
 
@@ -196,6 +206,26 @@ int main(int argc, char** argv) {
   merge_cmd->add_option("parts", parts, "Part datasets, in order")->required();
   merge_cmd->add_option("-o,--output", merge_output, "Output dataset directory")->required();
   merge_cmd->add_flag("--overwrite", merge_overwrite, "Replace an existing output");
+  std::string merge_format;
+  merge_cmd->add_option("--format", merge_format,
+                        "Backend of the output (default: the parts'; others are converted)")
+      ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
+
+  std::vector<std::string> convert_inputs;
+  std::string convert_format, convert_block = "4MiB", convert_compress = "none";
+  pack::ConvertOptions convert;
+  CLI::App* convert_cmd =
+      app.add_subcommand("convert", "Convert datasets to another backend, record for record");
+  convert_cmd->add_option("inputs", convert_inputs,
+                          "Dataset directories, or LMDB/HDF5 shard files")->required();
+  convert_cmd->add_option("-o,--output", convert.output, "Output dataset directory")->required();
+  convert_cmd->add_option("--format", convert_format, "Backend: shard, lmdb or hdf5")
+      ->required()
+      ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
+  convert_cmd->add_option("--block-size", convert_block, "Target block size (shard)");
+  convert_cmd->add_option("--compress", convert_compress, "none or zstd[:LEVEL] (shard)");
+  convert_cmd->add_flag("--overwrite", convert.overwrite, "Replace an existing output");
+  convert_cmd->add_flag("-q,--quiet", convert.quiet, "No progress or summary on stderr");
 
   if (int code = cli::ParseCommandLine(app, argc, argv); code >= 0) return code;
 
@@ -222,7 +252,23 @@ int main(int argc, char** argv) {
     images.on_error = OnErrorOf(image_flags);
     return RunPack(image_flags, datasets::OpenImages(images));
   }
-  auto merged = pack::Merge(parts, merge_output, merge_overwrite);
+  if (convert_cmd->parsed()) {
+    absl::Status flags =
+        ParseShardFlags(convert_format, convert_block, convert_compress, &convert.writer);
+    if (!flags.ok()) return cli::Fail(kTool, flags);
+    convert.backend = convert.writer.backend;
+    auto converted = pack::Convert(convert_inputs, convert);
+    if (!converted.ok()) return cli::Fail(kTool, converted.status());
+    if (!convert.quiet) {
+      std::fprintf(stderr, "converted %llu records into %zu shards (%s)\n",
+                   static_cast<unsigned long long>(converted->records()),
+                   converted->shards.size(), convert_format.c_str());
+    }
+    return 0;
+  }
+  std::optional<Backend> merge_backend;
+  if (!merge_format.empty()) merge_backend = backends::ParseBackend(merge_format);
+  auto merged = pack::Merge(parts, merge_output, merge_overwrite, merge_backend);
   if (!merged.ok()) return cli::Fail(kTool, merged.status());
   std::fprintf(stderr, "merged %zu parts: %llu records in %zu shards\n", parts.size(),
                static_cast<unsigned long long>(merged->records()), merged->shards.size());

@@ -255,7 +255,7 @@ TEST_F(ShardpackTest, RealFullDiskIsAClearErrorAndLeavesNothing) {
   EXPECT_EQ(r.out, "") << "left behind on the full file system";
 }
 
-TEST_F(ShardpackTest, JsonSummaryAndUnsupportedBackends) {
+TEST_F(ShardpackTest, JsonSummaryAndUnknownBackends) {
   std::string input = WriteCifar10("data_batch_1.bin", 12);
   RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "--json", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -265,9 +265,11 @@ TEST_F(ShardpackTest, JsonSummaryAndUnsupportedBackends) {
   EXPECT_EQ(j["shards"], 1);
   EXPECT_EQ(j["skipped"], 0);
   EXPECT_GT(j["bytes_out"].get<uint64_t>(), 12u * 3072);
-  RunResult lmdb = Shardpack({"cifar", input, "-o", Out("l"), "--format", "lmdb"});
-  EXPECT_EQ(lmdb.exit_code, 1);
-  EXPECT_THAT(lmdb.err, HasSubstr("--format lmdb is not supported yet"));
+  RunResult lmdb = Shardpack({"cifar", input, "-o", Out("l"), "--format", "lmdb", "--json", "-q"});
+  ASSERT_EQ(lmdb.exit_code, 0) << lmdb.err;
+  EXPECT_EQ(nlohmann::json::parse(lmdb.out)["records"], 12);
+  RunResult tfrecord = Shardpack({"cifar", input, "-o", Out("t"), "--format", "tfrecord"});
+  EXPECT_EQ(tfrecord.exit_code, 2);
   RunResult usage = Shardpack({"cifar", input});
   EXPECT_EQ(usage.exit_code, 2);
 }

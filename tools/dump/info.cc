@@ -121,7 +121,7 @@ double Ratio(const StorageStats& s) {
 std::string CrcText(uint32_t crc) { return absl::StrFormat("%08x", crc); }
 
 Json PackJson(const OpenedDataset& ds) {
-  if (!ds.has_manifest()) return nullptr;
+  if (!ds.has_schema()) return nullptr;
   Json pack = Json::parse(ds.manifest().pack_json, nullptr, /*allow_exceptions=*/false);
   return pack.is_discarded() ? Json(ds.manifest().pack_json) : pack;
 }
@@ -145,7 +145,7 @@ Json InfoJson(const OpenedDataset& ds, Facts* f) {
   j["raw_bytes"] = f->storage.raw_bytes;
   j["stored_bytes"] = f->storage.stored_bytes;
   j["compression_ratio"] = Ratio(f->storage);
-  j["schema"] = ds.has_manifest() ? SchemaJson(ds.manifest().schema) : Json(nullptr);
+  j["schema"] = ds.has_schema() ? SchemaJson(ds.manifest().schema) : Json(nullptr);
   const LabelField* first = FieldOf(ds, 0);
   j["classes"] = first != nullptr ? Json(first->classes) : Json::array();
   j["labels"] = Json::array();
@@ -217,7 +217,7 @@ std::string InfoText(const OpenedDataset& ds, Facts* f) {
                        Ratio(f->storage), cli::FormatBytes(f->storage.raw_bytes),
                        cli::FormatBytes(f->storage.stored_bytes), f->storage.compressed_blocks,
                        f->storage.blocks));
-  if (ds.has_manifest()) {
+  if (ds.has_schema()) {
     const ImageInfo& im = m.schema.image;
     std::string schema = EncodingText(im);
     if (im.width != 0 || im.height != 0) absl::StrAppend(&schema, " ", ShapeText(im));

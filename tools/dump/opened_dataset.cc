@@ -11,6 +11,8 @@
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
+#include "backends/store.h"
+#include "tools/dump/backend_shards.h"
 #include "tools/dump/shard_backend.h"
 
 namespace shardpack::dump {
@@ -18,14 +20,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The first bytes of the files PATH may name (docs/format.md; the HDF5
-// specification's format signature).
+// The first bytes of a `.shard` file (docs/format.md).
 constexpr std::array<uint8_t, 8> kShardMagic = {0x89, 'S', 'H', 'A', 'R', 'D', '\r', '\n'};
-constexpr std::array<uint8_t, 8> kHdf5Magic = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-// An LMDB environment is a directory holding these.
+// An LMDB environment opened without MDB_NOSUBDIR is a directory holding
+// this; ours are single files.
 constexpr char kLmdbDataFile[] = "data.mdb";
 
-enum class FileKind { kEmpty, kShard, kHdf5, kUnknown };
+enum class FileKind { kEmpty, kShard, kLmdb, kHdf5, kUnknown };
 
 absl::StatusOr<FileKind> SniffFile(const std::string& path) {
   SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(path));
@@ -35,7 +36,9 @@ absl::StatusOr<FileKind> SniffFile(const std::string& path) {
   SP_RETURN_IF_ERROR(file->ReadExact(0, {head.data(), n}));
   // A shard cut short inside its magic is still reported as a shard.
   if (std::memcmp(head.data(), kShardMagic.data(), n) == 0) return FileKind::kShard;
-  if (n == head.size() && head == kHdf5Magic) return FileKind::kHdf5;
+  SP_ASSIGN_OR_RETURN(std::optional<Backend> backend, backends::SniffShardFile(path));
+  if (backend == Backend::kHdf5) return FileKind::kHdf5;
+  if (backend == Backend::kLmdb) return FileKind::kLmdb;
   return FileKind::kUnknown;
 }
 
@@ -51,6 +54,7 @@ uint64_t RecordLocation::file_offset() const {
 }
 
 std::string RecordLocation::Text() const {
+  if (!has_offset) return "-";
   if (compressed) return absl::StrCat(block_offset, ":", in_block);
   return absl::StrCat(file_offset());
 }
@@ -75,8 +79,9 @@ absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, Shard
     case FileKind::kEmpty:
       return absl::DataLossError(absl::StrCat(path, ": empty file, not a dataset or shard"));
     case FileKind::kHdf5:
-      return absl::UnimplementedError(
-          absl::StrCat(path, ": an HDF5 file; this build of sharddump reads .shard datasets only"));
+      return OpenLoneBackendShard(path, Backend::kHdf5);
+    case FileKind::kLmdb:
+      return OpenLoneBackendShard(path, Backend::kLmdb);
     case FileKind::kUnknown:
       return absl::DataLossError(
           absl::StrCat(path,
@@ -88,13 +93,18 @@ absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, Shard
   return OpenLoneShard(path, policy);
 }
 
-absl::StatusOr<OpenedDataset> OpenedDataset::OpenLoneShard(const std::string& path,
-                                                           ShardPolicy policy) {
+OpenedDataset OpenedDataset::Lone(const std::string& path) {
   OpenedDataset ds;
   ds.path_ = path;
   ds.directory_ = fs::path(path).parent_path().string();
   if (ds.directory_.empty()) ds.directory_ = ".";
   ds.has_manifest_ = false;
+  return ds;
+}
+
+absl::StatusOr<OpenedDataset> OpenedDataset::OpenLoneShard(const std::string& path,
+                                                           ShardPolicy policy) {
+  OpenedDataset ds = Lone(path);
   ShardEntry entry;
   entry.path = fs::path(path).filename().string();
   auto shard = OpenShardFile(path);
@@ -112,6 +122,23 @@ absl::StatusOr<OpenedDataset> OpenedDataset::OpenLoneShard(const std::string& pa
   return ds;
 }
 
+absl::StatusOr<OpenedDataset> OpenedDataset::OpenLoneBackendShard(const std::string& path,
+                                                                  Backend backend) {
+  OpenedDataset ds = Lone(path);
+  if (backend == Backend::kHdf5) {
+    SP_ASSIGN_OR_RETURN(ds.manifest_, backends::SynthesizeHdf5Manifest(path));
+  } else {
+    SP_ASSIGN_OR_RETURN(auto reader, backends::LmdbShardReader::Open(path));
+    ds.manifest_ = reader->meta();
+    ds.manifest_.shards[0].path = fs::path(path).filename().string();
+    std::error_code ec;
+    ds.manifest_.shards[0].bytes = fs::file_size(path, ec);
+  }
+  ds.lone_version_ = absl::StrCat(ds.manifest_.version_major, ".", ds.manifest_.version_minor);
+  ds.CountRecords();
+  return ds;
+}
+
 absl::StatusOr<OpenedDataset> OpenedDataset::OpenDirectory(const std::string& path,
                                                            const std::string& directory,
                                                            ShardPolicy policy) {
@@ -123,15 +150,10 @@ absl::StatusOr<OpenedDataset> OpenedDataset::OpenDirectory(const std::string& pa
       Exists((fs::path(directory) / kLmdbDataFile).string())) {
     return absl::UnimplementedError(
         absl::StrCat(directory,
-                     ": an LMDB environment without a shardpack manifest; this "
-                     "build of sharddump reads .shard datasets only"));
+                     ": an LMDB environment directory without a shardpack manifest "
+                     "(shardpack's LMDB shards are single files with metadata)"));
   }
   SP_ASSIGN_OR_RETURN(ds.manifest_, ReadManifest(directory));
-  if (ds.manifest_.backend != Backend::kShard) {
-    return absl::UnimplementedError(absl::StrCat(
-        directory, ": a dataset of backend '", std::string(BackendName(ds.manifest_.backend)),
-        "'; this build of sharddump reads .shard datasets only"));
-  }
   ds.CountRecords();
   if (policy == ShardPolicy::kRequireAll) {
     for (size_t k = 0; k < ds.num_shards(); ++k) {
@@ -170,7 +192,9 @@ std::pair<size_t, uint64_t> OpenedDataset::Locate(uint64_t index) const {
 absl::StatusOr<std::unique_ptr<ShardRecords>> OpenedDataset::OpenShard(
     size_t k, bool require_manifest_count) const {
   const std::string path = ShardPath(k);
-  auto shard = OpenShardFile(path);
+  auto shard = manifest_.backend == Backend::kShard
+                   ? OpenShardFile(path)
+                   : OpenBackendShardFile(path, manifest_.backend);
   if (absl::IsNotFound(shard.status())) {
     return absl::NotFoundError(
         absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)"));
@@ -193,7 +217,10 @@ ShardCheck OpenedDataset::CheckShard(size_t k) const {
     check.problems.push_back(std::move(p));
     return check;
   }
-  return CheckShardFile(path);
+  if (manifest_.backend == Backend::kShard) return CheckShardFile(path);
+  std::optional<uint32_t> crc;
+  if (has_manifest_) crc = manifest_.shards[k].crc32c;
+  return CheckBackendShardFile(path, manifest_.backend, crc);
 }
 
 std::vector<std::string> OpenedDataset::UnlistedShardFiles() const {
@@ -204,7 +231,8 @@ std::vector<std::string> OpenedDataset::UnlistedShardFiles() const {
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(directory_, ec)) {
     std::string name = e.path().filename().string();
-    if (absl::EndsWith(name, ".shard") && !listed.count(name) && e.is_regular_file(ec)) {
+    if (name.ends_with(ShardExtension(manifest_.backend)) && !listed.count(name) &&
+        e.is_regular_file(ec)) {
       unlisted.push_back(name);
     }
   }

@@ -5,7 +5,7 @@
 // The commands never look at a backend's files themselves: they go through
 // OpenedDataset::OpenShard (records, in order, with where each lives) and
 // OpenedDataset::CheckShard (every byte of one shard). The `.shard` backend
-// is implemented here; LMDB and HDF5 plug in behind the same two calls.
+// is in shard_backend.h, LMDB and HDF5 in backend_shards.h.
 #ifndef SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_
 #define SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_
 
@@ -30,6 +30,9 @@ struct RecordLocation {
   uint64_t block_offset = 0;  // file offset of the record's block
   uint32_t in_block = 0;      // offset in the block's raw (decompressed) payload
   bool compressed = false;    // the block is stored compressed
+  // False for LMDB and HDF5 shards, whose records have no file offset of
+  // their own; Text() is then "-".
+  bool has_offset = true;
 
   // The record's own file offset (of its record header) when its block is
   // stored uncompressed: block_offset + 32 (block header) + in_block. A
@@ -101,15 +104,20 @@ class OpenedDataset {
     kCheckLater,
   };
 
-  // Opens PATH, detected: a directory holding manifest.json, a manifest.json
-  // file, or one `.shard` file (a "lone shard": the manifest is made up from
-  // its index and has_manifest() is false). Errors are one line naming PATH.
+  // Opens PATH, detected: a directory holding manifest.json (of any
+  // backend), a manifest.json file, or one shard file of any backend (a
+  // "lone shard": the manifest is made up from its index or metadata and
+  // has_manifest() is false), including a plain HDF5 file with `images` and
+  // `labels`. Errors are one line naming PATH.
   static absl::StatusOr<OpenedDataset> Open(const std::string& path, ShardPolicy policy);
 
   const std::string& path() const { return path_; }
   // The dataset directory (for a lone shard, the directory holding it).
   const std::string& directory() const { return directory_; }
   bool has_manifest() const { return has_manifest_; }
+  // Whether the schema is known: from the manifest, or from a lone LMDB or
+  // HDF5 shard's own metadata (a lone `.shard` file has none).
+  bool has_schema() const { return has_manifest_ || manifest_.backend != Backend::kShard; }
   const Manifest& manifest() const { return manifest_; }
   // The version to show: the manifest's, or for a lone shard the shard
   // format's, as "MAJOR.MINOR".
@@ -142,7 +150,11 @@ class OpenedDataset {
 
  private:
   OpenedDataset() = default;
+  // A lone shard's dataset before its manifest is filled in.
+  static OpenedDataset Lone(const std::string& path);
   static absl::StatusOr<OpenedDataset> OpenLoneShard(const std::string& path, ShardPolicy policy);
+  static absl::StatusOr<OpenedDataset> OpenLoneBackendShard(const std::string& path,
+                                                            Backend backend);
   // `path` as given (a directory or its manifest.json), `directory` the
   // dataset directory.
   static absl::StatusOr<OpenedDataset> OpenDirectory(const std::string& path,

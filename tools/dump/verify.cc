@@ -133,9 +133,11 @@ void Verifier::CompareWithManifest(size_t k, const ShardCheck& check, ShardOutco
   if (check.crc_valid && out->problems.empty() && check.file_crc32c != entry.crc32c) {
     out->problems.push_back(
         At(k, std::nullopt, 0,
-           absl::StrFormat("%s: CRC-32C of the whole file is %08x, the manifest says %08x "
-                           "(the shard is intact but not the one the manifest describes)",
-                           path, check.file_crc32c, entry.crc32c)));
+           absl::StrFormat("%s: CRC-32C of the whole file is %08x, the manifest says %08x %s",
+                           path, check.file_crc32c, entry.crc32c,
+                           ds_.manifest().backend == Backend::kShard
+                               ? "(the shard is intact but not the one the manifest describes)"
+                               : "(the file changed since it was packed)")));
   }
 }
 

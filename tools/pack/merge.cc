@@ -36,15 +36,14 @@ std::string SkippedLines(const std::string& part) {
 }  // namespace
 
 absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std::string& output,
-                               bool overwrite) {
+                               bool overwrite, std::optional<Backend> backend) {
   if (parts.empty()) return absl::InvalidArgumentError("merge needs at least one part");
   std::vector<Manifest> manifests;
+  bool same_backend = true;
   for (const std::string& part : parts) {
     SP_ASSIGN_OR_RETURN(Manifest m, ReadManifest(part));
-    if (m.backend != Backend::kShard) {
-      return absl::UnimplementedError(absl::StrCat(part, ": merging ", std::string(BackendName(m.backend)),
-                                                   " datasets is not supported yet"));
-    }
+    if (!backend) backend = m.backend;
+    same_backend = same_backend && m.backend == *backend;
     if (!manifests.empty() && !(m.schema == manifests[0].schema)) {
       return absl::InvalidArgumentError(
           absl::StrCat(part, ": schema differs from that of ", parts[0]));
@@ -52,6 +51,14 @@ absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std:
     manifests.push_back(std::move(m));
   }
 
+  if (!same_backend) {
+    ConvertOptions o;
+    o.output = output;
+    o.backend = *backend;
+    o.overwrite = overwrite;
+    o.quiet = true;
+    return Convert(parts, o);
+  }
   SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(output, overwrite));
   Manifest merged = manifests[0];
   merged.shards.clear();
@@ -59,7 +66,7 @@ absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std:
   Json from = Json::array();
   for (size_t p = 0; p < parts.size(); ++p) {
     for (const ShardEntry& shard : manifests[p].shards) {
-      std::string name = ShardFileName(kDefaultShardPrefix, merged.shards.size());
+      std::string name = ShardFileName(kDefaultShardPrefix, merged.shards.size(), merged.backend);
       SP_RETURN_IF_ERROR(LinkOrCopy(fs::path(parts[p]) / shard.path, fs::path(out->staging()) / name));
       ShardEntry entry = shard;
       entry.path = name;

@@ -33,8 +33,11 @@ std::string PackJson(const datasets::Source& source, const PackOptions& o) {
   j["part"] = absl::StrCat(o.part_index + 1, "/", o.part_count);
   j["shard_max_bytes"] = o.writer.shard_max_bytes;
   j["shard_max_records"] = o.writer.shard_max_records;
-  j["block_size"] = o.writer.shard.block_size;
-  j["compression"] = CompressionName(o.writer.shard);
+  j["format"] = std::string(BackendName(o.writer.backend));
+  if (o.writer.backend == Backend::kShard) {
+    j["block_size"] = o.writer.shard.block_size;
+    j["compression"] = CompressionName(o.writer.shard);
+  }
   j["on_error"] = o.on_error == datasets::OnError::kSkip ? "skip" : "fail";
   return j.dump();
 }

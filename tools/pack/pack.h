@@ -3,6 +3,7 @@
 #define SHARDPACK_TOOLS_PACK_PACK_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,11 +55,38 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
 std::vector<size_t> PartOrder(size_t n, bool shuffle, uint64_t seed, uint32_t index,
                               uint32_t count);
 
-// Makes one dataset of part datasets, in the order given, without
-// rewriting shard bytes (shards are hard-linked, or copied across file
-// systems). Parts must share a schema. Same atomicity as Pack.
+// Makes one dataset of part datasets, in the order given. Parts must share a
+// schema. When they are all of `backend` (nullopt: the first part's), shard
+// bytes are not rewritten (hard-linked, or copied across file systems);
+// otherwise the parts are converted (see Convert). Same atomicity as Pack.
 absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std::string& output,
-                               bool overwrite);
+                               bool overwrite, std::optional<Backend> backend = std::nullopt);
+
+// A dataset to read: its manifest and the paths of its shards.
+struct InputDataset {
+  Manifest manifest;
+  std::vector<std::string> shard_paths;
+};
+
+// A dataset directory (manifest.json), or one LMDB or HDF5 shard file whose
+// manifest is made up from its metadata (a plain h5py images/labels file
+// included). Errors name the path.
+absl::StatusOr<InputDataset> OpenInputDataset(const std::string& path);
+
+struct ConvertOptions {
+  std::string output;
+  Backend backend = Backend::kShard;
+  bool overwrite = false;
+  bool quiet = false;
+  // Block size and compression of `.shard` output; directory, schema,
+  // pack_json and shard limits are set by Convert.
+  DatasetWriterOptions writer;
+};
+
+// Converts `inputs` (datasets, in order) into one dataset of o.backend:
+// every record byte for byte, one output shard per input shard, the schema
+// and (for one input) its pack parameters plus a "converted_from" entry.
+absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o);
 
 }  // namespace shardpack::pack
 

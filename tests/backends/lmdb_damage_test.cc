@@ -1,0 +1,93 @@
+// LMDB shards that are well-formed LMDB but not a well-formed shard: a
+// missing record key, a value that is not a record. Made with the LMDB C API.
+#include <lmdb.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "backends/lmdb_store.h"
+#include "backends/publish.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/backends/backend_fixtures.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardpack {
+namespace {
+
+using ::shardpack::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// Writes an LMDB file holding `values` under the given 8-byte indexes and
+// metadata claiming `records` records.
+void WriteEnv(const std::string& path, const std::vector<std::pair<uint64_t, std::string>>& values,
+              uint64_t records) {
+  MDB_env* env;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_open(env, path.c_str(), MDB_NOSUBDIR | MDB_NOLOCK, 0644), 0);
+  MDB_txn* txn;
+  MDB_dbi dbi;
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+  ASSERT_EQ(mdb_dbi_open(txn, nullptr, 0, &dbi), 0);
+  for (const auto& [index, value] : values) {
+    uint8_t key[8];
+    for (int i = 0; i < 8; ++i) key[i] = static_cast<uint8_t>(index >> (56 - 8 * i));
+    MDB_val k{8, key}, v{value.size(), const_cast<char*>(value.data())};
+    ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+  }
+  Manifest m;
+  m.backend = Backend::kLmdb;
+  m.schema = testing::JpegSchema();
+  std::string meta = backends::internal::ShardMetaJson(m, "x.lmdb", records);
+  MDB_val k{sizeof(backends::kLmdbMetaKey) - 1, const_cast<char*>(backends::kLmdbMetaKey)};
+  MDB_val v{meta.size(), meta.data()};
+  ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mdb_env_close(env);
+}
+
+TEST(LmdbDamage, MissingKeyIsNamedByIndex) {
+  testing::TempDir dir;
+  // Real record values, taken from a shard written by the sink.
+  auto m = testing::WriteDataset(dir.path(), Backend::kLmdb,
+                                 {testing::JpegLikeRecord(0, 40), testing::JpegLikeRecord(1, 40),
+                                  testing::JpegLikeRecord(2, 40)},
+                                 testing::JpegSchema());
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<std::string> values;
+  {
+    SP_ASSERT_OK_AND_ASSIGN(auto good,
+                            backends::LmdbShardReader::Open(dir.Join(m->shards[0].path)));
+    SP_ASSERT_OK(good->Scan(0, 3, [&](uint64_t, ByteSpan v) {
+      values.emplace_back(v.begin(), v.end());
+      return absl::OkStatus();
+    }));
+  }
+  std::string path = dir.Join("gap.lmdb");
+  WriteEnv(path, {{0, values[0]}, {1, values[1]}, {3, values[2]}}, 3);
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, backends::LmdbShardReader::Open(path));
+  uint64_t visited = 0;
+  absl::Status s = reader->Scan(0, 3, [&](uint64_t, ByteSpan) {
+    ++visited;
+    return absl::OkStatus();
+  });
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kDataLoss, HasSubstr(path + " record 2: missing")));
+  EXPECT_EQ(visited, 2u);
+
+  std::string bad = dir.Join("bad.lmdb");
+  WriteEnv(bad, {{0, values[0]}, {1, "not a record at all"}}, 2);
+  SP_ASSERT_OK_AND_ASSIGN(auto r2, backends::LmdbShardReader::Open(bad));
+  SP_ASSERT_OK_AND_ASSIGN(ByteSpan v, r2->Get(1));
+  EXPECT_THAT(backends::DecodeLmdbValue(v, bad, 1),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr(bad + " record 1: ")));
+
+  std::string count = dir.Join("count.lmdb");
+  WriteEnv(count, {{0, values[0]}}, 2);
+  EXPECT_THAT(backends::LmdbShardReader::Open(count),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr(count + ": holds 1 records, its metadata says 2")));
+}
+
+}  // namespace
+}  // namespace shardpack

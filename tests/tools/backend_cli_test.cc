@@ -1,0 +1,270 @@
+// shardpack --format lmdb|hdf5, shardpack convert and sharddump on every
+// backend, run as the built binaries on datasets made here.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "backends/store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "shardpack/dataset.h"
+#include "tests/backends/backend_fixtures.h"
+#include "tests/testing/shard_fixtures.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardpack {
+namespace {
+
+namespace fs = std::filesystem;
+using ::shardpack::testing::OwnedRecord;
+using ::shardpack::testing::RunResult;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using Json = nlohmann::json;
+
+RunResult Tool(const char* tool, std::vector<std::string> args) {
+  args.insert(args.begin(), tool);
+  return testing::Run(args);
+}
+RunResult Shardpack(std::vector<std::string> args) { return Tool(SHARDPACK_PATH, std::move(args)); }
+RunResult Sharddump(std::vector<std::string> args) { return Tool(SHARDDUMP_PATH, std::move(args)); }
+
+std::string FileBytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// One clear line on stderr, exit 1.
+void ExpectOneLineFailure(const RunResult& r, const std::string& tool, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, StartsWith(tool + ": "));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(needle));
+}
+
+class BackendCliTest : public ::testing::Test {
+ protected:
+  // A CIFAR-10 file of n records (label i % 10, pixel bytes from i).
+  std::string WriteCifar10(int n) {
+    std::string path = tmp_.Join("data_batch_1.bin");
+    std::string bytes;
+    for (int i = 0; i < n; ++i) {
+      bytes += static_cast<char>(i % 10);
+      for (int j = 0; j < 3072; ++j) bytes += static_cast<char>((i * 7 + j * 13) & 255);
+    }
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+
+  // A .shard dataset of JPEG-like records with keys, two labels and extra
+  // bytes, written by the library (the packer makes no extra bytes).
+  std::string WriteJpegLikeDataset(const std::string& name, int n) {
+    fs::create_directories(tmp_.path() / name);
+    std::vector<OwnedRecord> records;
+    for (int i = 0; i < n; ++i) records.push_back(testing::JpegLikeRecord(i, 200 + 31 * i));
+    auto m = testing::WriteDataset(tmp_.Join(name), Backend::kShard, records,
+                                   testing::JpegSchema(), 8);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return tmp_.Join(name);
+  }
+
+  std::string Out(const std::string& name) const { return tmp_.Join(name); }
+  testing::TempDir tmp_;
+};
+
+// Every record of a dataset, byte for byte, as one comparable value each.
+std::vector<std::string> RecordBytes(const std::string& dir) {
+  auto records = testing::ReadDataset(dir);
+  EXPECT_TRUE(records.ok()) << records.status();
+  std::vector<std::string> out;
+  if (!records.ok()) return out;
+  for (const OwnedRecord& r : *records) {
+    std::string s = absl::StrCat(r.key, "|", r.image.height, "x", r.image.width, "x",
+                                 int{r.image.channels}, "|", int(r.image.encoding), "|",
+                                 int(r.image.layout), "|");
+    for (int64_t l : r.labels) absl::StrAppend(&s, l, ",");
+    s.append(r.payload.begin(), r.payload.end());
+    s += "|";
+    s.append(r.extra.begin(), r.extra.end());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+TEST_F(BackendCliTest, ConvertChainShardLmdbHdf5ShardIsByteForByte) {
+  for (const std::string& input :
+       {WriteJpegLikeDataset("jpeg", 30), [&] {
+          std::string cifar = WriteCifar10(40);
+          EXPECT_EQ(Shardpack({"cifar", cifar, "-o", Out("cifar"), "--shard-records", "15",
+                               "-q"}).exit_code, 0);
+          return Out("cifar");
+        }()}) {
+    SCOPED_TRACE(input);
+    std::vector<std::string> original = RecordBytes(input);
+    ASSERT_FALSE(original.empty());
+    std::string lmdb = input + "-lmdb", hdf5 = input + "-h5", back = input + "-back";
+    ASSERT_EQ(Shardpack({"convert", input, "-o", lmdb, "--format", "lmdb", "-q"}).exit_code, 0);
+    ASSERT_EQ(Shardpack({"convert", lmdb, "-o", hdf5, "--format", "hdf5", "-q"}).exit_code, 0);
+    ASSERT_EQ(Shardpack({"convert", hdf5, "-o", back, "--format", "shard", "-q"}).exit_code, 0);
+    EXPECT_EQ(RecordBytes(lmdb), original);
+    EXPECT_EQ(RecordBytes(hdf5), original);
+    EXPECT_EQ(RecordBytes(back), original);
+    // Same records, same shard boundaries, same block size: the same files.
+    SP_ASSERT_OK_AND_ASSIGN(Manifest a, ReadManifest(input));
+    SP_ASSERT_OK_AND_ASSIGN(Manifest b, ReadManifest(back));
+    ASSERT_EQ(a.shards.size(), b.shards.size());
+    EXPECT_EQ(a.schema, b.schema);
+    for (size_t k = 0; k < a.shards.size(); ++k) {
+      EXPECT_EQ(a.shards[k].crc32c, b.shards[k].crc32c);
+      EXPECT_EQ(FileBytes(fs::path(input) / a.shards[k].path),
+                FileBytes(fs::path(back) / b.shards[k].path));
+    }
+    SP_ASSERT_OK_AND_ASSIGN(Manifest h, ReadManifest(hdf5));
+    EXPECT_EQ(h.backend, Backend::kHdf5);
+    EXPECT_EQ(Json::parse(h.pack_json)["converted_from"][0]["backend"], "lmdb");
+  }
+}
+
+TEST_F(BackendCliTest, PackWithFormatGivesTheSameRecordsAsShard) {
+  std::string cifar = WriteCifar10(25);
+  ASSERT_EQ(Shardpack({"cifar", cifar, "-o", Out("s"), "--seed", "3", "-q"}).exit_code, 0);
+  for (std::string format : {"lmdb", "hdf5"}) {
+    RunResult r = Shardpack({"cifar", cifar, "-o", Out(format), "--seed", "3", "--format", format,
+                             "--shard-records", "10", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(Out(format)));
+    EXPECT_EQ(std::string(BackendName(m.backend)), format);
+    ASSERT_EQ(m.shards.size(), 3u);
+    EXPECT_EQ(m.shards[0].path, format == "lmdb" ? "shard-00000.lmdb" : "shard-00000.h5");
+    EXPECT_EQ(RecordBytes(Out(format)), RecordBytes(Out("s")));
+    EXPECT_FALSE(fs::exists(Out(format + ".partial")));
+  }
+  ExpectOneLineFailure(Shardpack({"cifar", cifar, "-o", Out("z"), "--format", "lmdb",
+                                  "--compress", "zstd", "-q"}),
+                       "shardpack", "--compress applies to --format shard only");
+}
+
+TEST_F(BackendCliTest, MergeKeepsOrConvertsTheBackend) {
+  std::string cifar = WriteCifar10(20);
+  for (int p = 1; p <= 2; ++p) {
+    ASSERT_EQ(Shardpack({"cifar", cifar, "-o", Out(absl::StrCat("p", p)), "--format", "lmdb",
+                         "--part", absl::StrCat(p, "/2"), "-q"}).exit_code, 0);
+  }
+  ASSERT_EQ(Shardpack({"cifar", cifar, "-o", Out("whole"), "-q"}).exit_code, 0);
+  ASSERT_EQ(Shardpack({"merge", Out("p1"), Out("p2"), "-o", Out("m")}).exit_code, 0);
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(Out("m")));
+  EXPECT_EQ(m.backend, Backend::kLmdb);
+  EXPECT_EQ(m.shards[1].path, "shard-00001.lmdb");
+  EXPECT_EQ(RecordBytes(Out("m")), RecordBytes(Out("whole")));
+  ASSERT_EQ(Shardpack({"merge", Out("p1"), Out("p2"), "-o", Out("mh"), "--format", "hdf5"})
+                .exit_code, 0);
+  SP_ASSERT_OK_AND_ASSIGN(Manifest mh, ReadManifest(Out("mh")));
+  EXPECT_EQ(mh.backend, Backend::kHdf5);
+  EXPECT_EQ(RecordBytes(Out("mh")), RecordBytes(Out("whole")));
+}
+
+TEST_F(BackendCliTest, SharddumpInfoLsVerifyExtractOnEveryBackend) {
+  std::string jpeg = WriteJpegLikeDataset("jpeg", 20);
+  for (std::string format : {"lmdb", "hdf5"}) {
+    SCOPED_TRACE(format);
+    std::string ds = Out(format);
+    ASSERT_EQ(Shardpack({"convert", jpeg, "-o", ds, "--format", format, "-q"}).exit_code, 0);
+    RunResult info = Sharddump({"info", "--json", ds});
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    Json j = Json::parse(info.out);
+    EXPECT_EQ(j["backend"], format);
+    EXPECT_EQ(j["records"], 20);
+    EXPECT_EQ(j["shards"].size(), 3u);
+
+    RunResult ls = Sharddump({"ls", "--range", "9:11", ds});
+    ASSERT_EQ(ls.exit_code, 0) << ls.err;
+    std::vector<std::string> lines = absl::StrSplit(ls.out, '\n', absl::SkipEmpty());
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_THAT(lines[0], StartsWith("9\tclass_0/img_9.JPEG\t"));
+
+    RunResult verify = Sharddump({"verify", ds});
+    EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+
+    RunResult extract = Sharddump({"extract", "--range", "3:4", "-o", Out(format + "-x"), ds});
+    ASSERT_EQ(extract.exit_code, 0) << extract.err;
+    std::vector<std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(Out(format + "-x"))) {
+      if (e.is_regular_file() && e.path().filename() != "labels.tsv") {
+        files.push_back(e.path().string());
+      }
+    }
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_EQ(FileBytes(files[0]).size(), 200u + 31 * 3);
+
+    // A flipped byte: the file's CRC-32C no longer matches the manifest's.
+    SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(ds));
+    fs::path shard = fs::path(ds) / m.shards[1].path;
+    std::string bytes = FileBytes(shard);
+    bytes[bytes.size() / 2] ^= 0x40;
+    std::ofstream(shard, std::ios::binary | std::ios::trunc) << bytes;
+    RunResult bad = Sharddump({"verify", ds});
+    EXPECT_EQ(bad.exit_code, 1) << bad.out;
+    EXPECT_THAT(bad.out + bad.err, HasSubstr(shard.string() + ": CRC-32C of the whole file"));
+  }
+}
+
+// A plain h5py file (no manifest, not made by us) is a dataset to sharddump
+// info and to shardpack convert.
+TEST_F(BackendCliTest, PlainH5pyFileInSharddumpInfoAndConvert) {
+  const char* python = "/usr/bin/python3";
+  if (access(python, X_OK) != 0 || testing::Run({python, "-c", "import h5py"}).exit_code != 0) {
+    GTEST_SKIP() << python << " cannot import h5py (scripts/setup installs python3-h5py)";
+  }
+  std::string path = Out("plain.h5");
+  RunResult w = testing::Run({python, "-c", R"(
+import h5py, numpy as np, sys
+with h5py.File(sys.argv[1], "w") as f:
+    f["images"] = (np.arange(12 * 32 * 32 * 3) % 253).astype(np.uint8).reshape(12, 32, 32, 3)
+    f["labels"] = np.arange(12) % 4
+)", path});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  RunResult info = Sharddump({"info", "--json", path});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  Json j = Json::parse(info.out);
+  EXPECT_EQ(j["backend"], "hdf5");
+  EXPECT_EQ(j["records"], 12);
+  EXPECT_EQ(j["schema"]["height"], 32);
+  RunResult text = Sharddump({"info", path});
+  EXPECT_THAT(text.out, HasSubstr("raw/hwc 32x32x3"));
+
+  ASSERT_EQ(Shardpack({"convert", path, "-o", Out("from-plain"), "--format", "shard", "-q"})
+                .exit_code, 0);
+  auto records = testing::ReadDataset(Out("from-plain"));
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 12u);
+  EXPECT_EQ((*records)[5].labels[0], 1);
+  EXPECT_EQ((*records)[5].payload[0], (5 * 3072) % 253);
+}
+
+TEST_F(BackendCliTest, BadShardFilesGetOneLineNamingThePath) {
+  std::string jpeg = WriteJpegLikeDataset("jpeg", 20);
+  ASSERT_EQ(Shardpack({"convert", jpeg, "-o", Out("h"), "--format", "hdf5", "-q"}).exit_code, 0);
+  ASSERT_EQ(Shardpack({"convert", jpeg, "-o", Out("l"), "--format", "lmdb", "-q"}).exit_code, 0);
+  for (std::string shard : {Out("h/shard-00000.h5"), Out("l/shard-00000.lmdb")}) {
+    fs::resize_file(shard, fs::file_size(shard) / 2);
+    ExpectOneLineFailure(Sharddump({"info", shard}), "sharddump", shard);
+    ExpectOneLineFailure(Sharddump({"ls", fs::path(shard).parent_path().string()}), "sharddump",
+                         shard);
+  }
+  std::string junk = Out("junk.h5");
+  std::ofstream(junk) << "\x89HDF\r\n\x1a\n" << std::string(100, 'x');
+  RunResult r = Sharddump({"info", junk});
+  ExpectOneLineFailure(r, "sharddump", junk);
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("HDF5-DIAG")));
+}
+
+}  // namespace
+}  // namespace shardpack

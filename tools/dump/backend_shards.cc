@@ -1,0 +1,116 @@
+#include "tools/dump/backend_shards.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "backends/store.h"
+#include "shardpack/crc32c.h"
+#include "shardpack/file.h"
+#include "shardpack/status.h"
+
+namespace shardpack::dump {
+namespace {
+
+class BackendShardRecords : public ShardRecords {
+ public:
+  BackendShardRecords(std::string path, uint64_t bytes,
+                      std::unique_ptr<backends::ShardScanner> scanner)
+      : path_(std::move(path)), bytes_(bytes), scanner_(std::move(scanner)) {}
+
+  const std::string& path() const override { return path_; }
+  uint64_t size() const override { return scanner_->size(); }
+  uint64_t file_bytes() const override { return bytes_; }
+  // No blocks and no compression: the file is its own storage.
+  StorageStats storage() const override { return {0, 0, bytes_, bytes_}; }
+  std::string format_version() const override { return "1.0"; }
+
+  // Damage stops the walk (LMDB and HDF5 give no way to step past it);
+  // `on_damage` is told, with the first record not visited.
+  absl::Status Scan(uint64_t begin, uint64_t end, RecordVisitor visit,
+                    const DamageHandler* on_damage) override {
+    RecordLocation location;
+    location.has_offset = false;
+    uint64_t next = begin;
+    absl::Status s = scanner_->Scan(begin, end, [&](uint64_t i, const Record& r) {
+      next = i + 1;
+      return visit(i, r, location);
+    });
+    if (!s.ok() && on_damage != nullptr && absl::IsDataLoss(s)) {
+      (*on_damage)(s, next);
+      return absl::OkStatus();
+    }
+    return s;
+  }
+
+ private:
+  std::string path_;
+  uint64_t bytes_;
+  std::unique_ptr<backends::ShardScanner> scanner_;
+};
+
+ShardProblem Problem(std::string message, int64_t record = -1) {
+  ShardProblem p;
+  p.record = record;
+  p.message = std::move(message);
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardRecords>> OpenBackendShardFile(const std::string& path,
+                                                                   Backend backend) {
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(path));
+  SP_ASSIGN_OR_RETURN(auto scanner, backends::ShardScanner::Open(path, backend));
+  return std::unique_ptr<ShardRecords>(
+      new BackendShardRecords(path, file->size(), std::move(scanner)));
+}
+
+ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
+                                 std::optional<uint32_t> expected_crc32c) {
+  ShardCheck check;
+  auto file = OpenPosixFile(path);
+  if (!file.ok()) {
+    check.problems.push_back(Problem(std::string(file.status().message())));
+    return check;
+  }
+  check.opened = true;
+  check.bytes = (*file)->size();
+  std::vector<uint8_t> buffer(1 << 20);
+  uint32_t crc = 0;
+  for (uint64_t at = 0; at < check.bytes;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), check.bytes - at));
+    absl::Status s = (*file)->ReadExact(at, {buffer.data(), n});
+    if (!s.ok()) {
+      check.problems.push_back(Problem(std::string(s.message())));
+      return check;
+    }
+    crc = Crc32cExtend(crc, buffer.data(), n);
+    at += n;
+  }
+  check.crc_valid = true;
+  check.file_crc32c = crc;
+  if (backend == Backend::kLmdb && expected_crc32c && *expected_crc32c != crc) {
+    check.problems.push_back(Problem(absl::StrFormat(
+        "%s: CRC-32C of the whole file is %08x, the manifest says %08x: the file changed "
+        "since it was packed (its records are not walked: LMDB trusts its pages)",
+        path, crc, *expected_crc32c)));
+    return check;
+  }
+  auto scanner = backends::ShardScanner::Open(path, backend);
+  if (!scanner.ok()) {
+    check.problems.push_back(Problem(std::string(scanner.status().message())));
+    return check;
+  }
+  check.index_ok = true;
+  check.records = (*scanner)->size();
+  uint64_t next = 0;
+  absl::Status s = (*scanner)->Scan(0, check.records, [&](uint64_t i, const Record&) {
+    next = i + 1;
+    return absl::OkStatus();
+  });
+  if (!s.ok()) check.problems.push_back(Problem(std::string(s.message()), static_cast<int64_t>(next)));
+  return check;
+}
+
+}  // namespace shardpack::dump

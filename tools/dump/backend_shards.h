@@ -1,0 +1,33 @@
+// The LMDB and HDF5 backends of OpenedDataset: record access and checks of
+// one shard file, through backends::ShardScanner.
+#ifndef SHARDPACK_TOOLS_DUMP_BACKEND_SHARDS_H_
+#define SHARDPACK_TOOLS_DUMP_BACKEND_SHARDS_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "shardpack/manifest.h"
+#include "tools/dump/opened_dataset.h"
+
+namespace shardpack::dump {
+
+// Opens an LMDB or HDF5 shard. Records have no file offset of their own
+// (RecordLocation::has_offset is false). Errors name the path.
+absl::StatusOr<std::unique_ptr<ShardRecords>> OpenBackendShardFile(const std::string& path,
+                                                                   Backend backend);
+
+// What `sharddump verify` checks in an LMDB or HDF5 shard, which carry no
+// checksums of their own: the CRC-32C of the whole file (compared with
+// `expected_crc32c`, the manifest's, when given) and that every record
+// decodes (an LMDB value is a valid record encoding under its 8-byte index
+// key; an HDF5 row's offsets, image info and shape agree). When the CRC
+// differs from the manifest's, an LMDB file's records are not walked: LMDB
+// trusts its pages, and damaged ones can crash it.
+ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
+                                 std::optional<uint32_t> expected_crc32c);
+
+}  // namespace shardpack::dump
+
+#endif  // SHARDPACK_TOOLS_DUMP_BACKEND_SHARDS_H_

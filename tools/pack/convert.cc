@@ -1,0 +1,109 @@
+// shardpack convert: a dataset of one backend into another, record by record,
+// keeping its shard boundaries, schema and pack parameters. Same atomicity
+// as Pack: built in "<output>.partial", renamed, manifest last.
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "backends/store.h"
+#include "nlohmann/json.hpp"
+#include "shardpack/dataset.h"
+#include "shardpack/file.h"
+#include "shardpack/status.h"
+#include "tools/common/progress_line.h"
+#include "tools/pack/output_dir.h"
+#include "tools/pack/pack.h"
+
+namespace shardpack::pack {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+}  // namespace
+
+absl::StatusOr<InputDataset> OpenInputDataset(const std::string& path) {
+  InputDataset in;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    SP_ASSIGN_OR_RETURN(in.manifest, ReadManifest(path));
+    for (const ShardEntry& s : in.manifest.shards) {
+      in.shard_paths.push_back((fs::path(path) / s.path).string());
+    }
+    return in;
+  }
+  if (!fs::exists(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
+  }
+  SP_ASSIGN_OR_RETURN(std::optional<Backend> backend, backends::SniffShardFile(path));
+  if (backend == Backend::kHdf5) {
+    SP_ASSIGN_OR_RETURN(in.manifest, backends::SynthesizeHdf5Manifest(path));
+  } else if (backend == Backend::kLmdb) {
+    SP_ASSIGN_OR_RETURN(auto reader, backends::LmdbShardReader::Open(path));
+    in.manifest = reader->meta();
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": not a dataset directory, nor an LMDB or HDF5 shard file (a lone .shard file "
+              "has no schema: convert its dataset directory)"));
+  }
+  in.shard_paths.push_back(path);
+  return in;
+}
+
+absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o) {
+  if (inputs.empty()) return absl::InvalidArgumentError("nothing to convert");
+  std::vector<InputDataset> in;
+  Json from = Json::array();
+  for (const std::string& path : inputs) {
+    SP_ASSIGN_OR_RETURN(InputDataset d, OpenInputDataset(path));
+    if (!in.empty() && !(d.manifest.schema == in[0].manifest.schema)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": schema differs from that of ", inputs[0]));
+    }
+    from.push_back({{"path", path},
+                    {"backend", std::string(BackendName(d.manifest.backend))},
+                    {"pack", Json::parse(d.manifest.pack_json, nullptr, false)}});
+    in.push_back(std::move(d));
+  }
+  uint64_t total = 0, largest = 0;
+  for (const InputDataset& d : in) {
+    total += d.manifest.records();
+    for (const ShardEntry& s : d.manifest.shards) largest = std::max(largest, s.records);
+  }
+
+  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
+  DatasetWriterOptions w = o.writer;
+  w.directory = out->staging();
+  w.schema = in[0].manifest.schema;
+  // One output shard per input shard: FinishShard() closes each; the limit
+  // tells the HDF5 writer that no shard is larger (its chunk size).
+  w.shard_max_bytes = 0;
+  w.shard_max_records = largest;
+  w.write_manifest = false;
+  // A single input keeps its pack parameters; the conversion is recorded.
+  Json pack = inputs.size() == 1 ? Json::parse(in[0].manifest.pack_json, nullptr, false)
+                                 : Json::object();
+  if (!pack.is_object()) pack = Json::object();
+  pack["converted_from"] = from;
+  pack["converted_by"] = "shardpack " SHARDPACK_VERSION;
+  w.pack_json = pack.dump();
+  backends::UseBackend(&w, o.backend);
+  SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
+
+  cli::ProgressLine progress("convert", 0, total, "records", !o.quiet, /*log_when_piped=*/true);
+  for (const InputDataset& d : in) {
+    for (const std::string& shard : d.shard_paths) {
+      SP_ASSIGN_OR_RETURN(auto scanner, backends::ShardScanner::Open(shard, d.manifest.backend));
+      SP_RETURN_IF_ERROR(scanner->Scan(0, scanner->size(), [&](uint64_t, const Record& r) {
+        progress.Add(r.payload.size(), 1);
+        return writer->Add(r);
+      }));
+      SP_RETURN_IF_ERROR(writer->FinishShard());
+    }
+  }
+  progress.Finish();
+  SP_ASSIGN_OR_RETURN(Manifest manifest, writer->Finish());
+  SP_RETURN_IF_ERROR(out->Publish(manifest));
+  return manifest;
+}
+
+}  // namespace shardpack::pack

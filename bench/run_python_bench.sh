@@ -124,6 +124,12 @@ print("Per-run ratios (python / shardbench, same round): " + ", ".join(
     f"{json.load(open(a))['images_per_s'] / json.load(open(b))['images_per_s']:.3f}"
     for a, b in zip(files("python"), files("shardbench"))))
 print()
+print("CPU time per image (process CPU seconds / images, medians; less distorted by other jobs "
+      "than images/s): shardbench " + f"{med('shardbench', 'cpu_us_per_image'):.2f} us, " +
+      ", ".join(f"{what} {med(name, 'cpu_us_per_image'):.2f} us" for name, what in
+                (("python", "Python numpy views"), ("python_torch", "torch tensors"),
+                 ("python_copy", "copy=True"))) + ".")
+print()
 waits, per_step = [], []
 for f in files("train_cifar"):
     text = open(f).read()

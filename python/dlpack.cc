@@ -19,10 +19,24 @@ struct Exported {
   PyObject* owner;
 };
 
+bool IsFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 // DLPack's deleter may run on any thread, with or without the GIL (torch
 // calls it when the tensor's storage dies).
 void DeleteExported(DLManagedTensor* self) {
   auto* exported = static_cast<Exported*>(self->manager_ctx);
+  // A tensor freed while the interpreter shuts down (torch's own teardown)
+  // must not take the GIL: the batch is leaked, the process is ending.
+  if (!Py_IsInitialized() || IsFinalizing()) {
+    delete exported;
+    return;
+  }
   PyGILState_STATE gil = PyGILState_Ensure();
   Py_DECREF(exported->owner);
   PyGILState_Release(gil);

@@ -52,8 +52,8 @@ void DestroyCapsule(PyObject* capsule) {
 
 }  // namespace
 
-PyObject* NewDlpackCapsule(void* data, DLDataType dtype, const std::vector<int64_t>& shape,
-                           PyObject* owner) {
+PyObject* NewDlpackCapsule(void* data, DLDevice device, DLDataType dtype,
+                           const std::vector<int64_t>& shape, PyObject* owner) {
   auto exported = std::make_unique<Exported>();
   const size_t ndim = std::min<size_t>(shape.size(), 4);
   std::copy_n(shape.begin(), ndim, exported->shape);
@@ -65,7 +65,7 @@ PyObject* NewDlpackCapsule(void* data, DLDataType dtype, const std::vector<int64
   exported->owner = owner;
   DLTensor& t = exported->managed.dl_tensor;
   t.data = data;
-  t.device = {kDLCPU, 0};
+  t.device = device;
   t.ndim = static_cast<int32_t>(ndim);
   t.dtype = dtype;
   t.shape = exported->shape;

@@ -1,4 +1,4 @@
-// DLPack export of a batch's host memory, so that torch (and any DLPack
+// DLPack export of a batch's host (or device) memory, so that torch (and any DLPack
 // consumer) can view a ring slot without a copy.
 //
 // The structs below are DLPack's ABI (dlpack.h v0.x, the version torch 1.13
@@ -41,15 +41,15 @@ struct DLManagedTensor {
 static_assert(sizeof(DLDevice) == 8 && sizeof(DLDataType) == 4);
 static_assert(sizeof(DLTensor) == 48 && sizeof(DLManagedTensor) == 64);
 
-inline constexpr int32_t kDLCPU = 1;
+inline constexpr int32_t kDLCPU = 1, kDLCUDA = 2;
 inline constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2;
 
-// A new "dltensor" capsule viewing `data` (CPU, row-major `shape`, elements
-// of `dtype`). It holds a reference to `owner` until the consumer's tensor
+// A new "dltensor" capsule viewing `data` (on `device`, row-major `shape`,
+// elements of `dtype`). It holds a reference to `owner` until the consumer's tensor
 // is freed (or the capsule, if never consumed): `owner` keeps `data` alive.
 // Returns nullptr with a Python error set on failure. Needs the GIL.
-PyObject* NewDlpackCapsule(void* data, DLDataType dtype, const std::vector<int64_t>& shape,
-                           PyObject* owner);
+PyObject* NewDlpackCapsule(void* data, DLDevice device, DLDataType dtype,
+                           const std::vector<int64_t>& shape, PyObject* owner);
 
 }  // namespace shardpack::python
 

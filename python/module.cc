@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "python/py_reader.h"
 #include "shardpack/reader.h"
@@ -48,6 +49,16 @@ struct Args {
   std::string output, device;
 };
 
+// "cpu" -> -1, "cuda" -> 0, "cuda:N" -> N.
+int ParseDevice(const std::string& device) {
+  const std::string d = Lower(device);
+  if (d == "cpu") return -1;
+  if (d == "cuda") return 0;
+  int n = -1;
+  if (d.rfind("cuda:", 0) == 0 && absl::SimpleAtoi(d.substr(5), &n) && n >= 0) return n;
+  BadChoice("device", device, "cpu, cuda, cuda:N");
+}
+
 std::unique_ptr<PyReader> MakeReader(const Args& a) {
   ReaderOptions o;
   o.path = py::module_::import("os").attr("fspath")(a.path).cast<std::string>();
@@ -72,9 +83,14 @@ std::unique_ptr<PyReader> MakeReader(const Args& a) {
   if (layout == "nhwc") o.layout = OutputLayout::kNHWC;
   else if (layout == "nchw") o.layout = OutputLayout::kNCHW;
   else BadChoice("layout", a.layout, "NHWC, NCHW");
+  o.device = ParseDevice(a.device);
+  // On a device, float output is made there by the finish kernel from uint8
+  // (a quarter of the bytes on the bus); on the host, by the transform.
   if (dtype == "uint8") o.dtype = DType::kUint8;
+  else if (dtype == "float32" && o.device >= 0) o.device_dtype = DeviceDType::kFloat32;
   else if (dtype == "float32") o.dtype = DType::kFloat32;
-  else BadChoice("dtype", a.dtype, "uint8, float32");
+  else if (dtype == "float16" && o.device >= 0) o.device_dtype = DeviceDType::kFloat16;
+  else BadChoice("dtype", a.dtype, "uint8, float32, float16 (float16 with device='cuda')");
   o.mean = a.mean;
   o.std = a.std;
   if (on_corrupt == "error") o.on_corrupt = OnCorrupt::kError;
@@ -83,7 +99,7 @@ std::unique_ptr<PyReader> MakeReader(const Args& a) {
   Output out = Output::kNumpy;
   if (output == "torch") out = Output::kTorch;
   else if (output != "numpy") BadChoice("output", a.output, "numpy, torch");
-  return std::make_unique<PyReader>(o, a.copy, a.indices, out, a.device);
+  return std::make_unique<PyReader>(o, a.copy, a.indices, out);
 }
 
 constexpr char kReaderDoc[] = R"doc(
@@ -112,8 +128,12 @@ copy=True: owned arrays, nothing to release.
 rank / world_size: -1 takes RANK / WORLD_SIZE from the environment (as
 torchrun sets them), else 0 / 1. threads=0: all cores. transform: "none",
 "cifar-train[:SIZE]", "cifar-eval[:SIZE]", "rrc[:SIZE]", "center[:SIZE]".
-io: "auto", "pread", "direct", "mmap", "uring". device: "cpu" ("cuda" comes
-with GPU staging). docs/python.md and docs/reader.md explain every option.
+io: "auto", "pread", "direct", "mmap", "uring". device: "cpu", or "cuda" /
+"cuda:N" with output="torch": images are CUDA tensors, copied from pinned
+slots on the reader's own stream (labels stay on the CPU); dtype "float32" or
+"float16" is then made on the GPU from uint8. Without a GPU the reader says
+so once and the tensors stay on the CPU. docs/python.md and docs/reader.md
+explain every option.
 
 Errors raise ValueError (bad options), FileNotFoundError, shardpack.DataLossError
 (damaged data, naming shard and offset) or shardpack.Error. The GIL is released

@@ -89,20 +89,24 @@ absl::Status ReaderCore::Restore(const ReaderState& state) {
 
 // ---- PyReader -------------------------------------------------------------
 
-PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output output,
-                   const std::string& device)
+PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output output)
     : options_(options), copy_(copy), indices_(indices), output_(output) {
-  if (device != "cpu") {
-    // TODO(issue 8): device="cuda" hands out CUDA tensors from the device
-    // staging buffers (DLPack kDLCUDA), once GPU staging exists.
-    ThrowStatus(absl::UnimplementedError(absl::StrCat(
-        "device='", device, "': GPU staging arrives with issue 8; only device='cpu' for now")));
+  if (options_.device >= 0 && (output_ != Output::kTorch || copy_)) {
+    ThrowStatus(absl::InvalidArgumentError(
+        "device='cuda' hands out CUDA tensors: it needs output='torch' and copy=False"));
   }
   if (output_ == Output::kTorch) {
     try {
       py::module_ torch = py::module_::import("torch");
       from_dlpack_ = py::module_::import("torch.utils.dlpack").attr("from_dlpack");
       from_numpy_ = torch.attr("from_numpy");
+      // The copy that reuses a device buffer waits for the work torch had
+      // queued on its current stream when the tensor was freed.
+      if (options_.device >= 0 && torch.attr("cuda").attr("is_available")().cast<bool>()) {
+        py::object stream = torch.attr("cuda").attr("current_stream")(options_.device);
+        options_.consumer_stream =
+            reinterpret_cast<void*>(stream.attr("cuda_stream").cast<uintptr_t>());
+      }
     } catch (py::error_already_set& e) {
       if (!e.matches(PyExc_ImportError)) throw;
       PyErr_SetString(PyExc_ImportError,
@@ -120,35 +124,46 @@ PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output
   core_ = std::make_shared<ReaderCore>(*std::move(reader));
 }
 
-py::object PyReader::View(void* data, bool is_float, bool is_label,
+py::object PyReader::View(void* data, DLDataType dtype, DLDevice device,
                           const std::vector<int64_t>& shape, const py::object& owner) const {
-  py::dtype dtype = is_label   ? py::dtype::of<int64_t>()
-                    : is_float ? py::dtype::of<float>()
-                               : py::dtype::of<uint8_t>();
-  if (copy_) {
-    py::array owned(dtype, shape);
-    std::memcpy(owned.mutable_data(), data, owned.nbytes());
-    return output_ == Output::kTorch ? from_numpy_(owned) : py::object(owned);
+  if (device.device_type == kDLCUDA || (output_ == Output::kTorch && !copy_)) {
+    PyObject* capsule = NewDlpackCapsule(data, device, dtype, shape, owner.ptr());
+    if (capsule == nullptr) throw py::error_already_set();
+    return from_dlpack_(py::reinterpret_steal<py::object>(capsule));
   }
-  if (output_ == Output::kNumpy) return py::array(dtype, shape, data, owner);
-  DLDataType dl = is_label   ? DLDataType{kDLInt, 64, 1}
-                  : is_float ? DLDataType{kDLFloat, 32, 1}
-                             : DLDataType{kDLUInt, 8, 1};
-  PyObject* capsule = NewDlpackCapsule(data, dl, shape, owner.ptr());
-  if (capsule == nullptr) throw py::error_already_set();
-  return from_dlpack_(py::reinterpret_steal<py::object>(capsule));
+  py::dtype np = dtype.code == kDLInt     ? py::dtype::of<int64_t>()
+                 : dtype.code == kDLFloat ? py::dtype::of<float>()
+                                          : py::dtype::of<uint8_t>();
+  if (!copy_) return py::array(np, shape, data, owner);
+  py::array owned(np, shape);
+  std::memcpy(owned.mutable_data(), data, owned.nbytes());
+  return output_ == Output::kTorch ? from_numpy_(owned) : py::object(owned);
 }
 
 py::object PyReader::ImagesOf(const Batch& batch, const py::object& owner) const {
   std::array<int64_t, 4> s = batch.shape();
-  return View(const_cast<void*>(batch.images()), options_.dtype == DType::kFloat32, false,
-              {s[0], s[1], s[2], s[3]}, owner);
+  const std::vector<int64_t> shape = {s[0], s[1], s[2], s[3]};
+  if (batch.on_device()) {  // the device kernel's output, or the host batch's bytes
+    DLDataType dtype = options_.device_dtype == DeviceDType::kFloat16   ? DLDataType{kDLFloat, 16, 1}
+                       : options_.device_dtype == DeviceDType::kFloat32 ? DLDataType{kDLFloat, 32, 1}
+                       : options_.dtype == DType::kFloat32              ? DLDataType{kDLFloat, 32, 1}
+                                                                        : DLDataType{kDLUInt, 8, 1};
+    return View(const_cast<void*>(batch.device_images()), dtype, {kDLCUDA, options_.device},
+                shape, owner);
+  }
+  // On the host; with device_dtype and no device, the reader made float32.
+  const bool is_float = options_.dtype == DType::kFloat32 ||
+                        options_.device_dtype != DeviceDType::kAsHost;
+  return View(const_cast<void*>(batch.images()),
+              is_float ? DLDataType{kDLFloat, 32, 1} : DLDataType{kDLUInt, 8, 1}, {kDLCPU, 0},
+              shape, owner);
 }
 
 py::object PyReader::LabelsOf(const Batch& batch, const py::object& owner) const {
   std::vector<int64_t> shape = {batch.size()};
   if (batch.num_labels() > 1) shape.push_back(batch.num_labels());
-  return View(const_cast<int64_t*>(batch.labels()), false, true, shape, owner);
+  return View(const_cast<int64_t*>(batch.labels()), DLDataType{kDLInt, 64, 1}, {kDLCPU, 0}, shape,
+              owner);
 }
 
 py::tuple PyReader::Next() {

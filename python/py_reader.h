@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "python/dlpack.h"
 #include "shardpack/reader.h"
 
 namespace shardpack::python {
@@ -75,8 +76,8 @@ enum class Output { kNumpy, kTorch };
 class PyReader {
  public:
   // The keyword arguments of shardpack.Reader (module.cc documents them).
-  PyReader(const ReaderOptions& options, bool copy, bool indices, Output output,
-           const std::string& device);
+  // `options.device` >= 0: images are CUDA tensors (output must be torch).
+  PyReader(const ReaderOptions& options, bool copy, bool indices, Output output);
 
   py::tuple Next();
   uint64_t Len() const { return core_->reader().batches_per_epoch(); }
@@ -91,8 +92,8 @@ class PyReader {
   void LoadState(const ReaderState& state);
   py::object ImagesOf(const Batch& batch, const py::object& owner) const;
   py::object LabelsOf(const Batch& batch, const py::object& owner) const;
-  py::object View(void* data, bool is_float, bool is_label, const std::vector<int64_t>& shape,
-                  const py::object& owner) const;
+  py::object View(void* data, DLDataType dtype, DLDevice device,
+                  const std::vector<int64_t>& shape, const py::object& owner) const;
 
   ReaderOptions options_;
   bool copy_;

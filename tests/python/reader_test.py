@@ -184,8 +184,12 @@ class ReaderTest(fixtures.DatasetTest):
             self.reader(rank=2, world_size=2)
         with self.assertRaisesRegex(ValueError, "layout='NWHC' is not one of"):
             self.reader(layout="NWHC")
-        with self.assertRaisesRegex(NotImplementedError, "issue 8"):
+        with self.assertRaisesRegex(ValueError, "needs output='torch'"):
             self.reader(device="cuda")
+        with self.assertRaisesRegex(ValueError, "device='gpu' is not one of"):
+            self.reader(device="gpu")
+        with self.assertRaisesRegex(ValueError, "float16 with device='cuda'"):
+            self.reader(dtype="float16")
 
     def test_damaged_shard_raises_data_loss_naming_shard_and_offset(self):
         ds = fixtures.make_cifar_dataset(self.tmp.path, 200, name="damaged")
@@ -236,6 +240,21 @@ class TorchTest(fixtures.DatasetTest):
             next(r)
         del images  # the DLPack deleter gives the slot back
         self.assertEqual(next(r)[0].shape[0], 32)
+
+    def test_cuda_tensors_equal_the_host_batches(self):
+        # With a GPU: CUDA tensors, equal to the host batches (float32 made by
+        # the device kernel). Without one: the reader says so once and the
+        # tensors stay on the CPU, equal all the same.
+        host = self.reader(output="torch", dtype="float32", layout="NCHW", copy=True)
+        dev = self.reader(output="torch", dtype="float32", layout="NCHW", device="cuda")
+        on_gpu = torch.cuda.is_available()
+        for (hi, hl), (di, dl) in zip(host, dev):
+            self.assertEqual(di.device.type, "cuda" if on_gpu else "cpu")
+            self.assertEqual(dl.device.type, "cpu")
+            self.assertEqual(di.dtype, torch.float32)
+            self.assertEqual(tuple(di.shape), (32, 3, 32, 32))
+            self.assertTrue(torch.allclose(di.cpu(), hi, atol=1e-5))
+            self.assertTrue(torch.equal(dl, hl))
 
     def test_copied_tensors_are_owned(self):
         r = self.reader(output="torch", copy=True, ring_slots=2)

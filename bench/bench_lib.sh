@@ -24,3 +24,29 @@ release_build() {
   fi
   ninja -C "$build_dir" "$@" >&2
 }
+
+# parse_bench_args "$@": the options the bench scripts share (--dir,
+# --build-dir, --repeats, --records, --out, --keep; -h / --help prints the
+# script's header comment). Anything else is left, in order, in `extra_args`
+# for the script's own options.
+parse_bench_args() {
+  extra_args=()
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --dir) dir="$2"; shift 2 ;;
+      --build-dir) build_dir="$2"; shift 2 ;;
+      --repeats) repeats="$2"; shift 2 ;;
+      --records) records="$2"; shift 2 ;;
+      --out) out="$2"; shift 2 ;;
+      --keep) keep=1; shift ;;
+      -h|--help) sed -n '2,/^set -euo pipefail$/p' "$0" | sed '$d'; exit 0 ;;
+      *) extra_args+=("$1"); shift ;;
+    esac
+  done
+}
+
+# unknown_arg NAME: the usage error for an option the script does not take.
+unknown_arg() {
+  echo "$(basename "$0"): unknown argument $1 (see --help)" >&2
+  exit 2
+}

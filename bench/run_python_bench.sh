@@ -31,18 +31,13 @@ epochs=10
 steps=200
 out=""
 keep=0
+parse_bench_args "$@"
+set -- "${extra_args[@]+"${extra_args[@]}"}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --dir) dir="$2"; shift 2 ;;
-    --build-dir) build_dir="$2"; shift 2 ;;
-    --repeats) repeats="$2"; shift 2 ;;
-    --records) records="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
-    --out) out="$2"; shift 2 ;;
-    --keep) keep=1; shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
-    *) echo "run_python_bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    *) unknown_arg "$1" ;;
   esac
 done
 

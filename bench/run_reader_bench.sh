@@ -36,18 +36,8 @@ repeats=5
 records=50000
 out=""
 keep=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --dir) dir="$2"; shift 2 ;;
-    --build-dir) build_dir="$2"; shift 2 ;;
-    --repeats) repeats="$2"; shift 2 ;;
-    --records) records="$2"; shift 2 ;;
-    --out) out="$2"; shift 2 ;;
-    --keep) keep=1; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
-    *) echo "run_reader_bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
+parse_bench_args "$@"
+[[ ${#extra_args[@]} -eq 0 ]] || unknown_arg "${extra_args[0]}"
 
 work="$dir/reader-bench"
 shm="/dev/shm/shardpack-reader-bench-$$"

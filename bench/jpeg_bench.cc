@@ -6,10 +6,21 @@
 //
 //   jpeg_bench reader DATASET [--threads N] [--epochs E] [--transform rrc:224]
 //   jpeg_bench tj IMAGE_ROOT [--threads N] [--epochs E]
+//   jpeg_bench split IMAGE_ROOT [--epochs E] [--transform rrc:224]
+//
+// `split` is the CPU-time profile of one thread: the reader's JPEG path (header,
+// crop draw, region decode, resize) called directly on the files in memory,
+// each phase timed, and beside it the entropy-decoding floor: every file
+// decoded whole at 1/8 scale by tjDecompress2 (Huffman decoding of every
+// block, DC-only IDCT), which no region decode of a baseline file can go
+// under when its region reaches the image's last rows, and the same for the
+// rows down to each crop's last (what a region decode cannot skip).
 //
 // The reader's first epoch (the dataset read from storage) is a warm-up and
 // not timed; so is the tj mode's file loading.
 #include <turbojpeg.h>
+
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,6 +33,9 @@
 #include <thread>
 #include <vector>
 
+#include "reader/image_ops.h"
+#include "reader/jpeg_decoder.h"
+#include "reader/transform.h"
 #include "shardpack/reader.h"
 
 namespace {
@@ -29,6 +43,14 @@ namespace {
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// CPU seconds of the calling thread: the split profile is in CPU time, so
+// that other jobs on a shared machine change it less than wall time.
+double ThreadCpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 int RunReader(const std::string& path, int threads, int epochs, const std::string& transform) {
@@ -76,6 +98,8 @@ std::vector<std::string> LoadJpegs(const std::string& root) {
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
     if (!entry.is_regular_file()) continue;
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".JPEG" && ext != ".jpeg" && ext != ".jpg" && ext != ".JPG") continue;
     std::ifstream in(entry.path(), std::ios::binary);
     files.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
@@ -118,11 +142,86 @@ int RunTj(const std::string& root, int threads, int epochs) {
   return 0;
 }
 
+// Seconds spent in each phase of the reader's JPEG path, one thread.
+int RunSplit(const std::string& root, int epochs, const std::string& transform) {
+  namespace si = shardpack::internal;
+  const std::vector<std::string> files = LoadJpegs(root);
+  absl::StatusOr<shardpack::Transform> t = shardpack::ParseTransform(transform);
+  if (!t.ok() || t->kind != shardpack::Transform::Kind::kRandomResizedCrop) {
+    std::fprintf(stderr, "jpeg_bench: split needs an rrc transform\n");
+    return 2;
+  }
+  const auto out = static_cast<uint32_t>(t->size);
+  si::JpegDecoder decoder;
+  si::ResizeScratch scratch;
+  std::vector<uint8_t> dst(size_t{out} * out * 3);
+  double header_s = 0, decode_s = 0, resize_s = 0, region_floor_s = 0;
+  uint64_t images = 0, decoded_pixels = 0;
+  for (int e = 0; e < epochs; ++e) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      const auto* data = reinterpret_cast<const uint8_t*>(files[i].data());
+      const double t0 = ThreadCpu();
+      absl::StatusOr<si::JpegHeader> h = decoder.Start({data, files[i].size()});
+      if (!h.ok()) return 1;
+      const si::JpegCrop c = si::SampleRandomResizedCrop(h->width, h->height, *t, 1,
+                                                         static_cast<uint64_t>(e), i);
+      const si::JpegRect rect{uint32_t(c.x0), uint32_t(c.y0), uint32_t(c.x1 - c.x0),
+                              uint32_t(c.y1 - c.y0)};
+      const double t1 = ThreadCpu();
+      absl::StatusOr<si::DecodedRegion> r = decoder.DecodeRegion(rect, out, out, 0, /*fast_upsampling=*/true);
+      if (!r.ok()) return 1;
+      const double t2 = ThreadCpu();
+      si::ResizeBoxAA(r->pixels, r->box, out, out, si::ResizeOptions{true, c.flip}, dst.data(),
+                      &scratch);
+      const double t3 = ThreadCpu();
+      // The same crop's entropy floor: every block row down to the crop's
+      // last, at 1/8 scale.
+      if (!decoder.Start({data, files[i].size()}).ok()) return 1;
+      if (!decoder.DecodeRegion({0, 0, h->width, rect.y + rect.height}, 1, 1).ok()) return 1;
+      region_floor_s += ThreadCpu() - t3;
+      header_s += t1 - t0;
+      decode_s += t2 - t1;
+      resize_s += t3 - t2;
+      decoded_pixels += uint64_t{r->pixels.width} * r->pixels.height;
+      ++images;
+    }
+  }
+  // The reference (whole files at full size) and the floor (at 1/8 scale).
+  tjhandle tj = tjInitDecompress();
+  std::vector<unsigned char> rgb;
+  double tj_s[2] = {0, 0};
+  for (int eighths : {8, 1}) {
+    const double f0 = ThreadCpu();
+    for (int e = 0; e < epochs; ++e) {
+      for (const std::string& f : files) {
+        const auto* data = reinterpret_cast<const unsigned char*>(f.data());
+        int w = 0, h = 0, sub = 0, cs = 0;
+        if (tjDecompressHeader3(tj, data, f.size(), &w, &h, &sub, &cs) != 0) return 1;
+        const int sw = (w * eighths + 7) / 8, sh = (h * eighths + 7) / 8;
+        rgb.resize(size_t(sw) * sh * 3);
+        if (tjDecompress2(tj, data, f.size(), rgb.data(), sw, 0, sh, TJPF_RGB, 0) != 0) return 1;
+      }
+    }
+    tj_s[eighths == 8 ? 0 : 1] = ThreadCpu() - f0;
+  }
+  const double floor_s = tj_s[1];
+  tjDestroy(tj);
+  const double n = static_cast<double>(images);
+  std::printf("{\"mode\": \"split\", \"images\": %llu, \"us_per_image\": {\"tj_full_decode\": %.1f, \"header\": %.1f, "
+              "\"region_decode\": %.1f, \"resize\": %.1f, \"entropy_floor_1_8\": %.1f, "
+              "\"entropy_floor_rows_to_crop_1_8\": %.1f}, "
+              "\"decoded_pixels_per_image\": %.0f}\n",
+              static_cast<unsigned long long>(images), tj_s[0] / n * 1e6, header_s / n * 1e6, decode_s / n * 1e6,
+              resize_s / n * 1e6, floor_s / n * 1e6, region_floor_s / n * 1e6,
+              decoded_pixels / n);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: jpeg_bench reader|tj PATH [--threads N] [--epochs E] "
+    std::fprintf(stderr, "usage: jpeg_bench reader|tj|split PATH [--threads N] [--epochs E] "
                          "[--transform T]\n");
     return 2;
   }
@@ -143,5 +242,7 @@ int main(int argc, char** argv) {
     }
   }
   if (threads < 1 || epochs < 1) return 2;
-  return mode == "reader" ? RunReader(path, threads, epochs, transform) : RunTj(path, threads, epochs);
+  if (mode == "reader") return RunReader(path, threads, epochs, transform);
+  if (mode == "split") return RunSplit(path, epochs, transform);
+  return RunTj(path, threads, epochs);
 }

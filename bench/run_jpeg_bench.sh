@@ -14,6 +14,11 @@
 #       (a loop of tjDecompress2 to RGB, bench/jpeg_bench tj), 1 and 2 threads.
 #   Each is pinned to the same cores with taskset (core 0; cores 0-1).
 #   Aims: (r) >= 3x (a), and >= 1.3x (b).
+#   Then, per repeat, `jpeg_bench split` on core 0: the CPU time of each
+#   phase of the reader's JPEG path on one thread, beside tjDecompress2 at
+#   full size and at 1/8 scale (the entropy-decoding floor): medians printed
+#   after the table. CPU time moves less than wall time when the machine is
+#   shared. The load average is printed before and after.
 #
 #   bench/run_jpeg_bench.sh [--dir DIR] [--build-dir DIR] [--repeats N]
 #                           [--images-per-class N] [--out FILE] [--keep]
@@ -26,7 +31,7 @@ set -euo pipefail
 
 # shellcheck source=bench/bench_lib.sh
 source "$(dirname "$0")/bench_lib.sh"
-repeats=3
+repeats=5
 per_class=200
 out=""
 keep=0
@@ -55,26 +60,39 @@ work="$dir/jpeg-bench-$$"
 mkdir -p "$work"
 [[ $keep -eq 1 ]] || trap 'rm -rf "$work"' EXIT
 [[ -n "$out" ]] || out="$work/table.md"
-"$build_dir/datasets/make_demo_data" "$work/images" --classes 10 --images-per-class "$per_class" >&2
-"$build_dir/tools/shardpack" images "$work/images" --mode passthrough -o "$work/ds" --overwrite -q
-n=$(find "$work/images" -type f | wc -l)
-echo "run_jpeg_bench: $n JPEGs, $(du -sh "$work/images" | cut -f1)" >&2
+# make_demo_data writes the JPEGs to OUT_DIR/images/class_NN (and no CIFAR
+# file with --cifar-records 0, which ImageFolder would take for a class).
+"$build_dir/datasets/make_demo_data" "$work/demo" --classes 10 --images-per-class "$per_class" \
+  --cifar-records 0 >&2
+images="$work/demo/images"
+"$build_dir/tools/shardpack" images "$images" --mode passthrough -o "$work/ds" --overwrite -q
+n=$(find "$images" -type f | wc -l)
+echo "run_jpeg_bench: $n JPEGs, $(du -sh "$images" | cut -f1)" >&2
 
 rate() { sed -n 's/.*"images_per_s": \([0-9.]*\).*/\1/p'; }
+field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p"; }
+echo "run_jpeg_bench: load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 declare -A results
 for ((rep = 0; rep < repeats; ++rep)); do
   for threads in 1 2; do
     cores=0; [[ $threads -eq 2 ]] && cores=0-1
     r=$(taskset -c $cores "$build_dir/bench/jpeg_bench" reader "$work/ds" --threads $threads \
         --epochs 2 --transform rrc:224 | rate)
-    t=$(taskset -c $cores "$build_dir/bench/jpeg_bench" tj "$work/images" --threads $threads \
+    t=$(taskset -c $cores "$build_dir/bench/jpeg_bench" tj "$images" --threads $threads \
         --epochs 2 | rate)
     p=$(taskset -c $cores /usr/bin/python3 "$root/bench/peers/torchvision_imagefolder.py" \
-        "$work/images" --num-workers $threads --batches 6 --warmup 1 | rate)
+        "$images" --num-workers $threads --batches 6 --warmup 1 | rate)
     echo "run_jpeg_bench: rep $rep threads $threads: reader $r tj $t torchvision $p" >&2
     results[r$threads]+="$r "; results[t$threads]+="$t "; results[p$threads]+="$p "
   done
+  split=$(taskset -c 0 "$build_dir/bench/jpeg_bench" split "$images" --epochs 1)
+  echo "run_jpeg_bench: rep $rep split: $split" >&2
+  for f in tj_full_decode header region_decode resize entropy_floor_1_8 \
+           entropy_floor_rows_to_crop_1_8; do
+    results[s_$f]+="$(echo "$split" | field "$f") "
+  done
 done
+echo "run_jpeg_bench: load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 {
@@ -86,5 +104,12 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[i
     t=$(echo "${results[t$threads]}" | median)
     awk -v th="$threads" -v r="$r" -v p="$p" -v t="$t" \
       'BEGIN {printf "| %d | %.0f | %.0f | %.0f | %.2fx | %.2fx |\n", th, r, p, t, r / p, r / t}'
+  done
+  echo
+  echo "| CPU us/image, 1 thread (jpeg_bench split) | median |"
+  echo "| --- | ---: |"
+  for f in tj_full_decode header region_decode resize entropy_floor_1_8 \
+           entropy_floor_rows_to_crop_1_8; do
+    echo "| $f | $(echo "${results[s_$f]}" | median) |"
   done
 } | tee "$out"

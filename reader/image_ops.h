@@ -31,10 +31,9 @@ struct PixelView {
 // its capacity between calls. Not shared between threads.
 struct ResizeScratch {
   std::vector<uint32_t> bounds_x, bounds_y;   // first tap, tap count per output column/row
-  std::vector<int32_t> weights_x, weights_y;  // fixed-point taps, `taps_*` per output
-  int taps_x = 0, taps_y = 0;
-  std::vector<uint8_t> rows;   // horizontally resized rows
-  std::vector<int32_t> accum;  // one output row of vertical sums
+  std::vector<int16_t> weights_x, weights_y;  // fixed-point taps, `taps_*` per output
+  int taps_x = 0, taps_y = 0;                 // even: a zero tap pads odd counts
+  std::vector<uint8_t> rows;                  // horizontally resized rows
 };
 
 // A source rectangle in (possibly fractional) pixel coordinates of the
@@ -57,6 +56,9 @@ struct ResizeOptions {
 // triangle filter whose support widens with the downscale factor: Pillow's
 // antialiased BILINEAR (its precompute_coeffs with a box), the filter of
 // torchvision's antialiased bilinear resize. A flat image stays flat.
+// Weights are 14-bit fixed point (each output's taps sum to exactly 2^14),
+// intermediate rows 8-bit; the SSE2 path (any x86-64) and the portable one
+// compute the same integers, so the output does not depend on the machine.
 void ResizeBoxAA(const PixelView& src, const ResizeBox& box, uint32_t width, uint32_t height,
                  const ResizeOptions& options, uint8_t* dst, ResizeScratch* scratch);
 

@@ -75,13 +75,14 @@ struct ScaledRect {
   JDIMENSION x0, x1, y0, y1;
 };
 
-// Starts the decompressor at the chosen scale, crops, skips, reads the rows
+// Starts the decompressor at the chosen scale (and chroma upsampling),
+// crops, skips, reads the rows
 // of `r` and stops. `pixels`/`row_ptrs` are grown here (after the crop
 // fixes the width). On success *x_offset is where the decoded columns
 // start. Returns false when libjpeg failed.
 bool DecodeC(jpeg_decompress_struct* cinfo, ErrorManager* err, std::vector<uint8_t>* pixels,
-             std::vector<JSAMPROW>* row_ptrs, int scale_num, ScaledRect r, JDIMENSION* x_offset,
-             JDIMENSION* out_width) {
+             std::vector<JSAMPROW>* row_ptrs, int scale_num, bool fast_upsampling, ScaledRect r,
+             JDIMENSION* x_offset, JDIMENSION* out_width) {
   if (setjmp(err->jump)) {
     jpeg_abort_decompress(cinfo);
     return false;
@@ -90,6 +91,7 @@ bool DecodeC(jpeg_decompress_struct* cinfo, ErrorManager* err, std::vector<uint8
   cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   cinfo->scale_num = static_cast<unsigned int>(scale_num);
   cinfo->scale_denom = 8;
+  cinfo->do_fancy_upsampling = fast_upsampling ? FALSE : TRUE;
   jpeg_start_decompress(cinfo);
   r.x1 = std::min(r.x1, cinfo->output_width);
   r.y1 = std::min(r.y1, cinfo->output_height);
@@ -120,7 +122,7 @@ bool DecodeC(jpeg_decompress_struct* cinfo, ErrorManager* err, std::vector<uint8
 }  // namespace
 
 int ChooseDctScale(uint32_t width, uint32_t height, uint32_t min_width, uint32_t min_height) {
-  for (int n = 1; n < 8; ++n) {
+  for (int n = 1; n < 8; n *= 2) {
     if (CeilDiv8(uint64_t{width} * n) >= min_width && CeilDiv8(uint64_t{height} * n) >= min_height)
       return n;
   }
@@ -169,7 +171,8 @@ absl::StatusOr<JpegHeader> JpegDecoder::Start(ByteSpan jpeg) {
 }
 
 absl::StatusOr<DecodedRegion> JpegDecoder::DecodeRegion(const JpegRect& rect, uint32_t min_width,
-                                                        uint32_t min_height, uint32_t grow) {
+                                                        uint32_t min_height, uint32_t grow,
+                                                        bool fast_upsampling) {
   if (s_ == nullptr || !s_->started) {
     return absl::FailedPreconditionError("JpegDecoder::DecodeRegion without Start");
   }
@@ -189,7 +192,8 @@ absl::StatusOr<DecodedRegion> JpegDecoder::DecodeRegion(const JpegRect& rect, ui
   r.x1 = static_cast<JDIMENSION>(std::ceil(sx1) + m);
   r.y1 = static_cast<JDIMENSION>(std::ceil(sy1) + m);
   JDIMENSION xoff = 0, width = 0;
-  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, n, r, &xoff, &width)) {
+  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, n, fast_upsampling, r, &xoff,
+               &width)) {
     return absl::DataLossError(absl::StrCat("corrupt JPEG data: ", s_->err.message));
   }
   const uint32_t rows = std::min<uint32_t>(r.y1, cinfo->output_height) - r.y0;

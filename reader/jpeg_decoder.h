@@ -79,16 +79,24 @@ class JpegDecoder {
   absl::StatusOr<JpegHeader> Start(ByteSpan jpeg);
 
   // Decodes `rect` (clamped to the image) of the started JPEG at the
-  // smallest DCT scale n/8 (n = 1..8) that keeps it at least min_width x
-  // min_height (full size when none does). Only the region's iMCU columns
+  // smallest DCT scale n/8 (n = 1, 2, 4, 8: ChooseDctScale) that keeps it at
+  // least min_width x min_height (full size when none does). Only the region's iMCU columns
   // and the rows up to its last are decoded; when the region reaches the
   // image's last row the rest of the data is read to EOI, so truncation is
   // seen. DataLossError on corrupt data.
   // `grow` more full-size pixels are decoded on each side of `rect` (where
   // the image has them) for filters that read beyond it; the scale depends
   // on `rect` alone.
+  // `fast_upsampling` (default false): subsampled chroma is replicated
+  // rather than interpolated (libjpeg's do_fancy_upsampling = FALSE, which
+  // lets 4:2:0 and 4:2:2 files go through libjpeg-turbo's merged SIMD
+  // upsampling and color conversion), as DALI and Pillow's draft mode do.
+  // Chroma edges move by up to a pixel of the decoded scale: for callers
+  // that resize the region down (docs/reader.md gives the tolerance). Off,
+  // a full-scale region equals that region of tjDecompress2's output.
   absl::StatusOr<DecodedRegion> DecodeRegion(const JpegRect& rect, uint32_t min_width,
-                                             uint32_t min_height, uint32_t grow = 0);
+                                             uint32_t min_height, uint32_t grow = 0,
+                                             bool fast_upsampling = false);
 
   // Start + the whole image at full size: what tjDecompress2 gives with
   // TJPF_RGB and no flags.
@@ -104,8 +112,12 @@ class JpegDecoder {
   JpegDecoderOptions options_;
 };
 
-// The smallest n in 1..8 with ceil(width * n / 8) >= min_width and
-// likewise for height; 8 when none.
+// The smallest n in 1, 2, 4 with ceil(width * n / 8) >= min_width and
+// likewise for height; 8 when none. Only powers of two: libjpeg-turbo has
+// SIMD IDCTs for 8x8, 4x4 and 2x2 blocks (1x1 is the DC term), while the
+// other scales (3/8, 5/8, 6/8, 7/8) run plain C IDCTs, and for 4:2:0 chroma
+// 10x10 to 14x14 ones; on ImageNet-sized photos those cost more than the
+// extra pixels a power of two decodes (docs/benchmarks.md).
 int ChooseDctScale(uint32_t width, uint32_t height, uint32_t min_width, uint32_t min_height);
 
 }  // namespace shardpack::internal

@@ -265,7 +265,10 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   // The eval resize reads beyond the crop as a resize of the whole image
   // would: its filter reaches (crop / out) source pixels past the edges.
   const uint32_t grow = train ? 0 : uint32_t(std::ceil((c.x1 - c.x0) / out)) + 1;
-  absl::StatusOr<DecodedRegion> region = decoder.DecodeRegion(rect, out, out, grow);
+  // The region is resized afterwards: replicated chroma (fast upsampling)
+  // is within the resize's tolerance (docs/reader.md) and much cheaper.
+  absl::StatusOr<DecodedRegion> region =
+      decoder.DecodeRegion(rect, out, out, grow, /*fast_upsampling=*/true);
   if (!region.ok()) return damaged(region.status());
   // The decoded box is the integer rect; move it to the exact crop.
   const double f = region->scale_num / 8.0;

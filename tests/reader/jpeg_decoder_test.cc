@@ -99,12 +99,17 @@ TEST(JpegDecoderTest, RegionAtScaleOneEqualsThatRegionOfTheFullDecode) {
   }
 }
 
-TEST(JpegDecoderTest, SmallestScaleThatKeepsTheRegionAsLargeAsTheOutput) {
-  EXPECT_EQ(ChooseDctScale(500, 375, 224, 224), 5);  // 313x235
+// Powers of two only: 5/8 would give 313x235, but 3/8..7/8 run plain C
+// IDCTs (jpeg_decoder.h).
+TEST(JpegDecoderTest, SmallestPowerOfTwoScaleThatKeepsTheRegionAsLargeAsTheOutput) {
+  EXPECT_EQ(ChooseDctScale(500, 375, 224, 224), 8);  // 4/8 is 250x188
+  EXPECT_EQ(ChooseDctScale(600, 460, 224, 224), 4);  // 300x230
   EXPECT_EQ(ChooseDctScale(500, 375, 500, 375), 8);
   EXPECT_EQ(ChooseDctScale(2000, 1800, 224, 224), 1);
+  EXPECT_EQ(ChooseDctScale(1000, 900, 224, 224), 2);  // 250x225
   EXPECT_EQ(ChooseDctScale(100, 100, 224, 224), 8);  // upscaling: full size
   EXPECT_EQ(ChooseDctScale(448, 448, 224, 224), 4);
+  EXPECT_EQ(ChooseDctScale(446, 448, 224, 224), 8);  // 4/8 is 223 wide
   // A whole image at 1/2 equals TurboJPEG's 1/2 scaled decode.
   std::vector<uint8_t> jpeg = TjSceneJpeg(500, 375, TJSAMP_420);
   JpegDecoder decoder;
@@ -125,17 +130,36 @@ TEST(JpegDecoderTest, SmallestScaleThatKeepsTheRegionAsLargeAsTheOutput) {
 // within 24 levels (measured on these textured scenes: mean 0.6-3.5, the
 // worst when the scale leaves little downscaling for the filter, e.g. a
 // 150x201 crop decoded at 4/8 to 75x100 and resized to 64x64).
+// With fast upsampling (replicated chroma, what the transforms use) the same
+// bounds hold at every scale, 8/8 included, for 4:2:0 and 4:2:2 files.
+// Measured (mean / 99.5th percentile / max): 4:2:0 scaled 1.0-3.5 / 5-17 /
+// 12-23, the same with fast upsampling (at 2/8 and 4/8 the chroma is
+// IDCT-scaled to full resolution, so there is nothing to upsample); 4:2:0
+// at 8/8 with fast upsampling 1.5 / 12 / 25; 4:2:2 scaled 1.2-4.0 / 6-19 /
+// 12-27, at 8/8 fast 1.1 / 9 / 18. The mean bound is close for 4:2:2's
+// 150x201 crop (3.96), the case the paragraph above names.
+void CheckScaledRegionResize(const std::vector<uint8_t>& jpeg, int w, int out, bool fast);
+
 TEST(JpegDecoderTest, ScaledRegionResizeIsWithinToleranceOfReferenceResize) {
   const int w = 500, h = 375, out = 64;
-  std::vector<uint8_t> jpeg = TjSceneJpeg(w, h, TJSAMP_420);
+  for (int subsamp : {TJSAMP_420, TJSAMP_422}) {
+    for (bool fast : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "subsamp " << subsamp << " fast " << fast);
+      CheckScaledRegionResize(TjSceneJpeg(w, h, subsamp), w, out, fast);
+    }
+  }
+}
+
+void CheckScaledRegionResize(const std::vector<uint8_t>& jpeg, int w, int out, bool fast) {
   JpegDecoder decoder;
   SP_ASSERT_OK_AND_ASSIGN(PixelView full_view, decoder.Decode(jpeg));
   std::vector<uint8_t> full = ToVector(full_view);
   const JpegRect rects[] = {{0, 0, 500, 375}, {40, 20, 300, 250}, {123, 77, 150, 201},
-                            {301, 100, 199, 199}, {10, 300, 90, 75}};
+                            {301, 100, 199, 199}, {10, 200, 260, 175}, {10, 300, 90, 75}};
   ResizeScratch scratch;
   for (const JpegRect& r : rects) {
     SCOPED_TRACE(::testing::Message() << r.x << "," << r.y << " " << r.width << "x" << r.height);
+    const bool scaled = ChooseDctScale(r.width, r.height, uint32_t(out), uint32_t(out)) < 8;
     std::vector<uint8_t> crop(size_t(r.width) * r.height * 3), want(size_t(out) * out * 3),
         got(want.size());
     for (uint32_t y = 0; y < r.height; ++y) {
@@ -144,8 +168,8 @@ TEST(JpegDecoderTest, ScaledRegionResizeIsWithinToleranceOfReferenceResize) {
     }
     ResizeBilinearAA(PixelView{crop.data(), r.width, r.height, 3}, out, out, want.data(), &scratch);
     SP_ASSERT_OK(decoder.Start(jpeg).status());
-    SP_ASSERT_OK_AND_ASSIGN(DecodedRegion d, decoder.DecodeRegion(r, out, out));
-    EXPECT_LT(d.scale_num, 8);
+    SP_ASSERT_OK_AND_ASSIGN(DecodedRegion d, decoder.DecodeRegion(r, out, out, 0, fast));
+    EXPECT_EQ(d.scale_num < 8, scaled);
     ResizeBoxAA(d.pixels, d.box, out, out, ResizeOptions{}, got.data(), &scratch);
     double sum = 0;
     std::vector<int> diffs;
@@ -156,11 +180,122 @@ TEST(JpegDecoderTest, ScaledRegionResizeIsWithinToleranceOfReferenceResize) {
     std::sort(diffs.begin(), diffs.end());
     EXPECT_LT(sum / got.size(), 4.0);
     EXPECT_LE(diffs[diffs.size() * 995 / 1000], 24);
-    // Forced to full scale, the path is the reference exactly.
+    if (!scaled && !fast) {
+      EXPECT_TRUE(got == want);
+    }
+    // Forced to full scale, the exact path is the reference exactly.
     SP_ASSERT_OK(decoder.Start(jpeg).status());
     SP_ASSERT_OK_AND_ASSIGN(DecodedRegion d8, decoder.DecodeRegion(r, r.width, r.height));
     ResizeBoxAA(d8.pixels, d8.box, out, out, ResizeOptions{}, got.data(), &scratch);
     EXPECT_TRUE(got == want);
+  }
+}
+
+// The antialiased triangle filter in double precision, transcribed from
+// Pillow's precompute_coeffs (with a box, taps clamped to it), applied in
+// both directions without intermediate rounding: the reference for the
+// fixed-point resize.
+std::vector<double> ReferenceTaps(uint32_t in, double in0, double in1, uint32_t out,
+                                  std::vector<int>* first) {
+  const double scale = (in1 - in0) / out, fs = std::max(scale, 1.0);
+  const int lo = std::max(int(std::floor(in0)), 0), hi = std::min(int(std::ceil(in1)), int(in));
+  std::vector<double> w(size_t(out) * in, 0.0);
+  first->assign(out, 0);
+  for (uint32_t i = 0; i < out; ++i) {
+    const double center = in0 + (i + 0.5) * scale;
+    const int f = std::min(std::max(int(center - fs + 0.5), lo), hi - 1);
+    const int l = std::min(int(center + fs + 0.5), hi);
+    double sum = 0;
+    for (int x = f; x < std::max(l, f + 1); ++x) {
+      const double t = std::max(0.0, 1.0 - std::fabs((x - center + 0.5) / fs));
+      w[size_t(i) * in + x] = t;
+      sum += t;
+    }
+    for (uint32_t x = 0; x < in; ++x) w[size_t(i) * in + x] /= sum;
+    (*first)[i] = f;
+  }
+  return w;
+}
+
+// The fixed-point resize (14-bit taps, 8-bit intermediate rows, either pass
+// first, SIMD or not) is within one level of the exact filter everywhere.
+TEST(ResizeTest, WithinOneLevelOfTheDoublePrecisionFilter) {
+  const uint32_t sw = 131, sh = 97;
+  std::vector<uint8_t> src = Scene(int(sw), int(sh));
+  ResizeScratch scratch;
+  struct Case {
+    ResizeBox box;
+    uint32_t w, h;
+    bool mirror;
+  };
+  const Case cases[] = {{{0, 0, 131, 97}, 64, 48, false},    {{3.5, 2.25, 120.5, 90}, 50, 71, true},
+                        {{10, 5, 40, 30}, 77, 66, false},     {{0, 0, 131, 97}, 131, 40, false},
+                        {{1.3, 0.7, 130.9, 96.2}, 24, 97, true}, {{0, 0, 131, 97}, 200, 150, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.w << "x" << c.h << " mirror " << c.mirror);
+    std::vector<uint8_t> got(size_t(c.w) * c.h * 3);
+    ResizeBoxAA(PixelView{src.data(), sw, sh, 3}, c.box, c.w, c.h, ResizeOptions{true, c.mirror},
+                got.data(), &scratch);
+    std::vector<int> fx, fy;
+    const std::vector<double> wx = ReferenceTaps(sw, c.box.x0, c.box.x1, c.w, &fx);
+    const std::vector<double> wy = ReferenceTaps(sh, c.box.y0, c.box.y1, c.h, &fy);
+    int worst = 0;
+    for (uint32_t y = 0; y < c.h; ++y) {
+      for (uint32_t x = 0; x < c.w; ++x) {
+        for (int ch = 0; ch < 3; ++ch) {
+          double v = 0;
+          for (uint32_t sy = 0; sy < sh; ++sy) {
+            const double wyv = wy[size_t(y) * sh + sy];
+            if (wyv == 0) continue;
+            for (uint32_t sx = 0; sx < sw; ++sx) {
+              v += wyv * wx[size_t(x) * sw + sx] * src[(size_t(sy) * sw + sx) * 3 + ch];
+            }
+          }
+          const uint32_t ox = c.mirror ? c.w - 1 - x : x;
+          const int want = int(std::lround(std::clamp(v, 0.0, 255.0)));
+          worst = std::max(worst, std::abs(int(got[(size_t(y) * c.w + ox) * 3 + ch]) - want));
+        }
+      }
+    }
+    EXPECT_LE(worst, 1);
+  }
+}
+
+// The SIMD loops and the portable ones (the last rows of a pass and the
+// columns past a multiple of 16 take the portable path) compute the same
+// integers: an image of equal rows resizes to equal rows, one of equal
+// columns to equal columns.
+TEST(ResizeTest, SimdAndPortablePathsAgree) {
+  const uint32_t sw = 203, sh = 61;
+  std::vector<uint8_t> rows(size_t(sw) * sh * 3), cols(rows.size());
+  std::vector<uint8_t> scene = Scene(int(sw), int(sh));
+  for (uint32_t y = 0; y < sh; ++y) {
+    std::memcpy(&rows[size_t(y) * sw * 3], scene.data() + size_t(sh / 2) * sw * 3, size_t(sw) * 3);
+    for (uint32_t x = 0; x < sw; ++x) {
+      std::memcpy(&cols[(size_t(y) * sw + x) * 3], &scene[(size_t(y) * sw + sw / 2) * 3], 3);
+    }
+  }
+  ResizeScratch scratch;
+  for (auto [w, h] : {std::pair{100u, 30u}, std::pair{190u, 60u}, std::pair{250u, 90u},
+                      std::pair{37u, 61u}, std::pair{203u, 20u}}) {
+    for (bool mirror : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << w << "x" << h << " mirror " << mirror);
+      std::vector<uint8_t> out(size_t(w) * h * 3);
+      const ResizeBox box{0.5, 0.25, sw - 0.5, sh - 0.75};
+      ResizeBoxAA(PixelView{rows.data(), sw, sh, 3}, box, w, h, ResizeOptions{true, mirror},
+                  out.data(), &scratch);
+      for (uint32_t y = 1; y < h; ++y) {
+        ASSERT_EQ(std::memcmp(&out[size_t(y) * w * 3], out.data(), size_t(w) * 3), 0) << y;
+      }
+      ResizeBoxAA(PixelView{cols.data(), sw, sh, 3}, box, w, h, ResizeOptions{true, mirror},
+                  out.data(), &scratch);
+      for (uint32_t y = 0; y < h; ++y) {
+        for (uint32_t x = 1; x < w; ++x) {
+          ASSERT_EQ(std::memcmp(&out[(size_t(y) * w + x) * 3], &out[size_t(y) * w * 3], 3), 0)
+              << x << "," << y;
+        }
+      }
+    }
   }
 }
 

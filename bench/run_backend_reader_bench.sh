@@ -7,10 +7,12 @@
 # The same data packed three ways (shardpack --format shard|lmdb|hdf5), from
 # the page cache, on cores 0,1, batch 512, 2 reader threads:
 #  - 50,000 CIFAR records, `shardbench --transform none`, in stored order
-#    (--no-shuffle) and shuffled (the default), 5 epochs;
+#    (--no-shuffle) and shuffled (the default), 5 epochs; beside python's lmdb
+#    and h5py reading the same LMDB and HDF5 files, in key order and in a
+#    random order (bench/peers/backend_read.py [--shuffled]);
 #  - 2,000 demo JPEGs (500x375, ~108 KB), `--transform rrc:224`, stored order
 #    and shuffled, 1 epoch.
-# Aim: each backend within 2x of `.shard`.
+# Aims: each backend within 2x of `.shard`, and ahead of the python libraries.
 #
 #   bench/run_backend_reader_bench.sh [--dir DIR] [--build-dir DIR] [--repeats N]
 #                                     [--records N] [--out FILE] [--keep]
@@ -73,6 +75,11 @@ for ((i = 1; i <= repeats; i++)); do
     run "jpeg_${f}_shuf" "$shardbench" "$work/ds/jpeg-$f" "${common[@]}" --transform rrc:224 \
       --epochs 1
   done
+  for f in lmdb hdf5; do
+    run "py_${f}_seq" "$python" "$root/bench/peers/backend_read.py" "$work/ds/cifar-$f" --repeats 1
+    run "py_${f}_shuf" "$python" "$root/bench/peers/backend_read.py" "$work/ds/cifar-$f" \
+      --repeats 1 --shuffled
+  done
 done
 
 # ---- Table -------------------------------------------------------------------
@@ -85,8 +92,8 @@ def med(name, key="images_per_s"):
 loads = [float(open(f).read()) for f in glob.glob(os.path.join(results, "load.*"))]
 print(f"Medians of {repeats} runs; load average {min(loads):.1f} to {max(loads):.1f}; "
       f"images/s (ratio to `.shard` in brackets).\n")
-print("| data, order | `.shard` | LMDB | HDF5 |")
-print("| --- | ---: | ---: | ---: |")
+print("| data, order | `.shard` | LMDB | HDF5 | python lmdb | h5py |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
 for data, label in (("cifar", f"{records:,} CIFAR, none"), ("jpeg", "2,000 JPEGs, rrc:224")):
     for order, oname in (("seq", "stored order"), ("shuf", "shuffled")):
         ref = med(f"{data}_shard_{order}")
@@ -94,6 +101,12 @@ for data, label in (("cifar", f"{records:,} CIFAR, none"), ("jpeg", "2,000 JPEGs
         for f in ("lmdb", "hdf5"):
             v = med(f"{data}_{f}_{order}")
             cells.append(f"{v:,.0f} ({v / ref:.2f})")
+        if data == "cifar":  # python's rate against ours on the same backend's files
+            for f in ("lmdb", "hdf5"):
+                v = med(f"py_{f}_{order}", "records_per_s")
+                cells.append(f"{v:,.0f} ({v / med(f'{data}_{f}_{order}'):.2f} of ours)")
+        else:
+            cells += ["-", "-"]
         print(f"| {label}, {oname} | " + " | ".join(cells) + " |")
 PY
 cat "$out"

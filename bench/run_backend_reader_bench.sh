@@ -7,7 +7,7 @@
 # The same data packed three ways (shardpack --format shard|lmdb|hdf5), from
 # the page cache, on cores 0,1, batch 512, 2 reader threads:
 #  - 50,000 CIFAR records, `shardbench --transform none`, in stored order
-#    (--no-shuffle) and shuffled (the default), 5 epochs; beside python's lmdb
+#    (--no-shuffle) and shuffled (the default), 20 epochs; beside python's lmdb
 #    and h5py reading the same LMDB and HDF5 files, in key order and in a
 #    random order (bench/peers/backend_read.py [--shuffled]);
 #  - 2,000 demo JPEGs (500x375, ~108 KB), `--transform rrc:224`, stored order
@@ -67,9 +67,9 @@ for ((i = 1; i <= repeats; i++)); do
   echo "$(load)" > "$work/results/load.$i"
   for f in shard lmdb hdf5; do
     run "cifar_${f}_seq" "$shardbench" "$work/ds/cifar-$f" "${common[@]}" --transform none \
-      --epochs 5 --no-shuffle
+      --epochs 20 --no-shuffle
     run "cifar_${f}_shuf" "$shardbench" "$work/ds/cifar-$f" "${common[@]}" --transform none \
-      --epochs 5
+      --epochs 20
     run "jpeg_${f}_seq" "$shardbench" "$work/ds/jpeg-$f" "${common[@]}" --transform rrc:224 \
       --epochs 1 --no-shuffle
     run "jpeg_${f}_shuf" "$shardbench" "$work/ds/jpeg-$f" "${common[@]}" --transform rrc:224 \

@@ -4,10 +4,8 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "format/coding.h"
 #include "backends/store.h"
 #include "reader/backend_sources.h"
-#include "reader/io_engine.h"
 #include "reader/shard_source.h"
 #include "shardpack/dataset.h"
 #include "shardpack/status.h"
@@ -15,10 +13,6 @@
 namespace shardpack::internal {
 
 namespace fs = std::filesystem;
-
-uint64_t UnitBytes(const BlockInfo& block) {
-  return AlignUp(block.stored_size, kIoAlignment) + (block.compressed() ? block.raw_size : 0);
-}
 
 namespace {
 

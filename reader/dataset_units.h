@@ -11,7 +11,6 @@
 #include "reader/epoch_plan.h"
 #include "reader/unit_source.h"
 #include "shardpack/manifest.h"
-#include "shardpack/shard.h"
 
 namespace shardpack::internal {
 
@@ -28,12 +27,6 @@ struct StreamDataset {
 // chosen I/O engine, loads every shard's index and checks the record counts
 // against the manifest.
 absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine);
-
-// Memory a unit holds while loaded: its stored bytes (rounded to the I/O
-// alignment) plus its decompressed payload when compressed. The same for
-// every engine (mapped pages count in RSS too), so the plan, which budgets
-// with it, and so the sample order never depend on the engine.
-uint64_t UnitBytes(const BlockInfo& block);
 
 }  // namespace shardpack::internal
 

@@ -2,12 +2,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/coding.h"
-#include "reader/dataset_units.h"
 #include "reader/io_engine.h"
 #include "shardpack/status.h"
 
 namespace shardpack::internal {
 namespace {
+
+// Memory a unit holds while loaded: its stored bytes (rounded to the I/O
+// alignment) plus its decompressed payload when compressed. The same for
+// every engine (mapped pages count in RSS too), so the plan, which budgets
+// with it, and so the sample order never depend on the engine.
+uint64_t UnitBytes(const BlockInfo& block) {
+  return AlignUp(block.stored_size, kIoAlignment) + (block.compressed() ? block.raw_size : 0);
+}
 
 class ShardSource final : public UnitSource {
  public:

@@ -221,9 +221,41 @@ class EngineBase : public BlockIo {
   uint64_t bytes_read_ = 0;
 };
 
+// Engines that do their work in Wait(): Submit checks the request, gives
+// the engine's hint and queues it; Wait takes the oldest, checks its range
+// and has the engine read it.
+class QueuedEngine : public EngineBase {
+ public:
+  absl::Status Submit(const IoRequest& r) final {
+    SP_RETURN_IF_ERROR(CheckRequest(r, queue_.size()));
+    SP_RETURN_IF_ERROR(Prepare(r));
+    queue_.push_back(r);
+    return absl::OkStatus();
+  }
+
+  IoCompletion Wait() final {
+    IoRequest r = queue_.front();
+    queue_.pop_front();
+    absl::Status status = CheckRange(r);
+    const uint8_t* bytes = nullptr;
+    if (status.ok() && r.length > 0) status = Read(r, &bytes);
+    return Complete(r, std::move(status), bytes);
+  }
+
+ protected:
+  // At Submit, for a well-formed request: misuse checks or read-ahead hints.
+  virtual absl::Status Prepare(const IoRequest& r) = 0;
+  // At Wait, for a non-empty request within its file: sets *bytes to where
+  // the request's bytes are.
+  virtual absl::Status Read(const IoRequest& r, const uint8_t** bytes) = 0;
+
+ private:
+  std::deque<IoRequest> queue_;
+};
+
 // pread (with fadvise) and O_DIRECT: advice at Submit, the read at Wait, in
 // submission order.
-class SyncIo final : public EngineBase {
+class SyncIo final : public QueuedEngine {
  public:
   SyncIo(DescriptorFiles files, std::vector<UniqueFd> direct_fds, bool direct)
       : direct_(direct), direct_fds_(std::move(direct_fds)) {
@@ -237,40 +269,27 @@ class SyncIo final : public EngineBase {
   size_t max_in_flight() const override { return direct_ ? kDirectInFlight : kPreadInFlight; }
   bool zero_copy() const override { return false; }
 
-  absl::Status Submit(const IoRequest& r) override {
-    SP_RETURN_IF_ERROR(CheckRequest(r, queue_.size()));
-    if (direct_) {
-      SP_RETURN_IF_ERROR(CheckDirect(r));
-    } else if (r.length > 0 && CheckRange(r).ok()) {
+ private:
+  absl::Status Prepare(const IoRequest& r) override {
+    if (direct_) return CheckDirectRequest(files_[r.file]->name(), r);
+    if (r.length > 0 && CheckRange(r).ok()) {
       // Starts readahead of the whole block now, so that Wait() mostly copies
       // from the page cache.
       posix_fadvise(fds_[r.file], static_cast<off_t>(r.offset), r.length, POSIX_FADV_WILLNEED);
     }
-    queue_.push_back(r);
     return absl::OkStatus();
   }
 
-  IoCompletion Wait() override {
-    IoRequest r = queue_.front();
-    queue_.pop_front();
-    absl::Status status = CheckRange(r);
-    if (status.ok() && r.length > 0) {
-      const std::string& name = files_[r.file]->name();
-      status = direct_ ? PreadDirect(direct_fds_[r.file].get(), name, r.offset, r.length, r.buffer)
-                       : PreadFully(fds_[r.file], name, r.offset, {r.buffer, r.length});
-    }
-    return Complete(r, std::move(status), r.buffer);
-  }
-
- private:
-  absl::Status CheckDirect(const IoRequest& r) const {
-    return CheckDirectRequest(files_[r.file]->name(), r);
+  absl::Status Read(const IoRequest& r, const uint8_t** bytes) override {
+    const std::string& name = files_[r.file]->name();
+    *bytes = r.buffer;
+    return direct_ ? PreadDirect(direct_fds_[r.file].get(), name, r.offset, r.length, r.buffer)
+                   : PreadFully(fds_[r.file], name, r.offset, {r.buffer, r.length});
   }
 
   bool direct_;
   std::vector<int> fds_;  // borrowed from files_
   std::vector<UniqueFd> direct_fds_;
-  std::deque<IoRequest> queue_;
 };
 
 absl::Status DirectUnsupported(const std::string& path) {
@@ -320,7 +339,7 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenSync(const std::vector<std::string>
 }
 
 // Each file mapped; Wait() hands out views of the mapping.
-class MmapIo final : public EngineBase {
+class MmapIo final : public QueuedEngine {
  public:
   explicit MmapIo(std::vector<std::unique_ptr<RandomAccessFile>> files) {
     files_ = std::move(files);
@@ -330,33 +349,22 @@ class MmapIo final : public EngineBase {
   size_t max_in_flight() const override { return kMmapInFlight; }
   bool zero_copy() const override { return true; }
 
-  absl::Status Submit(const IoRequest& r) override {
-    SP_RETURN_IF_ERROR(CheckRequest(r, queue_.size()));
-    if (r.length > 0 && CheckRange(r).ok()) WillNeed(r);
-    queue_.push_back(r);
-    return absl::OkStatus();
-  }
-
-  IoCompletion Wait() override {
-    IoRequest r = queue_.front();
-    queue_.pop_front();
-    absl::Status status = CheckRange(r);
-    const uint8_t* bytes =
-        status.ok() && r.length > 0 ? files_[r.file]->data() + r.offset : nullptr;
-    return Complete(r, std::move(status), bytes);
-  }
-
  private:
   // Faults the range in ahead of use (a no-op for pages already resident,
   // as on tmpfs). madvise wants a page-aligned start.
-  void WillNeed(const IoRequest& r) const {
+  absl::Status Prepare(const IoRequest& r) override {
+    if (r.length == 0 || !CheckRange(r).ok()) return absl::OkStatus();
     static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     uint64_t begin = r.offset / page * page;
     auto* base = const_cast<uint8_t*>(files_[r.file]->data());
     madvise(base + begin, r.offset + r.length - begin, MADV_WILLNEED);
+    return absl::OkStatus();
   }
 
-  std::deque<IoRequest> queue_;
+  absl::Status Read(const IoRequest& r, const uint8_t** bytes) override {
+    *bytes = files_[r.file]->data() + r.offset;
+    return absl::OkStatus();
+  }
 };
 
 absl::StatusOr<std::unique_ptr<BlockIo>> OpenMmap(const std::vector<std::string>& paths) {

@@ -6,7 +6,7 @@
 //
 //   jpeg_bench reader DATASET [--threads N] [--epochs E] [--transform rrc:224]
 //   jpeg_bench tj IMAGE_ROOT [--threads N] [--epochs E]
-//   jpeg_bench split IMAGE_ROOT [--epochs E] [--transform rrc:224]
+//   jpeg_bench split IMAGE_ROOT [--epochs E] [--transform rrc:224] [--restart-markers]
 //
 // `split` is the CPU-time profile of one thread: the reader's JPEG path (header,
 // crop draw, region decode, resize) called directly on the files in memory,
@@ -35,6 +35,7 @@
 
 #include "reader/image_ops.h"
 #include "reader/jpeg_decoder.h"
+#include "reader/jpeg_restart.h"
 #include "reader/transform.h"
 #include "shardpack/reader.h"
 
@@ -143,9 +144,27 @@ int RunTj(const std::string& root, int threads, int epochs) {
 }
 
 // Seconds spent in each phase of the reader's JPEG path, one thread.
-int RunSplit(const std::string& root, int epochs, const std::string& transform) {
+// With `restart_markers`, the reader's path runs on the files re-coded as
+// `shardpack images --restart-markers` stores them, and tjDecompress2 runs on
+// both the originals (the reference) and the re-coded files.
+int RunSplit(const std::string& root, int epochs, const std::string& transform,
+             bool restart_markers) {
   namespace si = shardpack::internal;
-  const std::vector<std::string> files = LoadJpegs(root);
+  const std::vector<std::string> originals = LoadJpegs(root);
+  std::vector<std::string> files = originals;
+  if (restart_markers) {
+    si::JpegRestartRecoder recoder;
+    std::vector<uint8_t> out;
+    for (std::string& f : files) {
+      absl::StatusOr<bool> done =
+          recoder.Recode({reinterpret_cast<const uint8_t*>(f.data()), f.size()}, &out);
+      if (!done.ok()) {
+        std::fprintf(stderr, "jpeg_bench: %s\n", std::string(done.status().message()).c_str());
+        return 1;
+      }
+      if (*done) f.assign(out.begin(), out.end());
+    }
+  }
   absl::StatusOr<shardpack::Transform> t = shardpack::ParseTransform(transform);
   if (!t.ok() || t->kind != shardpack::Transform::Kind::kRandomResizedCrop) {
     std::fprintf(stderr, "jpeg_bench: split needs an rrc transform\n");
@@ -168,7 +187,7 @@ int RunSplit(const std::string& root, int epochs, const std::string& transform) 
       const si::JpegRect rect{uint32_t(c.x0), uint32_t(c.y0), uint32_t(c.x1 - c.x0),
                               uint32_t(c.y1 - c.y0)};
       const double t1 = ThreadCpu();
-      absl::StatusOr<si::DecodedRegion> r = decoder.DecodeRegion(rect, out, out, 0, /*fast_upsampling=*/true);
+      absl::StatusOr<si::DecodedRegion> r = decoder.DecodeRegion(rect, out, out);
       if (!r.ok()) return 1;
       const double t2 = ThreadCpu();
       si::ResizeBoxAA(r->pixels, r->box, out, out, si::ResizeOptions{true, c.flip}, dst.data(),
@@ -189,29 +208,33 @@ int RunSplit(const std::string& root, int epochs, const std::string& transform) 
   // The reference (whole files at full size) and the floor (at 1/8 scale).
   tjhandle tj = tjInitDecompress();
   std::vector<unsigned char> rgb;
-  double tj_s[2] = {0, 0};
-  for (int eighths : {8, 1}) {
+  auto tj_seconds = [&](const std::vector<std::string>& set, int eighths) {
     const double f0 = ThreadCpu();
     for (int e = 0; e < epochs; ++e) {
-      for (const std::string& f : files) {
+      for (const std::string& f : set) {
         const auto* data = reinterpret_cast<const unsigned char*>(f.data());
         int w = 0, h = 0, sub = 0, cs = 0;
-        if (tjDecompressHeader3(tj, data, f.size(), &w, &h, &sub, &cs) != 0) return 1;
+        if (tjDecompressHeader3(tj, data, f.size(), &w, &h, &sub, &cs) != 0) return -1.0;
         const int sw = (w * eighths + 7) / 8, sh = (h * eighths + 7) / 8;
         rgb.resize(size_t(sw) * sh * 3);
-        if (tjDecompress2(tj, data, f.size(), rgb.data(), sw, 0, sh, TJPF_RGB, 0) != 0) return 1;
+        if (tjDecompress2(tj, data, f.size(), rgb.data(), sw, 0, sh, TJPF_RGB, 0) != 0) return -1.0;
       }
     }
-    tj_s[eighths == 8 ? 0 : 1] = ThreadCpu() - f0;
-  }
-  const double floor_s = tj_s[1];
+    return ThreadCpu() - f0;
+  };
+  const double full_s = tj_seconds(originals, 8);
+  const double full_recoded_s = restart_markers ? tj_seconds(files, 8) : full_s;
+  const double floor_s = tj_seconds(originals, 1);
   tjDestroy(tj);
+  if (full_s < 0 || full_recoded_s < 0 || floor_s < 0) return 1;
   const double n = static_cast<double>(images);
-  std::printf("{\"mode\": \"split\", \"images\": %llu, \"us_per_image\": {\"tj_full_decode\": %.1f, \"header\": %.1f, "
-              "\"region_decode\": %.1f, \"resize\": %.1f, \"entropy_floor_1_8\": %.1f, "
-              "\"entropy_floor_rows_to_crop_1_8\": %.1f}, "
+  std::printf("{\"mode\": \"split\", \"restart_markers\": %s, \"images\": %llu, "
+              "\"us_per_image\": {\"tj_full_decode\": %.1f, \"tj_full_decode_stored\": %.1f, "
+              "\"header\": %.1f, \"region_decode\": %.1f, \"resize\": %.1f, "
+              "\"entropy_floor_1_8\": %.1f, \"entropy_floor_rows_to_crop_1_8\": %.1f}, "
               "\"decoded_pixels_per_image\": %.0f}\n",
-              static_cast<unsigned long long>(images), tj_s[0] / n * 1e6, header_s / n * 1e6, decode_s / n * 1e6,
+              restart_markers ? "true" : "false", static_cast<unsigned long long>(images),
+              full_s / n * 1e6, full_recoded_s / n * 1e6, header_s / n * 1e6, decode_s / n * 1e6,
               resize_s / n * 1e6, floor_s / n * 1e6, region_floor_s / n * 1e6,
               decoded_pixels / n);
   return 0;
@@ -222,14 +245,24 @@ int RunSplit(const std::string& root, int epochs, const std::string& transform) 
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: jpeg_bench reader|tj|split PATH [--threads N] [--epochs E] "
-                         "[--transform T]\n");
+                         "[--transform T] [--restart-markers]\n");
     return 2;
   }
   const std::string mode = argv[1], path = argv[2];
   int threads = 1, epochs = 3;
   std::string transform = "rrc:224";
-  for (int i = 3; i + 1 < argc; i += 2) {
+  bool restart_markers = false;
+  for (int i = 3; i < argc; i += 2) {
     const std::string flag = argv[i];
+    if (flag == "--restart-markers") {
+      restart_markers = true;
+      --i;  // no value
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "jpeg_bench: %s needs a value\n", flag.c_str());
+      return 2;
+    }
     if (flag == "--threads") {
       threads = std::atoi(argv[i + 1]);
     } else if (flag == "--epochs") {
@@ -243,6 +276,6 @@ int main(int argc, char** argv) {
   }
   if (threads < 1 || epochs < 1) return 2;
   if (mode == "reader") return RunReader(path, threads, epochs, transform);
-  if (mode == "split") return RunSplit(path, epochs, transform);
+  if (mode == "split") return RunSplit(path, epochs, transform, restart_markers);
   return RunTj(path, threads, epochs);
 }

@@ -20,6 +20,7 @@
 #include "datasets/jpeg_probe.h"
 #include "datasets/transcode.h"
 #include "format/errors.h"
+#include "reader/jpeg_restart.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
 
@@ -269,7 +270,7 @@ class ImageWorker : public SourceWorker {
                                        probe_, &out->payload);
     if (!image.ok()) return image.status();
     out->image = *image;
-    return absl::OkStatus();
+    return options_.mode == ImageMode::kReencode ? AddRestartMarkers(out) : absl::OkStatus();
   }
 
  private:
@@ -278,13 +279,26 @@ class ImageWorker : public SourceWorker {
     if (!s.ok()) return s;
     absl::StatusOr<JpegInfo> info = ProbeJpeg(out->payload, path_, probe_);
     if (!info.ok()) return info.status();
-    if (options_.validate_decode) {
+    if (options_.validate_decode && !options_.restart_markers) {
       s = EnsureTranscoder();
       if (s.ok()) s = transcoder_->Validate(out->payload, path_, probe_);
       if (!s.ok()) return s;
     }
     out->image = ImageInfo{Encoding::kJpeg, Layout::kHWC, info->height, info->width,
                            static_cast<uint8_t>(info->components)};
+    return AddRestartMarkers(out);
+  }
+
+  // With restart_markers: the payload re-coded (progressive ones kept).
+  absl::Status AddRestartMarkers(PreparedRecord* out) {
+    if (!options_.restart_markers) return absl::OkStatus();
+    if (recoder_ == nullptr) recoder_ = std::make_unique<internal::JpegRestartRecoder>();
+    absl::StatusOr<bool> recoded = recoder_->Recode(out->payload, &recoded_);
+    if (!recoded.ok()) {
+      return absl::Status(recoded.status().code(),
+                          absl::StrCat(path_, ": ", recoded.status().message()));
+    }
+    if (*recoded) out->payload.swap(recoded_);
     return absl::OkStatus();
   }
 
@@ -303,6 +317,8 @@ class ImageWorker : public SourceWorker {
   std::string path_;
   std::vector<uint8_t> input_;
   std::unique_ptr<Transcoder> transcoder_;  // made on first use
+  std::unique_ptr<internal::JpegRestartRecoder> recoder_;  // made on first use
+  std::vector<uint8_t> recoded_;
 };
 
 class ImageSource : public Source {
@@ -356,10 +372,12 @@ std::string ImageSource::ParamsJson() const {
   switch (options_.mode) {
     case ImageMode::kPassthrough:
       j["validate_decode"] = options_.validate_decode;
+      j["restart_markers"] = options_.restart_markers;
       break;
     case ImageMode::kReencode:
       j["max_side"] = options_.max_side;
       j["quality"] = options_.quality;
+      j["restart_markers"] = options_.restart_markers;
       break;
     case ImageMode::kRaw:
       j["width"] = options_.raw_width;
@@ -382,6 +400,7 @@ absl::Status CheckOptions(const ImageOptions& o) {
     }
   }
   if (o.mode == ImageMode::kRaw) {
+    if (o.restart_markers) return bad("raw mode stores pixels: restart markers do not apply");
     if (o.raw_width == 0 || o.raw_height == 0) return bad("raw mode needs --size WxH");
     if (o.raw_width > kMaxJpegSide || o.raw_height > kMaxJpegSide ||
         uint64_t{o.raw_width} * o.raw_height > o.max_pixels) {

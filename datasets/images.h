@@ -51,6 +51,14 @@ struct ImageOptions {
   // data (slower). Without it, passthrough checks the markers, the
   // dimensions and the end-of-image marker.
   bool validate_decode = false;
+  // Passthrough and reencode: re-code each stored JPEG losslessly with a
+  // restart marker after every MCU and optimized Huffman tables (the same
+  // DCT coefficients, so the same pixels bit for bit: reader/jpeg_restart.h),
+  // so that the reader's crops decode only the blocks they need. The stored
+  // bytes are no longer the input file's. Every image's entropy data is
+  // decoded on the way, so corrupt data is caught as with validate_decode.
+  // Progressive JPEGs are stored as they are.
+  bool restart_markers = false;
   // Images with more pixels, or a side over 65500, are bad input.
   // Default 2^28 (268 megapixels).
   uint64_t max_pixels = uint64_t{1} << 28;

@@ -9,38 +9,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "reader/jpeg_error.h"
+#include "reader/jpeg_restart.h"
 
 namespace shardpack::internal {
 namespace {
-
-// libjpeg's error manager with a way back: error_exit and damaging warnings
-// longjmp to the setjmp of the call that is running.
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void ErrorExit(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  longjmp(err->jump, 1);
-}
-
-// Level -1 is a warning: benign ones are counted and ignored, the rest mean
-// damaged pixels and end the decode like an error. Trace messages (level >=
-// 0) are dropped; nothing is ever printed.
-void EmitMessage(j_common_ptr cinfo, int level) {
-  if (level >= 0) return;
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  ++cinfo->err->num_warnings;
-  if (!IsBenignJpegWarning(err->message)) longjmp(err->jump, 1);
-}
 
 uint32_t CeilDiv8(uint64_t v) { return static_cast<uint32_t>((v + 7) / 8); }
 
@@ -48,10 +26,13 @@ uint32_t CeilDiv8(uint64_t v) { return static_cast<uint32_t>((v + 7) / 8); }
 
 struct JpegDecoder::State {
   jpeg_decompress_struct cinfo;
-  ErrorManager err;
+  JpegErrorManager err;
   bool started = false;             // a header was read and no decode finished
+  ByteSpan jpeg;                    // the started JPEG
   std::vector<uint8_t> pixels;      // the decoded region, packed rows
   std::vector<JSAMPROW> row_ptrs;   // into `pixels`
+  std::vector<uint8_t> window;      // a cut of `jpeg` (jpeg_restart.h)
+  std::vector<uint32_t> window_ends;
 };
 
 namespace {
@@ -59,7 +40,7 @@ namespace {
 // Returns false when libjpeg failed (the message is in err.message). Kept
 // free of C++ objects with destructors: a longjmp passes over this frame's
 // callees only, and nothing here is read after it but `cinfo`.
-bool ReadHeaderC(jpeg_decompress_struct* cinfo, ErrorManager* err, const uint8_t* data,
+bool ReadHeaderC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, const uint8_t* data,
                  size_t size) {
   if (setjmp(err->jump)) {
     jpeg_abort_decompress(cinfo);
@@ -80,7 +61,7 @@ struct ScaledRect {
 // of `r` and stops. `pixels`/`row_ptrs` are grown here (after the crop
 // fixes the width). On success *x_offset is where the decoded columns
 // start. Returns false when libjpeg failed.
-bool DecodeC(jpeg_decompress_struct* cinfo, ErrorManager* err, std::vector<uint8_t>* pixels,
+bool DecodeC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, std::vector<uint8_t>* pixels,
              std::vector<JSAMPROW>* row_ptrs, int scale_num, bool fast_upsampling, ScaledRect r,
              JDIMENSION* x_offset, JDIMENSION* out_width) {
   if (setjmp(err->jump)) {
@@ -131,10 +112,7 @@ int ChooseDctScale(uint32_t width, uint32_t height, uint32_t min_width, uint32_t
 
 JpegDecoder::JpegDecoder(const JpegDecoderOptions& options)
     : s_(std::make_unique<State>()), options_(options) {
-  s_->cinfo.err = jpeg_std_error(&s_->err.pub);
-  s_->err.pub.error_exit = ErrorExit;
-  s_->err.pub.emit_message = EmitMessage;
-  s_->err.message[0] = '\0';
+  UseJpegErrorManager(&s_->cinfo, &s_->err);
   // jpeg_create_decompress reports only out-of-memory (through error_exit).
   if (setjmp(s_->err.jump)) {
     s_.reset();
@@ -166,6 +144,7 @@ absl::StatusOr<JpegHeader> JpegDecoder::Start(ByteSpan jpeg) {
                                             " pixels"));
   }
   s_->started = true;
+  s_->jpeg = jpeg;
   return JpegHeader{c.image_width, c.image_height, c.num_components,
                     jpeg_has_multiple_scans(&s_->cinfo) != 0};
 }
@@ -191,21 +170,62 @@ absl::StatusOr<DecodedRegion> JpegDecoder::DecodeRegion(const JpegRect& rect, ui
   r.y0 = static_cast<JDIMENSION>(std::max(0.0, std::floor(sy0) - m));
   r.x1 = static_cast<JDIMENSION>(std::ceil(sx1) + m);
   r.y1 = static_cast<JDIMENSION>(std::ceil(sy1) + m);
+  // Where the JPEG being decoded starts in the image, at scale n/8: 0, 0
+  // unless it is a cut of the MCUs around r (StartCut).
+  const Offset cut = StartCut(n, r.x0, r.x1, r.y0, r.y1);
+  const ScaledRect rc{r.x0 - cut.x, r.x1 - cut.x, r.y0 - cut.y, r.y1 - cut.y};
   JDIMENSION xoff = 0, width = 0;
-  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, n, fast_upsampling, r, &xoff,
+  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, n, fast_upsampling, rc, &xoff,
                &width)) {
     return absl::DataLossError(absl::StrCat("corrupt JPEG data: ", s_->err.message));
   }
-  const uint32_t rows = std::min<uint32_t>(r.y1, cinfo->output_height) - r.y0;
+  const uint32_t rows = std::min<uint32_t>(rc.y1, cinfo->output_height) - rc.y0;
   if (cinfo->out_color_space == JCS_CMYK) {
     CmykToRgbInPlace(s_->pixels.data(), size_t{width} * rows, cinfo->saw_Adobe_marker != 0);
   }
+  xoff += cut.x;
   DecodedRegion out;
   out.pixels = PixelView{s_->pixels.data(), width, rows, 3};
   out.box = ResizeBox{sx0 - xoff, sy0 - r.y0, std::min<double>(sx1 - xoff, width),
                       std::min<double>(sy1 - r.y0, rows)};
   out.scale_num = n;
+  out.cut = cut.cut;
   return out;
+}
+
+JpegDecoder::Offset JpegDecoder::StartCut(int n, uint32_t x0, uint32_t x1, uint32_t y0,
+                                          uint32_t y1) {
+  jpeg_decompress_struct* cinfo = &s_->cinfo;
+  const std::optional<JpegSeekLayout> l = SeekLayoutOf(*cinfo, s_->jpeg);
+  if (!l.has_value()) return {};
+  // The full-size pixels to hold: the rectangle, widened by the reach of
+  // chroma upsampling (a chroma sample each way: 2 * max_samp_factor pixels
+  // of scale n/8), so that every pixel of it decodes as in the whole image.
+  const auto s = static_cast<uint32_t>(n);
+  const uint32_t reach_x = 2 * l->mcu_width / s, reach_y = 2 * l->mcu_height / s;
+  const uint64_t fx0 = uint64_t{x0} * 8 / s, fx1 = uint64_t{x1} * 8 / s + reach_x;
+  const uint64_t fy0 = uint64_t{y0} * 8 / s, fy1 = uint64_t{y1} * 8 / s + reach_y;
+  McuRect want;
+  want.col0 = static_cast<uint32_t>((fx0 > reach_x ? fx0 - reach_x : 0) / l->mcu_width);
+  want.row0 = static_cast<uint32_t>((fy0 > reach_y ? fy0 - reach_y : 0) / l->mcu_height);
+  want.col1 = static_cast<uint32_t>(
+      std::min<uint64_t>((fx1 + l->mcu_width - 1) / l->mcu_width, l->mcus_per_row));
+  want.row1 = static_cast<uint32_t>(
+      std::min<uint64_t>((fy1 + l->mcu_height - 1) / l->mcu_height, l->mcu_rows));
+  // Worth a cut when it leaves out an eighth of what a region decode of the
+  // whole JPEG would entropy-decode (every MCU down to the region's last row).
+  const uint64_t cut_mcus = uint64_t{want.col1 - want.col0} * (want.row1 - want.row0);
+  if (cut_mcus * 8 > uint64_t{l->mcus_per_row} * want.row1 * 7) return {};
+  const std::optional<McuRect> cut =
+      CutJpegWindow(s_->jpeg, *l, want, &s_->window, &s_->window_ends);
+  if (!cut.has_value()) return {};  // damaged: the whole JPEG's decode reports it
+  jpeg_abort_decompress(cinfo);
+  if (!ReadHeaderC(cinfo, &s_->err, s_->window.data(), s_->window.size())) {
+    // Not expected (the cut's headers are the JPEG's): decode the JPEG.
+    ReadHeaderC(cinfo, &s_->err, s_->jpeg.data(), s_->jpeg.size());
+    return {};
+  }
+  return Offset{cut->col0 * l->mcu_width * s / 8, cut->row0 * l->mcu_height * s / 8, true};
 }
 
 absl::StatusOr<PixelView> JpegDecoder::Decode(ByteSpan jpeg) {

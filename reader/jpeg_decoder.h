@@ -53,6 +53,10 @@ struct DecodedRegion {
   // decoded pixels around it where the image has them.
   ResizeBox box;
   int scale_num = 8;  // the DCT scale used: scale_num / 8
+  // The pixels came from a cut of the MCUs around the region (the JPEG has
+  // restart markers: jpeg_restart.h) rather than from the whole JPEG; they
+  // are the same pixels either way.
+  bool cut = false;
 };
 
 // Decoded pixels kept around a requested region (at the decoded scale), so
@@ -107,6 +111,18 @@ class JpegDecoder {
   absl::Status Validate(ByteSpan jpeg);
 
  private:
+  // Where the JPEG being decoded starts in the image, at the decode's scale.
+  struct Offset {
+    uint32_t x = 0, y = 0;
+    bool cut = false;  // it is a cut, not the whole JPEG
+  };
+  // For a started JPEG with restart markers often enough (jpeg_restart.h):
+  // restarts the decompressor on a cut holding only the MCUs that the
+  // rectangle [x0, x1) x [y0, y1) of the image at scale n/8 needs, and
+  // returns the cut's offset; {0, 0, false}, the JPEG left as started, when
+  // there is no cut to make or none worth making.
+  Offset StartCut(int n, uint32_t x0, uint32_t x1, uint32_t y0, uint32_t y1);
+
   struct State;
   std::unique_ptr<State> s_;
   JpegDecoderOptions options_;

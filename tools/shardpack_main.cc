@@ -197,6 +197,9 @@ int main(int argc, char** argv) {
   images_cmd->add_option("--size", size, "raw: output WxH, e.g. 64x64");
   images_cmd->add_flag("--validate-decode", images.validate_decode,
                        "passthrough: decode every image to catch corrupt data");
+  images_cmd->add_flag("--restart-markers", images.restart_markers,
+                       "Re-code each JPEG losslessly with a restart marker after every MCU "
+                       "(same pixels; the reader's crops then decode only their blocks)");
   AddCommonFlags(images_cmd, &image_flags);
 
   std::vector<std::string> parts;

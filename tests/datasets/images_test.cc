@@ -4,6 +4,7 @@
 #include <turbojpeg.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,8 @@
 
 #include "datasets/demo.h"
 #include "datasets/jpeg_probe.h"
+#include "reader/jpeg_decoder.h"
+#include "tests/reader/jpeg_fixtures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -112,9 +115,10 @@ std::vector<std::pair<std::string, int64_t>> Items(const Source& source) {
 
 // Prepares the single item of a one-image folder.
 absl::Status PrepareOnly(const TempDir& dir, ImageMode mode, PreparedRecord* record,
-                         bool validate = false) {
+                         bool validate = false, bool restart_markers = false) {
   ImageOptions options = FolderOptions(dir, mode);
   options.validate_decode = validate;
+  options.restart_markers = restart_markers;
   options.raw_width = 16;
   options.raw_height = 12;
   options.max_side = 32;
@@ -347,6 +351,51 @@ TEST(ImagesModeTest, ReencodeAndRaw) {
   for (uint8_t v : record.payload) EXPECT_NEAR(v, 200, 3);
 }
 
+// --restart-markers: the stored JPEG is re-coded (a DRI of 1 MCU) and
+// decodes to the input's pixels; progressive files are stored as they are.
+TEST(ImagesModeTest, RestartMarkersKeepThePixels) {
+  TempDir dir;
+  const std::vector<uint8_t> jpeg = MakeJpeg(300, 200, 90);
+  WriteBytes(dir.path() / "c/p.jpg", jpeg);
+  const uint8_t dri[] = {0xFF, 0xDD, 0x00, 0x04, 0x00, 0x01};
+  auto has_dri = [&](const std::vector<uint8_t>& b) {
+    return std::search(b.begin(), b.end(), std::begin(dri), std::end(dri)) != b.end();
+  };
+  internal::JpegDecoder decoder;
+  SP_ASSERT_OK_AND_ASSIGN(internal::PixelView want_view, decoder.Decode(jpeg));
+  const std::vector<uint8_t> want(want_view.data, want_view.data + want_view.bytes());
+  PreparedRecord record;
+  for (bool validate : {false, true}) {
+    SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kPassthrough, &record, validate, true));
+    EXPECT_EQ(record.image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 200, 300, 3}));
+    EXPECT_NE(record.payload, jpeg);
+    EXPECT_TRUE(has_dri(record.payload));
+    SP_ASSERT_OK_AND_ASSIGN(internal::PixelView got, decoder.Decode(record.payload));
+    EXPECT_TRUE(std::vector<uint8_t>(got.data, got.data + got.bytes()) == want);
+  }
+  // Reencode: the re-encoded JPEG, re-coded.
+  SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kReencode, &record));
+  const std::vector<uint8_t> reencoded = record.payload;
+  SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kReencode, &record, false, true));
+  EXPECT_TRUE(has_dri(record.payload));
+  SP_ASSERT_OK_AND_ASSIGN(internal::PixelView r1, decoder.Decode(reencoded));
+  const std::vector<uint8_t> reencoded_pixels(r1.data, r1.data + r1.bytes());
+  SP_ASSERT_OK_AND_ASSIGN(internal::PixelView r2, decoder.Decode(record.payload));
+  EXPECT_TRUE(std::vector<uint8_t>(r2.data, r2.data + r2.bytes()) == reencoded_pixels);
+  // Progressive: untouched.
+  TempDir progressive_dir;
+  const std::vector<uint8_t> progressive = testing::TjSceneJpeg(64, 48, TJSAMP_420, TJFLAG_PROGRESSIVE);
+  WriteBytes(progressive_dir.path() / "c/p.jpg", progressive);
+  SP_ASSERT_OK(PrepareOnly(progressive_dir, ImageMode::kPassthrough, &record, false, true));
+  EXPECT_EQ(record.payload, progressive);
+  // Recorded in the pack parameters.
+  ImageOptions options = FolderOptions(dir);
+  options.restart_markers = true;
+  auto source = MustOpen(options);
+  ASSERT_NE(source, nullptr);
+  EXPECT_THAT(source->ParamsJson(), HasSubstr("\"restart_markers\":true"));
+}
+
 TEST(ImagesModeTest, SchemasAndParams) {
   TempDir dir;
   WriteBytes(dir.path() / "c/p.jpg", MakeJpeg(8, 8));
@@ -376,6 +425,11 @@ TEST(ImagesModeTest, BadOptions) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("quality")));
   EXPECT_THAT(OpenImages(ImageOptions{}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("root")));
+  options = FolderOptions(dir, ImageMode::kRaw);
+  options.raw_width = options.raw_height = 8;
+  options.restart_markers = true;
+  EXPECT_THAT(OpenImages(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("restart markers")));
 }
 
 TEST(ImagesModeTest, ModeNames) {
@@ -437,6 +491,9 @@ TEST(ImagesBadInputTest, CorruptJpeg) {
   SP_EXPECT_OK(PrepareOnly(dir, ImageMode::kPassthrough, &record));  // markers look fine
   EXPECT_THAT(
       PrepareOnly(dir, ImageMode::kPassthrough, &record, /*validate=*/true),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr(path.string() + ": corrupt JPEG data: ")));
+  EXPECT_THAT(
+      PrepareOnly(dir, ImageMode::kPassthrough, &record, false, /*restart_markers=*/true),
       StatusIs(absl::StatusCode::kDataLoss, HasSubstr(path.string() + ": corrupt JPEG data: ")));
   EXPECT_THAT(PrepareOnly(dir, ImageMode::kReencode, &record),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr(path.string() + ": corrupt JPEG")));

@@ -11,6 +11,7 @@
 #include <turbojpeg.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "datasets/demo.h"
@@ -48,9 +49,17 @@ inline std::vector<uint8_t> TjSceneJpeg(int w, int h, int subsamp, int flags = 0
   return TjEncode(rgb, w, h, subsamp, 90, flags);
 }
 
-// 4:2:0 RGB scene with a restart marker every `restart_rows` MCU rows,
-// through libjpeg (the test's own error handling: fixtures are valid).
-inline std::vector<uint8_t> RestartJpeg(int w, int h, int restart_rows) {
+// What libjpeg can write that TurboJPEG 2.1 cannot.
+struct LibjpegOptions {
+  int restart_rows = 0;  // a restart marker every this many MCU rows
+  bool arithmetic = false;
+  int scans = 1;  // 3: one non-interleaved scan per component
+  const char* comment = nullptr;  // a COM marker
+};
+
+// 4:2:0 RGB scene through libjpeg (the test's own error handling: fixtures
+// are valid).
+inline std::vector<uint8_t> LibjpegSceneJpeg(int w, int h, const LibjpegOptions& o) {
   std::vector<uint8_t> rgb = Scene(w, h);
   jpeg_compress_struct c;
   jpeg_error_mgr err;
@@ -65,8 +74,19 @@ inline std::vector<uint8_t> RestartJpeg(int w, int h, int restart_rows) {
   c.in_color_space = JCS_RGB;
   jpeg_set_defaults(&c);
   jpeg_set_quality(&c, 90, TRUE);
-  c.restart_in_rows = restart_rows;
+  c.restart_in_rows = o.restart_rows;
+  c.arith_code = o.arithmetic ? TRUE : FALSE;
+  jpeg_scan_info scans[3];
+  if (o.scans == 3) {
+    for (int i = 0; i < 3; ++i) scans[i] = jpeg_scan_info{1, {i, 0, 0, 0}, 0, 63, 0, 0};
+    c.scan_info = scans;
+    c.num_scans = 3;
+  }
   jpeg_start_compress(&c, TRUE);
+  if (o.comment != nullptr) {
+    jpeg_write_marker(&c, JPEG_COM, reinterpret_cast<const JOCTET*>(o.comment),
+                      static_cast<unsigned int>(strlen(o.comment)));
+  }
   while (c.next_scanline < c.image_height) {
     JSAMPROW row = rgb.data() + size_t(c.next_scanline) * w * 3;
     jpeg_write_scanlines(&c, &row, 1);
@@ -76,6 +96,11 @@ inline std::vector<uint8_t> RestartJpeg(int w, int h, int restart_rows) {
   jpeg_destroy_compress(&c);
   free(out);
   return jpeg;
+}
+
+// 4:2:0 RGB scene with a restart marker every `restart_rows` MCU rows.
+inline std::vector<uint8_t> RestartJpeg(int w, int h, int restart_rows) {
+  return LibjpegSceneJpeg(w, h, {.restart_rows = restart_rows});
 }
 
 // TurboJPEG's decode of `jpeg` at (w, h) (a scaled size, or full), in

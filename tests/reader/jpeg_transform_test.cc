@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "reader/jpeg_restart.h"
 #include "reader/transform.h"
 #include "shardpack/dataset.h"
 #include "shardpack/reader.h"
@@ -157,8 +158,12 @@ constexpr uint64_t kCorrupt = 137;  // the damaged record, when asked for
 
 // kRecords demo-scene JPEGs of varying sizes (gray, progressive and
 // restart-marker ones among them) as passthrough records.
+// `restart_markers`: every record re-coded as `shardpack images
+// --restart-markers` stores it (the same pixels).
 std::string MakeJpegDataset(const testing::TempDir& dir, const std::string& name,
-                            bool corrupt) {
+                            bool corrupt, bool restart_markers = false) {
+  internal::JpegRestartRecoder recoder;
+  std::vector<uint8_t> recoded;
   std::string path = dir.Join(name);
   fs::create_directories(path);
   DatasetWriterOptions o;
@@ -182,6 +187,11 @@ std::string MakeJpegDataset(const testing::TempDir& dir, const std::string& name
       jpeg = testing::RestartJpeg(w, h, 1);
     } else {
       jpeg = testing::TjEncode(rgb, w, h, TJSAMP_420, 85, i % 10 == 5 ? TJFLAG_PROGRESSIVE : 0);
+    }
+    if (restart_markers) {
+      absl::StatusOr<bool> done = recoder.Recode(jpeg, &recoded);
+      EXPECT_TRUE(done.ok()) << done.status();
+      if (done.ok() && *done) jpeg = recoded;
     }
     if (corrupt && uint64_t(i) == kCorrupt) {  // a header libjpeg rejects
       for (size_t p = 2; p < 64; ++p) jpeg[p] = uint8_t(p * 37);
@@ -243,6 +253,46 @@ TEST(JpegReaderTest, RrcAndCenterAreByteIdenticalWithOneAndThreeThreads) {
   // in another order.
   std::string rrc = ReadAll(JpegOptions(path, "rrc:64", 2), 2);
   EXPECT_NE(rrc.substr(0, rrc.size() / 2), rrc.substr(rrc.size() / 2));
+}
+
+// Each record's output of `epochs` epochs, by epoch and record index.
+std::vector<std::string> ReadByRecord(const ReaderOptions& o, int epochs) {
+  std::vector<std::string> out(size_t(epochs) * kRecords);
+  auto reader = Reader::Open(o);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return out;
+  for (int e = 0; e < epochs; ++e) {
+    for (;;) {
+      absl::StatusOr<Batch> b = (*reader)->Next();
+      if (absl::IsOutOfRange(b.status())) break;
+      EXPECT_TRUE(b.ok()) << b.status();
+      if (!b.ok()) return out;
+      const size_t each = b->image_bytes() / size_t(b->size());
+      for (int i = 0; i < b->size(); ++i) {
+        out[size_t(e) * kRecords + b->record_index(i)].assign(
+            static_cast<const char*>(b->images()) + i * each, each);
+      }
+    }
+  }
+  return out;
+}
+
+// Restart markers change how much is decoded, never what comes out: each
+// record of a dataset re-coded with them gives the original's bytes. (The
+// batches' order may differ: the shards' blocks hold other byte counts.)
+TEST(JpegReaderTest, RestartMarkersGiveTheSameSamples) {
+  testing::TempDir dir;
+  std::string original = MakeJpegDataset(dir, "original", false);
+  std::string recoded = MakeJpegDataset(dir, "recoded", false, true);
+  for (const char* t : {"rrc:64", "center:64", "rrc:160"}) {
+    SCOPED_TRACE(t);
+    std::vector<std::string> want = ReadByRecord(JpegOptions(original, t, 2), 2);
+    std::vector<std::string> got = ReadByRecord(JpegOptions(recoded, t, 2), 2);
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_FALSE(want[i].empty()) << i;
+      ASSERT_TRUE(got[i] == want[i]) << "epoch " << i / kRecords << " record " << i % kRecords;
+    }
+  }
 }
 
 TEST(JpegReaderTest, FloatNchwIsTheNormalizedUint8Nhwc) {

@@ -25,23 +25,30 @@ constexpr int32_t kHalf = kWeightOne / 2;
 
 uint8_t Clip8(int32_t v) { return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v)); }
 
-double Triangle(double x) {
-  x = std::fabs(x);
-  return x < 1.0 ? 1.0 - x : 0.0;
+// 1 - |x| for |x| < 1, else 0 (+0: 1 - 1 is +0 too), without a branch.
+double Triangle(double x) { return std::max(1.0 - std::fabs(x), 0.0); }
+
+// std::lround (halves away from zero) of v in [0, 2^31), inline: the
+// library call costs more than the rest of a tap's arithmetic. v minus its
+// truncation is exact.
+int32_t RoundNonNegative(double v) {
+  const auto t = static_cast<int32_t>(v);
+  return v - t >= 0.5 ? t + 1 : t;
 }
 
 // Rounds taps[0, count) (summing to 1) to fixed point summing to exactly
 // kWeightOne: the rounding error goes to the largest tap, so a flat image
 // stays exactly flat.
 void Quantize(const double* taps, int count, int16_t* w) {
-  int32_t sum = 0;
+  int32_t sum = 0, max = -1;
   int largest = 0;
   for (int x = 0; x < count; ++x) {
-    w[x] = static_cast<int16_t>(std::lround(taps[x] * kWeightOne));
-    sum += w[x];
-    if (w[x] > w[largest]) largest = x;
+    const int32_t v = RoundNonNegative(taps[x] * kWeightOne);
+    w[x] = static_cast<int16_t>(v);
+    sum += v;
+    if (v > max) largest = x, max = v;  // the first of equals
   }
-  w[largest] = static_cast<int16_t>(w[largest] + (kWeightOne - sum));
+  w[largest] = static_cast<int16_t>(max + (kWeightOne - sum));
 }
 
 // Taps of a triangle filter resampling [in0, in1) of `in` samples to `out`
@@ -61,33 +68,58 @@ void ComputeTaps(uint32_t in, double in0, double in1, uint32_t out, bool clamp,
   *taps = max_taps + 1;  // even
   bounds->resize(size_t{out} * 2);
   weights->assign(size_t{out} * static_cast<size_t>(*taps), 0);
-  double tap[64];
+  // Outputs go in blocks, each step for the whole block before the next:
+  // one output's taps are a chain of dependent divisions, sums and
+  // roundings, and a block's chains overlap. Each output's arithmetic, and
+  // its order, is that of one output at a time.
+  constexpr uint32_t kBlock = 8;
+  double stack[kBlock * 64];
   std::vector<double> big;
-  double* t = tap;
+  double* t = stack;
   if (max_taps > 64) {
-    big.resize(static_cast<size_t>(max_taps));
+    big.resize(size_t{kBlock} * static_cast<size_t>(max_taps));
     t = big.data();
   }
-  for (uint32_t i = 0; i < out; ++i) {
-    const double center = in0 + (i + 0.5) * scale;
-    const int first = std::min(std::max(static_cast<int>(center - support + 0.5), lo), hi - 1);
-    const int last = std::min(static_cast<int>(center + support + 0.5), hi);
-    int count = std::min(std::max(last - first, 1), max_taps);
-    double sum = 0;
-    for (int x = 0; x < count; ++x) {
-      t[x] = Triangle((x + first - center + 0.5) / filter_scale);
-      sum += t[x];
+  for (uint32_t i0 = 0; i0 < out; i0 += kBlock) {
+    const uint32_t n = std::min(kBlock, out - i0);
+    double center[kBlock], sum[kBlock];
+    int first[kBlock], count[kBlock];
+    for (uint32_t j = 0; j < n; ++j) {
+      center[j] = in0 + (i0 + j + 0.5) * scale;
+      first[j] = std::min(std::max(static_cast<int>(center[j] - support + 0.5), lo), hi - 1);
+      const int last = std::min(static_cast<int>(center[j] + support + 0.5), hi);
+      count[j] = std::min(std::max(last - first[j], 1), max_taps);
     }
-    int16_t* w = weights->data() + size_t{i} * static_cast<size_t>(*taps);
-    if (sum > 0) {
-      for (int x = 0; x < count; ++x) t[x] /= sum;
-      Quantize(t, count, w);
-    } else {
-      w[0] = static_cast<int16_t>(kWeightOne);
-      count = 1;
+    for (uint32_t j = 0; j < n; ++j) {
+      double* tj = t + j * static_cast<size_t>(max_taps);
+      for (int x = 0; x < count[j]; ++x) {
+        tj[x] = Triangle((x + first[j] - center[j] + 0.5) / filter_scale);
+      }
     }
-    (*bounds)[2 * i] = static_cast<uint32_t>(first);
-    (*bounds)[2 * i + 1] = static_cast<uint32_t>(count);
+    for (uint32_t j = 0; j < n; ++j) {
+      const double* tj = t + j * static_cast<size_t>(max_taps);
+      double s = 0;
+      for (int x = 0; x < count[j]; ++x) s += tj[x];
+      sum[j] = s;
+    }
+    for (uint32_t j = 0; j < n; ++j) {
+      double* tj = t + j * static_cast<size_t>(max_taps);
+      if (sum[j] > 0) {
+        for (int x = 0; x < count[j]; ++x) tj[x] /= sum[j];
+      }
+    }
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint32_t i = i0 + j;
+      int16_t* w = weights->data() + size_t{i} * static_cast<size_t>(*taps);
+      if (sum[j] > 0) {
+        Quantize(t + j * static_cast<size_t>(max_taps), count[j], w);
+      } else {
+        w[0] = static_cast<int16_t>(kWeightOne);
+        count[j] = 1;
+      }
+      (*bounds)[2 * i] = static_cast<uint32_t>(first[j]);
+      (*bounds)[2 * i + 1] = static_cast<uint32_t>(count[j]);
+    }
   }
 }
 

@@ -604,9 +604,12 @@ double VerticalCost(uint32_t height, size_t bytes, int taps) {
 
 ResizeIsa WidestResizeIsa() {
 #if defined(SHARDPACK_HAVE_AVX2_PATH)
-  static const ResizeIsa isa = __builtin_cpu_supports("avx2")    ? ResizeIsa::kAvx2
-                               : __builtin_cpu_supports("ssse3") ? ResizeIsa::kSsse3
-                                                                 : ResizeIsa::kSse2;
+  static const ResizeIsa isa = [] {
+    __builtin_cpu_init();  // in case this runs before libgcc's constructor
+    return __builtin_cpu_supports("avx2")    ? ResizeIsa::kAvx2
+           : __builtin_cpu_supports("ssse3") ? ResizeIsa::kSsse3
+                                             : ResizeIsa::kSse2;
+  }();
   return isa;
 #elif defined(__SSE2__)
   return ResizeIsa::kSse2;

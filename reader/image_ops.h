@@ -33,13 +33,25 @@ struct ResizeScratch {
   std::vector<uint32_t> bounds_x, bounds_y;   // first tap, tap count per output column/row
   std::vector<int16_t> weights_x, weights_y;  // fixed-point taps, `taps_*` per output
   int taps_x = 0, taps_y = 0;                 // even: a zero tap pads odd counts
-  std::vector<uint8_t> rows;                  // horizontally resized rows
+  std::vector<uint8_t> rows;                  // the intermediate image
+  std::vector<uint8_t> pad;                   // last rows, padded for the SIMD loads
 };
 
 // A source rectangle in (possibly fractional) pixel coordinates of the
 // source: [x0, x1) x [y0, y1).
 struct ResizeBox {
   double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+
+// The code paths of the resize, narrowest first; each adds to the one
+// before. Every path computes the same integers; a cap lets tests compare
+// them.
+enum class ResizeIsa : uint8_t {
+  kPortable,  // plain C++: any channel count, and what the SIMD loops leave
+  kSse2,      // any x86-64: both passes (the horizontal one for RGB)
+  kSsse3,     // where the CPU has it: the RGB horizontal pass up to 6 taps
+  kAvx2,      // where the CPU has it: both passes (RGB rows four at a time)
+  kBest,      // the widest this build and CPU run
 };
 
 struct ResizeOptions {
@@ -49,6 +61,7 @@ struct ResizeOptions {
   // a resize of the whole image followed by a crop would.
   bool clamp_to_box = true;
   bool mirror = false;  // output column x comes from column width-1-x
+  ResizeIsa max_isa = ResizeIsa::kBest;  // the widest path used (tests)
 };
 
 // Resizes box `box` of `src` to width x height into `dst` (width * height *
@@ -57,10 +70,14 @@ struct ResizeOptions {
 // antialiased BILINEAR (its precompute_coeffs with a box), the filter of
 // torchvision's antialiased bilinear resize. A flat image stays flat.
 // Weights are 14-bit fixed point (each output's taps sum to exactly 2^14),
-// intermediate rows 8-bit; the SSE2 path (any x86-64) and the portable one
-// compute the same integers, so the output does not depend on the machine.
+// intermediate rows 8-bit; every path (ResizeIsa: portable, SSE2, SSSE3,
+// AVX2, the widest the CPU has chosen at run time) computes the same
+// integers, so the output does not depend on the machine.
 void ResizeBoxAA(const PixelView& src, const ResizeBox& box, uint32_t width, uint32_t height,
                  const ResizeOptions& options, uint8_t* dst, ResizeScratch* scratch);
+
+// The widest path ResizeBoxAA takes in this build on this CPU.
+ResizeIsa WidestResizeIsa();
 
 // The whole of `src` to width x height (clamped taps, no mirror).
 void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uint8_t* dst,

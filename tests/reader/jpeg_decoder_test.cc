@@ -261,10 +261,11 @@ TEST(ResizeTest, WithinOneLevelOfTheDoublePrecisionFilter) {
   }
 }
 
-// The SIMD loops and the portable ones (the last rows of a pass and the
-// columns past a multiple of 16 take the portable path) compute the same
-// integers: an image of equal rows resizes to equal rows, one of equal
-// columns to equal columns.
+// The resize computes the same integers wherever in an image it is (the
+// ends of rows and the last rows take other loads, stores and loops;
+// tests/reader/image_ops_test.cc compares each path with the portable
+// one): an image of equal rows resizes to equal rows, one of equal columns
+// to equal columns.
 TEST(ResizeTest, SimdAndPortablePathsAgree) {
   const uint32_t sw = 203, sh = 61;
   std::vector<uint8_t> rows(size_t(sw) * sh * 3), cols(rows.size());

@@ -1,0 +1,219 @@
+// reader/image_ops: every path of the resize (ResizeIsa) against the
+// portable one, byte for byte, over many random sizes, boxes and options,
+// with the source ending at an unreadable page and the destination
+// followed by guard bytes; and the output pinned to what the resize
+// computed before its AVX2 path.
+#include "reader/image_ops.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace shardpack::internal {
+namespace {
+
+// `size` bytes that end where an unreadable page begins: a read past the
+// end faults.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(size_t size) {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t pages = (size + page - 1) / page;
+    length_ = (pages + 1) * page;
+    void* base = mmap(nullptr, length_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return;
+    base_ = static_cast<uint8_t*>(base);
+    if (mprotect(base_ + pages * page, page, PROT_NONE) != 0) return;
+    data_ = base_ + pages * page - size;
+  }
+  ~GuardedBuffer() {
+    if (base_ != nullptr) munmap(base_, length_);
+  }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+
+  uint8_t* data() const { return data_; }  // null if the mapping failed
+
+ private:
+  uint8_t* base_ = nullptr;
+  uint8_t* data_ = nullptr;
+  size_t length_ = 0;
+};
+
+struct Case {
+  uint32_t sw = 0, sh = 0;
+  int channels = 3;
+  ResizeBox box;
+  uint32_t w = 0, h = 0;
+  bool clamp = true, mirror = false;
+};
+
+std::string Describe(const Case& c) {
+  std::ostringstream s;
+  s.precision(17);
+  s << c.sw << "x" << c.sh << "x" << c.channels << " box [" << c.box.x0 << ", " << c.box.x1
+    << ") x [" << c.box.y0 << ", " << c.box.y1 << ") -> " << c.w << "x" << c.h
+    << " clamp " << c.clamp << " mirror " << c.mirror;
+  return s.str();
+}
+
+// The cases, drawn from raw mt19937 output (the same on every standard
+// library): mostly small and odd sizes, down to 1x1 (rows shorter than one
+// SIMD load, where the loops read padded copies and store partially), some
+// large; whole, integral and fractional boxes; from 8x down (taps past the
+// unrolled counts) to 4x up.
+class Cases {
+ public:
+  explicit Cases(uint32_t seed) : rng_(seed) {}
+
+  Case Next() {
+    Case c;
+    const uint32_t kind = Uniform(0, 15);
+    auto side = [&] {
+      return kind < 2 ? Uniform(1, 4) : kind < 14 ? Uniform(1, 80) : Uniform(80, 400);
+    };
+    c.sw = side();
+    c.sh = side();
+    const uint32_t channels = Uniform(0, 9);
+    c.channels = channels == 0 ? 1 : channels == 1 ? 4 : 3;
+    const uint32_t box = Uniform(0, 2);
+    if (box == 0) {
+      c.box = {0, 0, double(c.sw), double(c.sh)};
+    } else {
+      c.box.x0 = Below(c.sw, box == 2);
+      c.box.x1 = Above(c.box.x0, c.sw, box == 2);
+      c.box.y0 = Below(c.sh, box == 2);
+      c.box.y1 = Above(c.box.y0, c.sh, box == 2);
+    }
+    c.w = OutputSide(c.box.x1 - c.box.x0);
+    c.h = OutputSide(c.box.y1 - c.box.y0);
+    c.clamp = Uniform(0, 3) != 0;
+    c.mirror = Uniform(0, 1) == 1;
+    return c;
+  }
+
+  // Pixels: noise, with runs of 0 and 255.
+  void Fill(uint8_t* data, size_t bytes) {
+    for (size_t i = 0; i < bytes; ++i) {
+      const uint32_t v = Uniform(0, 299);
+      data[i] = static_cast<uint8_t>(v < 256 ? v : (v < 278 ? 0 : 255));
+    }
+  }
+
+ private:
+  uint32_t Uniform(uint32_t lo, uint32_t hi) {
+    return lo + static_cast<uint32_t>(rng_() % (uint64_t{hi} - lo + 1));
+  }
+  double Fraction() { return Uniform(0, 999999) / 1e6; }
+  // A box start in [0, side), integral or not.
+  double Below(uint32_t side, bool fractional) {
+    const double x = Uniform(0, side - 1);
+    return fractional ? x + Fraction() * 0.999 : x;
+  }
+  // A box end in (start, side].
+  double Above(double start, uint32_t side, bool fractional) {
+    const double room = side - start;
+    if (!fractional) return std::min<double>(side, start + Uniform(1, uint32_t(std::ceil(room))));
+    return std::min<double>(side, start + std::max(0.01, room * Fraction()));
+  }
+  uint32_t OutputSide(double extent) {
+    const double factor = Uniform(0, 1) == 0 ? 1.0 / 8 + Fraction() * (1 - 1.0 / 8)
+                                             : 1 + Fraction() * 3;
+    return std::clamp(static_cast<uint32_t>(extent * factor), 1u, 500u);
+  }
+
+  std::mt19937 rng_;
+};
+
+constexpr size_t kGuard = 64;
+constexpr uint8_t kGuardByte = 0xa5;
+
+// Case `c` of `src` resized with the paths up to `isa`; a failure if it
+// wrote past its output.
+std::vector<uint8_t> Resize(const Case& c, const uint8_t* src, ResizeIsa isa,
+                            ResizeScratch* scratch) {
+  const size_t bytes = size_t{c.w} * c.h * static_cast<size_t>(c.channels);
+  std::vector<uint8_t> out(bytes + kGuard, kGuardByte);
+  ResizeOptions options;
+  options.clamp_to_box = c.clamp;
+  options.mirror = c.mirror;
+  options.max_isa = isa;
+  ResizeBoxAA(PixelView{src, c.sw, c.sh, c.channels}, c.box, c.w, c.h, options, out.data(),
+              scratch);
+  for (size_t i = bytes; i < out.size(); ++i) {
+    EXPECT_EQ(out[i], kGuardByte) << "wrote past the output at +" << i - bytes;
+  }
+  out.resize(bytes);
+  return out;
+}
+
+// Every case through `isa` and the portable path: the same bytes.
+void ExpectSameAsPortable(ResizeIsa isa, uint32_t seed, int count) {
+  Cases cases(seed);
+  ResizeScratch scratch, portable_scratch;
+  for (int i = 0; i < count; ++i) {
+    const Case c = cases.Next();
+    const size_t bytes = size_t{c.sw} * c.sh * static_cast<size_t>(c.channels);
+    GuardedBuffer src(bytes);
+    ASSERT_NE(src.data(), nullptr);
+    cases.Fill(src.data(), bytes);
+    const std::vector<uint8_t> want = Resize(c, src.data(), ResizeIsa::kPortable, &portable_scratch);
+    const std::vector<uint8_t> got = Resize(c, src.data(), isa, &scratch);
+    ASSERT_EQ(got.size(), want.size());
+    const auto diff = std::mismatch(got.begin(), got.end(), want.begin());
+    ASSERT_TRUE(diff.first == got.end())
+        << "case " << i << ": " << Describe(c) << ": first difference at byte "
+        << diff.first - got.begin() << " (" << int(*diff.first) << " vs " << int(*diff.second)
+        << ")";
+  }
+}
+
+TEST(ResizePathsTest, Avx2EqualsPortableByteForByte) {
+  if (WidestResizeIsa() < ResizeIsa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2";
+  ExpectSameAsPortable(ResizeIsa::kAvx2, 1, 3000);
+}
+
+TEST(ResizePathsTest, Ssse3EqualsPortableByteForByte) {
+  if (WidestResizeIsa() < ResizeIsa::kSsse3) GTEST_SKIP() << "no SSSE3 path here";
+  ExpectSameAsPortable(ResizeIsa::kSsse3, 2, 1500);
+}
+
+TEST(ResizePathsTest, Sse2EqualsPortableByteForByte) {
+  if (WidestResizeIsa() < ResizeIsa::kSse2) GTEST_SKIP() << "no SSE2 path here";
+  ExpectSameAsPortable(ResizeIsa::kSse2, 3, 1500);
+}
+
+// FNV-1a of the outputs of 400 cases, as computed before the AVX2 path
+// (and the taps' rewrite) came: no path changes a byte of any resize.
+TEST(ResizePathsTest, OutputIsPinned) {
+  constexpr uint64_t kPinned = 0x4b15b4339a58c20full;
+  for (ResizeIsa isa : {ResizeIsa::kPortable, ResizeIsa::kSse2, ResizeIsa::kSsse3,
+                        ResizeIsa::kAvx2}) {
+    if (isa > WidestResizeIsa()) continue;
+    SCOPED_TRACE(static_cast<int>(isa));
+    Cases cases(7);
+    ResizeScratch scratch;
+    uint64_t hash = 14695981039346656037ull;
+    for (int i = 0; i < 400; ++i) {
+      const Case c = cases.Next();
+      std::vector<uint8_t> src(size_t{c.sw} * c.sh * static_cast<size_t>(c.channels));
+      cases.Fill(src.data(), src.size());
+      for (uint8_t b : Resize(c, src.data(), isa, &scratch)) {
+        hash = (hash ^ b) * 1099511628211ull;
+      }
+    }
+    EXPECT_EQ(hash, kPinned);
+  }
+}
+
+}  // namespace
+}  // namespace shardpack::internal

@@ -63,6 +63,15 @@ std::vector<Case> SequentialCases() {
   return cases;
 }
 
+// A 4:2:0 scene, re-coded (empty if the re-code failed).
+std::vector<uint8_t> RecodedScene(int w, int h) {
+  JpegRestartRecoder recoder;
+  std::vector<uint8_t> jpeg;
+  absl::StatusOr<bool> done = recoder.Recode(TjSceneJpeg(w, h, TJSAMP_420), &jpeg);
+  if (!done.ok() || !*done) jpeg.clear();
+  return jpeg;
+}
+
 // The re-code keeps every pixel (our decode and TurboJPEG's, which also
 // sees CMYK as stored), puts a restart marker after every MCU, keeps the
 // APPn and COM markers, and never grows a file by more than its markers.
@@ -180,14 +189,10 @@ TEST(JpegRestartCutTest, RegionsOfCutsEqualRegionsOfTheOriginal) {
 // or data that ends too soon is refused, and the decoder falls back to the
 // whole JPEG (which then reports the damage, or decodes what it can).
 TEST(JpegRestartCutTest, MarkersOutOfPlaceAreRefused) {
-  JpegRestartRecoder recoder;
-  std::vector<uint8_t> jpeg;
-  SP_ASSERT_OK_AND_ASSIGN(bool ok, recoder.Recode(TjSceneJpeg(160, 128, TJSAMP_420), &jpeg));
-  ASSERT_TRUE(ok);
+  const std::vector<uint8_t> jpeg = RecodedScene(160, 128);
+  ASSERT_FALSE(jpeg.empty());
   JpegDecoder decoder;
   SP_ASSERT_OK(decoder.Start(jpeg).status());
-  // The layout, as the decoder sees it (through a fresh libjpeg header read
-  // inside SeekLayoutOf's caller): 10 x 8 MCUs of 16 x 16, interval 1.
   SP_ASSERT_OK_AND_ASSIGN(DecodedRegion whole_cut, decoder.DecodeRegion({64, 64, 32, 32}, 32, 32));
   EXPECT_TRUE(whole_cut.cut);
   // Renumber the 20th marker: a cut that reaches it is refused.
@@ -217,6 +222,49 @@ TEST(JpegRestartCutTest, MarkersOutOfPlaceAreRefused) {
   EXPECT_TRUE(ToVector(again.pixels) == ToVector(whole_cut.pixels));
 }
 
+// Damaged re-coded files (bytes flipped anywhere, markers among them, or
+// cut short) never crash the cut path or the decoder: every region decode
+// is OK or a DataLossError. (Run under ASan by `scripts/test --sanitize`.)
+TEST(JpegRestartCutTest, DamagedFilesAreDataLossNeverACrash) {
+  const std::vector<uint8_t> jpeg = RecodedScene(203, 150);
+  ASSERT_FALSE(jpeg.empty());
+  JpegDecoder decoder;
+  std::mt19937 rng(99);
+  int decoded = 0, refused = 0;
+  for (int i = 0; i < 400; ++i) {
+    std::vector<uint8_t> bad = jpeg;
+    const int flips = 1 + i % 4;
+    for (int f = 0; f < flips; ++f) {
+      const size_t at = std::uniform_int_distribution<size_t>(2, bad.size() - 1)(rng);
+      // Half the time a marker-like byte pair, half a random byte.
+      if (i % 2 == 0 && at + 1 < bad.size()) {
+        bad[at] = 0xFF;
+        bad[at + 1] = uint8_t(0xD0 + std::uniform_int_distribution<int>(0, 9)(rng));
+      } else {
+        bad[at] = uint8_t(rng());
+      }
+    }
+    if (i % 5 == 0) bad.resize(std::uniform_int_distribution<size_t>(4, bad.size())(rng));
+    absl::StatusOr<JpegHeader> h = decoder.Start(bad);
+    if (!h.ok()) {
+      EXPECT_EQ(h.status().code(), absl::StatusCode::kDataLoss) << h.status();
+      ++refused;
+      continue;
+    }
+    const uint32_t x = std::uniform_int_distribution<uint32_t>(0, h->width - 1)(rng);
+    const uint32_t y = std::uniform_int_distribution<uint32_t>(0, h->height - 1)(rng);
+    absl::StatusOr<DecodedRegion> r = decoder.DecodeRegion({x, y, 48, 40}, 32, 32);
+    if (r.ok()) {
+      ++decoded;
+    } else {
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+      ++refused;
+    }
+  }
+  EXPECT_GT(decoded, 0);
+  EXPECT_GT(refused, 0);
+}
+
 // The layout libjpeg's header read gives `jpeg` (a valid fixture).
 std::optional<JpegSeekLayout> LayoutOf(const std::vector<uint8_t>& jpeg) {
   jpeg_decompress_struct d;
@@ -235,10 +283,8 @@ std::optional<JpegSeekLayout> LayoutOf(const std::vector<uint8_t>& jpeg) {
 // (chroma upsampling reads across those), and rectangles outside the image
 // are refused.
 TEST(JpegRestartCutTest, CutIsAJpegOfTheRectangle) {
-  JpegRestartRecoder recoder;
-  std::vector<uint8_t> jpeg;
-  SP_ASSERT_OK_AND_ASSIGN(bool ok, recoder.Recode(TjSceneJpeg(100, 70, TJSAMP_420), &jpeg));
-  ASSERT_TRUE(ok);
+  const std::vector<uint8_t> jpeg = RecodedScene(100, 70);
+  ASSERT_FALSE(jpeg.empty());
   EXPECT_FALSE(LayoutOf(TjSceneJpeg(100, 70, TJSAMP_420)).has_value());  // no markers
   EXPECT_TRUE(LayoutOf(testing::RestartJpeg(100, 70, 1)).has_value());  // a row per interval
   std::optional<JpegSeekLayout> l = LayoutOf(jpeg);

@@ -56,13 +56,12 @@ struct ScaledRect {
   JDIMENSION x0, x1, y0, y1;
 };
 
-// Starts the decompressor at the chosen scale (and chroma upsampling),
-// crops, skips, reads the rows
+// Starts the decompressor at the chosen scale, crops, skips, reads the rows
 // of `r` and stops. `pixels`/`row_ptrs` are grown here (after the crop
 // fixes the width). On success *x_offset is where the decoded columns
 // start. Returns false when libjpeg failed.
 bool DecodeC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, std::vector<uint8_t>* pixels,
-             std::vector<JSAMPROW>* row_ptrs, int scale_num, bool fast_upsampling, ScaledRect r,
+             std::vector<JSAMPROW>* row_ptrs, int scale_num, ScaledRect r,
              JDIMENSION* x_offset, JDIMENSION* out_width) {
   if (setjmp(err->jump)) {
     jpeg_abort_decompress(cinfo);
@@ -72,7 +71,7 @@ bool DecodeC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, std::vector<u
   cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   cinfo->scale_num = static_cast<unsigned int>(scale_num);
   cinfo->scale_denom = 8;
-  cinfo->do_fancy_upsampling = fast_upsampling ? FALSE : TRUE;
+  cinfo->do_fancy_upsampling = TRUE;
   jpeg_start_decompress(cinfo);
   r.x1 = std::min(r.x1, cinfo->output_width);
   r.y1 = std::min(r.y1, cinfo->output_height);
@@ -150,8 +149,7 @@ absl::StatusOr<JpegHeader> JpegDecoder::Start(ByteSpan jpeg) {
 }
 
 absl::StatusOr<DecodedRegion> JpegDecoder::DecodeRegion(const JpegRect& rect, uint32_t min_width,
-                                                        uint32_t min_height, uint32_t grow,
-                                                        bool fast_upsampling) {
+                                                        uint32_t min_height, uint32_t grow) {
   if (s_ == nullptr || !s_->started) {
     return absl::FailedPreconditionError("JpegDecoder::DecodeRegion without Start");
   }
@@ -175,7 +173,7 @@ absl::StatusOr<DecodedRegion> JpegDecoder::DecodeRegion(const JpegRect& rect, ui
   const Offset cut = StartCut(n, r.x0, r.x1, r.y0, r.y1);
   const ScaledRect rc{r.x0 - cut.x, r.x1 - cut.x, r.y0 - cut.y, r.y1 - cut.y};
   JDIMENSION xoff = 0, width = 0;
-  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, n, fast_upsampling, rc, &xoff,
+  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, n, rc, &xoff,
                &width)) {
     return absl::DataLossError(absl::StrCat("corrupt JPEG data: ", s_->err.message));
   }

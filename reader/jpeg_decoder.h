@@ -91,16 +91,13 @@ class JpegDecoder {
   // `grow` more full-size pixels are decoded on each side of `rect` (where
   // the image has them) for filters that read beyond it; the scale depends
   // on `rect` alone.
-  // `fast_upsampling` (default false): subsampled chroma is replicated
-  // rather than interpolated (libjpeg's do_fancy_upsampling = FALSE, which
-  // lets 4:2:0 and 4:2:2 files go through libjpeg-turbo's merged SIMD
-  // upsampling and color conversion), as DALI and Pillow's draft mode do.
-  // Chroma edges move by up to a pixel of the decoded scale: for callers
-  // that resize the region down (docs/reader.md gives the tolerance). Off,
-  // a full-scale region equals that region of tjDecompress2's output.
+  // Chroma is upsampled smoothly (libjpeg's fancy upsampling), so a
+  // full-scale region equals that region of tjDecompress2's output.
+  // (Replicated chroma, do_fancy_upsampling = FALSE, was an option once: on
+  // this crop + skip path libjpeg-turbo 2.1.5 gave output that varied now
+  // and then between runs; docs/reader.md.)
   absl::StatusOr<DecodedRegion> DecodeRegion(const JpegRect& rect, uint32_t min_width,
-                                             uint32_t min_height, uint32_t grow = 0,
-                                             bool fast_upsampling = false);
+                                             uint32_t min_height, uint32_t grow = 0);
 
   // Start + the whole image at full size: what tjDecompress2 gives with
   // TJPF_RGB and no flags.

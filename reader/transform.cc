@@ -265,14 +265,14 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   // The eval resize reads beyond the crop as a resize of the whole image
   // would: its filter reaches (crop / out) source pixels past the edges.
   const uint32_t grow = train ? 0 : uint32_t(std::ceil((c.x1 - c.x0) / out)) + 1;
-  // Fancy (smooth) chroma upsampling, not the cheaper replicated chroma:
-  // with do_fancy_upsampling = FALSE, libjpeg-turbo 2.1.5 on this crop +
-  // skip path made batches differ now and then between 1 and 3 worker
-  // threads (JpegReaderTest, BackendReaderTest under load: 6 failures in
-  // ~100 runs, none in ~140 after), so the output depended on more than the
-  // record. The exact cause inside libjpeg was not pinned down.
-  absl::StatusOr<DecodedRegion> region =
-      decoder.DecodeRegion(rect, out, out, grow, /*fast_upsampling=*/false);
+  // Fancy (smooth) chroma upsampling (DecodeRegion's only kind), not the
+  // cheaper replicated chroma: with do_fancy_upsampling = FALSE,
+  // libjpeg-turbo 2.1.5 on this crop + skip path made batches differ now and
+  // then between 1 and 3 worker threads (JpegReaderTest, BackendReaderTest
+  // under load: 6 failures in ~100 runs, none in ~140 after), so the output
+  // depended on more than the record. The exact cause inside libjpeg was not
+  // pinned down.
+  absl::StatusOr<DecodedRegion> region = decoder.DecodeRegion(rect, out, out, grow);
   if (!region.ok()) return damaged(region.status());
   // The decoded box is the integer rect; move it to the exact crop.
   const double f = region->scale_num / 8.0;

@@ -130,27 +130,20 @@ TEST(JpegDecoderTest, SmallestPowerOfTwoScaleThatKeepsTheRegionAsLargeAsTheOutpu
 // within 24 levels (measured on these textured scenes: mean 0.6-3.5, the
 // worst when the scale leaves little downscaling for the filter, e.g. a
 // 150x201 crop decoded at 4/8 to 75x100 and resized to 64x64).
-// With fast upsampling (replicated chroma, what the transforms use) the same
-// bounds hold at every scale, 8/8 included, for 4:2:0 and 4:2:2 files.
 // Measured (mean / 99.5th percentile / max): 4:2:0 scaled 1.0-3.5 / 5-17 /
-// 12-23, the same with fast upsampling (at 2/8 and 4/8 the chroma is
-// IDCT-scaled to full resolution, so there is nothing to upsample); 4:2:0
-// at 8/8 with fast upsampling 1.5 / 12 / 25; 4:2:2 scaled 1.2-4.0 / 6-19 /
-// 12-27, at 8/8 fast 1.1 / 9 / 18. The mean bound is close for 4:2:2's
-// 150x201 crop (3.96), the case the paragraph above names.
-void CheckScaledRegionResize(const std::vector<uint8_t>& jpeg, int w, int out, bool fast);
+// 12-23; 4:2:2 scaled 1.2-4.0 / 6-19 / 12-27. The mean bound is close for
+// 4:2:2's 150x201 crop (3.96), the case the paragraph above names.
+void CheckScaledRegionResize(const std::vector<uint8_t>& jpeg, int w, int out);
 
 TEST(JpegDecoderTest, ScaledRegionResizeIsWithinToleranceOfReferenceResize) {
   const int w = 500, h = 375, out = 64;
   for (int subsamp : {TJSAMP_420, TJSAMP_422}) {
-    for (bool fast : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << "subsamp " << subsamp << " fast " << fast);
-      CheckScaledRegionResize(TjSceneJpeg(w, h, subsamp), w, out, fast);
-    }
+    SCOPED_TRACE(::testing::Message() << "subsamp " << subsamp);
+    CheckScaledRegionResize(TjSceneJpeg(w, h, subsamp), w, out);
   }
 }
 
-void CheckScaledRegionResize(const std::vector<uint8_t>& jpeg, int w, int out, bool fast) {
+void CheckScaledRegionResize(const std::vector<uint8_t>& jpeg, int w, int out) {
   JpegDecoder decoder;
   SP_ASSERT_OK_AND_ASSIGN(PixelView full_view, decoder.Decode(jpeg));
   std::vector<uint8_t> full = ToVector(full_view);
@@ -168,7 +161,7 @@ void CheckScaledRegionResize(const std::vector<uint8_t>& jpeg, int w, int out, b
     }
     ResizeBilinearAA(PixelView{crop.data(), r.width, r.height, 3}, out, out, want.data(), &scratch);
     SP_ASSERT_OK(decoder.Start(jpeg).status());
-    SP_ASSERT_OK_AND_ASSIGN(DecodedRegion d, decoder.DecodeRegion(r, out, out, 0, fast));
+    SP_ASSERT_OK_AND_ASSIGN(DecodedRegion d, decoder.DecodeRegion(r, out, out));
     EXPECT_EQ(d.scale_num < 8, scaled);
     ResizeBoxAA(d.pixels, d.box, out, out, ResizeOptions{}, got.data(), &scratch);
     double sum = 0;
@@ -180,7 +173,7 @@ void CheckScaledRegionResize(const std::vector<uint8_t>& jpeg, int w, int out, b
     std::sort(diffs.begin(), diffs.end());
     EXPECT_LT(sum / got.size(), 4.0);
     EXPECT_LE(diffs[diffs.size() * 995 / 1000], 24);
-    if (!scaled && !fast) {
+    if (!scaled) {
       EXPECT_TRUE(got == want);
     }
     // Forced to full scale, the exact path is the reference exactly.

@@ -27,8 +27,8 @@
 #   bench/run_jpeg_bench.sh [--dir DIR] [--build-dir DIR] [--repeats N]
 #                           [--images-per-class N] [--out FILE] [--keep]
 #
-# --build-dir: a Release build (configured here if absent). Default
-#   build-bench under the repository root.
+# --build-dir: a Release build (configured here if absent; another build
+#   type is refused). Default build-bench under the repository root.
 # Needs /usr/bin/python3 with Debian's python3-torchvision (installed with
 # apt-get when missing; that needs root or sudo).
 set -euo pipefail
@@ -39,15 +39,12 @@ repeats=5
 per_class=200
 out=""
 keep=0
+parse_bench_args "$@"
+set -- "${extra_args[@]+"${extra_args[@]}"}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --dir) dir="$2"; shift 2 ;;
-    --build-dir) build_dir="$2"; shift 2 ;;
-    --repeats) repeats="$2"; shift 2 ;;
     --images-per-class) per_class="$2"; shift 2 ;;
-    --out) out="$2"; shift 2 ;;
-    --keep) keep=1; shift ;;
-    *) echo "run_jpeg_bench.sh: unknown argument $1" >&2; exit 2 ;;
+    *) unknown_arg "$1" ;;
   esac
 done
 
@@ -55,10 +52,7 @@ if ! /usr/bin/python3 -c "import torchvision" 2>/dev/null; then
   sudo_cmd=""; [[ $(id -u) -ne 0 ]] && sudo_cmd=sudo
   $sudo_cmd apt-get install -y python3-torchvision >&2
 fi
-if [[ ! -f "$build_dir/build.ninja" ]]; then
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
-fi
-ninja -C "$build_dir" jpeg_bench shardpack make_demo_data >&2
+release_build jpeg_bench shardpack make_demo_data
 
 work="$dir/jpeg-bench-$$"
 mkdir -p "$work"

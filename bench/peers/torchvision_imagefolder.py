@@ -42,6 +42,9 @@ def main():
         transforms.PILToTensor(),
     ])
     ds = torchvision.datasets.ImageFolder(a.root, transform=tf)
+    if len(ds) < a.batch_size:  # drop_last would give no batch: never done
+        sys.exit(f"torchvision_imagefolder.py: {len(ds)} images, fewer than one batch "
+                 f"of {a.batch_size}")
     loader = torch.utils.data.DataLoader(ds, batch_size=a.batch_size, shuffle=True,
                                          num_workers=a.num_workers, drop_last=True,
                                          persistent_workers=a.num_workers > 0)

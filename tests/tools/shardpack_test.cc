@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "reader/jpeg_decoder.h"
 #include "shardpack/dataset.h"
 #include "shardpack/shard.h"
 #include "tests/testing/shard_fixtures.h"
@@ -300,6 +301,42 @@ TEST_F(ShardpackTest, ImageFolderPassthroughStoresTheFilesUntouched) {
   EXPECT_EQ(fail.exit_code, 1);
   EXPECT_THAT(fail.err, HasSubstr("empty.jpg"));
   EXPECT_FALSE(fs::exists(Out("f")));
+}
+
+// --restart-markers: every record re-coded (a DRI of one MCU), the same
+// pixels as the file; the flag is in the manifest's pack parameters, and raw
+// mode refuses it by name.
+TEST_F(ShardpackTest, RestartMarkersRecodeEveryImageKeepingItsPixels) {
+  datasets::DemoImagesOptions demo;
+  demo.classes = 2;
+  demo.images_per_class = 3;
+  demo.width = 120;
+  demo.height = 90;
+  std::string root = Out("images");
+  SP_ASSERT_OK(datasets::WriteDemoImageFolder(root, demo));
+  RunResult r = Shardpack({"images", root, "-o", Out("ds"), "--restart-markers", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string dri = "\xFF\xDD\x00\x04\x00\x01";
+  internal::JpegDecoder decoder;
+  std::vector<Stored> records = ReadAll(Out("ds"));
+  ASSERT_EQ(records.size(), 6u);
+  for (const Stored& s : records) {
+    const std::string stored(s.payload.begin(), s.payload.end());
+    const std::string file = FileBytes(fs::path(root) / s.key);
+    EXPECT_NE(stored, file) << s.key;
+    EXPECT_NE(stored.find(dri), std::string::npos) << s.key;
+    const std::vector<uint8_t> file_bytes(file.begin(), file.end());
+    SP_ASSERT_OK_AND_ASSIGN(internal::PixelView want, decoder.Decode(file_bytes));
+    const std::vector<uint8_t> want_pixels(want.data, want.data + want.bytes());
+    SP_ASSERT_OK_AND_ASSIGN(internal::PixelView got, decoder.Decode(s.payload));
+    EXPECT_TRUE(std::vector<uint8_t>(got.data, got.data + got.bytes()) == want_pixels) << s.key;
+  }
+  EXPECT_THAT(FileBytes(Out("ds/manifest.json")), HasSubstr("\"restart_markers\": true"));
+  RunResult raw = Shardpack(
+      {"images", root, "-o", Out("raw"), "--mode", "raw", "--size", "8x8", "--restart-markers"});
+  EXPECT_NE(raw.exit_code, 0);
+  EXPECT_THAT(raw.err, HasSubstr("raw mode stores pixels: restart markers do not apply"));
+  EXPECT_FALSE(fs::exists(Out("raw")));
 }
 
 }  // namespace

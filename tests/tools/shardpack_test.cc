@@ -98,6 +98,19 @@ class ShardpackTest : public ::testing::Test {
 
   std::string Out(const std::string& name) const { return dir_.Join(name); }
 
+  // An ImageFolder of demo JPEGs under Out("images"); empty on failure.
+  std::string DemoImages(int classes, int per_class, int width, int height) {
+    datasets::DemoImagesOptions demo;
+    demo.classes = classes;
+    demo.images_per_class = per_class;
+    demo.width = width;
+    demo.height = height;
+    const std::string root = Out("images");
+    absl::Status s = datasets::WriteDemoImageFolder(root, demo);
+    EXPECT_TRUE(s.ok()) << s;
+    return s.ok() ? root : "";
+  }
+
   testing::TempDir dir_;
 };
 
@@ -276,13 +289,8 @@ TEST_F(ShardpackTest, JsonSummaryAndUnknownBackends) {
 }
 
 TEST_F(ShardpackTest, ImageFolderPassthroughStoresTheFilesUntouched) {
-  datasets::DemoImagesOptions demo;
-  demo.classes = 3;
-  demo.images_per_class = 4;
-  demo.width = 64;
-  demo.height = 48;
-  std::string root = Out("images");
-  SP_ASSERT_OK(datasets::WriteDemoImageFolder(root, demo));
+  const std::string root = DemoImages(3, 4, 64, 48);
+  ASSERT_FALSE(root.empty());
   std::ofstream(fs::path(root) / fs::directory_iterator(root)->path().filename() / "empty.jpg");
   RunResult r = Shardpack({"images", root, "-o", Out("ds"), "--no-shuffle"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -307,13 +315,8 @@ TEST_F(ShardpackTest, ImageFolderPassthroughStoresTheFilesUntouched) {
 // pixels as the file; the flag is in the manifest's pack parameters, and raw
 // mode refuses it by name.
 TEST_F(ShardpackTest, RestartMarkersRecodeEveryImageKeepingItsPixels) {
-  datasets::DemoImagesOptions demo;
-  demo.classes = 2;
-  demo.images_per_class = 3;
-  demo.width = 120;
-  demo.height = 90;
-  std::string root = Out("images");
-  SP_ASSERT_OK(datasets::WriteDemoImageFolder(root, demo));
+  const std::string root = DemoImages(2, 3, 120, 90);
+  ASSERT_FALSE(root.empty());
   RunResult r = Shardpack({"images", root, "-o", Out("ds"), "--restart-markers", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string dri = "\xFF\xDD\x00\x04\x00\x01";

@@ -10,6 +10,7 @@
 #include "backends/hdf5_store.h"
 #include "backends/hdf5_util.h"
 #include "backends/publish.h"
+#include "format/posix_open.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
 
@@ -99,8 +100,8 @@ bool Hdf5ShardReader::has_keys() const { return files_->datasets[kKeys].valid();
 bool Hdf5ShardReader::has_extra() const { return files_->datasets[kExtra].valid(); }
 
 absl::StatusOr<std::unique_ptr<Hdf5ShardReader>> Hdf5ShardReader::Open(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
+  // libhdf5 would open a FIFO and wait for a writer.
+  SP_RETURN_IF_ERROR(shardpack::internal::CheckRegularFile(path));
   std::unique_ptr<Hdf5ShardReader> r(new Hdf5ShardReader(path));
   SP_RETURN_IF_ERROR(r->Load());
   return r;

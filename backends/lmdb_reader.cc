@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
+#include "format/posix_open.h"
 #include "backends/lmdb_key.h"
 #include "backends/lmdb_store.h"
 #include "backends/publish.h"
@@ -49,12 +50,11 @@ LmdbShardReader::LmdbShardReader(std::string path)
 LmdbShardReader::~LmdbShardReader() = default;
 
 absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::string& path) {
+  // liblmdb would open a FIFO and wait for a writer; a directory would be
+  // taken as an environment with a lock file.
+  SP_RETURN_IF_ERROR(shardpack::internal::CheckRegularFile(path));
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
-  if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a file (LMDB shards are one "
-                                                         "file, opened with MDB_NOSUBDIR)"));
-  }
   std::unique_ptr<LmdbShardReader> r(new LmdbShardReader(path));
   Env& e = *r->env_;
   int rc = mdb_env_create(&e.env);

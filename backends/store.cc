@@ -39,6 +39,7 @@ class ShardFileScanner : public ShardScanner {
       for (uint64_t i = first; i < last; ++i) {
         SP_ASSIGN_OR_RETURN(Record record, view.record(i));
         SP_RETURN_IF_ERROR(visit(info.first_record + i, record));
+        SP_RETURN_IF_ERROR(file_->CheckIntact());  // mapped bytes that were zeros
       }
     }
     return absl::OkStatus();

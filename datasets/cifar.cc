@@ -416,7 +416,7 @@ class CifarWorker : public SourceWorker {
     }
     PlacePixels(rec + (rec_bytes - kCifarPixelBytes), data_->layout, data_->pad,
                 out->payload.data());
-    return absl::OkStatus();
+    return f.file->CheckIntact();  // a mapped file truncated under us read as zeros
   }
 
  private:

@@ -20,6 +20,7 @@
 #include "datasets/jpeg_probe.h"
 #include "datasets/transcode.h"
 #include "format/errors.h"
+#include "format/posix_open.h"
 #include "reader/jpeg_restart.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
@@ -185,7 +186,9 @@ std::string ParseListLine(std::string_view line, Item* item) {
 
 absl::Status ReadListFile(const std::string& list_file, std::vector<Item>* items,
                           Problems* problems) {
-  absl::StatusOr<std::string> text = ReadSmallFile(list_file);
+  // A list may come from a pipe (`--list <(find ...)`): read to its end,
+  // within the bound a regular list file has.
+  absl::StatusOr<std::string> text = internal::ReadStream(list_file, kMaxSmallFileBytes);
   if (!text.ok()) return text.status();
   std::string_view rest = *text;
   for (size_t line_no = 1; !rest.empty(); ++line_no) {

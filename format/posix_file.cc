@@ -11,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
+#include "format/mapping_guard.h"
+#include "format/posix_open.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
 
@@ -89,11 +91,14 @@ class PosixFile : public RandomAccessFile {
   uint64_t size_;
 };
 
+// Registered with the SIGBUS guard, so that a file truncated under the
+// mapping is an error, not a signal.
 class MappedFile : public RandomAccessFile {
  public:
   MappedFile(std::string name, const uint8_t* base, uint64_t size)
-      : name_(std::move(name)), base_(base), size_(size) {}
+      : name_(std::move(name)), base_(base), size_(size), guard_(base, size, name_) {}
   ~MappedFile() override {
+    guard_ = internal::MappingGuard();  // unregistered before the range goes
     if (size_ != 0) munmap(const_cast<uint8_t*>(base_), size_);
   }
   const std::string& name() const override { return name_; }
@@ -104,32 +109,16 @@ class MappedFile : public RandomAccessFile {
       return ReadPastEnd(name_, offset, dst.size(), size_);
     }
     if (!dst.empty()) std::memcpy(dst.data(), base_ + offset, dst.size());
-    return absl::OkStatus();
+    return guard_.Damage();
   }
+  absl::Status CheckIntact() const override { return guard_.Damage(); }
 
  private:
   std::string name_;
   const uint8_t* base_;
   uint64_t size_;
+  internal::MappingGuard guard_;
 };
-
-// Opens a regular file for reading and returns its descriptor and size.
-absl::Status OpenForRead(const std::string& path, int* fd, uint64_t* size) {
-  *fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (*fd < 0) return ErrnoError("open", path, errno);
-  struct stat st;
-  if (fstat(*fd, &st) != 0) {
-    int err = errno;
-    close(*fd);
-    return ErrnoError("stat", path, err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(*fd);
-    return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
-  }
-  *size = static_cast<uint64_t>(st.st_size);
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -164,16 +153,14 @@ std::unique_ptr<WritableFile> NewStringWritableFile(std::string name,
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(const std::string& path) {
-  int fd;
   uint64_t size;
-  SP_RETURN_IF_ERROR(OpenForRead(path, &fd, &size));
+  SP_ASSIGN_OR_RETURN(int fd, internal::OpenRegularFile(path, 0, &size));
   return std::make_unique<PosixFile>(path, fd, size);
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::string& path) {
-  int fd;
   uint64_t size;
-  SP_RETURN_IF_ERROR(OpenForRead(path, &fd, &size));
+  SP_ASSIGN_OR_RETURN(int fd, internal::OpenRegularFile(path, 0, &size));
   void* base = nullptr;
   if (size != 0) {
     base = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
@@ -241,6 +228,11 @@ absl::Status AtomicFile::Commit() {
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
   SP_ASSIGN_OR_RETURN(auto file, OpenPosixFile(path));
+  if (file->size() > kMaxSmallFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", file->size(),
+                                                   " bytes, more than the ", kMaxSmallFileBytes,
+                                                   " a manifest or list file may have"));
+  }
   std::string contents(file->size(), '\0');
   SP_RETURN_IF_ERROR(file->ReadExact(
       0, {reinterpret_cast<uint8_t*>(contents.data()), contents.size()}));
@@ -254,4 +246,88 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   return file->Commit();
 }
 
+namespace internal {
+
+const char* FileKindName(uint32_t st_mode) {
+  switch (st_mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+    default: return "not a regular file";
+  }
+}
+
+namespace {
+absl::Status NotRegular(const std::string& path, uint32_t st_mode) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(path, ": ", FileKindName(st_mode), ", not a regular file"));
+}
+}  // namespace
+
+absl::StatusOr<int> OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_flags);
+  if (fd < 0) return ErrnoError("open", path, errno);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return ErrnoError("stat", path, err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return NotRegular(path, st.st_mode);
+  }
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    close(fd);
+    return ErrnoError("fcntl", path, err);
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+absl::StatusOr<std::string> ReadStream(const std::string& path, uint64_t max_bytes) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
+  if (S_ISREG(st.st_mode)) return ReadSmallFile(path);
+  if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) return NotRegular(path, st.st_mode);
+  // A pipe: read to its end. With no writer attached, the end is at once.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open", path, errno);
+  std::string contents;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      close(fd);
+      return ErrnoError("read", path, err);
+    }
+    if (n == 0) break;
+    if (contents.size() + static_cast<size_t>(n) > max_bytes) {
+      close(fd);
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": more than ", max_bytes, " bytes; stopped reading"));
+    }
+    contents.append(chunk, static_cast<size_t>(n));
+  }
+  close(fd);
+  return contents;
+}
+
+absl::Status CheckRegularFile(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
+  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
+  return absl::OkStatus();
+}
+
+}  // namespace internal
 }  // namespace shardpack

@@ -140,7 +140,11 @@ absl::StatusOr<BlockView> ShardReader::ReadBlock(size_t b) {
     SP_RETURN_IF_ERROR(file_->ReadExact(info.offset, {buffer_.data(), info.stored_size}));
     stored = {buffer_.data(), info.stored_size};
   }
-  SP_ASSIGN_OR_RETURN(current_, decoder_.Decode(index_, b, stored));
+  // A mapped file truncated under us reads as zeros: say so rather than
+  // report the checksum mismatch that follows.
+  auto view = decoder_.Decode(index_, b, stored);
+  SP_RETURN_IF_ERROR(file_->CheckIntact());
+  SP_ASSIGN_OR_RETURN(current_, std::move(view));
   current_block_ = b;
   return current_;
 }

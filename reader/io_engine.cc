@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
+#include "format/posix_open.h"
 #include "shardpack/status.h"
 
 #ifdef SHARDPACK_HAVE_URING
@@ -137,14 +138,9 @@ class DescriptorFile : public RandomAccessFile {
 };
 
 absl::StatusOr<std::unique_ptr<DescriptorFile>> OpenDescriptorFile(const std::string& path) {
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoError("open", path, errno);
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) return ErrnoError("stat", path, errno);
-  if (!S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
-  }
-  return std::make_unique<DescriptorFile>(path, std::move(fd), static_cast<uint64_t>(st.st_size));
+  uint64_t size;
+  SP_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path, 0, &size));
+  return std::make_unique<DescriptorFile>(path, UniqueFd(fd), size);
 }
 
 using DescriptorFiles = std::vector<std::unique_ptr<DescriptorFile>>;
@@ -318,6 +314,7 @@ absl::StatusOr<std::vector<UniqueFd>> OpenDirectFds(const DescriptorFiles& files
   std::vector<UniqueFd> fds;
   for (const auto& file : files) {
     const std::string& path = file->name();
+    // The file is known to be regular (OpenDescriptorFiles checked it).
     UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
     if (fd.get() < 0 && errno == EINVAL) return DirectUnsupported(path);
     if (fd.get() < 0) return ErrnoError("open (O_DIRECT)", path, errno);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/coding.h"
+#include "format/mapping_guard.h"
 #include "reader/rng.h"
 #include "reader/staging.h"
 #include "reader/wait.h"
@@ -369,6 +370,10 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
     for (size_t q = 0; q < bytes.size(); q += 64) __builtin_prefetch(bytes.data() + q);
   };
   for (int j = 0; j < kAhead; ++j) prefetch(j);
+  // A mapped file that shrank under us reads as zeros (format/mapping_guard.h):
+  // a batch built while that happened is an error, whatever on_corrupt says,
+  // since which samples read zeros is not known.
+  const uint64_t faults_before = ContainedMappingFaults();
   for (int i = 0; i < slot.size; ++i) {
     prefetch(i + kAhead);
     const SampleRef ref = plan.order[first + i];
@@ -397,6 +402,12 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
       } else {
         bad.push_back(i);
       }
+    }
+  }
+  if (ContainedMappingFaults() != faults_before) {
+    if (absl::Status intact = dataset_->source->CheckIntact(); !intact.ok()) {
+      slot.status = std::move(intact);
+      bad.clear();
     }
   }
   if (!bad.empty()) {

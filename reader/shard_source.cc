@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/coding.h"
+#include "format/mapping_guard.h"
 #include "reader/io_engine.h"
 #include "shardpack/status.h"
 
@@ -54,6 +55,11 @@ class ShardSource final : public UnitSource {
   IoEngine engine() const override { return io_->engine(); }
   size_t max_in_flight() const override { return io_->max_in_flight(); }
   uint64_t bytes_read() const override { return io_->bytes_read(); }
+  absl::Status CheckIntact() const override {
+    if (ContainedMappingFaults() == 0) return absl::OkStatus();
+    for (size_t f = 0; f < paths_.size(); ++f) SP_RETURN_IF_ERROR(io_->file(f).CheckIntact());
+    return absl::OkStatus();
+  }
 
   size_t BufferBytes(uint32_t u) const override {
     const BlockInfo& block = BlockOf(u);
@@ -75,6 +81,7 @@ class ShardSource final : public UnitSource {
     // for the decompressed payload.
     auto view = decoder_.DecodeInto(indexes_[ru.file], ru.block, done.bytes,
                                     buffers_[u] + RawOffset(BlockOf(u)));
+    if (absl::Status intact = io_->file(ru.file).CheckIntact(); !intact.ok()) return {u, intact};
     if (!view.ok()) return {u, view.status()};
     return {u, UnitView(*view)};
   }

@@ -57,6 +57,11 @@ class UnitSource {
 
   // Bytes read from storage so far.
   virtual uint64_t bytes_read() const = 0;
+
+  // OK while no file the source maps has shrunk under its mapping (see
+  // RandomAccessFile::CheckIntact); else the DataLossError naming it. Any
+  // thread; cheap.
+  virtual absl::Status CheckIntact() const { return absl::OkStatus(); }
 };
 
 // A source whose loads finish inside Submit (LMDB's cursor walk over the

@@ -38,6 +38,13 @@ class RandomAccessFile {
   // mmapped): callers may then read without copying. Null otherwise.
   // Valid for the life of the file.
   virtual const uint8_t* data() const { return nullptr; }
+
+  // OK while every byte read through data() was the file's. A mapped file
+  // that shrinks while mapped does not kill the process with SIGBUS: the
+  // lost pages read as zeros instead, and from then on this returns a
+  // DataLossError naming the file. Callers of data() check it after they
+  // used the bytes (per block, not per byte). Always OK for other files.
+  virtual absl::Status CheckIntact() const { return absl::OkStatus(); }
 };
 
 // Sequential writes. Not thread-safe.
@@ -98,7 +105,13 @@ class AtomicFile : public WritableFile {
   bool committed_ = false;
 };
 
-// Reads a whole (small) file, e.g. a manifest. NotFoundError if missing.
+// The most ReadSmallFile reads: 256 MiB (a list file of ImageNet's 1.28M
+// images is about 80 MB).
+inline constexpr uint64_t kMaxSmallFileBytes = uint64_t{256} << 20;
+
+// Reads a whole (small) regular file, e.g. a manifest. NotFoundError if
+// missing; FailedPreconditionError for a FIFO, directory or device (never
+// blocks on one); InvalidArgumentError past kMaxSmallFileBytes.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
 
 // Writes `contents` to `path` through an AtomicFile.

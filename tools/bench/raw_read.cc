@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "format/posix_open.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
@@ -19,6 +20,7 @@ namespace shardpack::shardbench {
 namespace {
 
 namespace fs = std::filesystem;
+using ::shardpack::internal::CheckRegularFile;
 
 // O_DIRECT wants the buffer, offsets and lengths aligned to the logical
 // block size; 4096 covers every device we meet (the reader uses the same).
@@ -46,6 +48,7 @@ absl::Status ReadErrorAt(const std::string& path, uint64_t offset, int err) {
 
 // One pass over one file; returns the bytes read.
 absl::StatusOr<uint64_t> ReadFile(const std::string& path, bool direct, uint8_t* buffer) {
+  SP_RETURN_IF_ERROR(CheckRegularFile(path));  // a FIFO would block the open
   Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0)));
   if (fd.get() < 0) {
     if (direct && errno == EINVAL) {
@@ -84,6 +87,7 @@ absl::StatusOr<std::vector<std::string>> ShardFiles(const std::string& path) {
 
 absl::Status DropCaches(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
+    SP_RETURN_IF_ERROR(CheckRegularFile(path));
     Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) return ErrnoError("open", path, errno);
     // Dirty pages are not dropped; a freshly packed file may still have some.

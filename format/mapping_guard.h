@@ -1,0 +1,60 @@
+// SIGBUS containment for read-only file mappings.
+//
+// A file that shrinks while it is mapped (truncated by another process, a
+// tmpfs that evicts, a network filesystem that loses the file) turns every
+// access to the lost pages into SIGBUS, which kills the process. pread just
+// returns fewer bytes. To give mapped reads the same clear error, every
+// mapping we read is registered here: a SIGBUS inside a registered range maps
+// zero pages over the range from the faulting page to its end, marks the
+// mapping damaged and lets the access go on. Readers then ask Damage() once
+// they have used the bytes (per block or per batch, never per byte) and turn
+// any damage into a DataLossError naming the file, so zero-filled bytes never
+// pass as data.
+//
+// A SIGBUS outside every registered range goes to the handler that was
+// installed before ours (the default one kills the process, as before).
+#ifndef SHARDPACK_FORMAT_MAPPING_GUARD_H_
+#define SHARDPACK_FORMAT_MAPPING_GUARD_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace shardpack::internal {
+
+// One registered mapping. Move-only; unregisters on destruction, which must
+// happen before the range is unmapped. Thread-safe.
+class MappingGuard {
+ public:
+  MappingGuard() = default;
+  // Registers [base, base + size) as a mapping of `name`. At most
+  // kMaxGuardedMappings are registered at once; past that the range is not
+  // guarded (ok() is false) and a SIGBUS there kills the process as before.
+  MappingGuard(const void* base, size_t size, std::string name);
+  ~MappingGuard();
+  MappingGuard(MappingGuard&& other) noexcept;
+  MappingGuard& operator=(MappingGuard&& other) noexcept;
+
+  bool ok() const { return slot_ >= 0; }
+  // OK while no access to the range has faulted; else DataLossError
+  // "<name>: the file shrank while it was mapped (...)". Cheap: one atomic
+  // load while nothing has faulted anywhere.
+  absl::Status Damage() const;
+
+ private:
+  void Reset();
+  int slot_ = -1;
+  std::string name_;
+};
+
+inline constexpr int kMaxGuardedMappings = 4096;
+
+// How many SIGBUS faults inside guarded mappings the process has contained.
+// Zero on a healthy run; a reader compares it before and after a batch.
+uint64_t ContainedMappingFaults();
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_FORMAT_MAPPING_GUARD_H_

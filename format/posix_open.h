@@ -1,0 +1,37 @@
+// The one way this library opens a file it reads: never blocking on a FIFO
+// or a device, and refusing anything but a regular file, so that a FIFO
+// named like a shard, a manifest or an image is an error, not a hang.
+#ifndef SHARDPACK_FORMAT_POSIX_OPEN_H_
+#define SHARDPACK_FORMAT_POSIX_OPEN_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace shardpack::internal {
+
+// Opens `path` with O_RDONLY | O_CLOEXEC | `extra_flags` (e.g. O_DIRECT).
+// The open itself does not block (O_NONBLOCK, cleared once the file is known
+// to be regular). Returns the descriptor, which the caller closes, and sets
+// *size. NotFoundError when missing; FailedPreconditionError
+// "<path>: a FIFO, not a regular file" (or a directory, a device, ...).
+absl::StatusOr<int> OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size);
+
+// The same test for a path handed to a library that opens it itself
+// (liblmdb, libhdf5): OK for a regular file, else the error above.
+absl::Status CheckRegularFile(const std::string& path);
+
+// A whole file of text that may also be a pipe (a list file given as
+// `<(find ...)` or /dev/stdin): a regular file as ReadSmallFile reads it;
+// a FIFO or character device read to its end, an error past `max_bytes`.
+// Other kinds (a directory, a socket) are refused.
+absl::StatusOr<std::string> ReadStream(const std::string& path, uint64_t max_bytes);
+
+// What a stat mode is, in words, for messages: "a FIFO", "a directory", ...
+const char* FileKindName(uint32_t st_mode);
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_FORMAT_POSIX_OPEN_H_

@@ -191,12 +191,31 @@ absl::Status WalkHeader(ByteSpan data, std::string_view name, const JpegProbeOpt
   }
 }
 
-// True if `data` ends with EOI, possibly followed by zero bytes, and the
-// EOI comes after the scan header that starts at `sos`.
-bool EndsWithEoi(ByteSpan data, uint64_t sos) {
-  size_t end = data.size();
-  while (end > 0 && data[end - 1] == 0x00) --end;
-  return end >= sos + 4 && data[end - 2] == 0xFF && data[end - 1] == kEOI;
+// True if an end-of-image marker follows the scan header at `sos`. Walks
+// what follows as a JPEG decoder does: in entropy-coded data 0xFF is followed
+// by 0x00 (a stuffed byte), a restart marker or fill bytes; any other marker
+// (DHT, SOS, DRI, ... between the scans of a progressive file) has a length
+// and is stepped over whole, so bytes inside a segment never pass for EOI.
+// Bytes after EOI are allowed: cameras append thumbnails, MPF images and
+// padding there, and libjpeg, PIL and torchvision decode such files.
+bool HasEoi(ByteSpan data, uint64_t sos) {
+  size_t pos = sos;
+  while (pos + 1 < data.size()) {
+    const void* ff = std::memchr(data.data() + pos, 0xFF, data.size() - pos - 1);
+    if (ff == nullptr) return false;
+    pos = static_cast<size_t>(static_cast<const uint8_t*>(ff) - data.data());
+    const uint8_t m = data[pos + 1];
+    if (m == kEOI) return true;
+    if (m == 0x00 || m == 0xFF || (m >= 0xD0 && m <= 0xD7)) {
+      pos += m == 0xFF ? 1 : 2;  // stuffing, a restart marker, or fill
+      continue;
+    }
+    if (pos + 4 > data.size()) return false;
+    const size_t length = (size_t{data[pos + 2]} << 8) | data[pos + 3];
+    if (length < 2) return false;
+    pos += 2 + length;
+  }
+  return false;
 }
 
 }  // namespace
@@ -244,9 +263,9 @@ absl::StatusOr<JpegInfo> ProbeJpeg(ByteSpan data, std::string_view name,
   absl::Status s = WalkHeader(data, name, options, &state);
   if (!s.ok()) return s;
   state.info.color_space = DecideColorSpace(state);
-  if (options.require_eoi && !EndsWithEoi(data, state.info.sos_offset)) {
+  if (options.require_eoi && !HasEoi(data, state.info.sos_offset)) {
     return DataLossAt(name, data.size(),
-                      "truncated JPEG: no end-of-image marker (FFD9) at the end");
+                      "truncated JPEG: no end-of-image marker (FFD9) after the scan data");
   }
   return state.info;
 }

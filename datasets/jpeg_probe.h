@@ -47,9 +47,9 @@ struct JpegInfo {
 struct JpegProbeOptions {
   // Frames with more pixels are rejected (InvalidArgumentError). Default 2^28.
   uint64_t max_pixels = uint64_t{1} << 28;
-  // Require the data to end with EOI (FFD9), optionally followed by zero
-  // bytes (some cameras pad). Without EOI the file is taken as truncated.
-  // Default true.
+  // Require an end-of-image marker (FFD9) after the scan data; bytes after
+  // it (camera trailers, padding) are allowed, as libjpeg allows them.
+  // Without EOI the file is taken as truncated. Default true.
   bool require_eoi = true;
 };
 
@@ -63,7 +63,8 @@ inline constexpr uint32_t kMaxJpegSide = 65500;
 //   start with SOI;
 // - DataLossError "<name> @<offset>: ..." for a truncated header, a bad
 //   marker or segment, a frame with zero width or height, no frame before
-//   SOS, or no EOI at the end ("truncated JPEG: no end-of-image marker");
+//   SOS, or no EOI after the scan data ("truncated JPEG: no end-of-image
+//   marker");
 // - InvalidArgumentError "<name>: ..." for sizes over max_pixels or
 //   kMaxJpegSide, and for frames libjpeg-turbo does not decode (lossless,
 //   hierarchical, 12-bit, 2 components).

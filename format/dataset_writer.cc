@@ -54,6 +54,13 @@ class DatasetWriter::Impl {
   }
 
   absl::Status Add(const Record& record) {
+    // What the reader and `sharddump verify` would call damage is never
+    // written: a source that hands over such a record has a bug.
+    if (absl::Status agrees = CheckRecordAgainstSchema(record, options_.schema); !agrees.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("record ", records_, " '",
+                                                     internal::AsAbsl(record.key), "' ",
+                                                     agrees.message()));
+    }
     if (sink_ == nullptr) SP_RETURN_IF_ERROR(OpenShard());
     SP_RETURN_IF_ERROR(sink_->Add(record));
     ++records_;

@@ -265,14 +265,50 @@ uint64_t Manifest::records() const {
   return n;
 }
 
+namespace {
+
+// "LINE:COLUMN" (1-based) of the byte nlohmann's parser stopped at: `byte`
+// counts from 1, the way its parse_error does.
+std::string JsonErrorPlace(std::string_view text, size_t byte) {
+  const size_t at = std::min(byte > 0 ? byte - 1 : 0, text.size());
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return absl::StrCat(line, ":", column);
+}
+
+// The parser's reason without its "[json.exception...] parse error at line
+// L, column C: " prefix (the place is given once, in our words).
+std::string JsonErrorReason(std::string_view what) {
+  const size_t colon = what.find(": ");
+  std::string reason(colon == std::string_view::npos ? what : what.substr(colon + 2));
+  for (char& c : reason) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';  // one line, whatever the input held
+  }
+  return reason;
+}
+
+}  // namespace
+
 absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view name) {
   std::string where(name);
   if (NestingDepth(text) > kMaxNesting) {
     return absl::DataLossError(
         absl::StrCat(where, ": JSON nested more than ", kMaxNesting, " levels deep"));
   }
-  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return absl::DataLossError(where + ": not valid JSON");
+  Json j;
+  try {
+    j = Json::parse(text.begin(), text.end());
+  } catch (const Json::parse_error& e) {
+    return absl::DataLossError(absl::StrCat(where, ":", JsonErrorPlace(text, e.byte),
+                                            ": not valid JSON: ", JsonErrorReason(e.what())));
+  }
   return ParseJson(j, where);
 }
 

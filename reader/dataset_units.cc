@@ -64,6 +64,7 @@ absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngin
   } else {
     SP_ASSIGN_OR_RETURN(d.manifest, LoneFileManifest(path));
     d.paths.push_back(path);
+    d.schema_known = d.manifest.backend != Backend::kShard;
   }
   SP_ASSIGN_OR_RETURN(d.source, OpenSource(d, engine));
   for (const ReadUnit& u : d.units()) d.records += u.records;

@@ -19,6 +19,9 @@ struct StreamDataset {
   std::vector<std::string> paths;  // shard files
   std::unique_ptr<UnitSource> source;
   uint64_t records = 0;
+  // False for a lone `.shard` file, which carries no schema: its records are
+  // then not checked against one.
+  bool schema_known = true;
 
   const std::vector<ReadUnit>& units() const { return source->units(); }
 };

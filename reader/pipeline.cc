@@ -386,7 +386,16 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
     if (u.state.load(std::memory_order_acquire) == UnitSlot::kReady) {
       absl::StatusOr<Record> record = u.view.record(ref.index);
       s = record.status();
-      if (record.ok()) {
+      // A record that disagrees with the schema is damage (on_corrupt), never
+      // a sample with a missing label or a shape the transform did not plan.
+      if (s.ok() && dataset_->schema_known) {
+        s = CheckRecordAgainstSchema(*record, dataset_->manifest.schema);
+        if (!s.ok()) {
+          s = absl::DataLossError(absl::StrCat(dataset_->paths[dataset_->units()[unit].file],
+                                               ": dataset record ", record_index, ": ", s.message()));
+        }
+      }
+      if (s.ok()) {
         s = transform_->Apply(*record, slot.epoch, record_index,
                               slot.images.get() + row_bytes * i);
         for (int j = 0; j < num_labels_; ++j) {

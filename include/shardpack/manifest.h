@@ -70,6 +70,13 @@ bool IsUtf8(std::string_view s);
 // not UTF-8 (JSON text can only hold UTF-8).
 absl::Status CheckSchemaNames(const Schema& schema);
 
+// Whether a record agrees with its dataset's schema: the encoding, the raw
+// layout and fixed shape (when the schema has one), one label per label
+// field, and each label within its field's classes (when the field names
+// them). A record that disagrees is damage, not data: DataLossError with a
+// message saying what disagrees (callers prefix the file and record).
+absl::Status CheckRecordAgainstSchema(const Record& record, const Schema& schema);
+
 // Parses manifest text. `name` (usually the path) prefixes error messages.
 // DataLossError for malformed JSON or missing/ill-typed fields;
 // FailedPreconditionError for an unsupported major version.

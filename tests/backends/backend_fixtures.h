@@ -17,8 +17,10 @@ namespace shardpack::testing {
 inline Schema RawSchema(uint32_t h, uint32_t w, uint8_t c, Layout layout, int label_fields) {
   Schema s;
   s.image = {Encoding::kRaw, layout, h, w, c};
-  const char* names[] = {"fine", "coarse"};
-  for (int k = 0; k < label_fields; ++k) s.labels.push_back({names[k], {"a", "b"}});
+  // Fine labels are 0..9 (testing::RawRecord); coarse ones are any number
+  // the test picks, so that field names no classes.
+  s.labels.push_back({"fine", {"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"}});
+  if (label_fields > 1) s.labels.push_back({"coarse", {}});
   return s;
 }
 

@@ -94,7 +94,8 @@ TEST(Interop, H5pyReadsOurImagesAndLabels) {
     std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
     ASSERT_EQ(lines.size(), shard.records + 1);
     EXPECT_EQ(lines[0], absl::StrCat("(", shard.records,
-                                     ", 8, 6, 3) uint8 int64 fine ['a', 'b'] coarse"));
+                                     ", 8, 6, 3) uint8 int64 fine ['c0', 'c1', 'c2', 'c3', 'c4', ",
+                                     "'c5', 'c6', 'c7', 'c8', 'c9'] coarse"));
     for (size_t i = 1; i < lines.size(); ++i, ++next) {
       const OwnedRecord& want = records[next];
       EXPECT_EQ(lines[i], absl::StrCat(Hex(want.payload), " ", want.labels[0], " ",

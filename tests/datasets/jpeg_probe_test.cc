@@ -41,9 +41,10 @@ std::vector<uint8_t> MakeRgbJpeg(int width = 64, int height = 48) {
   return MakeJpeg(width, height, TJPF_RGB, TJSAMP_420);
 }
 
-// Offset of the first marker 0xFF `code` (a frame header, say).
-size_t FindMarker(const std::vector<uint8_t>& jpeg, uint8_t code) {
-  for (size_t i = 0; i + 1 < jpeg.size(); ++i) {
+// Offset of the first marker 0xFF `code` (a frame header, say) at or after
+// `from`.
+size_t FindMarker(const std::vector<uint8_t>& jpeg, uint8_t code, size_t from = 0) {
+  for (size_t i = from; i + 1 < jpeg.size(); ++i) {
     if (jpeg[i] == 0xFF && jpeg[i + 1] == code) return i;
   }
   ADD_FAILURE() << "no marker " << int{code};
@@ -223,11 +224,31 @@ TEST(JpegProbeTest, TruncatedDataHasNoEndOfImage) {
   SP_EXPECT_OK(ProbeJpeg(jpeg, kName, options));
 }
 
-TEST(JpegProbeTest, ZeroPaddingAfterEndOfImageIsAccepted) {
-  std::vector<uint8_t> jpeg = MakeRgbJpeg();
+// Bytes after EOI (camera trailers, a second image, padding) are kept:
+// libjpeg, PIL and torchvision decode such files.
+TEST(JpegProbeTest, BytesAfterEndOfImageAreAccepted) {
+  const std::vector<uint8_t> plain = MakeRgbJpeg();
+  std::vector<uint8_t> jpeg = plain;
   jpeg.insert(jpeg.end(), 100, 0);
   SP_EXPECT_OK(ProbeJpeg(jpeg, kName));
-  jpeg.push_back(0x01);  // anything else after EOI is not padding
+  for (uint8_t b : {0x01, 0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x10}) jpeg.push_back(b);  // a trailer
+  SP_EXPECT_OK(ProbeJpeg(jpeg, kName));
+  jpeg.insert(jpeg.end(), plain.begin(), plain.end());  // a whole second image
+  SP_EXPECT_OK(ProbeJpeg(jpeg, kName));
+}
+
+// The EOI search steps over marker segments between scans: a truncated
+// progressive file is still truncated, even when a segment between its scans
+// holds the bytes FF D9.
+TEST(JpegProbeTest, TruncatedProgressiveFileHasNoEndOfImage) {
+  std::vector<uint8_t> jpeg = MakeJpeg(64, 48, TJPF_RGB, TJSAMP_420, TJFLAG_PROGRESSIVE);
+  SP_ASSERT_OK(ProbeJpeg(jpeg, kName).status());
+  // A COM segment holding FF D9, put after the first scan's header region.
+  const size_t second_sos = FindMarker(jpeg, 0xDA, FindMarker(jpeg, 0xDA) + 2);
+  const std::vector<uint8_t> com = {0xFF, 0xFE, 0x00, 0x06, 0xFF, 0xD9, 0xFF, 0xD9};
+  jpeg.insert(jpeg.begin() + static_cast<std::ptrdiff_t>(second_sos), com.begin(), com.end());
+  SP_EXPECT_OK(ProbeJpeg(jpeg, kName).status());
+  jpeg.resize(second_sos + com.size() + 20);
   EXPECT_THAT(ProbeJpeg(jpeg, kName),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("no end-of-image marker")));
 }

@@ -14,6 +14,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::StatusIs;
 
 Manifest Cifar100() {
@@ -102,9 +103,14 @@ TEST(ManifestTest, NewerMinorVersionIsRead) {
 
 TEST(ManifestTest, NotAManifest) {
   EXPECT_THAT(ParseManifest("", "m.json"),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.json: not valid JSON")));
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.json:1:1: not valid JSON")));
   EXPECT_THAT(ParseManifest("{\"format\": \"shardpack\",", "m.json"),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.json: not valid JSON")));
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.json:1:24: not valid JSON")));
+  // The place of the error, line and column, on one line of text.
+  EXPECT_THAT(ParseManifest("{\n  \"format\": \"shardpack\",\n  \"version\": 1.0.0\n}", "m.json"),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("m.json:3:17: not valid JSON: syntax error"),
+                             Not(HasSubstr("\n")), Not(HasSubstr("json.exception")))));
   EXPECT_THAT(ParseManifest("\xff\xfe{}", "m.json"),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("not valid JSON")));
   EXPECT_THAT(ParseManifest("[1, 2]", "m.json"),

@@ -1,10 +1,14 @@
 // The reader's contracts, each checked on datasets written here.
 #include "shardpack/reader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -22,6 +26,7 @@ namespace shardpack {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // Pixel (y, x, c) of record i, HWC.
@@ -418,6 +423,100 @@ TEST_F(ReaderTest, ClassSortedDatasetShuffleQualityWithDefaults) {
   RecordProperty("label_entropy_fraction", std::to_string(fraction));
   RecordProperty("spearman", std::to_string(rho));
   std::printf("label entropy %.4f of log2(10), Spearman %.4f\n", fraction, rho);
+}
+
+// ---- Hostile inputs ------------------------------------------------------
+
+// Rewrites the manifest of the dataset at `path` through `edit`.
+void EditManifest(const std::string& path, const std::function<void(Manifest&)>& edit) {
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(path));
+  edit(m);
+  SP_ASSERT_OK(WriteFileAtomically((fs::path(path) / "manifest.json").string(),
+                                   SerializeManifest(m)));
+}
+
+// The first error Next() returns within an epoch and a half, or OK.
+absl::Status FirstError(Reader& reader, int* skipped = nullptr) {
+  for (uint64_t i = 0; i < reader.batches_per_epoch() * 3 / 2; ++i) {
+    absl::StatusOr<Batch> b = reader.Next();
+    if (absl::IsOutOfRange(b.status())) continue;
+    if (!b.ok()) return b.status();
+    if (skipped != nullptr) *skipped += b->skipped();
+  }
+  return absl::OkStatus();
+}
+
+// A record that disagrees with the schema is damage, as on_corrupt says: an
+// error naming the file, or a skipped sample; never a label of -1, a dropped
+// label or a transform failing mid-epoch.
+TEST_F(ReaderTest, RecordsThatDisagreeWithTheSchemaAreDamage) {
+  const std::string path = MakeDataset(dir_, "ds", 40, 4, 10);
+  // Labels are 0..9 (4 records each); the edited schema names 9 classes.
+  EditManifest(path, [](Manifest& m) {
+    m.schema.labels[0].classes = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+  });
+  ReaderOptions o = Options(path, 8, 2);
+  o.shuffle = false;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  EXPECT_THAT(FirstError(*reader),
+              testing::StatusIs(absl::StatusCode::kDataLoss,
+                                HasSubstr("label 'label' is 9, outside its 9 classes")));
+
+  o.on_corrupt = OnCorrupt::kSkip;
+  SP_ASSERT_OK_AND_ASSIGN(auto skipping, Reader::Open(o));
+  for (uint64_t i = 0; i < skipping->batches_per_epoch(); ++i) {
+    SP_ASSERT_OK_AND_ASSIGN(Batch b, skipping->Next());
+    for (int j = 0; j < b.size(); ++j) EXPECT_LT(b.labels()[j], 9);
+  }
+  EXPECT_EQ(skipping->stats().skipped, 4u);
+
+  EditManifest(path, [](Manifest& m) { m.schema.labels.push_back({"coarse", {}}); });
+  SP_ASSERT_OK_AND_ASSIGN(auto two_labels, Reader::Open(Options(path, 8, 2)));
+  EXPECT_THAT(FirstError(*two_labels),
+              testing::StatusIs(absl::StatusCode::kDataLoss,
+                                HasSubstr("1 labels, the schema has 2")));
+
+  EditManifest(path, [](Manifest& m) {
+    m.schema.labels.pop_back();
+    m.schema.labels[0].classes.clear();
+    m.schema.image.height = 2;
+  });
+  SP_ASSERT_OK_AND_ASSIGN(auto shape, Reader::Open(Options(path, 8, 2)));
+  EXPECT_THAT(FirstError(*shape),
+              testing::StatusIs(absl::StatusCode::kDataLoss,
+                                HasSubstr("image raw 4x4x3 hwc, the schema says raw 2x4x3 hwc")));
+}
+
+// io=mmap on a file truncated while it is read: the pread engine's clear
+// error, not SIGBUS.
+TEST_F(ReaderTest, MmapShardTruncatedWhileReadIsAnErrorNotSigbus) {
+  const std::string path = MakeDataset(dir_, "ds", 2000, 8, 10, /*block_size=*/16 << 10);
+  ReaderOptions o = Options(path, 50, 2);
+  o.io = IoEngine::kMmap;
+  o.shuffle = false;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  SP_ASSERT_OK(reader->Next().status());
+  ASSERT_EQ(truncate((fs::path(path) / "shard-00000.shard").c_str(), 4096), 0);
+  EXPECT_THAT(FirstError(*reader),
+              testing::StatusIs(absl::StatusCode::kDataLoss,
+                                AllOf(HasSubstr("shard-00000.shard"),
+                                      HasSubstr("shrank while it was mapped"))));
+}
+
+// A FIFO in place of a shard or of the manifest: an error at once, never a
+// reader blocked in open().
+TEST_F(ReaderTest, FifoInPlaceOfAShardOrManifestIsAnErrorNotAHang) {
+  for (const char* name : {"shard-00000.shard", "manifest.json"}) {
+    SCOPED_TRACE(name);
+    testing::TempDir dir;
+    const std::string path = MakeDataset(dir, "ds", 20, 4, 2);
+    const std::string file = (fs::path(path) / name).string();
+    ASSERT_TRUE(fs::remove(file));
+    ASSERT_EQ(mkfifo(file.c_str(), 0600), 0);
+    EXPECT_THAT(Reader::Open(Options(path, 4, 1)).status(),
+                testing::StatusIs(absl::StatusCode::kFailedPrecondition,
+                                  AllOf(HasSubstr(name), HasSubstr("a FIFO"))));
+  }
 }
 
 }  // namespace

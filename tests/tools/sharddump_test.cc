@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -413,6 +414,45 @@ TEST_F(SharddumpTest, VerifyCleanDatasetExitsZero) {
   EXPECT_THAT(lone.out, IsEmpty());
 }
 
+// A record that disagrees with the schema is damage: verify names it. The
+// manifest is edited so that the schema and the records disagree (one field
+// at a time), as a hostile or careless hand would.
+TEST_F(SharddumpTest, VerifyChecksEveryRecordAgainstTheSchema) {
+  const Json original = ReadManifestJson();
+  struct Case {
+    const char* what;
+    std::function<void(Json&)> edit;
+    const char* needle;
+  };
+  const std::vector<Case> cases = {
+      {"shape", [](Json& j) { j["schema"]["height"] = 32; },
+       "image raw 4x6x3 hwc, the schema says raw 32x6x3 hwc"},
+      {"layout", [](Json& j) { j["schema"]["layout"] = "chw"; }, "the schema says"},
+      {"encoding", [](Json& j) { j["schema"]["encoding"] = "jpeg"; },
+       "a raw image in a dataset of jpeg images"},
+      {"label count",
+       [](Json& j) { j["schema"]["labels"].push_back({{"name", "coarse"}, {"classes", Json::array()}}); },
+       "1 labels, the schema has 2"},
+      {"label range",
+       [](Json& j) { j["schema"]["labels"][0]["classes"] = Json::array({"a", "b", "c"}); },
+       "label 'label' is 3, outside its 3 classes (0..2)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Json edited = original;
+    c.edit(edited);
+    WriteManifestJson(edited);
+    RunResult r = RunSharddump({"verify", "--json", Dataset()});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    Json doc = Json::parse(r.out);
+    ASSERT_FALSE(doc["problems"].empty()) << r.out;
+    EXPECT_THAT(doc["problems"][0]["message"].get<std::string>(), HasSubstr(c.needle));
+    EXPECT_FALSE(doc["problems"][0]["record"].is_null());
+  }
+  WriteManifestJson(original);
+  EXPECT_EQ(RunSharddump({"verify", Dataset()}).exit_code, 0);
+}
+
 TEST_F(SharddumpTest, ProgressLineOnlyOnATerminal) {
   std::string drawn = RunWithTerminalStderr({"verify", "--threads", "1", Dataset()});
   EXPECT_THAT(drawn, HasSubstr("\rverify  1/3 shards"));
@@ -655,11 +695,20 @@ TEST(SharddumpExtractTest, ConvertsChwGrayAndOtherChannelCounts) {
   std::vector<OwnedRecord> records = {testing::RawRecord(0, 2, 3, 3, Layout::kCHW),
                                       testing::RawRecord(1, 2, 3, 1),
                                       testing::RawRecord(2, 2, 3, 4)};
-  WriteDataset(tmp.Join("ds"), records, RawSchema(2, 3, 3, 10), 0);
-  RunResult r =
-      RunSharddump({"extract", "-q", tmp.Join("ds"), "--range", "0:3", "-o", tmp.Join("out")});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, IsEmpty());
+  // One dataset per shape (a dataset's records share its schema's), each
+  // extracted into the same folder under its record's index.
+  for (int i = 0; i < 3; ++i) {
+    const OwnedRecord& rec = records[i];
+    const std::string ds = tmp.Join(absl::StrCat("ds", i));
+    std::vector<OwnedRecord> padded;
+    for (int j = 0; j <= i; ++j) padded.push_back(testing::RawRecord(j, 2, 3, rec.image.channels,
+                                                                     rec.image.layout));
+    WriteDataset(ds, padded, RawSchema(2, 3, rec.image.channels, 10, rec.image.layout), 0);
+    RunResult r = RunSharddump({"extract", "-q", ds, "--range", absl::StrCat(i, ":", i + 1),
+                                "-o", tmp.Join("out")});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, IsEmpty());
+  }
   const std::vector<uint8_t>& chw = records[0].payload;
   std::string hwc;
   for (int i = 0; i < 6; ++i) {

@@ -62,8 +62,13 @@ class Verifier {
   }
   void CheckOne(size_t k, JpegChecker* jpeg);
   void CompareWithManifest(size_t k, const ShardCheck& check, ShardOutcome* out);
+  // Each record against the schema (when known) and, with `jpeg`, decoded.
   // Returns the payload bytes it decoded (and added to the progress line).
-  uint64_t Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out);
+  uint64_t CheckRecords(size_t k, JpegChecker* jpeg, ShardOutcome* out);
+  // A lone `.shard` file carries no schema; every other dataset has one.
+  bool SchemaKnown() const {
+    return ds_.has_manifest() || ds_.manifest().backend != Backend::kShard;
+  }
   Problem At(size_t k, std::optional<uint64_t> record, uint64_t offset, std::string message) {
     Problem p;
     p.shard = k;
@@ -111,7 +116,7 @@ void Verifier::CheckOne(size_t k, JpegChecker* jpeg) {
   }
   if (ds_.has_manifest() && check.opened) CompareWithManifest(k, check, &out);
   uint64_t added = 0;
-  if (jpeg != nullptr && check.index_ok) added = Decode(k, jpeg, &out);
+  if (check.index_ok && (jpeg != nullptr || SchemaKnown())) added = CheckRecords(k, jpeg, &out);
   progress_.Add(out.bytes - std::min(out.bytes, added), 1);
 }
 
@@ -141,7 +146,7 @@ void Verifier::CompareWithManifest(size_t k, const ShardCheck& check, ShardOutco
   }
 }
 
-uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
+uint64_t Verifier::CheckRecords(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
   auto shard = ds_.OpenShard(k, /*require_manifest_count=*/false);
   if (!shard.ok()) {
     out->problems.push_back(At(k, std::nullopt, 0, std::string(shard.status().message())));
@@ -153,7 +158,17 @@ uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
   absl::Status s = (*shard)->Scan(
       0, (*shard)->size(),
       [&](uint64_t i, const Record& r, const RecordLocation& loc) {
-        if (r.image.encoding != Encoding::kJpeg) return absl::OkStatus();
+        if (SchemaKnown()) {
+          absl::Status agrees = CheckRecordAgainstSchema(r, ds_.manifest().schema);
+          if (!agrees.ok()) {
+            out->problems.push_back(At(k, i, loc.file_offset(),
+                                       absl::StrCat(out->path, " @", loc.Text(), " record ", i,
+                                                    " '", EscapeKey(r.key), "': ",
+                                                    agrees.message())));
+            return absl::OkStatus();
+          }
+        }
+        if (jpeg == nullptr || r.image.encoding != Encoding::kJpeg) return absl::OkStatus();
         absl::Status decoded = jpeg->Check(r.payload, r.image);
         ++out->decoded;
         if (!decoded.ok()) {

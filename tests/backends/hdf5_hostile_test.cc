@@ -322,6 +322,8 @@ TEST_F(Hdf5ShardEdited, OffsetPastTheDataIsRefusedBeforeAnyAllocation) {
   ReaderOptions o;
   o.path = dir_.path().string();
   o.batch_size = 4;
+  o.transform.kind = Transform::Kind::kCenterCrop;
+  o.transform.size = 8;
   EXPECT_THAT(Reader::Open(o), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("'offsets'")));
 }
 
@@ -331,6 +333,7 @@ TEST(Hdf5Hostile, MetadataAttributeOfManyStringsIsRefused) {
     WriteImages(file, 2);
     Id type(H5Tcopy(H5T_C_S1), H5Tclose);
     ASSERT_GE(H5Tset_size(type, H5T_VARIABLE), 0);
+    ASSERT_GE(H5Tset_cset(type, H5T_CSET_UTF8), 0);  // as the reader reads it
     Id space = Space({64});
     Id attr(H5Acreate2(file, backends::kHdf5MetaAttribute, type, space, H5P_DEFAULT,
                        H5P_DEFAULT),

@@ -260,6 +260,34 @@ TEST(Hdf5Hostile, FilteredChunksClaimingFarMoreThanStoredAreRefused) {
   ExpectRefused(path, "more than 2048 to 1 after its filters");
 }
 
+// Rows of 4 GB (within what a record holds), backed by 2 MB of filtered
+// chunk bytes (never read): batches of them cannot be allocated, and the
+// reader says so instead of writing into the null pointer malloc returned.
+TEST(Hdf5Hostile, BatchMemoryThatCannotBeHadIsAnError) {
+  TempDir dir;
+  constexpr hsize_t kSide = 37000;  // 37000 x 37000 x 3 = 4107000000 bytes a row
+  std::string path = PlainFile(dir, "big-rows.h5", 1, [](hid_t file) {
+    Id dcpl = CreatePlist(H5P_DATASET_CREATE);
+    hsize_t chunk[] = {1, kSide, kSide, 3};
+    ASSERT_GE(H5Pset_chunk(dcpl, 4, chunk), 0);
+    ASSERT_GE(H5Pset_deflate(dcpl, 1), 0);
+    Id space = Space({1, kSide, kSide, 3});
+    Id d(H5Dcreate2(file, "images", H5T_NATIVE_UINT8, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+         H5Dclose);
+    std::vector<uint8_t> stored(size_t{2} << 20, 0x5a);
+    hsize_t offset[] = {0, 0, 0, 0};
+    ASSERT_GE(H5Dwrite_chunk(d, H5P_DEFAULT, 0, offset, stored.size(), stored.data()), 0);
+  });
+  SP_ASSERT_OK(backends::Hdf5ShardReader::Open(path).status());
+  ReaderOptions o;
+  o.path = path;
+  o.batch_size = 1 << 14;  // 67 TB a slot: beyond any address space, times 4 slots
+  o.remainder = Remainder::kPartial;
+  o.threads = 1;
+  EXPECT_THAT(Reader::Open(o), StatusIs(absl::StatusCode::kResourceExhausted,
+                                        AllOf(HasSubstr(path), HasSubstr("out of memory"))));
+}
+
 TEST(Hdf5Hostile, LabelsOfTheWrongRankAreRefused) {
   TempDir dir;
   std::string path = dir.Join("rank.h5");

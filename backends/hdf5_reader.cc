@@ -85,8 +85,8 @@ std::string Printable(std::string_view text) {
 }
 
 absl::Status Refused(const std::string& path, const char* name, std::string_view what) {
-  return absl::DataLossError(absl::StrCat(path, ": dataset '", name, "' ",
-                                          absl::string_view(what.data(), what.size())));
+  return absl::DataLossError(
+      absl::StrCat(path, ": dataset '", name, "' ", absl::string_view(what.data(), what.size())));
 }
 
 // Only hard links: a soft, external or user-defined link could point the
@@ -112,15 +112,16 @@ bool BuiltInFilter(H5Z_filter_t id) {
 
 // The dataset's bytes come from this file alone, through built-in filters:
 // no virtual dataset, no external storage. Sets *filtered. Lock held.
-absl::Status CheckSources(const std::string& path, const char* name, hid_t dcpl,
-                          bool* filtered) {
+absl::Status CheckSources(const std::string& path, const char* name, hid_t dcpl, bool* filtered) {
   if (H5Pget_layout(dcpl) == H5D_VIRTUAL) {
-    return Refused(path, name, "is a virtual dataset (its rows live in other datasets), "
-                               "which shardpack does not read");
+    return Refused(path, name,
+                   "is a virtual dataset (its rows live in other datasets), "
+                   "which shardpack does not read");
   }
   if (H5Pget_external_count(dcpl) != 0) {
-    return Refused(path, name, "uses external storage (its bytes live in other files), "
-                               "which shardpack does not read");
+    return Refused(path, name,
+                   "uses external storage (its bytes live in other files), "
+                   "which shardpack does not read");
   }
   const int filters = H5Pget_nfilters(dcpl);
   if (filters < 0) return internal::Hdf5Error(path, absl::StrCat("filters of '", name, "'"));
@@ -129,8 +130,8 @@ absl::Status CheckSources(const std::string& path, const char* name, hid_t dcpl,
     std::array<unsigned, 8> values{};
     size_t count = values.size();
     char filter_name[80] = {};
-    H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &count,
-                                     values.data(), sizeof(filter_name), filter_name, &config);
+    H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &count, values.data(),
+                                     sizeof(filter_name), filter_name, &config);
     if (id < 0) return internal::Hdf5Error(path, absl::StrCat("filters of '", name, "'"));
     if (!BuiltInFilter(id)) {
       return Refused(path, name,
@@ -149,10 +150,12 @@ absl::Status CheckSources(const std::string& path, const char* name, hid_t dcpl,
 // bounds the storage by the file, since the chunk index that reports it is
 // file contents too. Lock held.
 absl::Status CheckExtent(const std::string& path, const char* name, hid_t dataset,
-                         const std::vector<hsize_t>& dims, size_t element_bytes,
-                         bool filtered, uint64_t file_bytes) {
+                         const std::vector<hsize_t>& dims, size_t element_bytes, bool filtered,
+                         uint64_t file_bytes) {
   // Saturating products: UINT64_MAX is above every limit below.
-  auto times = [](uint64_t a, uint64_t b) { return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b; };
+  auto times = [](uint64_t a, uint64_t b) {
+    return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+  };
   uint64_t logical = element_bytes;
   for (hsize_t d : dims) logical = times(logical, d);
   if (logical == 0) return absl::OkStatus();
@@ -161,8 +164,8 @@ absl::Status CheckExtent(const std::string& path, const char* name, hid_t datase
   const uint64_t limit = times(stored, filtered ? kMaxFilterRatio : 1);
   if (logical <= limit) return absl::OkStatus();
   return Refused(path, name,
-                 absl::StrCat("claims ", logical, " bytes but the file (",
-                              file_bytes, " bytes) stores ", stored, " of them",
+                 absl::StrCat("claims ", logical, " bytes but the file (", file_bytes,
+                              " bytes) stores ", stored, " of them",
                               filtered ? absl::StrCat(" (more than ", kMaxFilterRatio,
                                                       " to 1 after its filters)")
                                        : std::string(" (rows without storage read as fill "
@@ -179,12 +182,16 @@ struct SlotShape {
 
 SlotShape ShapeOf(int slot) {
   switch (slot) {
-    case kImages: return {0, 1};
+    case kImages:
+      return {0, 1};
     case kData:
     case kKeys:
-    case kExtra: return {1, 1};
-    case kImageInfo: return {2, 0};
-    default: return {1, 0};  // offsets and labels
+    case kExtra:
+      return {1, 1};
+    case kImageInfo:
+      return {2, 0};
+    default:
+      return {1, 0};  // offsets and labels
   }
 }
 
@@ -195,17 +202,19 @@ absl::Status CheckShape(const std::string& path, int slot, hid_t type,
   const bool rank_ok = want.rank == 0 ? (dims.size() == 3 || dims.size() == 4)
                                       : dims.size() == static_cast<size_t>(want.rank);
   if (!rank_ok || (slot == kImageInfo && dims[1] != kHdf5ImageInfoColumns)) {
-    return Refused(path, name, absl::StrCat("has ", dims.size(), " dimensions, not the ",
-                                            slot == kImageInfo ? "[N,5]"
-                                            : want.rank == 0   ? "[N,H,W,C] or [N,H,W]"
-                                                               : "one",
-                                            " it must have"));
+    return Refused(path, name,
+                   absl::StrCat("has ", dims.size(), " dimensions, not the ",
+                                slot == kImageInfo ? "[N,5]"
+                                : want.rank == 0   ? "[N,H,W,C] or [N,H,W]"
+                                                   : "one",
+                                " it must have"));
   }
   const size_t bytes = H5Tget_size(type);
   if (H5Tget_class(type) != H5T_INTEGER || bytes == 0 || bytes > 8 ||
       (want.element_bytes != 0 && bytes != want.element_bytes)) {
-    return Refused(path, name, want.element_bytes == 1 ? "does not hold bytes (uint8)"
-                                                       : "does not hold integers");
+    return Refused(
+        path, name,
+        want.element_bytes == 1 ? "does not hold bytes (uint8)" : "does not hold integers");
   }
   return absl::OkStatus();
 }
@@ -213,8 +222,8 @@ absl::Status CheckShape(const std::string& path, int slot, hid_t type,
 // Opens dataset `slot` if the file has it, after checking that everything
 // read from it comes from this file and that its extent is backed by it.
 // Lock held.
-absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, uint64_t file_bytes,
-                                 int slot, Hid* out, std::vector<hsize_t>* dims) {
+absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, uint64_t file_bytes, int slot,
+                                 Hid* out, std::vector<hsize_t>* dims) {
   const char* name = SlotName(slot);
   htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
   if (exists < 0) return internal::Hdf5Error(path, absl::StrCat("looking up '", name, "'"));
@@ -242,8 +251,8 @@ absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, uint64_t f
   dims->resize(static_cast<size_t>(rank));
   H5Sget_simple_extent_dims(space.get(), dims->data(), nullptr);
   SP_RETURN_IF_ERROR(CheckShape(path, slot, type.get(), *dims));
-  SP_RETURN_IF_ERROR(CheckExtent(path, name, out->get(), *dims, H5Tget_size(type.get()),
-                                 filtered, file_bytes));
+  SP_RETURN_IF_ERROR(
+      CheckExtent(path, name, out->get(), *dims, H5Tget_size(type.get()), filtered, file_bytes));
   return true;
 }
 
@@ -309,8 +318,8 @@ absl::Status Hdf5ShardReader::Load() {
   SP_ASSIGN_OR_RETURN(std::optional<std::string> meta, ReadMetaAttribute(path_, f.file.get()));
   std::array<bool, kSlots> have{};
   for (int s = 0; s < kSlots; ++s) {
-    SP_ASSIGN_OR_RETURN(have[s], OpenDataset(path_, f.file.get(), file_bytes_, s,
-                                             &f.datasets[s], &f.dims[s]));
+    SP_ASSIGN_OR_RETURN(
+        have[s], OpenDataset(path_, f.file.get(), file_bytes_, s, &f.datasets[s], &f.dims[s]));
   }
   auto missing = [&](int slot) {
     return absl::DataLossError(absl::StrCat(path_, ": missing dataset '", SlotName(slot), "'"));
@@ -354,9 +363,10 @@ absl::Status Hdf5ShardReader::Load() {
     const std::vector<hsize_t>& d = f.dims[kImages];
     if (d[1] == 0 || d[1] > UINT32_MAX || d[2] == 0 || d[2] > UINT32_MAX ||
         (d.size() == 4 && (d[3] == 0 || d[3] > 255))) {
-      return absl::DataLossError(absl::StrCat(
-          path_, ": dataset 'images' is not [N,H,W,C] (0 < H, W < 2^32, 0 < C <= 255) or "
-                 "[N,H,W]"));
+      return absl::DataLossError(
+          absl::StrCat(path_,
+                       ": dataset 'images' is not [N,H,W,C] (0 < H, W < 2^32, 0 < C <= 255) or "
+                       "[N,H,W]"));
     }
     size_ = d[0];
     fixed_shape_ = true;
@@ -376,9 +386,8 @@ absl::Status Hdf5ShardReader::Load() {
   if (fixed_shape_ && meta_.schema.image.RawBytes() > kMaxRowBytes) {
     const ImageInfo& i = meta_.schema.image;
     return absl::DataLossError(absl::StrCat(
-        path_, ": dataset 'images' has rows of ", i.RawBytes(), " bytes (", i.height, "x",
-        i.width, "x", static_cast<int>(i.channels), "), more than a record holds (",
-        kMaxRowBytes, ")"));
+        path_, ": dataset 'images' has rows of ", i.RawBytes(), " bytes (", i.height, "x", i.width,
+        "x", static_cast<int>(i.channels), "), more than a record holds (", kMaxRowBytes, ")"));
   }
   // Every per-row dataset has size() rows (offsets one more).
   for (int s = 0; s < kSlots; ++s) {
@@ -401,8 +410,8 @@ absl::Status Hdf5ShardReader::Load() {
         chunk[0] > 0) {
       // The chunk shape is file contents: a step is never more than
       // kMaxChunkReadBytes of rows (at least one row) because of it.
-      chunk_rows_ = std::min<uint64_t>(
-          chunk[0], std::max<uint64_t>(1, kMaxChunkReadBytes / row_bytes));
+      chunk_rows_ =
+          std::min<uint64_t>(chunk[0], std::max<uint64_t>(1, kMaxChunkReadBytes / row_bytes));
     }
   }
   H5Eclear2(H5E_DEFAULT);
@@ -469,9 +478,9 @@ absl::Status Hdf5ShardReader::ReadOffsets(uint64_t begin, uint64_t end, int64_t*
   for (uint64_t i = 0; i <= end - begin; ++i) {
     const int64_t o = offsets[i];
     if (o < 0 || static_cast<uint64_t>(o) > data_bytes || (i > 0 && o < offsets[i - 1])) {
-      return absl::DataLossError(absl::StrCat(path_, " record ", begin + i, ": 'offsets' value ",
-                                              o, " out of order or outside 'data' (",
-                                              data_bytes, " bytes)"));
+      return absl::DataLossError(absl::StrCat(path_, " record ", begin + i, ": 'offsets' value ", o,
+                                              " out of order or outside 'data' (", data_bytes,
+                                              " bytes)"));
     }
   }
   return absl::OkStatus();

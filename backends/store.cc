@@ -79,8 +79,8 @@ class Hdf5Scanner : public ShardScanner {
       try {
         s = ScanStep(at, step_end, visit);
       } catch (const std::bad_alloc&) {
-        s = absl::ResourceExhaustedError(absl::StrCat(r_->path(), ": out of memory reading rows [",
-                                                      at, ", ", step_end, ")"));
+        s = absl::ResourceExhaustedError(
+            absl::StrCat(r_->path(), ": out of memory reading rows [", at, ", ", step_end, ")"));
       }
       SP_RETURN_IF_ERROR(s);
       at = step_end;

@@ -166,11 +166,12 @@ absl::Status CheckShardSizes(const std::string& directory, const std::string& pa
     const uint64_t real = regular ? std::filesystem::file_size(shard, ec) : 0;
     const uint64_t limit = regular && !ec ? std::min(real, e.bytes) : e.bytes;
     if (e.records > limit) {
-      return absl::DataLossError(absl::StrCat(
-          path, ".shards[", i, "].records: ", e.records, " records cannot fit in ", limit,
-          " bytes (", regular && !ec ? absl::StrCat(e.path, " has ", real, ", the manifest says ")
-                                     : std::string("the manifest says "),
-          e.bytes, ")"));
+      return absl::DataLossError(
+          absl::StrCat(path, ".shards[", i, "].records: ", e.records, " records cannot fit in ",
+                       limit, " bytes (",
+                       regular && !ec ? absl::StrCat(e.path, " has ", real, ", the manifest says ")
+                                      : std::string("the manifest says "),
+                       e.bytes, ")"));
     }
   }
   return absl::OkStatus();

@@ -55,9 +55,9 @@ uint64_t ZstdFrameBound(std::span<const uint8_t> frame) {
     at += 3;
     last = (header & 1) != 0;
     const uint32_t type = (header >> 1) & 3, size = header >> 3;
-    if (type == 3) return 0;                             // reserved
-    bound += type == 2 ? block_max : size;               // compressed : raw, RLE
-    at += type == 1 ? 1 : size;                          // RLE stores one byte
+    if (type == 3) return 0;                // reserved
+    bound += type == 2 ? block_max : size;  // compressed : raw, RLE
+    at += type == 1 ? 1 : size;             // RLE stores one byte
   }
   return bound;
 }
@@ -78,14 +78,16 @@ absl::Status CheckZstdFrame(const std::string& name, const BlockInfo& info, size
       ZSTD_findFrameCompressedSize(payload.data(), payload.size()) != payload.size() ||
       content == ZSTD_CONTENTSIZE_ERROR ||
       (content != ZSTD_CONTENTSIZE_UNKNOWN && content != info.raw_size)) {
-    return DataLossAt(name, at, absl::StrCat("block ", b, " is not one zstd frame of ",
-                                             info.raw_size, " raw bytes, smaller than that"));
+    return DataLossAt(name, at,
+                      absl::StrCat("block ", b, " is not one zstd frame of ", info.raw_size,
+                                   " raw bytes, smaller than that"));
   }
   const uint64_t bound = ZstdFrameBound(payload);
   if (bound < info.raw_size) {
-    return DataLossAt(name, at, absl::StrCat("block ", b, " claims ", info.raw_size,
-                                             " raw bytes, but its zstd frame of ",
-                                             payload.size(), " bytes can hold at most ", bound));
+    return DataLossAt(
+        name, at,
+        absl::StrCat("block ", b, " claims ", info.raw_size, " raw bytes, but its zstd frame of ",
+                     payload.size(), " bytes can hold at most ", bound));
   }
   return absl::OkStatus();
 }
@@ -153,9 +155,9 @@ absl::StatusOr<BlockView> BlockDecoder::DecodeImpl(
     SP_RETURN_IF_ERROR(CheckZstdFrame(name, info, b, payload));
     uint8_t* raw = raw_buffer(info.raw_size);
     if (raw == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(name, " @", info.offset, ": out of memory for the ", info.raw_size,
-                       " raw bytes of block ", b));
+      return absl::ResourceExhaustedError(absl::StrCat(name, " @", info.offset,
+                                                       ": out of memory for the ", info.raw_size,
+                                                       " raw bytes of block ", b));
     }
     // The capacity is the index's raw size: a frame never writes past it.
     size_t n = ZSTD_decompressDCtx(zstd_->dctx, raw, info.raw_size,

@@ -112,9 +112,9 @@ Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
 absl::Status Pipeline::CheckRing(const std::string& path) const {
   for (const RingSlot& slot : ring_) {
     if (slot.images == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          path, ": out of memory for a batch of ", options_.batch_size, " samples of ",
-          transform_->shape().sample_bytes, " bytes"));
+      return absl::ResourceExhaustedError(absl::StrCat(path, ": out of memory for a batch of ",
+                                                       options_.batch_size, " samples of ",
+                                                       transform_->shape().sample_bytes, " bytes"));
     }
   }
   return absl::OkStatus();

@@ -125,9 +125,8 @@ TEST(Hdf5Hostile, ExternalLinkIsRefused) {
   TempDir dir;
   std::string other = PlainFile(dir, "other.h5", 4, [](hid_t file) { WriteImages(file, 4); });
   std::string path = PlainFile(dir, "elink.h5", 4, [&](hid_t file) {
-    ASSERT_GE(H5Lcreate_external(other.c_str(), "/images", file, "images", H5P_DEFAULT,
-                                 H5P_DEFAULT),
-              0);
+    ASSERT_GE(
+        H5Lcreate_external(other.c_str(), "/images", file, "images", H5P_DEFAULT, H5P_DEFAULT), 0);
   });
   ExpectRefused(path, "dataset 'images' is an external link");
 }
@@ -148,9 +147,15 @@ hid_t TraverseNowhere(const char*, hid_t, const void*, size_t, hid_t, hid_t) { r
 
 TEST(Hdf5Hostile, UserDefinedLinkIsRefused) {
   TempDir dir;
-  const H5L_class_t ud = {H5L_LINK_CLASS_T_VERS, static_cast<H5L_type_t>(H5L_TYPE_UD_MIN + 7),
-                          "shardpack_test_link", nullptr, nullptr, nullptr, TraverseNowhere,
-                          nullptr, nullptr};
+  const H5L_class_t ud = {H5L_LINK_CLASS_T_VERS,
+                          static_cast<H5L_type_t>(H5L_TYPE_UD_MIN + 7),
+                          "shardpack_test_link",
+                          nullptr,
+                          nullptr,
+                          nullptr,
+                          TraverseNowhere,
+                          nullptr,
+                          nullptr};
   ASSERT_GE(H5Lregister(&ud), 0);
   std::string path = PlainFile(dir, "ud.h5", 4, [&](hid_t file) {
     ASSERT_GE(H5Lcreate_ud(file, "images", ud.id, "x", 1, H5P_DEFAULT, H5P_DEFAULT), 0);
@@ -167,8 +172,8 @@ size_t IdentityFilter(unsigned, size_t, const unsigned[], size_t nbytes, size_t*
 
 TEST(Hdf5Hostile, FilterThatNeedsAPluginIsRefusedByName) {
   TempDir dir;
-  const H5Z_class2_t filter = {H5Z_CLASS_T_VERS, 40000, 1, 1, "evil_plugin_filter",
-                               nullptr, nullptr, IdentityFilter};
+  const H5Z_class2_t filter = {H5Z_CLASS_T_VERS,     40000,   1,       1,
+                               "evil_plugin_filter", nullptr, nullptr, IdentityFilter};
   ASSERT_GE(H5Zregister(&filter), 0);
   std::string path = PlainFile(dir, "plugin.h5", 4, [](hid_t file) {
     Id dcpl = CreatePlist(H5P_DATASET_CREATE);
@@ -307,8 +312,7 @@ class Hdf5ShardEdited : public ::testing::Test {
     std::vector<testing::OwnedRecord> records;
     for (int i = 0; i < 20; ++i) records.push_back(testing::JpegLikeRecord(i, 50 + i));
     for (int i = 0; i < 20; ++i) records[i].extra = testing::PatternBytes(i, 5);
-    auto m = testing::WriteDataset(dir_.path(), Backend::kHdf5, records,
-                                   testing::JpegSchema());
+    auto m = testing::WriteDataset(dir_.path(), Backend::kHdf5, records, testing::JpegSchema());
     ASSERT_TRUE(m.ok()) << m.status();
     path_ = dir_.Join(m->shards[0].path);
   }
@@ -363,8 +367,7 @@ TEST(Hdf5Hostile, MetadataAttributeOfManyStringsIsRefused) {
     ASSERT_GE(H5Tset_size(type, H5T_VARIABLE), 0);
     ASSERT_GE(H5Tset_cset(type, H5T_CSET_UTF8), 0);  // as the reader reads it
     Id space = Space({64});
-    Id attr(H5Acreate2(file, backends::kHdf5MetaAttribute, type, space, H5P_DEFAULT,
-                       H5P_DEFAULT),
+    Id attr(H5Acreate2(file, backends::kHdf5MetaAttribute, type, space, H5P_DEFAULT, H5P_DEFAULT),
             H5Aclose);
     std::vector<const char*> texts(64, "{}");
     ASSERT_GE(H5Awrite(attr, type, texts.data()), 0);
@@ -376,8 +379,8 @@ TEST(Hdf5Hostile, MetadataAttributeOfManyStringsIsRefused) {
 // names plugin folders; the message says which filter is missing instead.
 TEST(Hdf5Errors, OneLineWithoutPluginFolders) {
   TempDir dir;
-  const H5Z_class2_t filter = {H5Z_CLASS_T_VERS, 40001, 1, 1, "gone_filter", nullptr, nullptr,
-                               IdentityFilter};
+  const H5Z_class2_t filter = {H5Z_CLASS_T_VERS, 40001,   1,       1,
+                               "gone_filter",    nullptr, nullptr, IdentityFilter};
   ASSERT_GE(H5Zregister(&filter), 0);
   std::string path = PlainFile(dir, "gone.h5", 4, [](hid_t file) {
     Id dcpl = CreatePlist(H5P_DATASET_CREATE);
@@ -394,8 +397,9 @@ TEST(Hdf5Errors, OneLineWithoutPluginFolders) {
   ASSERT_LT(H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), 0);
   absl::Status s = backends::internal::Hdf5Error(path, "reading 'images'");
   EXPECT_THAT(std::string(s.message()),
-              AllOf(HasSubstr(path), HasSubstr("reading 'images': required filter 'gone_filter' "
-                                               "is not registered"),
+              AllOf(HasSubstr(path),
+                    HasSubstr("reading 'images': required filter 'gone_filter' "
+                              "is not registered"),
                     Not(HasSubstr("plugin")), Not(HasSubstr("unknown"))));
   H5Eclear2(H5E_DEFAULT);
   EXPECT_EQ(backends::internal::Hdf5Error(path, "closing").message(), path + ": closing failed");
@@ -411,9 +415,8 @@ TEST(Hdf5Hostile, ConvertAndExtractCannotReachOtherFiles) {
     ASSERT_GE(H5Pset_external(dcpl, secret.c_str(), 0, 48 * 4), 0);
     AddDataset(file, "images", H5T_NATIVE_UINT8, {4, 4, 4, 3}, dcpl);
   });
-  testing::RunResult convert =
-      testing::Run({SHARDPACK_PATH, "convert", path, "-o", dir.Join("out"), "--format", "shard",
-                    "-q"});
+  testing::RunResult convert = testing::Run(
+      {SHARDPACK_PATH, "convert", path, "-o", dir.Join("out"), "--format", "shard", "-q"});
   EXPECT_EQ(convert.exit_code, 1);
   EXPECT_THAT(convert.err, HasSubstr("uses external storage"));
   testing::RunResult extract =
@@ -429,8 +432,8 @@ TEST(Hdf5Hostile, ConvertAndExtractCannotReachOtherFiles) {
   ReaderOptions o;
   o.path = path;
   o.batch_size = 2;
-  EXPECT_THAT(Reader::Open(o), StatusIs(absl::StatusCode::kDataLoss,
-                                        HasSubstr("uses external storage")));
+  EXPECT_THAT(Reader::Open(o),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("uses external storage")));
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // break the magic and the versions, and damage fields behind refreshed
 // checksums. Every damage must be reported with the shard's name and an
 // offset, and no damage may ever come back as good but different data.
+#include <zstd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -9,8 +11,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <zstd.h>
 
 #include "absl/strings/str_cat.h"
 #include "format/coding.h"
@@ -621,8 +621,8 @@ TEST_F(RefreshedChecksumsTest, ZstdFrameClaimingAGibibyteIsRefusedBeforeAllocati
   constexpr uint32_t kGiB = 1u << 30;
   std::vector<uint8_t> frame = {0x28, 0xb5, 0x2f, 0xfd,  // magic
                                 0xa0,                    // 4-byte content size, one segment
-                                0, 0, 0, 0x40,           // content size 2^30
-                                0, 0, 0, 0};             // last RLE block (size below), byte 0
+                                0,    0,    0,    0x40,  // content size 2^30
+                                0,    0,    0,    0};    // last RLE block (size below), byte 0
   StoreLE<uint32_t>(&frame[9], (4096u << 3) | (1u << 1) | 1u);
   frame.resize(13);
   ASSERT_EQ(ZSTD_getFrameContentSize(frame.data(), frame.size()), kGiB);

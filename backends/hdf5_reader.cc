@@ -2,9 +2,11 @@
 // hyperslabs of many rows, one H5Dread per dataset per call.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <filesystem>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "backends/hdf5_store.h"
@@ -59,13 +61,175 @@ struct Hdf5ShardReader::Files {
 
 namespace {
 
-// Opens dataset `slot` if the file has it. Lock held.
-absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, int slot, Hid* out,
-                                 std::vector<hsize_t>* dims, bool integer_only) {
+// Limits on what a file may claim, checked before anything is allocated
+// (docs/format.md, "What an HDF5 reader refuses").
+//
+// A row of `images` must fit one record of a .shard (payload sizes are u32).
+constexpr uint64_t kMaxRowBytes = std::numeric_limits<uint32_t>::max();
+// Logical bytes a filtered dataset may hold per stored byte. deflate, the
+// best of HDF5's built-in filters on real data, peaks at 1032:1; beyond
+// this a few KB could claim terabytes (scaleoffset stores a constant chunk
+// in a few bytes).
+constexpr uint64_t kMaxFilterRatio = 2048;
+// Largest read a scan step or reader unit asks for because of the file's
+// chunk shape (a file can declare chunks of up to 4 GiB).
+constexpr uint64_t kMaxChunkReadBytes = uint64_t{64} << 20;
+
+// HDF5 names and filter names come from the file: keep them to one
+// printable line.
+std::string Printable(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
+absl::Status Refused(const std::string& path, const char* name, std::string_view what) {
+  return absl::DataLossError(
+      absl::StrCat(path, ": dataset '", name, "' ", absl::string_view(what.data(), what.size())));
+}
+
+// Only hard links: a soft, external or user-defined link could point the
+// reader at another object or another file. Lock held.
+absl::Status CheckLink(const std::string& path, hid_t file, const char* name) {
+  H5L_info_t info;
+  if (H5Lget_info(file, name, &info, H5P_DEFAULT) < 0) {
+    return internal::Hdf5Error(path, absl::StrCat("looking up '", name, "'"));
+  }
+  if (info.type == H5L_TYPE_HARD) return absl::OkStatus();
+  const char* kind = info.type == H5L_TYPE_SOFT       ? "a soft link"
+                     : info.type == H5L_TYPE_EXTERNAL ? "an external link (to another file)"
+                                                      : "a user-defined link";
+  return Refused(path, name, absl::StrCat("is ", kind, ", which shardpack does not follow"));
+}
+
+// Filters HDF5 implements itself; any other needs a plugin (refused, and
+// plugin loading is off: see LockHdf5).
+bool BuiltInFilter(H5Z_filter_t id) {
+  return id == H5Z_FILTER_DEFLATE || id == H5Z_FILTER_SHUFFLE || id == H5Z_FILTER_FLETCHER32 ||
+         id == H5Z_FILTER_SZIP || id == H5Z_FILTER_NBIT || id == H5Z_FILTER_SCALEOFFSET;
+}
+
+// The dataset's bytes come from this file alone, through built-in filters:
+// no virtual dataset, no external storage. Sets *filtered. Lock held.
+absl::Status CheckSources(const std::string& path, const char* name, hid_t dcpl, bool* filtered) {
+  if (H5Pget_layout(dcpl) == H5D_VIRTUAL) {
+    return Refused(path, name,
+                   "is a virtual dataset (its rows live in other datasets), "
+                   "which shardpack does not read");
+  }
+  if (H5Pget_external_count(dcpl) != 0) {
+    return Refused(path, name,
+                   "uses external storage (its bytes live in other files), "
+                   "which shardpack does not read");
+  }
+  const int filters = H5Pget_nfilters(dcpl);
+  if (filters < 0) return internal::Hdf5Error(path, absl::StrCat("filters of '", name, "'"));
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0, config = 0;
+    std::array<unsigned, 8> values{};
+    size_t count = values.size();
+    char filter_name[80] = {};
+    H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &count, values.data(),
+                                     sizeof(filter_name), filter_name, &config);
+    if (id < 0) return internal::Hdf5Error(path, absl::StrCat("filters of '", name, "'"));
+    if (!BuiltInFilter(id)) {
+      return Refused(path, name,
+                     absl::StrCat("needs HDF5 filter ", id, " ('", Printable(filter_name),
+                                  "'), not one built into HDF5 (deflate, shuffle, fletcher32, "
+                                  "szip, nbit, scaleoffset); filter plugins are not loaded"));
+    }
+  }
+  *filtered = filters > 0;
+  return absl::OkStatus();
+}
+
+// The extent is backed by bytes of this file: without filters every
+// logical byte is stored (rows with no storage would read as fill values);
+// with filters at most kMaxFilterRatio logical bytes per stored byte. Also
+// bounds the storage by the file, since the chunk index that reports it is
+// file contents too. Lock held.
+absl::Status CheckExtent(const std::string& path, const char* name, hid_t dataset,
+                         const std::vector<hsize_t>& dims, size_t element_bytes, bool filtered,
+                         uint64_t file_bytes) {
+  // Saturating products: UINT64_MAX is above every limit below.
+  auto times = [](uint64_t a, uint64_t b) {
+    return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+  };
+  uint64_t logical = element_bytes;
+  for (hsize_t d : dims) logical = times(logical, d);
+  if (logical == 0) return absl::OkStatus();
+  const uint64_t stored = std::min<uint64_t>(H5Dget_storage_size(dataset), file_bytes);
+  H5Eclear2(H5E_DEFAULT);  // 0 with an error is judged as 0 bytes stored
+  const uint64_t limit = times(stored, filtered ? kMaxFilterRatio : 1);
+  if (logical <= limit) return absl::OkStatus();
+  return Refused(path, name,
+                 absl::StrCat("claims ", logical, " bytes but the file (", file_bytes,
+                              " bytes) stores ", stored, " of them",
+                              filtered ? absl::StrCat(" (more than ", kMaxFilterRatio,
+                                                      " to 1 after its filters)")
+                                       : std::string(" (rows without storage read as fill "
+                                                     "values, not data)")));
+}
+
+// Shape and element type the reader will read the dataset as: `rank`
+// dimensions (0: 3 or 4, for images) of integers of `element_bytes` (0: any
+// integer up to 8 bytes).
+struct SlotShape {
+  int rank;
+  size_t element_bytes;
+};
+
+SlotShape ShapeOf(int slot) {
+  switch (slot) {
+    case kImages:
+      return {0, 1};
+    case kData:
+    case kKeys:
+    case kExtra:
+      return {1, 1};
+    case kImageInfo:
+      return {2, 0};
+    default:
+      return {1, 0};  // offsets and labels
+  }
+}
+
+absl::Status CheckShape(const std::string& path, int slot, hid_t type,
+                        const std::vector<hsize_t>& dims) {
+  const char* name = SlotName(slot);
+  const SlotShape want = ShapeOf(slot);
+  const bool rank_ok = want.rank == 0 ? (dims.size() == 3 || dims.size() == 4)
+                                      : dims.size() == static_cast<size_t>(want.rank);
+  if (!rank_ok || (slot == kImageInfo && dims[1] != kHdf5ImageInfoColumns)) {
+    return Refused(path, name,
+                   absl::StrCat("has ", dims.size(), " dimensions, not the ",
+                                slot == kImageInfo ? "[N,5]"
+                                : want.rank == 0   ? "[N,H,W,C] or [N,H,W]"
+                                                   : "one",
+                                " it must have"));
+  }
+  const size_t bytes = H5Tget_size(type);
+  if (H5Tget_class(type) != H5T_INTEGER || bytes == 0 || bytes > 8 ||
+      (want.element_bytes != 0 && bytes != want.element_bytes)) {
+    return Refused(
+        path, name,
+        want.element_bytes == 1 ? "does not hold bytes (uint8)" : "does not hold integers");
+  }
+  return absl::OkStatus();
+}
+
+// Opens dataset `slot` if the file has it, after checking that everything
+// read from it comes from this file and that its extent is backed by it.
+// Lock held.
+absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, uint64_t file_bytes, int slot,
+                                 Hid* out, std::vector<hsize_t>* dims) {
   const char* name = SlotName(slot);
   htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
   if (exists < 0) return internal::Hdf5Error(path, absl::StrCat("looking up '", name, "'"));
   if (exists == 0) return false;
+  SP_RETURN_IF_ERROR(CheckLink(path, file, name));
   // The bulk datasets are read a whole chunk (or several) per call: without a
   // chunk cache HDF5 reads them straight into the caller's buffer instead of
   // through the cache (one copy less).
@@ -75,6 +239,10 @@ absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, int slot, 
   }
   *out = Hid(H5Dopen2(file, name, dapl.valid() ? dapl.get() : H5P_DEFAULT), H5Dclose);
   if (!out->valid()) return internal::Hdf5Error(path, absl::StrCat("opening '", name, "'"));
+  Hid dcpl(H5Dget_create_plist(out->get()), H5Pclose);
+  if (!dcpl.valid()) return internal::Hdf5Error(path, absl::StrCat("layout of '", name, "'"));
+  bool filtered = false;
+  SP_RETURN_IF_ERROR(CheckSources(path, name, dcpl.get(), &filtered));
   Hid space(H5Dget_space(out->get()), H5Sclose);
   Hid type(H5Dget_type(out->get()), H5Tclose);
   int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
@@ -83,10 +251,9 @@ absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, int slot, 
   }
   dims->resize(static_cast<size_t>(rank));
   H5Sget_simple_extent_dims(space.get(), dims->data(), nullptr);
-  if (integer_only && H5Tget_class(type.get()) != H5T_INTEGER) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": dataset '", name, "' does not hold integers"));
-  }
+  SP_RETURN_IF_ERROR(CheckShape(path, slot, type.get(), *dims));
+  SP_RETURN_IF_ERROR(
+      CheckExtent(path, name, out->get(), *dims, H5Tget_size(type.get()), filtered, file_bytes));
   return true;
 }
 
@@ -103,6 +270,7 @@ absl::StatusOr<std::unique_ptr<Hdf5ShardReader>> Hdf5ShardReader::Open(const std
   // libhdf5 would open a FIFO and wait for a writer.
   SP_RETURN_IF_ERROR(shardpack::internal::CheckRegularFile(path));
   std::unique_ptr<Hdf5ShardReader> r(new Hdf5ShardReader(path));
+  r->file_bytes_ = static_cast<uint64_t>(st.st_size);
   SP_RETURN_IF_ERROR(r->Load());
   return r;
 }
@@ -117,9 +285,12 @@ absl::StatusOr<std::optional<std::string>> ReadMetaAttribute(const std::string& 
   if (exists == 0) return std::nullopt;
   Hid attr(H5Aopen(file, kHdf5MetaAttribute, H5P_DEFAULT), H5Aclose);
   Hid type(attr.valid() ? H5Aget_type(attr.get()) : -1, H5Tclose);
-  if (!type.valid() || H5Tis_variable_str(type.get()) <= 0) {
+  Hid space(attr.valid() ? H5Aget_space(attr.get()) : -1, H5Sclose);
+  // One string: H5Aread writes one pointer per element into `text`.
+  if (!type.valid() || !space.valid() || H5Tis_variable_str(type.get()) <= 0 ||
+      H5Sget_simple_extent_npoints(space.get()) != 1) {
     return absl::DataLossError(absl::StrCat(path, ": attribute ", kHdf5MetaAttribute,
-                                            " is not a variable-length string"));
+                                            " is not one variable-length string"));
   }
   Hid mem(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(mem.get(), H5T_VARIABLE);
@@ -148,9 +319,8 @@ absl::Status Hdf5ShardReader::Load() {
   SP_ASSIGN_OR_RETURN(std::optional<std::string> meta, ReadMetaAttribute(path_, f.file.get()));
   std::array<bool, kSlots> have{};
   for (int s = 0; s < kSlots; ++s) {
-    bool integer = s != kImages && s != kData && s != kKeys && s != kExtra;
-    SP_ASSIGN_OR_RETURN(have[s], OpenDataset(path_, f.file.get(), s, &f.datasets[s], &f.dims[s],
-                                             integer || s == kImages));
+    SP_ASSIGN_OR_RETURN(
+        have[s], OpenDataset(path_, f.file.get(), file_bytes_, s, &f.datasets[s], &f.dims[s]));
   }
   auto missing = [&](int slot) {
     return absl::DataLossError(absl::StrCat(path_, ": missing dataset '", SlotName(slot), "'"));
@@ -192,13 +362,12 @@ absl::Status Hdf5ShardReader::Load() {
     }
     if (!have[kFirstLabel]) return missing(kFirstLabel);
     const std::vector<hsize_t>& d = f.dims[kImages];
-    if ((d.size() != 3 && d.size() != 4) || (d.size() == 4 && (d[3] == 0 || d[3] > 255))) {
-      return absl::DataLossError(absl::StrCat(
-          path_, ": dataset 'images' is not [N,H,W,C] (C <= 255) or [N,H,W]"));
-    }
-    Hid type(H5Dget_type(f.datasets[kImages].get()), H5Tclose);
-    if (H5Tget_size(type.get()) != 1) {
-      return absl::DataLossError(absl::StrCat(path_, ": dataset 'images' is not uint8"));
+    if (d[1] == 0 || d[1] > UINT32_MAX || d[2] == 0 || d[2] > UINT32_MAX ||
+        (d.size() == 4 && (d[3] == 0 || d[3] > 255))) {
+      return absl::DataLossError(
+          absl::StrCat(path_,
+                       ": dataset 'images' is not [N,H,W,C] (0 < H, W < 2^32, 0 < C <= 255) or "
+                       "[N,H,W]"));
     }
     size_ = d[0];
     fixed_shape_ = true;
@@ -214,6 +383,12 @@ absl::Status Hdf5ShardReader::Load() {
   }
   for (size_t k = 0; k < meta_.schema.labels.size(); ++k) {
     labels_.push_back(kFirstLabel + static_cast<int>(k));
+  }
+  if (fixed_shape_ && meta_.schema.image.RawBytes() > kMaxRowBytes) {
+    const ImageInfo& i = meta_.schema.image;
+    return absl::DataLossError(absl::StrCat(
+        path_, ": dataset 'images' has rows of ", i.RawBytes(), " bytes (", i.height, "x", i.width,
+        "x", static_cast<int>(i.channels), "), more than a record holds (", kMaxRowBytes, ")"));
   }
   // Every per-row dataset has size() rows (offsets one more).
   for (int s = 0; s < kSlots; ++s) {
@@ -234,7 +409,10 @@ absl::Status Hdf5ShardReader::Load() {
     std::vector<hsize_t> chunk(f.dims[main].size());
     if (H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) > 0 &&
         chunk[0] > 0) {
-      chunk_rows_ = chunk[0];
+      // The chunk shape is file contents: a step is never more than
+      // kMaxChunkReadBytes of rows (at least one row) because of it.
+      chunk_rows_ =
+          std::min<uint64_t>(chunk[0], std::max<uint64_t>(1, kMaxChunkReadBytes / row_bytes));
     }
   }
   H5Eclear2(H5E_DEFAULT);
@@ -294,8 +472,19 @@ absl::Status Hdf5ShardReader::ReadRows(uint64_t begin, uint64_t end, uint8_t* im
 absl::Status Hdf5ShardReader::ReadOffsets(uint64_t begin, uint64_t end, int64_t* offsets) {
   auto lock = internal::LockHdf5();
   if (fixed_shape_) return absl::FailedPreconditionError(absl::StrCat(path_, ": no 'offsets'"));
-  return ReadSlab(path_, files_->datasets[kOffsets].get(), files_->dims[kOffsets], kOffsets,
-                  begin, end + 1, H5T_NATIVE_INT64, offsets);
+  SP_RETURN_IF_ERROR(ReadSlab(path_, files_->datasets[kOffsets].get(), files_->dims[kOffsets],
+                              kOffsets, begin, end + 1, H5T_NATIVE_INT64, offsets));
+  // Callers size buffers from these: each must lie inside `data`, in order.
+  const uint64_t data_bytes = files_->dims[kData][0];
+  for (uint64_t i = 0; i <= end - begin; ++i) {
+    const int64_t o = offsets[i];
+    if (o < 0 || static_cast<uint64_t>(o) > data_bytes || (i > 0 && o < offsets[i - 1])) {
+      return absl::DataLossError(absl::StrCat(path_, " record ", begin + i, ": 'offsets' value ", o,
+                                              " out of order or outside 'data' (", data_bytes,
+                                              " bytes)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Hdf5ShardReader::ReadData(uint64_t byte_begin, uint64_t byte_end, uint8_t* out) {

@@ -100,7 +100,8 @@ class Hdf5ShardReader {
   // skipped). One H5Dread per dataset. Precondition: begin <= end <= size().
   absl::Status ReadRows(uint64_t begin, uint64_t end, uint8_t* images, int64_t* const* labels);
 
-  // Flat layout: offsets[begin .. end] (end - begin + 1 values), one read.
+  // Flat layout: offsets[begin .. end] (end - begin + 1 values), one read;
+  // DataLossError unless they ascend and lie within `data`.
   absl::Status ReadOffsets(uint64_t begin, uint64_t end, int64_t* offsets);
   // Flat layout: data bytes [byte_begin, byte_end), one read.
   absl::Status ReadData(uint64_t byte_begin, uint64_t byte_end, uint8_t* out);
@@ -123,6 +124,7 @@ class Hdf5ShardReader {
 
   std::string path_;
   std::unique_ptr<Files> files_;
+  uint64_t file_bytes_ = 0;  // the file's size when opened: bounds what it may claim
   uint64_t size_ = 0;
   uint64_t chunk_rows_ = 1;
   bool ours_ = false;

@@ -10,10 +10,17 @@ std::mutex& Hdf5Mutex() {
   return *mutex;
 }
 
-herr_t KeepInnermost(unsigned n, const H5E_error2_t* err, void* data) {
-  // Walking upward, entry 0 is where the error was detected: the most
-  // specific message.
-  if (n == 0 && err->desc != nullptr) *static_cast<std::string*>(data) = err->desc;
+// Walking upward, entry 0 is where the error was detected: the most
+// specific message. Entries of the plugin loader are skipped: they name
+// plugin folders, which says nothing about the file (a filter that needs a
+// plugin is reported by the pipeline entry above them, with its name).
+herr_t KeepInnermost(unsigned, const H5E_error2_t* err, void* data) {
+  auto* text = static_cast<std::string*>(data);
+  if (!text->empty() || err->maj_num == H5E_PLUGIN || err->desc == nullptr ||
+      err->desc[0] == '\0') {
+    return 0;
+  }
+  *text = err->desc;
   return 0;
 }
 
@@ -21,11 +28,14 @@ herr_t KeepInnermost(unsigned n, const H5E_error2_t* err, void* data) {
 
 std::unique_lock<std::mutex> LockHdf5() {
   std::unique_lock<std::mutex> lock(Hdf5Mutex());
-  static bool silenced = [] {
+  static bool configured = [] {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    // No filter plugins: a file must not make this process dlopen a library
+    // from HDF5_PLUGIN_PATH. The reader refuses such filters by name anyway.
+    H5PLset_loading_state(0);
     return true;
   }();
-  (void)silenced;
+  (void)configured;
   return lock;
 }
 
@@ -33,13 +43,18 @@ std::string Hdf5ErrorText() {
   std::string text;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, KeepInnermost, &text);
   H5Eclear2(H5E_DEFAULT);
-  return text.empty() ? "unknown HDF5 error" : text;
+  // Messages can quote names from the file: one printable line.
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return text;
 }
 
 absl::Status Hdf5Error(std::string_view path, std::string_view what) {
+  std::string text = Hdf5ErrorText();
   return absl::DataLossError(absl::StrCat(absl::string_view(path.data(), path.size()), ": ",
-                                          absl::string_view(what.data(), what.size()), ": ",
-                                          Hdf5ErrorText()));
+                                          absl::string_view(what.data(), what.size()),
+                                          text.empty() ? " failed" : ": ", text));
 }
 
 }  // namespace shardpack::backends::internal

@@ -15,15 +15,18 @@
 namespace shardpack::backends::internal {
 
 // Held around every HDF5 call: Debian's libhdf5 is not thread-safe. Taking
-// it also turns HDF5's automatic error printing off (once per process).
+// it also turns HDF5's automatic error printing and its loading of filter
+// plugins off (once per process).
 std::unique_lock<std::mutex> LockHdf5();
 
-// The innermost message of the current HDF5 error stack ("truncated file:
-// eof = ...", "can't open object"), then clears the stack. "unknown HDF5
-// error" when the stack is empty. Call with the lock held.
+// The innermost meaningful message of the current HDF5 error stack
+// ("truncated file: eof = ...", "required filter 'x' is not registered"),
+// as one printable line, then clears the stack. Empty when HDF5 gave none.
+// Call with the lock held.
 std::string Hdf5ErrorText();
 
-// DataLossError "<path>: <what>: <Hdf5ErrorText()>". Lock held.
+// DataLossError "<path>: <what>: <Hdf5ErrorText()>", or "<path>: <what>
+// failed" when HDF5 gave no message. Lock held.
 absl::Status Hdf5Error(std::string_view path, std::string_view what);
 
 // An owning hid_t, closed by the given function (H5Dclose, H5Sclose, ...).

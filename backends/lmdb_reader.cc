@@ -97,6 +97,15 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
   rc = mdb_stat(e.txn, e.dbi, &db);
   if (rc != 0) return LmdbError(path, "mdb_stat", rc);
   r->size_ = r->meta_.shards[0].records;
+  // Each entry takes at least its 8-byte node header and 8-byte key in a
+  // page of the file: a count the file cannot hold is damage (and 2^64 - 1
+  // would wrap the comparison below).
+  constexpr uint64_t kMinEntryBytes = 16;
+  if (r->size_ > static_cast<uint64_t>(st.st_size) / kMinEntryBytes) {
+    return absl::DataLossError(absl::StrCat(path, ": its metadata says ", r->size_,
+                                            " records, more than its ", st.st_size,
+                                            " bytes can hold"));
+  }
   if (db.ms_entries != r->size_ + 1) {
     return absl::DataLossError(absl::StrCat(path, ": holds ", db.ms_entries - 1,
                                             " records, its metadata says ", r->size_));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -73,7 +74,16 @@ class Hdf5Scanner : public ShardScanner {
   absl::Status Scan(uint64_t begin, uint64_t end, ShardRecordVisitor visit) override {
     for (uint64_t at = begin; at < end;) {
       uint64_t step_end = std::min(end, (at / r_->chunk_rows() + 1) * r_->chunk_rows());
-      SP_RETURN_IF_ERROR(ScanStep(at, step_end, visit));
+      // A step's buffers are sized by the file (up to a chunk of 4 GiB rows,
+      // or the keys' bytes): not getting them is an error, not an abort.
+      absl::Status s;
+      try {
+        s = ScanStep(at, step_end, visit);
+      } catch (const std::bad_alloc&) {
+        s = absl::ResourceExhaustedError(
+            absl::StrCat(r_->path(), ": out of memory reading rows [", at, ", ", step_end, ")"));
+      }
+      SP_RETURN_IF_ERROR(s);
       at = step_end;
     }
     return absl::OkStatus();

@@ -1,4 +1,5 @@
 // DatasetWriter: shard rotation, per-shard atomic commit, manifest last.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -155,6 +156,36 @@ absl::StatusOr<Manifest> DatasetWriter::Finish() { return impl_->Finish(); }
 uint64_t DatasetWriter::records() const { return impl_->records(); }
 uint64_t DatasetWriter::bytes() const { return impl_->bytes(); }
 
+namespace {
+
+// Every backend spends more than a byte per record (a .shard at least 28, an
+// LMDB entry 16, our HDF5 files 8 in `labels` or `key_offsets`), so a shard
+// holds at most as many records as bytes: its recorded size, and its real
+// size when the file is there (a missing one is reported by whoever opens
+// it). Tools size tables by these counts before they open a shard.
+absl::Status CheckShardSizes(const std::string& directory, const std::string& path,
+                             const Manifest& m) {
+  for (size_t i = 0; i < m.shards.size(); ++i) {
+    const ShardEntry& e = m.shards[i];
+    std::error_code ec;
+    const std::filesystem::path shard = std::filesystem::path(directory) / e.path;
+    const bool regular = std::filesystem::is_regular_file(shard, ec);
+    const uint64_t real = regular ? std::filesystem::file_size(shard, ec) : 0;
+    const uint64_t limit = regular && !ec ? std::min(real, e.bytes) : e.bytes;
+    if (e.records > limit) {
+      return absl::DataLossError(
+          absl::StrCat(path, ".shards[", i, "].records: ", e.records, " records cannot fit in ",
+                       limit, " bytes (",
+                       regular && !ec ? absl::StrCat(e.path, " has ", real, ", the manifest says ")
+                                      : std::string("the manifest says "),
+                       e.bytes, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Manifest> ReadManifest(const std::string& directory) {
   std::string path = (std::filesystem::path(directory) / kManifestFileName).string();
   auto text = ReadSmallFile(path);
@@ -163,7 +194,9 @@ absl::StatusOr<Manifest> ReadManifest(const std::string& directory) {
                                             kManifestFileName, ")"));
   }
   SP_RETURN_IF_ERROR(text.status());
-  return ParseManifest(*text, path);
+  SP_ASSIGN_OR_RETURN(Manifest m, ParseManifest(*text, path));
+  SP_RETURN_IF_ERROR(CheckShardSizes(directory, path, m));
+  return m;
 }
 
 absl::Status WriteManifest(const std::string& directory, const Manifest& manifest) {

@@ -110,6 +110,17 @@ Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
   }
 }
 
+absl::Status Pipeline::CheckRing(const std::string& path) const {
+  for (const RingSlot& slot : ring_) {
+    if (slot.images == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat(path, ": out of memory for a batch of ",
+                                                       options_.batch_size, " samples of ",
+                                                       transform_->shape().sample_bytes, " bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 Pipeline::~Pipeline() {
   Stop();
   for (UnitSlot& u : units_) std::free(u.buffer);
@@ -264,12 +275,20 @@ bool Pipeline::MakeRoom(uint64_t bytes) {
 
 void Pipeline::Submit(uint32_t unit, EpochRun& run, uint32_t piece) {
   UnitSlot& u = units_[unit];
-  u.buffer = pool_.Take(dataset_->source->BufferBytes(unit), &u.capacity);
+  const size_t bytes = dataset_->source->BufferBytes(unit);
+  u.buffer = pool_.Take(bytes, &u.capacity);
   resident_bytes_ += dataset_->units()[unit].bytes;
   loading_[unit] = 1;
   in_flight_.push_back({unit, {{&run, piece}}});
-  absl::Status s = dataset_->source->Submit(unit, u.buffer);
-  if (!s.ok()) {  // misuse, not data: report it through the unit all the same
+  // A unit's size comes from its file: a buffer that cannot be had fails
+  // the unit (an error out of Next()), never a read into null.
+  absl::Status s =
+      u.buffer != nullptr
+          ? dataset_->source->Submit(unit, u.buffer)
+          : absl::ResourceExhaustedError(absl::StrCat(
+                dataset_->paths[dataset_->units()[unit].file], ": out of memory for a read of ",
+                bytes, " bytes (records ", dataset_->units()[unit].first_record, "..)"));
+  if (!s.ok()) {  // misuse or no memory, not data: report it through the unit all the same
     in_flight_.pop_back();
     loading_[unit] = 0;
     u.error = s;

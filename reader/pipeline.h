@@ -104,6 +104,10 @@ class Pipeline {
 
   uint64_t batches_per_epoch() const { return batches_per_epoch_; }
   void AddStats(ReaderStats* stats) const;
+  // ResourceExhaustedError naming `path` when a ring slot's batch memory
+  // (sized from the dataset's image shape) could not be allocated; check it
+  // before Start().
+  absl::Status CheckRing(const std::string& path) const;
 
  private:
   // Loader.

@@ -174,6 +174,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   int num_labels = std::max<int>(1, static_cast<int>(dataset_.manifest.schema.labels.size()));
   pipeline_ = std::make_unique<Pipeline>(host, &dataset_, transform_.get(), plan, num_labels,
                                          engine_.get());
+  SP_RETURN_IF_ERROR(pipeline_->CheckRing(options_.path));
   slots_.resize(options_.ring_slots);
   if (engine_ != nullptr) SP_RETURN_IF_ERROR(InitStaging(num_labels));
   return absl::OkStatus();

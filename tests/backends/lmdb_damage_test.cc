@@ -1,7 +1,10 @@
 // LMDB shards that are well-formed LMDB but not a well-formed shard: a
 // missing record key, a value that is not a record. Made with the LMDB C API.
 #include <lmdb.h>
+#include <unistd.h>
 
+#include <cstdint>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -87,6 +90,32 @@ TEST(LmdbDamage, MissingKeyIsNamedByIndex) {
   EXPECT_THAT(backends::LmdbShardReader::Open(count),
               StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr(count + ": holds 1 records, its metadata says 2")));
+}
+
+// LMDB has no checksums: the entry count in its meta pages is whatever the
+// file says. With metadata claiming 2^64 - 1 records and the count forged to
+// 0 (= 2^64 - 1 + 1, wrapped), the count check alone passed, and a reader
+// cut 2^64 records into units. The file's size bounds the count first.
+TEST(LmdbDamage, RecordCountTheFileCannotHoldIsRefused) {
+  testing::TempDir dir;
+  std::string path = dir.Join("forged.lmdb");
+  WriteEnv(path, {{0, "x"}}, UINT64_MAX);
+  // The main DB's md_entries in both meta pages (mdb.c: a 16-byte page
+  // header, MDB_meta's magic, version, address and map size, the free DB's
+  // 48-byte MDB_db, then the main DB's pad, flags, depth and three page
+  // counts): set to 0.
+  constexpr uint64_t kEntriesOffset = 16 + 24 + 48 + 32;
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  for (uint64_t meta : {uint64_t{0}, page}) {
+    f.seekp(static_cast<std::streamoff>(meta + kEntriesOffset));
+    f.write(std::string(8, '\0').data(), 8);
+  }
+  f.close();
+  EXPECT_THAT(backends::LmdbShardReader::Open(path),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr(path + ": its metadata says 18446744073709551615 records, "
+                                        "more than its")));
 }
 
 }  // namespace

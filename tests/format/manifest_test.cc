@@ -2,12 +2,16 @@
 // and a precise DataLossError naming the field for every malformed manifest.
 #include "shardpack/manifest.h"
 
+#include <cstdint>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shardpack/dataset.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
 
 namespace shardpack {
 namespace {
@@ -221,6 +225,32 @@ TEST(ManifestBugTest, DeeplyNestedPackIsDataLossNotACrash) {
       Edit(SerializeManifest(Cifar100()), "\"pack\": {", "\"pack\": {\"x\": " + deep + ", ");
   EXPECT_THAT(ParseManifest(text, "m.json"),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.json")));
+}
+
+// Tools size tables by the manifest's record counts before they open a
+// shard: a count no shard's bytes could hold is damage when the manifest is
+// opened, checked against the file's real size when it is there.
+TEST(ManifestSizeTest, RecordCountsTheShardsCannotHoldAreRefused) {
+  testing::TempDir dir;
+  std::ofstream(dir.Join("train-00000.shard")) << std::string(4096, 'x');
+  Manifest m = Cifar100();  // 25000 records in each of 77635584 bytes
+  m.shards.pop_back();
+  SP_ASSERT_OK(WriteManifest(dir.path(), m));
+  EXPECT_THAT(ReadManifest(dir.path()),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("manifest.json.shards[0].records: 25000 records cannot fit in "
+                                 "4096 bytes (train-00000.shard has 4096, the manifest says "
+                                 "77635584)")));
+  // 2^64 - 1 records of a shard that is not there: its recorded size bounds it.
+  m.shards = {{"train-00001.shard", UINT64_MAX, 77635584, 0}};
+  SP_ASSERT_OK(WriteManifest(dir.path(), m));
+  EXPECT_THAT(ReadManifest(dir.path()),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr(".shards[0].records: 18446744073709551615 records cannot fit "
+                                 "in 77635584 bytes (the manifest says 77635584)")));
+  m.shards = {{"train-00000.shard", 100, 4096, 0}};
+  SP_ASSERT_OK(WriteManifest(dir.path(), m));
+  SP_EXPECT_OK(ReadManifest(dir.path()).status());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // break the magic and the versions, and damage fields behind refreshed
 // checksums. Every damage must be reported with the shard's name and an
 // offset, and no damage may ever come back as good but different data.
+#include <zstd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -557,6 +559,85 @@ TEST_F(RefreshedChecksumsTest, ZstdBlockThatDoesNotDecompressToItsRawSize) {
       StatusIs(absl::StatusCode::kDataLoss,
                AllOf(HasSubstr(absl::StrCat(kWhere, b0.offset + 32)),
                      AnyOf(HasSubstr("does not decompress"), HasSubstr("not one zstd frame")))));
+}
+
+// Puts `frame` in place of zstd block `b`'s stored payload, with `raw_size`
+// as its raw size in the block header and the index, and zeros after it up
+// to where the block used to end. The block must keep its pages, so the
+// blocks after it stay where they are.
+void ReplaceFrame(std::vector<uint8_t>* bytes, size_t b, std::span<const uint8_t> frame,
+                  uint32_t raw_size) {
+  auto index = ShardIndex::Load(*NewMemoryFile(kName, *bytes));
+  ASSERT_TRUE(index.ok()) << index.status();
+  const BlockInfo& info = index->block(b);
+  ASSERT_EQ((*bytes)[info.offset + 4], 1) << "block " << b << " must be zstd";
+  const uint64_t stored = internal::kBlockHeaderSize + frame.size();
+  ASSERT_EQ(internal::AlignUp(info.offset + stored, kShardAlignment),
+            internal::AlignUp(info.offset + info.stored_size, kShardAlignment));
+  uint8_t* h = bytes->data() + info.offset;
+  std::fill(h + internal::kBlockHeaderSize, h + std::max<uint64_t>(stored, info.stored_size), 0);
+  std::copy(frame.begin(), frame.end(), h + internal::kBlockHeaderSize);
+  uint8_t* e = bytes->data() + index->footer_offset() + internal::kFooterFixedSize +
+               b * internal::kBlockEntrySize;
+  StoreLE<uint32_t>(h + 12, static_cast<uint32_t>(frame.size()));
+  StoreLE<uint32_t>(e + 8, static_cast<uint32_t>(stored));
+  StoreLE<uint32_t>(h + 16, raw_size);
+  StoreLE<uint32_t>(e + 12, raw_size);
+}
+
+// docs/format.md leaves the frame's content-size field to the writer: a
+// frame without it (zstd --no-content-size, streaming compressors) is read.
+TEST_F(RefreshedChecksumsTest, ZstdFrameWithoutContentSizeIsRead) {
+  bytes_ = Copy(GetFixture(Compression::kZstd).bytes);
+  auto file = NewMemoryFile(kName, bytes_);
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, ShardReader::Open(file.get()));
+  SP_ASSERT_OK_AND_ASSIGN(BlockView view, reader->ReadBlock(0));
+  std::vector<uint8_t> raw(view.payload().begin(), view.payload().end());
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0);
+  std::vector<uint8_t> frame(ZSTD_compressBound(raw.size()));
+  size_t n = ZSTD_compress2(cctx, frame.data(), frame.size(), raw.data(), raw.size());
+  ZSTD_freeCCtx(cctx);
+  ASSERT_FALSE(ZSTD_isError(n));
+  frame.resize(n);
+  ASSERT_EQ(ZSTD_getFrameContentSize(frame.data(), n), ZSTD_CONTENTSIZE_UNKNOWN);
+  ReplaceFrame(&bytes_, 0, frame, static_cast<uint32_t>(raw.size()));
+  SP_EXPECT_OK(Reload());
+  auto edited = NewMemoryFile(kName, bytes_);
+  SP_ASSERT_OK_AND_ASSIGN(auto again, ShardReader::Open(edited.get()));
+  const std::vector<OwnedRecord>& records = GetFixture(Compression::kZstd).records;
+  for (uint64_t r = 0; r < again->index().num_records(); ++r) {
+    SP_ASSERT_OK_AND_ASSIGN(Record got, again->ReadRecord(r));
+    EXPECT_TRUE(SameContents(got, records[r].record())) << "record " << r;
+  }
+}
+
+// A 13-byte frame (one RLE block) whose header claims 1 GiB, behind a
+// forged index that agrees: refused from the frame's own blocks, before the
+// gibibyte is allocated.
+TEST_F(RefreshedChecksumsTest, ZstdFrameClaimingAGibibyteIsRefusedBeforeAllocating) {
+  bytes_ = Copy(GetFixture(Compression::kZstd).bytes);
+  ASSERT_LT(bytes_.size(), 64u << 10);
+  constexpr uint32_t kGiB = 1u << 30;
+  std::vector<uint8_t> frame = {0x28, 0xb5, 0x2f, 0xfd,  // magic
+                                0xa0,                    // 4-byte content size, one segment
+                                0,    0,    0,    0x40,  // content size 2^30
+                                0,    0,    0,    0};    // last RLE block (size below), byte 0
+  StoreLE<uint32_t>(&frame[9], (4096u << 3) | (1u << 1) | 1u);
+  frame.resize(13);
+  ASSERT_EQ(ZSTD_getFrameContentSize(frame.data(), frame.size()), kGiB);
+  ReplaceFrame(&bytes_, 0, frame, kGiB);
+  EXPECT_THAT(Reload(), StatusIs(absl::StatusCode::kDataLoss,
+                                 HasSubstr("block 0 claims 1073741824 raw bytes, but its zstd "
+                                           "frame of 13 bytes can hold at most 4096")));
+  // The same without the content size: bounded by the blocks all the same.
+  frame[4] = 0x00;  // no content size, window descriptor follows
+  frame.erase(frame.begin() + 6, frame.begin() + 9);
+  frame[5] = 0x00;  // 1 KiB window
+  ReplaceFrame(&bytes_, 0, frame, kGiB);
+  EXPECT_THAT(Reload(), StatusIs(absl::StatusCode::kDataLoss,
+                                 HasSubstr("block 0 claims 1073741824 raw bytes, but its zstd "
+                                           "frame of 10 bytes can hold at most 4096")));
 }
 
 // Found by this test suite (see the report of issue 2): ImageInfo::RawBytes()

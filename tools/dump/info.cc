@@ -63,9 +63,12 @@ struct Facts {
 
 absl::Status Gather(const OpenedDataset& ds, bool quiet, Facts* f) {
   cli::ProgressLine progress("info", 0, ds.records(), "records", !quiet);
-  f->widths.reserve(ds.records());
-  f->heights.reserve(ds.records());
-  f->payload_bytes.reserve(ds.records());
+  // The count is the manifest's claim: reserve no more than a bounded
+  // start, the vectors grow past it as records are actually read.
+  const size_t reserve = static_cast<size_t>(std::min<uint64_t>(ds.records(), 1 << 20));
+  f->widths.reserve(reserve);
+  f->heights.reserve(reserve);
+  f->payload_bytes.reserve(reserve);
   f->histograms.resize(ds.manifest().schema.labels.size());
   for (size_t k = 0; k < ds.num_shards(); ++k) {
     SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardRecords> shard, ds.OpenShard(k));

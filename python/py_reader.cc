@@ -204,15 +204,31 @@ py::dict PyReader::StateDict() const {
   return d;
 }
 
-void PyReader::LoadStateDict(const py::dict& state) {
-  for (const char* key : {"seed", "epoch", "batch"}) {
-    if (!state.contains(key)) {
-      ThrowStatus(absl::InvalidArgumentError(
-          absl::StrCat("state_dict has no '", key, "' (it needs seed, epoch and batch)")));
+namespace {
+
+// state[key] as an unsigned 64-bit integer, or a ValueError that says which
+// key holds what (not pybind11's cast error).
+uint64_t StateValue(const py::dict& state, const char* key) {
+  if (!state.contains(key)) {
+    ThrowStatus(absl::InvalidArgumentError(
+        absl::StrCat("state_dict has no '", key, "' (it needs seed, epoch and batch)")));
+  }
+  py::object v = state[key];
+  if (py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v)) {
+    try {
+      return v.cast<uint64_t>();  // fails for negatives and past 2**64-1
+    } catch (const py::cast_error&) {
     }
   }
-  LoadState({state["seed"].cast<uint64_t>(), state["epoch"].cast<uint64_t>(),
-             state["batch"].cast<uint64_t>()});
+  ThrowStatus(absl::InvalidArgumentError(
+      absl::StrCat("state_dict['", key, "'] is ", std::string(py::repr(v)),
+                   ": it must be an int from 0 to 2**64-1")));
+}
+
+}  // namespace
+
+void PyReader::LoadStateDict(const py::dict& state) {
+  LoadState({StateValue(state, "seed"), StateValue(state, "epoch"), StateValue(state, "batch")});
 }
 
 py::dict PyReader::Stats() const {

@@ -92,6 +92,11 @@ absl::Status ResolveRank(ReaderOptions* o) {
     }
     return absl::OkStatus();
   };
+  if (o->rank < -1 || o->world_size < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", o->rank, " of world size ", o->world_size,
+        ": each must be -1 (from RANK / WORLD_SIZE) or a rank 0..world_size-1 of world_size >= 1"));
+  }
   if (o->rank < 0) SP_RETURN_IF_ERROR(from_env("RANK", 0, &o->rank));
   if (o->world_size < 0) SP_RETURN_IF_ERROR(from_env("WORLD_SIZE", 1, &o->world_size));
   if (o->world_size < 1 || o->rank < 0 || o->rank >= o->world_size) {
@@ -102,9 +107,18 @@ absl::Status ResolveRank(ReaderOptions* o) {
 }
 
 absl::Status CheckOptions(const ReaderOptions& o) {
-  if (o.batch_size < 1) return absl::InvalidArgumentError("batch_size must be at least 1");
-  if (o.ring_slots < 2) return absl::InvalidArgumentError("ring_slots must be at least 2");
-  if (o.threads < 0) return absl::InvalidArgumentError("threads must not be negative");
+  if (o.batch_size < 1 || o.batch_size > kMaxBatchSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size ", o.batch_size, " must be 1..", kMaxBatchSize));
+  }
+  if (o.ring_slots < 2 || o.ring_slots > kMaxRingSlots) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring_slots ", o.ring_slots, " must be 2..", kMaxRingSlots));
+  }
+  if (o.threads < 0 || o.threads > kMaxThreads) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threads ", o.threads, " must be 0 (one per core) .. ", kMaxThreads));
+  }
   if (o.device >= 0 && o.device_buffers < 2) {
     return absl::InvalidArgumentError("device_buffers must be at least 2");
   }

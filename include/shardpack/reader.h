@@ -109,9 +109,15 @@ enum class OnCorrupt {
            // Batch::skipped() and ReaderStats::skipped
 };
 
+// Bounds of ReaderOptions: values past them are an InvalidArgumentError from
+// Reader::Open, not an attempt to start a million threads.
+inline constexpr int kMaxBatchSize = 1 << 20;
+inline constexpr int kMaxRingSlots = 1024;
+inline constexpr int kMaxThreads = 1024;
+
 struct ReaderOptions {
   std::string path;            // dataset directory or a single .shard file
-  int batch_size = 256;
+  int batch_size = 256;        // 1..kMaxBatchSize
   bool shuffle = true;         // per-epoch permutation of blocks + window shuffle
   // Bytes of blocks held for the shuffle window (records are permuted within
   // a window of whole blocks). Default 256 MiB. Also the read-ahead depth.
@@ -119,14 +125,14 @@ struct ReaderOptions {
   uint64_t seed = 0;
   // Distributed reading: this process is `rank` of `world_size`. -1 (the
   // default) takes RANK / WORLD_SIZE from the environment, else 0 / 1.
-  int rank = -1;
-  int world_size = -1;
+  int rank = -1;               // -1 or 0..world_size-1
+  int world_size = -1;         // -1 or >= 1
   Remainder remainder = Remainder::kDrop;
   IoEngine io = IoEngine::kAuto;
   // Bytes of reads kept in flight ahead of the shuffle window. Default 32 MiB.
   uint64_t read_ahead_bytes = uint64_t{32} << 20;
-  int threads = 0;             // transform workers; 0: all cores
-  int ring_slots = 4;          // batches in flight (staging slots)
+  int threads = 0;             // transform workers; 0: all cores; at most kMaxThreads
+  int ring_slots = 4;          // batches in flight (staging slots); 2..kMaxRingSlots
   Transform transform;
   OutputLayout layout = OutputLayout::kNHWC;
   DType dtype = DType::kUint8;

@@ -124,6 +124,14 @@ class ReaderTest(fixtures.DatasetTest):
         with self.assertRaisesRegex(ValueError, "no 'batch'"):
             r.load_state_dict({"seed": 7, "epoch": 0})
 
+    def test_load_state_dict_with_bad_values_says_which_and_why(self):
+        r = self.reader()
+        for bad in (-1, 2**64, "3", 1.5, None, True):
+            with self.subTest(bad=bad):
+                with self.assertRaisesRegex(
+                        ValueError, r"state_dict\['epoch'\] is .*: it must be an int from 0 to 2\*\*64-1"):
+                    r.load_state_dict({"seed": 7, "epoch": bad, "batch": 0})
+
     def test_float_nchw_is_normalized(self):
         mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
         u8 = self.reader(transform="cifar-eval", copy=True)
@@ -182,6 +190,12 @@ class ReaderTest(fixtures.DatasetTest):
             self.reader(transform="sharpen")
         with self.assertRaisesRegex(ValueError, "rank 2 of world size 2 does not exist"):
             self.reader(rank=2, world_size=2)
+        with self.assertRaisesRegex(ValueError, "rank -2 of world size 2: each must be -1"):
+            self.reader(rank=-2, world_size=2)
+        with self.assertRaisesRegex(ValueError, "threads 1000000 must be 0 .one per core. .. 1024"):
+            self.reader(threads=10**6)
+        with self.assertRaisesRegex(ValueError, "ring_slots 100000 must be 2..1024"):
+            self.reader(ring_slots=100000)
         with self.assertRaisesRegex(ValueError, "layout='NWHC' is not one of"):
             self.reader(layout="NWHC")
         with self.assertRaisesRegex(ValueError, "needs output='torch'"):

@@ -358,7 +358,8 @@ TEST(SharddumpKeysTest, LsEscapesKeysInTextAndJson) {
   for (std::string key :
        {std::string("tab\there"), std::string("new\nline"), std::string("nul\0x", 5),
         std::string("bad\xff\xfe"), std::string("back\\slash"), std::string("caf\xc3\xa9"),
-        std::string("esc\x1b[31m")}) {
+        std::string("esc\x1b[31m"), std::string("evil\xe2\x80\xaegpj.exe"),
+        std::string("zw\xe2\x80\x8bsp\xe2\x81\xa6")}) {
     OwnedRecord r = testing::RawRecord(records.size(), 1, 1, 1);
     r.key = key;
     records.push_back(r);
@@ -373,7 +374,8 @@ TEST(SharddumpKeysTest, LsEscapesKeysInTextAndJson) {
     keys.push_back(fields[1]);
   }
   EXPECT_THAT(keys, ElementsAre("tab\\there", "new\\nline", "nul\\x00x", "bad\\xff\\xfe",
-                                "back\\\\slash", "caf\xc3\xa9", "esc\\x1b[31m"));
+                                "back\\\\slash", "caf\xc3\xa9", "esc\\x1b[31m",
+                                "evil\\u{202e}gpj.exe", "zw\\u{200b}sp\\u{2066}"));
 
   RunResult json = RunSharddump({"ls", "--json", tmp.Join("ds")});
   ASSERT_EQ(json.exit_code, 0) << json.err;

@@ -53,6 +53,23 @@ const char* ShortEscape(unsigned char c) {
   }
 }
 
+// The code point of a well-formed sequence of `len` bytes.
+uint32_t CodePoint(const unsigned char* s, size_t len) {
+  static constexpr unsigned char kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  uint32_t cp = s[0] & kLeadMask[len];
+  for (size_t i = 1; i < len; ++i) cp = (cp << 6) | (s[i] & 0x3F);
+  return cp;
+}
+
+// Characters that reorder or hide text on a terminal (Trojan Source,
+// CVE-2021-42574): bidirectional embeddings, overrides and isolates, marks,
+// zero-width characters and the line and paragraph separators. A key holding
+// one would make `ls` print a line that reads other than it is.
+bool ReordersOrHides(uint32_t cp) {
+  return cp == 0x061C || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFEFF;
+}
+
 void AppendHexByte(unsigned char c, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back(kHex[c >> 4]);
@@ -93,6 +110,11 @@ std::string EscapeKey(std::string_view key) {
     // C1 controls (U+0080..U+009F, "\xC2\x80".."\xC2\x9F") can drive a
     // terminal like ESC does, so they are escaped too.
     bool c1_control = len == 2 && c == 0xC2 && p[i + 1] < 0xA0;
+    if (len > 1 && ReordersOrHides(CodePoint(p + i, len))) {
+      absl::StrAppend(&out, "\\u{", absl::Hex(CodePoint(p + i, len), absl::kZeroPad4), "}");
+      i += len;
+      continue;
+    }
     if (len > 1 && !c1_control) {
       out.append(key.substr(i, len));
       i += len;

@@ -23,8 +23,10 @@ bool IsValidUtf8(std::string_view s);
 
 // A key as one line of text that says exactly which bytes it holds: valid
 // UTF-8 other than control characters passes through; backslash, tab,
-// newline and carriage return become \\ \t \n \r; every other byte (controls,
-// NUL, DEL, bytes of invalid UTF-8) becomes \xHH with two hex digits.
+// newline and carriage return become \\ \t \n \r; characters that reorder or
+// hide text (bidirectional overrides and isolates, zero-width characters)
+// become \u{XXXX}; every other byte (controls, NUL, DEL, bytes of invalid
+// UTF-8) becomes \xHH with two hex digits.
 std::string EscapeKey(std::string_view key);
 
 // "3,-5"; "-" when there are no labels.

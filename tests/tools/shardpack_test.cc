@@ -515,9 +515,15 @@ TEST_F(ShardpackTest, TwoPacksIntoOneOutputOneGoesOn) {
   std::string input = WriteCifar10("data_batch_1.bin", 20000);
   int pid = testing::Spawn({SHARDPACK_PATH, "cifar", input, "-o", Out("ds"), "--threads", "1",
                             "--compress", "zstd:19", "-q"});
-  while (!fs::exists(Out("ds.partial/.shardpack-staging")) && !fs::exists(Out("ds"))) {
+  // Start the second pack while the first one writes: once its staging
+  // folder exists (and, when it has one, its marker: a moment later).
+  while (!fs::exists(Out("ds.partial")) && !fs::exists(Out("ds"))) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  for (int ms = 0; ms < 1000 && !fs::exists(Out("ds.partial/.shardpack-staging")); ++ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_FALSE(fs::exists(Out("ds"))) << "the first pack ended too soon for this test";
   RunResult second = Shardpack({"cifar", input, "-o", Out("ds"), "-q"});
   int status;
   waitpid(pid, &status, 0);

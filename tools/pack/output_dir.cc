@@ -65,8 +65,9 @@ enum class LockResult { kLocked, kBusy, kUnsupported };
 // Opens the directory `dir` itself (never through a symbolic link) and
 // tries to lock it; the lock lives as long as `fd`.
 absl::StatusOr<LockResult> TryLockDir(const std::string& dir, Fd* fd) {
-  *fd = Fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd->get() < 0) return ErrnoError("open", dir, errno);
+  const int opened = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (opened < 0) return ErrnoError("open", dir, errno);
+  *fd = Fd(opened);
   if (::flock(fd->get(), LOCK_EX | LOCK_NB) == 0) return LockResult::kLocked;
   if (errno == EWOULDBLOCK) return LockResult::kBusy;
   if (LocksUnsupported(errno)) return LockResult::kUnsupported;
@@ -118,9 +119,10 @@ bool IsOurShardName(std::string_view name) {
   return name == ".shard" || name == ".lmdb" || name == ".h5";
 }
 
-bool HasEntry(const std::vector<Entry>& entries, std::string_view name) {
-  return std::any_of(entries.begin(), entries.end(),
-                     [&](const Entry& e) { return e.name == name; });
+const Entry* FindEntry(const std::vector<Entry>& entries, std::string_view name) {
+  auto it = std::find_if(entries.begin(), entries.end(),
+                         [&](const Entry& e) { return e.name == name; });
+  return it == entries.end() ? nullptr : &*it;
 }
 
 // Why `dir` is not a dataset shardpack wrote, or "" when it is one (or is
@@ -134,11 +136,10 @@ std::string NotOursReason(const std::string& dir, std::vector<std::string>* file
   if (!entries.ok()) return absl::StrCat("cannot be listed: ", entries.status().message());
   std::set<std::string> names = {kManifestFileName, absl::StrCat(kManifestFileName, ".partial"),
                                  "skipped.tsv", "skipped.tsv.partial", kStagingMarker};
-  const bool manifest = HasEntry(*entries, kManifestFileName);
-  if (manifest) {
-    if (!S_ISREG(std::find_if(entries->begin(), entries->end(), [](const Entry& e) {
-                   return e.name == kManifestFileName;
-                 })->mode)) {
+  const Entry* manifest = FindEntry(*entries, kManifestFileName);
+  if (manifest != nullptr) {
+    // A FIFO or a link in its place is not ours, and must not be opened.
+    if (!S_ISREG(manifest->mode)) {
       return absl::StrCat("holds a ", kManifestFileName, " that is not a regular file");
     }
     absl::StatusOr<Manifest> m = ReadManifest(dir);
@@ -149,11 +150,12 @@ std::string NotOursReason(const std::string& dir, std::vector<std::string>* file
     for (const ShardEntry& s : m->shards) {
       names.insert({s.path, s.path + ".partial", s.path + "-lock"});
     }
-  } else if (!entries->empty() && !HasEntry(*entries, kStagingMarker)) {
+  } else if (!entries->empty() && FindEntry(*entries, kStagingMarker) == nullptr) {
     return absl::StrCat("holds no ", kManifestFileName, ": it is not a dataset");
   }
   for (const Entry& e : *entries) {
-    const bool ours = names.count(e.name) > 0 || (!manifest && IsOurShardName(e.name));
+    const bool ours =
+        names.count(e.name) > 0 || (manifest == nullptr && IsOurShardName(e.name));
     if (!ours || !S_ISREG(e.mode)) {
       return absl::StrCat("holds ", e.name, ", which shardpack did not write");
     }

@@ -142,9 +142,14 @@ absl::Status WalkClass(const fs::path& root, const std::string& class_name, int6
       items->push_back(Item{absl::StrCat(class_name, listing.rel, "/", file), label});
     }
   }
+  // Refused in both on_error modes, as torchvision's ImageFolder refuses
+  // it: the class would keep a label no record has, and a stray folder
+  // (an output, a .ipynb_checkpoints) would shift the labels after it.
   if (items->size() == before) {
-    return problems->Add((root / class_name).string(), "empty class folder: no .jpg or .jpeg files",
-                         absl::StatusCode::kInvalidArgument);
+    return absl::InvalidArgumentError(absl::StrCat(
+        (root / class_name).string(),
+        ": empty class folder: no .jpg or .jpeg files (torchvision's ImageFolder refuses it "
+        "too; a class without images would take a label): remove or fill it, or pack a --list"));
   }
   return absl::OkStatus();
 }

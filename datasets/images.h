@@ -67,13 +67,15 @@ struct ImageOptions {
 
 // Walks the folder (or reads the list file). Only files with a .jpg or
 // .jpeg extension, any case, are items; others are ignored as torchvision
-// ignores them. A missing root is NotFoundError. An empty class folder, or a
-// bad list-file line (naming the line number), is an open_problem in skip
-// mode and the error in fail mode. Keys are paths relative to root.
+// ignores them. A missing root is NotFoundError. A class folder with no
+// such file is InvalidArgumentError naming it, whatever on_error says, as
+// torchvision's ImageFolder refuses it. A bad list-file line (naming the
+// line number) is an open_problem in skip mode and the error in fail mode.
+// Keys are paths relative to root.
 //
 // The walk follows torchvision (folder.py, find_classes and make_dataset):
 // classes are the entries of root that are directories (symlinks followed,
-// hidden ones included), an empty class keeps its index; under each class,
+// hidden ones included); under each class,
 // directories are visited as sorted(os.walk(dir, followlinks=True)) visits
 // them (ordered by directory path, so a folder's own files come before its
 // sub-folders'), and files within a directory are sorted by name. Unlike

@@ -30,8 +30,7 @@ int main(int argc, char** argv) {
   if (int code = shardpack::cli::ParseCommandLine(app, argc, argv); code >= 0) return code;
   auto options = shardpack::shardbench::ToBenchOptions(flags);
   if (!options.ok()) {  // flags that do not go together: a usage error
-    shardpack::cli::Fail(kTool, options.status());
-    return shardpack::cli::kExitUsage;
+    return shardpack::cli::UsageError(kTool, options.status());
   }
   absl::Status status = shardpack::shardbench::RunShardbench(*options);
   std::fflush(stdout);

@@ -1,7 +1,9 @@
 // sharddump: inspect, list, verify and extract shardpack datasets.
 // Parses the command line and hands each subcommand to tools/dump/.
 // docs/cli.md documents every command, flag and output field.
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -14,6 +16,7 @@ namespace {
 using shardpack::dump::CommonOptions;
 
 constexpr char kTool[] = "sharddump";
+constexpr uint64_t kMaxIndex = std::numeric_limits<uint64_t>::max();
 
 std::string CheckRange(const std::string& text) {
   auto parsed = shardpack::dump::ParseRangeText(text);
@@ -46,7 +49,8 @@ int main(int argc, char** argv) {
   ls_cmd->add_option("PATH", ls.path, "dataset directory or shard")->required();
   ls_cmd->add_option("--range", ls.range, "records A:B (half-open dataset indexes)")
       ->check(CheckRange, "A:B");
-  ls_cmd->add_option("--shard", ls.shard, "only shard K");
+  ls_cmd->add_option("--shard", ls.shard, "only shard K")
+      ->transform(shardpack::cli::WholeNumberIn(0, kMaxIndex));
   AddCommon(ls_cmd, &ls.common, true);
 
   shardpack::dump::VerifyOptions verify;
@@ -55,7 +59,7 @@ int main(int argc, char** argv) {
   verify_cmd->add_option("PATH", verify.path, "dataset directory or shard")->required();
   verify_cmd->add_flag("--decode", verify.decode, "also decode every JPEG in full");
   verify_cmd->add_option("--threads", verify.threads, "shards checked at once (default: cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->transform(shardpack::cli::WholeNumberIn(0, shardpack::cli::kMaxThreads));
   AddCommon(verify_cmd, &verify.common, true);
 
   shardpack::dump::ExtractOptions extract;
@@ -63,7 +67,9 @@ int main(int argc, char** argv) {
       app.add_subcommand("extract", "Writes selected records' images and labels.tsv to DIR");
   extract_cmd->add_option("PATH", extract.path, "dataset directory or shard")->required();
   CLI::App* selection = extract_cmd->add_option_group("selection", "which records (one of)");
-  selection->add_option("--index", extract.indexes, "dataset indexes I[,J...]")->delimiter(',');
+  selection->add_option("--index", extract.indexes, "dataset indexes I[,J...]")
+      ->delimiter(',')
+      ->transform(shardpack::cli::WholeNumberIn(0, kMaxIndex));
   selection->add_option("--range", extract.range, "records A:B (half-open)")
       ->check(CheckRange, "A:B");
   selection->add_option("--key", extract.key, "records whose key is exactly K");

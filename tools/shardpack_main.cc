@@ -8,6 +8,8 @@
 //
 // docs/cli.md documents every flag.
 #include <cstdio>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -22,11 +24,13 @@
 #include "shardpack/status.h"
 #include "tools/common/cli.h"
 #include "tools/pack/pack.h"
+#include "tools/pack/path_overlap.h"
 
 namespace shardpack {
 namespace {
 
 constexpr char kTool[] = "shardpack";
+constexpr uint64_t kMaxBlockSize = uint64_t{1} << 30;
 
 // Flags shared by the packing commands, as typed.
 struct CommonFlags {
@@ -41,29 +45,63 @@ struct CommonFlags {
   int threads = 0;
   bool overwrite = false;
   bool quiet = false;
+  bool verbose = false;
   bool json = false;
   std::string on_error = "skip";
   std::string part = "1/1";
 };
 
+constexpr uint64_t kMaxU64 = std::numeric_limits<uint64_t>::max();
+
+// "I/N" with 1 <= I <= N into a 0-based index and a count.
+absl::Status ParsePart(const std::string& text, uint32_t* index, uint32_t* count) {
+  std::vector<std::string> part = absl::StrSplit(text, '/');
+  if (part.size() != 2 || !absl::SimpleAtoi(part[0], index) || !absl::SimpleAtoi(part[1], count) ||
+      *index < 1 || *index > *count) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "': expected I/N, 1 <= I <= N"));
+  }
+  *index -= 1;
+  return absl::OkStatus();
+}
+
+std::string CheckPart(const std::string& text) {
+  uint32_t index, count;
+  absl::Status s = ParsePart(text, &index, &count);
+  return s.ok() ? "" : std::string(s.message());
+}
+
+// -v, --verbose: each command takes it, and so does shardpack before the
+// command (docs/cli.md lists it among the flags every tool has).
+void AddVerbose(CLI::App* app, bool* verbose) {
+  app->add_flag("-v,--verbose", *verbose, "More detail on stderr");
+}
+
 void AddCommonFlags(CLI::App* app, CommonFlags* f) {
   app->add_option("-o,--output", f->output, "Output dataset directory")->required();
   app->add_option("--format", f->format, "Backend: shard (default), lmdb or hdf5")
       ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
-  app->add_option("--shard-size", f->shard_size, "Close a shard after this many bytes");
+  app->add_option("--shard-size", f->shard_size, "Close a shard after this many bytes")
+      ->check(cli::SizeIn(1, kMaxU64));
   app->add_option("--shard-records", f->shard_records,
-                  "Close a shard after this many records (replaces --shard-size)");
-  app->add_option("--block-size", f->block_size, "Target block size");
+                  "Close a shard after this many records (replaces --shard-size)")
+      ->transform(cli::WholeNumberIn(1, kMaxU64));
+  app->add_option("--block-size", f->block_size, "Target block size")
+      ->check(cli::SizeIn(1, kMaxBlockSize));
   app->add_option("--compress", f->compress, "none or zstd[:LEVEL]");
   app->add_flag("--shuffle,!--no-shuffle", f->shuffle, "Pack-time permutation (default on)");
-  app->add_option("--seed", f->seed, "Seed of the pack-time permutation");
-  app->add_option("--threads", f->threads, "Worker threads (default: all cores)");
-  app->add_flag("--overwrite", f->overwrite, "Replace an existing output");
+  app->add_option("--seed", f->seed, "Seed of the pack-time permutation")
+      ->transform(cli::WholeNumberIn(0, kMaxU64));
+  app->add_option("--threads", f->threads, "Worker threads (default 0: all cores)")
+      ->transform(cli::WholeNumberIn(0, cli::kMaxThreads));
+  app->add_flag("--overwrite", f->overwrite,
+                "Replace an existing output (only a dataset shardpack wrote, or an empty folder)");
   app->add_flag("-q,--quiet", f->quiet, "No progress or summary on stderr");
+  AddVerbose(app, &f->verbose);
   app->add_flag("--json", f->json, "Print a JSON summary on stdout");
   app->add_option("--on-error", f->on_error, "skip (list in skipped.tsv) or fail")
       ->check(CLI::IsMember({"skip", "fail"}));
-  app->add_option("--part", f->part, "Pack part I of N (1-based), e.g. 3/8");
+  app->add_option("--part", f->part, "Pack part I of N (1-based), e.g. 3/8")
+      ->check(CheckPart, "I/N");
 }
 
 datasets::OnError OnErrorOf(const CommonFlags& f) {
@@ -74,7 +112,7 @@ datasets::OnError OnErrorOf(const CommonFlags& f) {
 absl::Status ParseShardFlags(const std::string& format, const std::string& block_size,
                              const std::string& compress_flag, DatasetWriterOptions* w) {
   SP_ASSIGN_OR_RETURN(uint64_t block, cli::ParseSize(block_size));
-  if (block == 0 || block > (uint64_t{1} << 30)) {
+  if (block == 0 || block > kMaxBlockSize) {
     return absl::InvalidArgumentError("--block-size must be between 1 byte and 1 GiB");
   }
   w->shard.block_size = static_cast<uint32_t>(block);
@@ -105,13 +143,8 @@ absl::StatusOr<pack::PackOptions> ToPackOptions(const CommonFlags& f) {
   o.seed = f.seed;
   o.threads = f.threads;
   o.quiet = f.quiet;
-  std::vector<std::string> part = absl::StrSplit(f.part, '/');
-  if (part.size() != 2 || !absl::SimpleAtoi(part[0], &o.part_index) ||
-      !absl::SimpleAtoi(part[1], &o.part_count) || o.part_index < 1 ||
-      o.part_index > o.part_count) {
-    return absl::InvalidArgumentError(absl::StrCat("--part ", f.part, ": expected I/N, 1 <= I <= N"));
-  }
-  o.part_index -= 1;
+  absl::Status part = ParsePart(f.part, &o.part_index, &o.part_count);
+  if (!part.ok()) return absl::InvalidArgumentError(absl::StrCat("--part ", part.message()));
   if (f.shard_records > 0) {
     o.writer.shard_max_records = f.shard_records;
     o.writer.shard_max_bytes = 0;
@@ -142,18 +175,215 @@ void Report(const CommonFlags& f, const pack::PackSummary& s) {
   }
 }
 
-int RunPack(const CommonFlags& f, const absl::StatusOr<std::unique_ptr<datasets::Source>>& source) {
-  if (!source.ok()) return cli::Fail(kTool, source.status());
+// Packs the source that `open` returns, after the flags are checked (a bad
+// value is a usage error) and the output is known to lie apart from
+// `inputs`, so that a folder walk never meets the output.
+int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
+            const std::function<absl::StatusOr<std::unique_ptr<datasets::Source>>()>& open) {
   auto options = ToPackOptions(f);
-  if (!options.ok()) return cli::Fail(kTool, options.status());
+  if (!options.ok()) return cli::UsageError(kTool, options.status());
+  absl::Status apart = pack::CheckOutputApartFromInputs(f.output, inputs);
+  if (!apart.ok()) return cli::Fail(kTool, apart);
+  auto source = open();
+  if (!source.ok()) return cli::Fail(kTool, source.status());
   if (!f.quiet) {
     for (const datasets::Skipped& p : (*source)->open_problems()) {
       std::fprintf(stderr, "%s: warning: %s: %s\n", kTool, p.path.c_str(), p.reason.c_str());
     }
   }
+  if (f.verbose) {
+    std::fprintf(stderr, "%s: %zu inputs into %s (built in %s.partial), format %s\n", kTool,
+                 (*source)->size(), f.output.c_str(), f.output.c_str(), f.format.c_str());
+  }
   auto summary = pack::Pack(**source, *options);
   if (!summary.ok()) return cli::Fail(kTool, summary.status());
   Report(f, *summary);
+  if (f.verbose) {
+    for (const datasets::Skipped& s : summary->skipped_inputs) {
+      std::fprintf(stderr, "skipped %s: %s\n", s.path.c_str(), s.reason.c_str());
+    }
+  }
+  return 0;
+}
+
+struct CifarCommand {
+  CommonFlags flags;
+  datasets::CifarOptions cifar;
+  std::string layout = "hwc";
+};
+
+CLI::App* AddCifarCommand(CLI::App& app, CifarCommand* c) {
+  CLI::App* cmd = app.add_subcommand("cifar", "Pack CIFAR-10/100 binary files");
+  cmd->add_option("inputs", c->cifar.inputs, "Binary files or the extracted folder")->required();
+  cmd->add_option("--cifar", c->cifar.variant, "10 or 100 (default: detect)")
+      ->check(CLI::IsMember({10, 100}));
+  cmd->add_option("--split", c->cifar.split, "train or test, for a folder input")
+      ->check(CLI::IsMember({"train", "test"}));
+  cmd->add_option("--layout", c->layout, "Stored pixel order: hwc or chw")
+      ->check(CLI::IsMember({"hwc", "chw"}));
+  cmd->add_option("--pad", c->cifar.pad, "Store images zero-padded by N on each side")
+      ->transform(cli::WholeNumberIn(0, 64));
+  AddCommonFlags(cmd, &c->flags);
+  return cmd;
+}
+
+int RunCifar(CifarCommand& c) {
+  c.cifar.layout = *ParseLayout(c.layout);
+  c.cifar.on_error = OnErrorOf(c.flags);
+  std::vector<pack::InputPath> inputs;
+  for (const std::string& input : c.cifar.inputs) inputs.push_back({input});
+  return RunPack(c.flags, inputs, [&] { return datasets::OpenCifar(c.cifar); });
+}
+
+struct ImagesCommand {
+  CommonFlags flags;
+  datasets::ImageOptions images;
+  std::string root_arg, root_flag;
+  std::string mode = "passthrough", size;
+};
+
+CLI::App* AddImagesCommand(CLI::App& app, ImagesCommand* c) {
+  CLI::App* cmd = app.add_subcommand("images", "Pack an ImageFolder tree or a list file");
+  datasets::ImageOptions& images = c->images;
+  cmd->add_option("root", c->root_arg, "ImageFolder root (ROOT/class/file), or the --list root");
+  CLI::Option* list = cmd->add_option("--list", images.list_file, "Lines of 'relative/path label'");
+  cmd->add_option("--root", c->root_flag, "Folder the --list paths are relative to")->needs(list);
+  cmd->add_option("--mode", c->mode, "passthrough, reencode or raw")
+      ->check(CLI::IsMember({"passthrough", "reencode", "raw"}));
+  cmd->add_option("--max-side", images.max_side, "reencode: longest side at most N")
+      ->transform(cli::WholeNumberIn(0, 65500));
+  cmd->add_option("--quality", images.quality, "reencode: JPEG quality")
+      ->transform(cli::WholeNumberIn(1, 100));
+  cmd->add_option("--size", c->size, "raw: output WxH, e.g. 64x64");
+  cmd->add_flag("--validate-decode", images.validate_decode,
+                "passthrough: decode every image to catch corrupt data");
+  cmd->add_flag("--restart-markers", images.restart_markers,
+                "Re-code each JPEG losslessly with a restart marker after every MCU "
+                "(same pixels; the reader's crops then decode only their blocks)");
+  AddCommonFlags(cmd, &c->flags);
+  return cmd;
+}
+
+// The image options the flags ask for; InvalidArgumentError (a usage
+// error) for flags that do not go together.
+absl::Status ResolveImageFlags(ImagesCommand& c) {
+  datasets::ImageOptions& images = c.images;
+  if (!c.root_arg.empty() && !c.root_flag.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("images: the list's root given twice (ROOT ",
+                                                   c.root_arg, " and --root ", c.root_flag,
+                                                   "): give it once"));
+  }
+  images.root = c.root_arg.empty() ? c.root_flag : c.root_arg;
+  if (images.root.empty()) {
+    return absl::InvalidArgumentError("images: give ROOT, or --list FILE --root DIR");
+  }
+  images.mode = c.mode == "raw"        ? datasets::ImageMode::kRaw
+                : c.mode == "reencode" ? datasets::ImageMode::kReencode
+                                       : datasets::ImageMode::kPassthrough;
+  if (images.mode == datasets::ImageMode::kRaw) {
+    if (images.restart_markers) {
+      return absl::InvalidArgumentError(
+          "images: raw mode stores pixels: restart markers do not apply");
+    }
+    std::vector<std::string> wh = absl::StrSplit(c.size, 'x');
+    if (wh.size() != 2 || !absl::SimpleAtoi(wh[0], &images.raw_width) ||
+        !absl::SimpleAtoi(wh[1], &images.raw_height) || images.raw_width == 0 ||
+        images.raw_height == 0) {
+      return absl::InvalidArgumentError("--mode raw needs --size WxH, e.g. 64x64");
+    }
+  }
+  images.on_error = OnErrorOf(c.flags);
+  return absl::OkStatus();
+}
+
+int RunImages(ImagesCommand& c) {
+  absl::Status flags = ResolveImageFlags(c);
+  if (!flags.ok()) return cli::UsageError(kTool, flags);
+  std::vector<pack::InputPath> inputs;
+  if (c.images.list_file.empty()) {
+    inputs.push_back({c.images.root});  // walked: the output must not lie inside
+  } else {
+    inputs.push_back({c.images.list_file});
+    inputs.push_back({c.images.root, /*output_may_be_inside=*/true});
+  }
+  return RunPack(c.flags, inputs, [&] { return datasets::OpenImages(c.images); });
+}
+
+struct MergeCommand {
+  std::vector<std::string> parts;
+  std::string output, format;
+  bool overwrite = false;
+  bool verbose = false;
+};
+
+CLI::App* AddMergeCommand(CLI::App& app, MergeCommand* c) {
+  CLI::App* cmd = app.add_subcommand("merge", "Make one dataset of packed parts");
+  cmd->add_option("parts", c->parts, "Part datasets, in order")->required();
+  cmd->add_option("-o,--output", c->output, "Output dataset directory")->required();
+  cmd->add_flag("--overwrite", c->overwrite,
+                "Replace an existing output (only a dataset shardpack wrote, or an empty folder)");
+  cmd->add_option("--format", c->format,
+                  "Backend of the output (default: the parts'; others are converted)")
+      ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
+  AddVerbose(cmd, &c->verbose);
+  return cmd;
+}
+
+int RunMerge(const MergeCommand& c) {
+  std::optional<Backend> backend;
+  if (!c.format.empty()) backend = backends::ParseBackend(c.format);
+  if (c.verbose) {
+    std::fprintf(stderr, "%s: merging %zu parts into %s\n", kTool, c.parts.size(),
+                 c.output.c_str());
+  }
+  auto merged = pack::Merge(c.parts, c.output, c.overwrite, backend);
+  if (!merged.ok()) return cli::Fail(kTool, merged.status());
+  std::fprintf(stderr, "merged %zu parts: %llu records in %zu shards\n", c.parts.size(),
+               static_cast<unsigned long long>(merged->records()), merged->shards.size());
+  return 0;
+}
+
+struct ConvertCommand {
+  std::vector<std::string> inputs;
+  std::string format, block = "4MiB", compress = "none";
+  pack::ConvertOptions options;
+  bool verbose = false;
+};
+
+CLI::App* AddConvertCommand(CLI::App& app, ConvertCommand* c) {
+  CLI::App* cmd =
+      app.add_subcommand("convert", "Convert datasets to another backend, record for record");
+  cmd->add_option("inputs", c->inputs, "Dataset directories, or LMDB/HDF5 shard files")
+      ->required();
+  cmd->add_option("-o,--output", c->options.output, "Output dataset directory")->required();
+  cmd->add_option("--format", c->format, "Backend: shard, lmdb or hdf5")
+      ->required()
+      ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
+  cmd->add_option("--block-size", c->block, "Target block size (shard)")
+      ->check(cli::SizeIn(1, kMaxBlockSize));
+  cmd->add_option("--compress", c->compress, "none or zstd[:LEVEL] (shard)");
+  cmd->add_flag("--overwrite", c->options.overwrite,
+                "Replace an existing output (only a dataset shardpack wrote, or an empty folder)");
+  cmd->add_flag("-q,--quiet", c->options.quiet, "No progress or summary on stderr");
+  AddVerbose(cmd, &c->verbose);
+  return cmd;
+}
+
+int RunConvert(ConvertCommand& c) {
+  absl::Status flags = ParseShardFlags(c.format, c.block, c.compress, &c.options.writer);
+  if (!flags.ok()) return cli::UsageError(kTool, flags);
+  c.options.backend = c.options.writer.backend;
+  if (c.verbose) {
+    std::fprintf(stderr, "%s: converting %zu inputs into %s, format %s\n", kTool,
+                 c.inputs.size(), c.options.output.c_str(), c.format.c_str());
+  }
+  auto converted = pack::Convert(c.inputs, c.options);
+  if (!converted.ok()) return cli::Fail(kTool, converted.status());
+  if (!c.options.quiet) {
+    std::fprintf(stderr, "converted %llu records into %zu shards (%s)\n",
+                 static_cast<unsigned long long>(converted->records()),
+                 converted->shards.size(), c.format.c_str());
+  }
   return 0;
 }
 
@@ -165,115 +395,26 @@ int main(int argc, char** argv) {
   CLI::App app{"shardpack: pack CIFAR binaries and JPEG folders into sharded datasets"};
   app.set_version_flag("--version", "shardpack " SHARDPACK_VERSION);
   app.require_subcommand(1);
+  bool verbose = false;  // -v before the command
+  AddVerbose(&app, &verbose);
 
-  CommonFlags cifar_flags;
-  datasets::CifarOptions cifar;
-  std::string cifar_layout = "hwc";
-  CLI::App* cifar_cmd = app.add_subcommand("cifar", "Pack CIFAR-10/100 binary files");
-  cifar_cmd->add_option("inputs", cifar.inputs, "Binary files or the extracted folder")
-      ->required();
-  cifar_cmd->add_option("--cifar", cifar.variant, "10 or 100 (default: detect)")
-      ->check(CLI::IsMember({10, 100}));
-  cifar_cmd->add_option("--split", cifar.split, "train or test, for a folder input")
-      ->check(CLI::IsMember({"train", "test"}));
-  cifar_cmd->add_option("--layout", cifar_layout, "Stored pixel order: hwc or chw")
-      ->check(CLI::IsMember({"hwc", "chw"}));
-  cifar_cmd->add_option("--pad", cifar.pad, "Store images zero-padded by N on each side")
-      ->check(CLI::Range(0, 64));
-  AddCommonFlags(cifar_cmd, &cifar_flags);
-
-  CommonFlags image_flags;
-  datasets::ImageOptions images;
-  std::string mode = "passthrough", size;
-  CLI::App* images_cmd = app.add_subcommand("images", "Pack an ImageFolder tree or a list file");
-  images_cmd->add_option("root", images.root, "ImageFolder root (ROOT/class/file)");
-  images_cmd->add_option("--root", images.root, "Root the --list paths are relative to");
-  images_cmd->add_option("--list", images.list_file, "Lines of 'relative/path label'");
-  images_cmd->add_option("--mode", mode, "passthrough, reencode or raw")
-      ->check(CLI::IsMember({"passthrough", "reencode", "raw"}));
-  images_cmd->add_option("--max-side", images.max_side, "reencode: longest side at most N");
-  images_cmd->add_option("--quality", images.quality, "reencode: JPEG quality")
-      ->check(CLI::Range(1, 100));
-  images_cmd->add_option("--size", size, "raw: output WxH, e.g. 64x64");
-  images_cmd->add_flag("--validate-decode", images.validate_decode,
-                       "passthrough: decode every image to catch corrupt data");
-  images_cmd->add_flag("--restart-markers", images.restart_markers,
-                       "Re-code each JPEG losslessly with a restart marker after every MCU "
-                       "(same pixels; the reader's crops then decode only their blocks)");
-  AddCommonFlags(images_cmd, &image_flags);
-
-  std::vector<std::string> parts;
-  std::string merge_output;
-  bool merge_overwrite = false;
-  CLI::App* merge_cmd = app.add_subcommand("merge", "Make one dataset of packed parts");
-  merge_cmd->add_option("parts", parts, "Part datasets, in order")->required();
-  merge_cmd->add_option("-o,--output", merge_output, "Output dataset directory")->required();
-  merge_cmd->add_flag("--overwrite", merge_overwrite, "Replace an existing output");
-  std::string merge_format;
-  merge_cmd->add_option("--format", merge_format,
-                        "Backend of the output (default: the parts'; others are converted)")
-      ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
-
-  std::vector<std::string> convert_inputs;
-  std::string convert_format, convert_block = "4MiB", convert_compress = "none";
-  pack::ConvertOptions convert;
-  CLI::App* convert_cmd =
-      app.add_subcommand("convert", "Convert datasets to another backend, record for record");
-  convert_cmd->add_option("inputs", convert_inputs,
-                          "Dataset directories, or LMDB/HDF5 shard files")->required();
-  convert_cmd->add_option("-o,--output", convert.output, "Output dataset directory")->required();
-  convert_cmd->add_option("--format", convert_format, "Backend: shard, lmdb or hdf5")
-      ->required()
-      ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
-  convert_cmd->add_option("--block-size", convert_block, "Target block size (shard)");
-  convert_cmd->add_option("--compress", convert_compress, "none or zstd[:LEVEL] (shard)");
-  convert_cmd->add_flag("--overwrite", convert.overwrite, "Replace an existing output");
-  convert_cmd->add_flag("-q,--quiet", convert.quiet, "No progress or summary on stderr");
+  CifarCommand cifar;
+  CLI::App* cifar_cmd = AddCifarCommand(app, &cifar);
+  ImagesCommand images;
+  CLI::App* images_cmd = AddImagesCommand(app, &images);
+  MergeCommand merge;
+  CLI::App* merge_cmd = AddMergeCommand(app, &merge);
+  ConvertCommand convert;
+  CLI::App* convert_cmd = AddConvertCommand(app, &convert);
 
   if (int code = cli::ParseCommandLine(app, argc, argv); code >= 0) return code;
-
-  if (cifar_cmd->parsed()) {
-    cifar.layout = *ParseLayout(cifar_layout);
-    cifar.on_error = OnErrorOf(cifar_flags);
-    return RunPack(cifar_flags, datasets::OpenCifar(cifar));
-  }
-  if (images_cmd->parsed()) {
-    if (images.root.empty()) {
-      return cli::Fail(kTool, absl::InvalidArgumentError("images: give ROOT or --list FILE --root DIR"));
-    }
-    images.mode = mode == "raw" ? datasets::ImageMode::kRaw
-                  : mode == "reencode" ? datasets::ImageMode::kReencode
-                                       : datasets::ImageMode::kPassthrough;
-    if (images.mode == datasets::ImageMode::kRaw) {
-      std::vector<std::string> wh = absl::StrSplit(size, 'x');
-      if (wh.size() != 2 || !absl::SimpleAtoi(wh[0], &images.raw_width) ||
-          !absl::SimpleAtoi(wh[1], &images.raw_height) || images.raw_width == 0 ||
-          images.raw_height == 0) {
-        return cli::Fail(kTool, absl::InvalidArgumentError("--mode raw needs --size WxH"));
-      }
-    }
-    images.on_error = OnErrorOf(image_flags);
-    return RunPack(image_flags, datasets::OpenImages(images));
-  }
-  if (convert_cmd->parsed()) {
-    absl::Status flags =
-        ParseShardFlags(convert_format, convert_block, convert_compress, &convert.writer);
-    if (!flags.ok()) return cli::Fail(kTool, flags);
-    convert.backend = convert.writer.backend;
-    auto converted = pack::Convert(convert_inputs, convert);
-    if (!converted.ok()) return cli::Fail(kTool, converted.status());
-    if (!convert.quiet) {
-      std::fprintf(stderr, "converted %llu records into %zu shards (%s)\n",
-                   static_cast<unsigned long long>(converted->records()),
-                   converted->shards.size(), convert_format.c_str());
-    }
-    return 0;
-  }
-  std::optional<Backend> merge_backend;
-  if (!merge_format.empty()) merge_backend = backends::ParseBackend(merge_format);
-  auto merged = pack::Merge(parts, merge_output, merge_overwrite, merge_backend);
-  if (!merged.ok()) return cli::Fail(kTool, merged.status());
-  std::fprintf(stderr, "merged %zu parts: %llu records in %zu shards\n", parts.size(),
-               static_cast<unsigned long long>(merged->records()), merged->shards.size());
-  return 0;
+  cifar.flags.verbose |= verbose;
+  images.flags.verbose |= verbose;
+  merge.verbose |= verbose;
+  convert.verbose |= verbose;
+  if (cifar_cmd->parsed()) return RunCifar(cifar);
+  if (images_cmd->parsed()) return RunImages(images);
+  if (convert_cmd->parsed()) return RunConvert(convert);
+  if (merge_cmd->parsed()) return RunMerge(merge);
+  return cli::kExitUsage;  // not reached: CLI11 requires one command
 }

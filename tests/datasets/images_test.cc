@@ -28,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::shardpack::testing::StatusIs;
 using ::shardpack::testing::TempDir;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
@@ -190,26 +191,21 @@ TEST(ImagesWalkTest, FollowsSymlinksButNotLoops) {
                               }));
 }
 
-TEST(ImagesWalkTest, EmptyClassFolderKeepsItsIndex) {
+// torchvision's ImageFolder refuses a class folder without images; keeping
+// it (or dropping it) would shift labels, so it is refused in both modes.
+TEST(ImagesWalkTest, EmptyClassFolderIsRefusedInBothModes) {
   TempDir dir;
   WriteBytes(dir.path() / "a/1.jpg", MakeJpeg(8, 8));
   WriteText(dir.path() / "b_empty/readme.txt", "no images here");
   WriteBytes(dir.path() / "c/2.jpg", MakeJpeg(8, 8));
-  auto source = MustOpen(FolderOptions(dir));
-  ASSERT_NE(source, nullptr);
-  EXPECT_THAT(source->schema().labels[0].classes, ElementsAre("a", "b_empty", "c"));
-  EXPECT_THAT(Items(*source), ElementsAreArray(std::vector<std::pair<std::string, int64_t>>{
-                                  {"a/1.jpg", 0}, {"c/2.jpg", 2}}));
-  ASSERT_EQ(source->open_problems().size(), 1u);
-  EXPECT_EQ(source->open_problems()[0].path, (dir.path() / "b_empty").string());
-  EXPECT_THAT(source->open_problems()[0].reason,
-              HasSubstr("empty class folder: no .jpg or .jpeg files"));
-
-  ImageOptions fail = FolderOptions(dir);
-  fail.on_error = OnError::kFail;
-  EXPECT_THAT(OpenImages(fail),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr((dir.path() / "b_empty").string() + ": empty class folder")));
+  for (OnError on_error : {OnError::kSkip, OnError::kFail}) {
+    ImageOptions options = FolderOptions(dir);
+    options.on_error = on_error;
+    EXPECT_THAT(OpenImages(options),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr((dir.path() / "b_empty").string() + ": empty class folder"),
+                               HasSubstr("torchvision"))));
+  }
 }
 
 TEST(ImagesWalkTest, UnlistableFolderIsAProblem) {

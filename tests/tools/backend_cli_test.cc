@@ -147,9 +147,12 @@ TEST_F(BackendCliTest, PackWithFormatGivesTheSameRecordsAsShard) {
     EXPECT_EQ(RecordBytes(Out(format)), RecordBytes(Out("s")));
     EXPECT_FALSE(fs::exists(Out(format + ".partial")));
   }
-  ExpectOneLineFailure(Shardpack({"cifar", cifar, "-o", Out("z"), "--format", "lmdb",
-                                  "--compress", "zstd", "-q"}),
-                       "shardpack", "--compress applies to --format shard only");
+  // Flags that do not go together: a usage error (exit 2), nothing written.
+  RunResult usage = Shardpack({"cifar", cifar, "-o", Out("z"), "--format", "lmdb", "--compress",
+                               "zstd", "-q"});
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_THAT(usage.err, StartsWith("shardpack: --compress applies to --format shard only"));
+  EXPECT_FALSE(fs::exists(Out("z")));
 }
 
 TEST_F(BackendCliTest, MergeKeepsOrConvertsTheBackend) {

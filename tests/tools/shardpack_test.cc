@@ -1,6 +1,8 @@
 // shardpack end to end: the binary is run on inputs made here and its output
 // is read back with the format library.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -340,6 +342,282 @@ TEST_F(ShardpackTest, RestartMarkersRecodeEveryImageKeepingItsPixels) {
   EXPECT_NE(raw.exit_code, 0);
   EXPECT_THAT(raw.err, HasSubstr("raw mode stores pixels: restart markers do not apply"));
   EXPECT_FALSE(fs::exists(Out("raw")));
+}
+
+
+// --- Output safety: --overwrite, the staging directory, output vs input ---
+
+// Every file under `dir`, relative, with its bytes: what must survive.
+std::map<std::string, std::string> Snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = FileBytes(e.path());
+  }
+  return files;
+}
+
+// Holds a directory flock()ed as a running pack does, until destroyed.
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir)
+      : fd_(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    EXPECT_GE(fd_, 0) << dir;
+    EXPECT_EQ(flock(fd_, LOCK_EX | LOCK_NB), 0) << dir;
+  }
+  ~DirLock() { close(fd_); }
+
+ private:
+  int fd_;
+};
+
+TEST_F(ShardpackTest, OverwriteRefusesAFolderOfTheUsersFiles) {
+  std::string input = WriteCifar10("data_batch_1.bin", 10);
+  fs::create_directories(Out("mine/sub"));
+  std::ofstream(Out("mine/notes.txt")) << "precious";
+  std::ofstream(Out("mine/sub/more.txt")) << "also precious";
+  const auto before = Snapshot(Out("mine"));
+  for (bool overwrite : {false, true}) {
+    std::vector<std::string> args = {"cifar", input, "-o", Out("mine"), "-q"};
+    if (overwrite) args.push_back("--overwrite");
+    RunResult r = Shardpack(args);
+    EXPECT_EQ(r.exit_code, 1) << overwrite;
+    EXPECT_THAT(r.err, HasSubstr(Out("mine") + " "));
+    EXPECT_THAT(r.err, HasSubstr("no manifest.json"));
+    EXPECT_THAT(r.err, HasSubstr("--overwrite replaces only a dataset shardpack wrote"));
+    EXPECT_EQ(Snapshot(Out("mine")), before);
+    EXPECT_FALSE(fs::exists(Out("mine.partial")));
+  }
+}
+
+TEST_F(ShardpackTest, OverwriteRefusesADatasetHoldingAFileOfTheUsers) {
+  std::string input = WriteCifar10("data_batch_1.bin", 10);
+  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
+  std::ofstream(Out("ds/README")) << "my notes on this dataset";
+  const auto before = Snapshot(Out("ds"));
+  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "-q", "--overwrite"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("holds README, which shardpack did not write"));
+  EXPECT_THAT(r.err, HasSubstr("nothing was deleted"));
+  EXPECT_EQ(Snapshot(Out("ds")), before);
+  // A manifest that is not ours (or a folder where a shard should be) is refused too.
+  fs::remove(Out("ds/README"));
+  fs::create_directories(Out("other"));
+  std::ofstream(Out("other/manifest.json")) << "{\"name\": \"someone else's\"}";
+  EXPECT_THAT(Shardpack({"cifar", input, "-o", Out("other"), "-q", "--overwrite"}).err,
+              HasSubstr("not one of shardpack's"));
+  EXPECT_TRUE(fs::exists(Out("other/manifest.json")));
+}
+
+TEST_F(ShardpackTest, OverwriteRefusesAFileAndASymlink) {
+  std::string input = WriteCifar10("data_batch_1.bin", 10);
+  std::ofstream(Out("file")) << "a file of mine";
+  RunResult file = Shardpack({"cifar", input, "-o", Out("file"), "-q", "--overwrite"});
+  EXPECT_EQ(file.exit_code, 1);
+  EXPECT_THAT(file.err, HasSubstr(Out("file") + " is not a directory"));
+  EXPECT_EQ(FileBytes(Out("file")), "a file of mine");
+  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
+  fs::create_directory_symlink(Out("ds"), Out("link"));
+  RunResult link = Shardpack({"cifar", input, "-o", Out("link"), "-q", "--overwrite"});
+  EXPECT_EQ(link.exit_code, 1);
+  EXPECT_THAT(link.err, HasSubstr("is a symbolic link"));
+  EXPECT_TRUE(fs::is_symlink(Out("link")));
+}
+
+// What --overwrite does replace: an empty folder, a dataset of ours (an
+// LMDB reader's lock file beside a shard included), one whose publish was
+// cut short before its manifest; nothing of ours is left behind.
+TEST_F(ShardpackTest, OverwriteReplacesOnlyWhatShardpackWrote) {
+  std::string input = WriteCifar10("data_batch_1.bin", 10);
+  fs::create_directories(Out("empty"));
+  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("lmdb"), "--format", "lmdb", "-q"}).exit_code, 0);
+  std::ofstream(Out("lmdb/shard-00000.lmdb-lock")) << "lock";
+  fs::create_directories(Out("cut"));
+  std::ofstream(Out("cut/.shardpack-staging")) << "";
+  std::ofstream(Out("cut/shard-00000.shard")) << "";
+  std::ofstream(Out("cut/skipped.tsv")) << "";
+  RunResult cut = Shardpack({"cifar", input, "-o", Out("cut"), "-q"});
+  EXPECT_THAT(cut.err, HasSubstr("without a manifest: an interrupted pack?"));
+  for (std::string out : {"empty", "lmdb", "cut"}) {
+    RunResult r = Shardpack({"cifar", input, "-o", Out(out), "-q", "--overwrite", "--no-shuffle"});
+    ASSERT_EQ(r.exit_code, 0) << out << ": " << r.err;
+    EXPECT_EQ(ReadAll(Out(out)).size(), 10u);
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_.path())) {
+      names.insert(e.path().filename().string());
+    }
+    EXPECT_EQ(names.count(out + ".partial"), 0u) << out;
+    EXPECT_FALSE(fs::exists(Out(out + "/.shardpack-staging"))) << out;
+    EXPECT_FALSE(fs::exists(Out(out + "/shard-00000.lmdb-lock"))) << out;
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_.path()), {}), 4);  // cifar + the three
+}
+
+TEST_F(ShardpackTest, StagingFolderOfTheUsersIsRefusedNotDeleted) {
+  std::string input = WriteCifar10("data_batch_1.bin", 10);
+  fs::create_directories(Out("ds.partial"));
+  std::ofstream(Out("ds.partial/thesis.tex")) << "years of work";
+  for (bool overwrite : {false, true}) {
+    std::vector<std::string> args = {"cifar", input, "-o", Out("ds"), "-q"};
+    if (overwrite) args.push_back("--overwrite");
+    RunResult r = Shardpack(args);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr(Out("ds.partial") + " exists and was not made by shardpack"));
+    EXPECT_EQ(FileBytes(Out("ds.partial/thesis.tex")), "years of work");
+    EXPECT_FALSE(fs::exists(Out("ds")));
+  }
+  fs::remove_all(Out("ds.partial"));
+  std::ofstream(Out("ds.partial")) << "a file";
+  EXPECT_THAT(Shardpack({"cifar", input, "-o", Out("ds"), "-q"}).err,
+              HasSubstr("exists and is not a directory shardpack made"));
+  EXPECT_EQ(FileBytes(Out("ds.partial")), "a file");
+}
+
+TEST_F(ShardpackTest, StagingLeftByAKilledPackIsCleared) {
+  std::string input = WriteCifar10("data_batch_1.bin", 10);
+  fs::create_directories(Out("ds.partial"));
+  std::ofstream(Out("ds.partial/.shardpack-staging")) << "";
+  std::ofstream(Out("ds.partial/shard-00000.shard.partial")) << "half a shard";
+  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadAll(Out("ds")).size(), 10u);
+  EXPECT_FALSE(fs::exists(Out("ds.partial")));
+  EXPECT_FALSE(fs::exists(Out("ds/shard-00000.shard.partial")));
+}
+
+// Of two packs into one OUT, the one that comes second is told at once;
+// the first is not disturbed. The test holds the locks a running pack holds.
+TEST_F(ShardpackTest, OutputInUseIsSaidAtOnce) {
+  std::string input = WriteCifar10("data_batch_1.bin", 10);
+  fs::create_directories(Out("ds.partial"));
+  std::ofstream(Out("ds.partial/.shardpack-staging")) << "";
+  std::ofstream(Out("ds.partial/shard-00000.shard.partial")) << "being written";
+  {
+    DirLock running(Out("ds.partial"));
+    for (bool overwrite : {false, true}) {
+      std::vector<std::string> args = {"cifar", input, "-o", Out("ds"), "-q"};
+      if (overwrite) args.push_back("--overwrite");
+      RunResult r = Shardpack(args);
+      EXPECT_EQ(r.exit_code, 1);
+      EXPECT_THAT(r.err, HasSubstr(Out("ds") + " is in use: another shardpack is writing it"));
+      EXPECT_EQ(FileBytes(Out("ds.partial/shard-00000.shard.partial")), "being written");
+    }
+  }
+  // A pack publishing into OUT (renamed, manifest not yet written) holds OUT.
+  fs::rename(Out("ds.partial"), Out("ds"));
+  DirLock publishing(Out("ds"));
+  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "-q", "--overwrite"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("is in use"));
+  EXPECT_FALSE(fs::exists(Out("ds.partial")));
+}
+
+TEST_F(ShardpackTest, TwoPacksIntoOneOutputOneGoesOn) {
+  std::string input = WriteCifar10("data_batch_1.bin", 20000);
+  int pid = testing::Spawn({SHARDPACK_PATH, "cifar", input, "-o", Out("ds"), "--threads", "1",
+                            "--compress", "zstd:19", "-q"});
+  // Start the second pack while the first one writes: once its staging
+  // folder exists (and, when it has one, its marker: a moment later).
+  while (!fs::exists(Out("ds.partial")) && !fs::exists(Out("ds"))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (int ms = 0; ms < 1000 && !fs::exists(Out("ds.partial/.shardpack-staging")); ++ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_FALSE(fs::exists(Out("ds"))) << "the first pack ended too soon for this test";
+  RunResult second = Shardpack({"cifar", input, "-o", Out("ds"), "-q"});
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_THAT(second.err, ::testing::AnyOf(HasSubstr("is in use"), HasSubstr("already exists")));
+  EXPECT_THAT(second.err, ::testing::Not(HasSubstr("rename")));
+  EXPECT_EQ(ReadAll(Out("ds")).size(), 20000u);
+}
+
+TEST_F(ShardpackTest, OutputIsNeverTheInputNorAroundIt) {
+  std::string input = WriteCifar10("data_batch_1.bin", 10);
+  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
+  fs::create_directory_symlink(Out("ds"), Out("alias"));
+  const auto before = Snapshot(Out("ds"));
+  const std::vector<std::vector<std::string>> commands = {
+      {"convert", Out("ds"), "-o", Out("ds"), "--format", "lmdb", "--overwrite"},
+      {"convert", Out("alias"), "-o", Out("ds"), "--format", "lmdb", "--overwrite"},
+      {"convert", Out("ds/"), "-o", Out("alias/../ds"), "--format", "hdf5", "--overwrite"},
+      {"merge", Out("ds"), "-o", Out("ds"), "--overwrite"},
+      {"convert", Out("ds"), "-o", Out("ds/inner"), "--format", "lmdb"},
+      {"cifar", Out("cifar"), "-o", dir_.path().string(), "--overwrite", "-q"},
+      {"cifar", Out("cifar"), "-o", Out("cifar/out"), "-q"}};
+  for (const auto& args : commands) {
+    RunResult r = Shardpack(args);
+    EXPECT_EQ(r.exit_code, 1) << args[0] << " " << args[1] << " -o " << args[3];
+    EXPECT_THAT(r.err, ::testing::AnyOf(HasSubstr("is the input"), HasSubstr("lies inside")));
+  }
+  EXPECT_EQ(Snapshot(Out("ds")), before);
+  EXPECT_FALSE(fs::exists(Out("ds/inner")));
+  // A CIFAR file's folder is not read as a whole: an output beside the file is fine.
+  EXPECT_EQ(Shardpack({"cifar", input, "-o", Out("cifar/packed"), "-q"}).exit_code, 0);
+}
+
+// The old failure: an output inside the image folder became a class on the
+// next pack and shifted every label after it.
+TEST_F(ShardpackTest, ImagesOutputInsideTheRootIsRefused) {
+  const std::string root = DemoImages(3, 2, 16, 16);
+  ASSERT_FALSE(root.empty());
+  fs::create_directory_symlink(root, Out("root-link"));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {root, root + "/out"}, {root, Out("root-link/out")}, {Out("root-link"), root + "/out"},
+      {root, root + "/class_00/deeper/out"}, {root, dir_.path().string()}};
+  for (const auto& [in, out] : cases) {
+    for (bool overwrite : {false, true}) {
+      std::vector<std::string> args = {"images", in, "-o", out, "-q"};
+      if (overwrite) args.push_back("--overwrite");
+      RunResult r = Shardpack(args);
+      EXPECT_EQ(r.exit_code, 1) << in << " -o " << out;
+      EXPECT_THAT(r.err, ::testing::AnyOf(HasSubstr("lies inside the input folder " + in),
+                                        HasSubstr("input " + in + " lies inside the output")));
+    }
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(root), {}), 3);
+  // A list file's root is only where its paths start: an output inside is fine.
+  std::ofstream(Out("list.txt")) << "class_00/img_0000.JPEG 0\n";
+  RunResult list = Shardpack({"images", "--list", Out("list.txt"), "--root", root, "-o",
+                              root + "/packed", "-q"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+}
+
+TEST_F(ShardpackTest, EmptyClassFolderIsRefusedInBothModes) {
+  const std::string root = DemoImages(3, 2, 16, 16);
+  ASSERT_FALSE(root.empty());
+  fs::create_directories(fs::path(root) / "class_01a");
+  std::ofstream(fs::path(root) / "class_01a" / "notes.txt") << "no images";
+  for (std::string on_error : {"skip", "fail"}) {
+    RunResult r = Shardpack({"images", root, "-o", Out("ds"), "--on-error", on_error, "-q"});
+    EXPECT_EQ(r.exit_code, 1) << on_error;
+    EXPECT_THAT(r.err, HasSubstr(root + "/class_01a: empty class folder"));
+    EXPECT_THAT(r.err, HasSubstr("torchvision"));
+    EXPECT_FALSE(fs::exists(Out("ds")));
+  }
+}
+
+TEST_F(ShardpackTest, ListRootIsUsedOrRefusedNeverIgnored) {
+  const std::string root = DemoImages(2, 1, 16, 16);
+  ASSERT_FALSE(root.empty());
+  std::ofstream(Out("list.txt")) << "class_00/img_0000.JPEG 0\nclass_01/img_0000.JPEG 1\n";
+  // ROOT before --list is the list's root, as --root is.
+  RunResult positional = Shardpack({"images", root, "--list", Out("list.txt"), "-o", Out("a"), "-q"});
+  ASSERT_EQ(positional.exit_code, 0) << positional.err;
+  EXPECT_EQ(ReadAll(Out("a")).size(), 2u);
+  RunResult both = Shardpack({"images", Out("elsewhere"), "--list", Out("list.txt"), "--root", root,
+                              "-o", Out("b"), "-q"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.err, HasSubstr("given twice"));
+  RunResult no_list = Shardpack({"images", "--root", root, "-o", Out("c"), "-q"});
+  EXPECT_EQ(no_list.exit_code, 2);
+  EXPECT_THAT(no_list.err, HasSubstr("--list"));
+  RunResult no_root = Shardpack({"images", "--list", Out("list.txt"), "-o", Out("d"), "-q"});
+  EXPECT_EQ(no_root.exit_code, 2);
+  EXPECT_THAT(no_root.err, HasSubstr("give ROOT, or --list FILE --root DIR"));
 }
 
 }  // namespace

@@ -1,11 +1,17 @@
 #include "tools/bench/flags.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "shardpack/status.h"
 #include "tools/common/cli.h"
 
 namespace shardpack::shardbench {
 namespace {
+
+constexpr uint64_t kMaxInt = std::numeric_limits<int>::max();
+constexpr uint64_t kMaxBatchSize = uint64_t{1} << 20;
+constexpr double kMaxSeconds = 365 * 24 * 3600;  // a year: past that, a typo
 
 // CLI11 validators: an empty string accepts, anything else is the message.
 std::string CheckTransform(const std::string& text) {
@@ -18,19 +24,14 @@ std::string CheckIo(const std::string& text) {
   return e.ok() ? "" : std::string(e.status().message());
 }
 
-std::string CheckSize(const std::string& text) {
-  auto s = cli::ParseSize(text);
-  return s.ok() ? "" : std::string(s.status().message());
-}
-
 }  // namespace
 
 void AddFlags(CLI::App* app, Flags* f) {
   app->add_option("PATH", f->path, "Dataset directory or a single .shard file")->required();
   app->add_option("--batch-size", f->batch_size, "Samples per batch (default 256)")
-      ->check(CLI::PositiveNumber);
+      ->transform(cli::WholeNumberIn(1, kMaxBatchSize));
   app->add_option("--threads", f->threads, "Transform worker threads (default 0: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->transform(cli::WholeNumberIn(0, cli::kMaxThreads));
   app->add_option("--transform", f->transform,
                   "none, cifar-train[:SIZE], cifar-eval[:SIZE], rrc[:SIZE] or center[:SIZE] "
                   "(default none)")
@@ -39,27 +40,28 @@ void AddFlags(CLI::App* app, Flags* f) {
       ->check(CheckIo, "ENGINE");
   CLI::Option* epochs =
       app->add_option("--epochs", f->epochs, "Stream this many epochs (default 1)")
-          ->check(CLI::PositiveNumber);
+          ->transform(cli::WholeNumberIn(1, kMaxInt));
   CLI::Option* seconds =
       app->add_option("--seconds", f->seconds, "Stream for this many seconds instead")
-          ->check(CLI::PositiveNumber);
+          ->transform(cli::RealAboveUpTo(0, kMaxSeconds));
   epochs->excludes(seconds);
   CLI::Option* rank = app->add_option("--rank", f->rank, "This process's rank (default $RANK or 0)")
-                          ->check(CLI::NonNegativeNumber);
+                          ->transform(cli::WholeNumberIn(0, kMaxInt - 1));
   CLI::Option* world =
       app->add_option("--world-size", f->world_size, "Number of ranks (default $WORLD_SIZE or 1)")
-          ->check(CLI::PositiveNumber);
+          ->transform(cli::WholeNumberIn(1, kMaxInt));
   rank->needs(world);
   world->needs(rank);
-  app->add_option("--seed", f->seed, "Seed of the shuffle and the augmentation (default 0)");
+  app->add_option("--seed", f->seed, "Seed of the shuffle and the augmentation (default 0)")
+      ->transform(cli::WholeNumberIn(0, std::numeric_limits<uint64_t>::max()));
   app->add_flag("--shuffle,!--no-shuffle", f->shuffle, "Shuffle (default on)");
   app->add_option("--shuffle-bytes", f->shuffle_bytes,
                   "Bytes of blocks held for the shuffle (default 256MiB)")
-      ->check(CheckSize, "SIZE");
+      ->check(cli::SizeIn(0, std::numeric_limits<uint64_t>::max()));
   app->add_option("--read-ahead", f->read_ahead, "Bytes of reads in flight (default 32MiB)")
-      ->check(CheckSize, "SIZE");
+      ->check(cli::SizeIn(0, std::numeric_limits<uint64_t>::max()));
   app->add_option("--ring-slots", f->ring_slots, "Batches in flight (default 4)")
-      ->check(CLI::Range(2, 1024));
+      ->transform(cli::WholeNumberIn(2, 1024));
   app->add_option("--layout", f->layout, "Output layout: nhwc or nchw (default nhwc)")
       ->check(CLI::IsMember({"nhwc", "nchw"}));
   app->add_option("--dtype", f->dtype, "Output type: uint8 or float32 (default uint8)")

@@ -1,7 +1,9 @@
 #include "tools/common/cli.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -14,6 +16,59 @@ int Fail(std::string_view tool, const absl::Status& status) {
   std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(tool.size()), tool.data(),
                static_cast<int>(status.message().size()), status.message().data());
   return kExitFailure;
+}
+
+int UsageError(std::string_view tool, const absl::Status& status) {
+  Fail(tool, status);
+  std::fprintf(stderr, "Run with --help for more information.\n");
+  return kExitUsage;
+}
+
+CLI::Validator WholeNumberIn(uint64_t min, uint64_t max) {
+  // 2^64-1 spelled out would read like the wrapped value of a negative.
+  const std::string range =
+      absl::StrCat(min, "..", max == std::numeric_limits<uint64_t>::max() ? "2^64-1"
+                                                                          : absl::StrCat(max));
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        std::string_view digits = text;
+        bool ok = !digits.empty() && std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit);
+        while (ok && digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
+        uint64_t value = 0;
+        ok = ok && absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &value) &&
+             value >= min && value <= max;
+        if (!ok) return absl::StrCat("'", text, "' is not a whole number in ", range);
+        text = std::string(digits);  // decimal, so that CLI11 cannot read it as octal
+        return "";
+      },
+      absl::StrCat("in ", range));
+}
+
+CLI::Validator RealAboveUpTo(double min, double max) {
+  const std::string range = absl::StrFormat("(%.15g, %.15g]", min, max);
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        double value = 0;
+        if (!absl::SimpleAtod(text, &value) || !std::isfinite(value) || value <= min ||
+            value > max) {
+          return absl::StrCat("'", text, "' is not a number in ", range);
+        }
+        text = absl::StrFormat("%.17g", value);  // what CLI11 then reads is what was checked
+        return "";
+      },
+      absl::StrCat("in ", range));
+}
+
+CLI::Validator SizeIn(uint64_t min, uint64_t max) {
+  const std::string range = absl::StrCat(FormatBytes(min), "..", FormatBytes(max));
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        absl::StatusOr<uint64_t> size = ParseSize(text);
+        if (!size.ok()) return std::string(size.status().message());
+        if (*size < min || *size > max) return absl::StrCat("'", text, "' is not in ", range);
+        return "";
+      },
+      absl::StrCat("SIZE in ", range));
 }
 
 int ParseCommandLine(CLI::App& app, int argc, char** argv) {
@@ -53,7 +108,12 @@ absl::StatusOr<uint64_t> ParseSize(std::string_view text) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat("'", s, "': unknown size unit"));
   }
-  return static_cast<uint64_t>(std::llround(value * scale));
+  // 2^64 bytes and more do not fit (and llround of them is undefined).
+  const double bytes = std::round(value * scale);
+  if (!(bytes < 18446744073709551616.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", s, "' is too large for a size"));
+  }
+  return static_cast<uint64_t>(bytes);
 }
 
 std::string FormatBytes(uint64_t bytes) {

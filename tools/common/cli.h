@@ -17,8 +17,17 @@ namespace shardpack::cli {
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
+// The most worker threads a --threads flag takes (0 means one per core):
+// more would only exhaust memory and the process's thread limit.
+inline constexpr uint64_t kMaxThreads = 1024;
+
 // Prints "<tool>: <message>" on stderr and returns kExitFailure.
 int Fail(std::string_view tool, const absl::Status& status);
+
+// Prints "<tool>: <message>" and CLI11's "Run with --help" hint on stderr
+// and returns kExitUsage: for flag values or combinations that only make
+// sense together, which the parser cannot check alone.
+int UsageError(std::string_view tool, const absl::Status& status);
 
 // Parses the command line with CLI11. Returns -1 when the program should
 // go on, otherwise the exit code: 0 after --help or --version, kExitUsage
@@ -26,8 +35,25 @@ int Fail(std::string_view tool, const absl::Status& status);
 // printed either way.
 int ParseCommandLine(CLI::App& app, int argc, char** argv);
 
+// A CLI11 transform for a whole-number flag bound to any integer type: the
+// value must be decimal digits alone, within [min, max] (max at most the
+// bound variable's largest value). CLI11 2.1 by itself would read "-1" into
+// an unsigned as 2^64-1, "010" as octal 8 and an overflow as the largest
+// value. Leading zeros are dropped. A bad value is a usage error naming the
+// flag and the range: "--seed: '-1' is not a whole number in 0..2^64-1".
+CLI::Validator WholeNumberIn(uint64_t min, uint64_t max);
+
+// A CLI11 check for a real-valued flag: a finite number in (min, max].
+// Refuses nan, inf and anything outside: "--seconds: 'nan' is not a number
+// in (0, 31536000]".
+CLI::Validator RealAboveUpTo(double min, double max);
+
+// A CLI11 check for a size flag ("256MiB", see ParseSize) in [min, max].
+CLI::Validator SizeIn(uint64_t min, uint64_t max);
+
 // Parses "256MiB", "4M", "1.5GB", "4096" into bytes. Binary (KiB, MiB, GiB,
 // K, M, G) and decimal (kB, MB, GB) suffixes; no suffix means bytes.
+// InvalidArgumentError for anything else, and for 2^64 bytes or more.
 absl::StatusOr<uint64_t> ParseSize(std::string_view text);
 
 // "1.5 GiB", "312 KiB", "17 B".

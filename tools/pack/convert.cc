@@ -12,6 +12,7 @@
 #include "tools/common/progress_line.h"
 #include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
+#include "tools/pack/path_overlap.h"
 
 namespace shardpack::pack {
 namespace {
@@ -51,6 +52,9 @@ absl::StatusOr<InputDataset> OpenInputDataset(const std::string& path) {
 
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o) {
   if (inputs.empty()) return absl::InvalidArgumentError("nothing to convert");
+  std::vector<InputPath> apart;
+  for (const std::string& path : inputs) apart.push_back({path});
+  SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
   std::vector<InputDataset> in;
   Json from = Json::array();
   for (const std::string& path : inputs) {

@@ -9,6 +9,7 @@
 #include "shardpack/status.h"
 #include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
+#include "tools/pack/path_overlap.h"
 
 namespace shardpack::pack {
 namespace {
@@ -38,6 +39,9 @@ std::string SkippedLines(const std::string& part) {
 absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std::string& output,
                                bool overwrite, std::optional<Backend> backend) {
   if (parts.empty()) return absl::InvalidArgumentError("merge needs at least one part");
+  std::vector<InputPath> apart;
+  for (const std::string& path : parts) apart.push_back({path});
+  SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(output, apart));
   std::vector<Manifest> manifests;
   bool same_backend = true;
   for (const std::string& part : parts) {

@@ -1,61 +1,389 @@
 #include "tools/pack/output_dir.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <set>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
 
 namespace shardpack::pack {
+namespace {
 
 namespace fs = std::filesystem;
 
-namespace {
-absl::Status FsError(std::string_view what, const fs::path& path, const std::error_code& ec) {
-  return ErrnoError(what, path.string(), ec.value());
+constexpr char kOverwriteRule[] =
+    "--overwrite replaces only a dataset shardpack wrote or an empty folder";
+
+// A file descriptor closed when it goes out of scope (which also lets go of
+// a flock() taken through it).
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    std::swap(fd_, other.fd_);
+    return *this;
+  }
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+std::string Join(const std::string& dir, std::string_view name) {
+  return absl::StrCat(dir, "/", absl::string_view(name.data(), name.size()));
 }
+
+// Errors of flock() that mean the file system has no locks (some NFS and
+// Lustre mounts), as opposed to a lock held by someone else.
+bool LocksUnsupported(int err) {
+  return err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS || err == EINVAL || err == EBADF;
+}
+
+enum class LockResult { kLocked, kBusy, kUnsupported };
+
+// Opens the directory `dir` itself (never through a symbolic link) and
+// tries to lock it; the lock lives as long as `fd`.
+absl::StatusOr<LockResult> TryLockDir(const std::string& dir, Fd* fd) {
+  const int opened = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (opened < 0) return ErrnoError("open", dir, errno);
+  *fd = Fd(opened);
+  if (::flock(fd->get(), LOCK_EX | LOCK_NB) == 0) return LockResult::kLocked;
+  if (errno == EWOULDBLOCK) return LockResult::kBusy;
+  if (LocksUnsupported(errno)) return LockResult::kUnsupported;
+  return ErrnoError("lock", dir, errno);
+}
+
+struct Entry {
+  std::string name;
+  mode_t mode;  // from lstat: a symbolic link is a link, not its target
+};
+
+absl::StatusOr<std::vector<Entry>> ListDir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoError("list", dir, errno);
+  std::vector<Entry> entries;
+  absl::Status status;
+  errno = 0;
+  while (const dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      status = ErrnoError("stat", Join(dir, name), errno);
+      break;
+    }
+    entries.push_back({std::move(name), st.st_mode});
+    errno = 0;
+  }
+  if (status.ok() && errno != 0) status = ErrnoError("list", dir, errno);
+  ::closedir(d);
+  if (!status.ok()) return status;
+  return entries;
+}
+
+// "shard-00012.shard", ".lmdb" or ".h5", with a writer's ".partial" or an
+// LMDB reader's "-lock" after it: the names our writers give (tools use the
+// default prefix), for a dataset whose manifest was never written.
+bool IsOurShardName(std::string_view name) {
+  for (std::string_view suffix : {".partial", "-lock"}) {
+    if (name.ends_with(suffix)) name.remove_suffix(suffix.size());
+  }
+  const std::string_view prefix = "shard-";
+  if (!name.starts_with(prefix)) return false;
+  name.remove_prefix(prefix.size());
+  size_t digits = 0;
+  while (digits < name.size() && absl::ascii_isdigit(name[digits])) ++digits;
+  if (digits < 5) return false;
+  name.remove_prefix(digits);
+  return name == ".shard" || name == ".lmdb" || name == ".h5";
+}
+
+const Entry* FindEntry(const std::vector<Entry>& entries, std::string_view name) {
+  auto it = std::find_if(entries.begin(), entries.end(),
+                         [&](const Entry& e) { return e.name == name; });
+  return it == entries.end() ? nullptr : &*it;
+}
+
+// Why `dir` is not a dataset shardpack wrote, or "" when it is one (or is
+// empty); `files` then gets the names of its files, all ours.
+std::string NotOursReason(const std::string& dir, std::vector<std::string>* files) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return absl::StrCat("cannot be read: ", std::strerror(errno));
+  if (S_ISLNK(st.st_mode)) return "is a symbolic link (name the directory itself)";
+  if (!S_ISDIR(st.st_mode)) return "is not a directory";
+  absl::StatusOr<std::vector<Entry>> entries = ListDir(dir);
+  if (!entries.ok()) return absl::StrCat("cannot be listed: ", entries.status().message());
+  std::set<std::string> names = {kManifestFileName, absl::StrCat(kManifestFileName, ".partial"),
+                                 "skipped.tsv", "skipped.tsv.partial", kStagingMarker};
+  const Entry* manifest = FindEntry(*entries, kManifestFileName);
+  if (manifest != nullptr) {
+    // A FIFO or a link in its place is not ours, and must not be opened.
+    if (!S_ISREG(manifest->mode)) {
+      return absl::StrCat("holds a ", kManifestFileName, " that is not a regular file");
+    }
+    absl::StatusOr<Manifest> m = ReadManifest(dir);
+    if (!m.ok()) {
+      return absl::StrCat("holds a ", kManifestFileName, " that is not one of shardpack's (",
+                          m.status().message(), ")");
+    }
+    for (const ShardEntry& s : m->shards) {
+      names.insert({s.path, s.path + ".partial", s.path + "-lock"});
+    }
+  } else if (!entries->empty() && FindEntry(*entries, kStagingMarker) == nullptr) {
+    return absl::StrCat("holds no ", kManifestFileName, ": it is not a dataset");
+  }
+  for (const Entry& e : *entries) {
+    const bool ours =
+        names.count(e.name) > 0 || (manifest == nullptr && IsOurShardName(e.name));
+    if (!ours || !S_ISREG(e.mode)) {
+      return absl::StrCat("holds ", e.name, ", which shardpack did not write");
+    }
+    files->push_back(e.name);
+  }
+  return "";
+}
+
+// Fails when another process holds `dir` locked (a pack publishing it).
+absl::Status CheckNotInUse(const std::string& dir) {
+  Fd fd;
+  SP_ASSIGN_OR_RETURN(LockResult lock, TryLockDir(dir, &fd));
+  if (lock == LockResult::kBusy) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir, " is in use: another shardpack is writing it"));
+  }
+  return absl::OkStatus();
+}
+
+// The refusal of an existing `path`, or OK when it may be replaced.
+absl::Status CheckExistingOutput(const std::string& path, bool overwrite) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    return errno == ENOENT ? absl::OkStatus() : ErrnoError("stat", path, errno);
+  }
+  std::vector<std::string> files;
+  const std::string why = NotOursReason(path, &files);
+  if (!overwrite) {
+    if (!why.empty()) {
+      return absl::AlreadyExistsError(absl::StrCat(path, " already exists and ", why, "; ",
+                                                   kOverwriteRule, ": choose another output"));
+    }
+    const bool interrupted =
+        !files.empty() && std::find(files.begin(), files.end(), kManifestFileName) == files.end();
+    return absl::AlreadyExistsError(absl::StrCat(
+        path, " already exists", interrupted ? " (without a manifest: an interrupted pack?)" : "",
+        "; use --overwrite to replace it"));
+  }
+  if (!why.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " ", why, "; ", kOverwriteRule,
+                                                      ", so nothing was deleted"));
+  }
+  return CheckNotInUse(path);
+}
+
+absl::Status WriteMarker(const std::string& staging) {
+  return WriteFileAtomically(
+      Join(staging, kStagingMarker),
+      absl::StrCat("shardpack staging directory, written by process ", ::getpid(), "\n"));
+}
+
+// Removes everything in our stale staging directory but the directory
+// itself, which the caller holds locked.
+absl::Status ClearDirectory(const std::string& dir) {
+  SP_ASSIGN_OR_RETURN(std::vector<Entry> entries, ListDir(dir));
+  for (const Entry& e : entries) {
+    std::error_code ec;
+    fs::remove_all(Join(dir, e.name), ec);
+    if (ec) return ErrnoError("remove", Join(dir, e.name), ec.value());
+  }
+  return absl::OkStatus();
+}
+
+// An OUT.partial that exists already: ours and abandoned (cleared and
+// taken), in use, or not ours (refused, untouched).
+absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::string& out) {
+  struct stat st;
+  if (::lstat(staging.c_str(), &st) != 0) return ErrnoError("stat", staging, errno);
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        staging, " exists and is not a directory shardpack made: nothing was deleted; move it "
+                 "away to pack into ", out));
+  }
+  Fd fd;
+  SP_ASSIGN_OR_RETURN(LockResult lock, TryLockDir(staging, &fd));
+  if (lock == LockResult::kBusy) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        out, " is in use: another shardpack is writing it (", staging, " is locked)"));
+  }
+  if (lock == LockResult::kUnsupported) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        staging, " exists, and this file system has no locks to tell whether a pack is still "
+                 "writing it: remove it if none is"));
+  }
+  struct stat marker;
+  if (::lstat(Join(staging, kStagingMarker).c_str(), &marker) != 0 || !S_ISREG(marker.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        staging, " exists and was not made by shardpack (no ", kStagingMarker,
+        " in it): nothing was deleted; move it away or remove it to pack into ", out));
+  }
+  // Ours, and the pack that made it is gone (killed): its lock is free.
+  SP_RETURN_IF_ERROR(ClearDirectory(staging));
+  SP_RETURN_IF_ERROR(WriteMarker(staging));
+  return fd;
+}
+
+// Creates and locks the staging directory, or takes over an abandoned one.
+absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& out) {
+  std::error_code ec;
+  const fs::path parent = fs::path(staging).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (ec) return ErrnoError("create", parent.string(), ec.value());
+  if (::mkdir(staging.c_str(), 0777) != 0) {
+    if (errno == EEXIST) return TakeExistingStaging(staging, out);
+    return ErrnoError("create", staging, errno);
+  }
+  Fd fd(::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  absl::Status status = fd.get() < 0 ? ErrnoError("open", staging, errno) : absl::OkStatus();
+  // Blocking: another pack that found the new directory may hold the lock
+  // for a moment, to see that it has no marker yet and give up. The marker
+  // is written only under the lock, so a marker seen under the lock always
+  // belongs to a pack that is gone.
+  if (status.ok() && ::flock(fd.get(), LOCK_EX) != 0 && !LocksUnsupported(errno)) {
+    status = ErrnoError("lock", staging, errno);
+  }
+  if (status.ok()) status = WriteMarker(staging);
+  if (!status.ok()) {
+    fs::remove_all(staging, ec);
+    return status;
+  }
+  return fd;
+}
+
+// renameat2(2) where the file system has it; plain rename(2) semantics
+// (returns -1 with errno EINVAL or ENOSYS) where it does not.
+int Rename2(const std::string& from, const std::string& to, unsigned flags) {
+  return ::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), flags);
+}
+
+// Removes the files of an old dataset that CheckExistingOutput verified,
+// then its folder, which fails if anything else appeared there since.
+absl::Status RemoveOldDataset(const std::string& old, const std::string& path,
+                              const std::vector<std::string>& files) {
+  for (const std::string& name : files) {
+    if (::unlink(Join(old, name).c_str()) != 0 && errno != ENOENT) {
+      return ErrnoError("remove", Join(old, name), errno);
+    }
+  }
+  if (::rmdir(old.c_str()) == 0) return absl::OkStatus();
+  if (errno == ENOTEMPTY || errno == EEXIST) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " was replaced, but its old folder, moved to ", old,
+        ", holds files that shardpack did not write: left there for you"));
+  }
+  return ErrnoError("remove", old, errno);
+}
+
 }  // namespace
+
+absl::Status CheckOurDataset(const std::string& dir) {
+  std::vector<std::string> files;
+  const std::string why = NotOursReason(dir, &files);
+  if (why.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(dir, " ", why));
+}
 
 absl::StatusOr<std::unique_ptr<OutputDir>> OutputDir::Create(std::string path, bool overwrite) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  std::error_code ec;
-  if (fs::exists(path, ec) && !overwrite) {
-    bool dataset = fs::exists(fs::path(path) / kManifestFileName, ec);
-    return absl::AlreadyExistsError(absl::StrCat(
-        path, " already exists", dataset ? "" : " (without a manifest: an interrupted pack?)",
-        "; use --overwrite to replace it"));
-  }
+  if (path.empty()) return absl::InvalidArgumentError("the output path is empty");
+  SP_RETURN_IF_ERROR(CheckExistingOutput(path, overwrite));
   std::string staging = path + ".partial";
-  fs::remove_all(staging, ec);
-  if (ec) return FsError("remove", staging, ec);
-  fs::create_directories(staging, ec);
-  if (ec) return FsError("create", staging, ec);
-  return std::unique_ptr<OutputDir>(new OutputDir(std::move(path), std::move(staging)));
+  SP_ASSIGN_OR_RETURN(Fd lock, TakeStaging(staging, path));
+  return std::unique_ptr<OutputDir>(new OutputDir(std::move(path), std::move(staging),
+                                                  lock.release()));
 }
 
 OutputDir::~OutputDir() {
-  if (published_) return;
-  std::error_code ec;
-  fs::remove_all(staging_, ec);
+  if (!published_) {
+    std::error_code ec;
+    fs::remove_all(staging_, ec);
+  }
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 absl::Status OutputDir::Publish(const Manifest& manifest) {
-  std::error_code ec;
-  std::string old;
-  if (fs::exists(path_, ec)) {
-    old = absl::StrCat(path_, ".old-", getpid());
-    fs::rename(path_, old, ec);
-    if (ec) return FsError("move aside", path_, ec);
+  // Checked again: the old output may have changed while the pack ran.
+  std::vector<std::string> old_files;
+  Fd old_lock;
+  struct stat st;
+  const bool replace = ::lstat(path_.c_str(), &st) == 0;
+  if (replace) {
+    const std::string why = NotOursReason(path_, &old_files);
+    if (!why.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path_, " ", why, " (it changed during the pack); ", kOverwriteRule,
+          ": left as it is, and the new dataset was not published"));
+    }
+    SP_ASSIGN_OR_RETURN(LockResult lock, TryLockDir(path_, &old_lock));
+    if (lock == LockResult::kBusy) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path_, " is in use: another shardpack is writing it"));
+    }
   }
-  fs::rename(staging_, path_, ec);
-  if (ec) return FsError("rename", staging_, ec);
+  SP_ASSIGN_OR_RETURN(std::string old, MoveIntoPlace(replace));
   published_ = true;
-  SP_RETURN_IF_ERROR(WriteManifest(path_, manifest));
-  if (!old.empty()) fs::remove_all(old, ec);
-  return absl::OkStatus();
+  absl::Status status = WriteManifest(path_, manifest);
+  if (status.ok() && ::unlink(Join(path_, kStagingMarker).c_str()) != 0) {
+    status = ErrnoError("remove", Join(path_, kStagingMarker), errno);
+  }
+  if (!old.empty()) status.Update(RemoveOldDataset(old, path_, old_files));
+  return status;
+}
+
+absl::StatusOr<std::string> OutputDir::MoveIntoPlace(bool replace) {
+  if (!replace) {
+    // NOREPLACE: a directory that appeared at path_ meanwhile is left alone.
+    if (Rename2(staging_, path_, RENAME_NOREPLACE) == 0) return std::string();
+    if ((errno == EINVAL || errno == ENOSYS) && ::rename(staging_.c_str(), path_.c_str()) == 0) {
+      return std::string();
+    }
+    return ErrnoError("rename", staging_, errno);
+  }
+  if (Rename2(staging_, path_, RENAME_EXCHANGE) == 0) {
+    return staging_;  // the swap put the old dataset where the staging was
+  }
+  if (errno != EINVAL && errno != ENOSYS) return ErrnoError("rename", staging_, errno);
+  // No atomic swap on this file system: move the old one aside first.
+  std::string old = absl::StrCat(path_, ".old-", ::getpid());
+  if (::access(old.c_str(), F_OK) == 0) {
+    return absl::AlreadyExistsError(absl::StrCat(old, " exists: move it away"));
+  }
+  if (::rename(path_.c_str(), old.c_str()) != 0) return ErrnoError("move aside", path_, errno);
+  if (::rename(staging_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    ::rename(old.c_str(), path_.c_str());
+    return ErrnoError("rename", staging_, err);
+  }
+  return old;
 }
 
 }  // namespace shardpack::pack

@@ -1,38 +1,80 @@
-// The life of an output dataset directory: built under "<path>.partial",
-// renamed into place when complete, manifest written last.
+// The life of an output dataset directory OUT: built in the staging
+// directory "OUT.partial", renamed into place when complete, manifest
+// written last.
+//
+// Nothing shardpack did not write is ever deleted:
+// - The staging directory belongs to one process. It is created with a
+//   marker file of ours in it (kStagingMarker) and held with flock() on the
+//   directory for the pack's life. An OUT.partial without the marker is the
+//   user's and is refused; one with the marker whose lock is free was left
+//   by a killed pack and is cleared; one whose lock is held is in use by
+//   another pack, which is said at once.
+// - An existing OUT is replaced (with `overwrite`) only when it is an empty
+//   directory or a dataset shardpack wrote: see CheckOurDataset. Anything
+//   else is refused with a message naming it and saying why.
+// - The old dataset is swapped out atomically and removed file by file,
+//   only the files it was verified to hold.
 #ifndef SHARDPACK_TOOLS_PACK_OUTPUT_DIR_H_
 #define SHARDPACK_TOOLS_PACK_OUTPUT_DIR_H_
 
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack::pack {
 
+// The marker file in a staging directory (and in a dataset whose publish
+// was interrupted before its manifest was written).
+inline constexpr char kStagingMarker[] = ".shardpack-staging";
+
+// OK when `dir` may be replaced: an empty directory, or a directory whose
+// manifest.json parses as ours (or, with no manifest, that holds our staging
+// marker) and that holds nothing but the files that manifest names (shards,
+// with an LMDB reader's "-lock" file beside one) and our own files
+// (manifest.json, skipped.tsv, their ".partial" temporaries, the marker).
+// Otherwise FailedPreconditionError "<dir> <why>": a symbolic link, not a
+// directory, no manifest, a manifest that does not parse, or the first
+// file that is not ours. Never follows a symbolic link inside `dir`.
+absl::Status CheckOurDataset(const std::string& dir);
+
 class OutputDir {
  public:
-  // Refuses an existing `path` unless `overwrite` (AlreadyExistsError that
-  // says so, and says when it is the remains of an interrupted pack). Creates
-  // a fresh "<path>.partial", removing a stale one.
+  // Refuses an existing `path` unless `overwrite`, and even then unless
+  // CheckOurDataset accepts it (AlreadyExistsError / FailedPreconditionError
+  // naming the path and why), or while another process holds it
+  // (FailedPreconditionError "... is in use"). Then takes the staging
+  // directory "<path>.partial" as described above.
   static absl::StatusOr<std::unique_ptr<OutputDir>> Create(std::string path, bool overwrite);
 
-  // Removes the partial directory unless Publish() succeeded.
+  // Removes the staging directory unless Publish() succeeded, then lets the
+  // lock go.
   ~OutputDir();
 
-  // Where to write: the partial directory.
+  OutputDir(const OutputDir&) = delete;
+  OutputDir& operator=(const OutputDir&) = delete;
+
+  // Where to write: the staging directory, locked by this object.
   const std::string& staging() const { return staging_; }
 
-  // Renames the staging directory to the final path (moving an existing one
-  // aside and deleting it after), then writes the manifest into it.
+  // Moves the staging directory to the final path, writes the manifest into
+  // it and removes the marker. An existing dataset there is checked again
+  // (it may have changed during the pack), swapped out in one rename where
+  // the file system can (renameat2 RENAME_EXCHANGE), and its files removed.
   absl::Status Publish(const Manifest& manifest);
 
  private:
-  OutputDir(std::string path, std::string staging)
-      : path_(std::move(path)), staging_(std::move(staging)) {}
+  OutputDir(std::string path, std::string staging, int lock_fd)
+      : path_(std::move(path)), staging_(std::move(staging)), lock_fd_(lock_fd) {}
+  // Renames the staging directory to path_; returns where the dataset it
+  // replaced now is ("" when there was none).
+  absl::StatusOr<std::string> MoveIntoPlace(bool replace);
+
   std::string path_;
   std::string staging_;
+  int lock_fd_;  // flock()ed staging directory, or -1 where locks are not supported
   bool published_ = false;
 };
 

@@ -44,7 +44,10 @@ struct PackSummary {
 // "<output>.partial" and renamed into place when complete; the manifest is
 // written after the rename, so an interrupted pack never leaves a directory
 // that reads as a dataset. On failure nothing is left at `output` (and the
-// partial directory is removed).
+// partial directory is removed). OutputDir (output_dir.h) says what an
+// existing output or staging directory may be; the caller checks that the
+// output lies apart from the source's paths (path_overlap.h) before it
+// opens the source, since an image-folder walk reads the folder then.
 absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptions& options);
 
 // The items of part `index` of `count` of a source of `n` items: a seeded
@@ -58,7 +61,8 @@ std::vector<size_t> PartOrder(size_t n, bool shuffle, uint64_t seed, uint32_t in
 // Makes one dataset of part datasets, in the order given. Parts must share a
 // schema. When they are all of `backend` (nullopt: the first part's), shard
 // bytes are not rewritten (hard-linked, or copied across file systems);
-// otherwise the parts are converted (see Convert). Same atomicity as Pack.
+// otherwise the parts are converted (see Convert). Same atomicity as Pack;
+// an output that is a part, holds one or lies inside one is refused.
 absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std::string& output,
                                bool overwrite, std::optional<Backend> backend = std::nullopt);
 
@@ -86,6 +90,8 @@ struct ConvertOptions {
 // Converts `inputs` (datasets, in order) into one dataset of o.backend:
 // every record byte for byte, one output shard per input shard, the schema
 // and (for one input) its pack parameters plus a "converted_from" entry.
+// An output that is an input, holds one or lies inside one is refused
+// (InvalidArgumentError naming both) before anything is written.
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o);
 
 }  // namespace shardpack::pack

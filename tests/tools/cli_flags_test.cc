@@ -1,0 +1,159 @@
+// The flags of all three tools: a negative, fractional, octal-looking or
+// overflowing whole number, a nan or infinite time, is a usage error (exit
+// 2) that names the flag and the accepted range, never a wrapped value
+// taken as given; flags that do not go together are usage errors too.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shardpack/dataset.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardpack {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::RunResult;
+
+struct BadFlag {
+  std::vector<std::string> argv;  // the whole command line
+  std::string flag;               // the flag the message must name
+  std::string value;              // the value as typed
+  std::string range;              // the accepted range the message must give
+};
+
+// Parse errors come before any file is opened: the paths need not exist.
+std::vector<BadFlag> BadWholeNumbers() {
+  const std::string p = SHARDPACK_PATH, d = SHARDDUMP_PATH, b = SHARDBENCH_PATH;
+  const std::string max = "2^64-1";
+  std::vector<BadFlag> cases;
+  auto pack = [&](std::string flag, std::string value, std::string range) {
+    cases.push_back({{p, "cifar", "in.bin", "-o", "out", flag, value}, flag, value, range});
+  };
+  for (std::string v : {"-1", "-0x1", "1.5", "18446744073709551616"}) {
+    pack("--seed", v, "0.." + max);
+    pack("--shard-records", v, "1.." + max);
+  }
+  pack("--shard-records", "0", "1.." + max);
+  pack("--threads", "-1", "0..1024");
+  pack("--threads", "1000000", "0..1024");
+  pack("--pad", "-1", "0..64");
+  cases.push_back({{p, "images", "root", "-o", "out", "--max-side", "-1"}, "--max-side", "-1",
+                   "0..65500"});
+  cases.push_back({{p, "images", "root", "-o", "out", "--quality", "-1"}, "--quality", "-1",
+                   "1..100"});
+  for (std::string v : {"-1", "18446744073709551616"}) {
+    cases.push_back({{d, "extract", "ds", "--index", v, "-o", "x"}, "--index", v, "0.." + max});
+    cases.push_back({{d, "extract", "ds", "--index", "3," + v, "-o", "x"}, "--index", v,
+                     "0.." + max});
+    cases.push_back({{d, "ls", "ds", "--shard", v}, "--shard", v, "0.." + max});
+    cases.push_back({{b, "ds", "--seed", v}, "--seed", v, "0.." + max});
+  }
+  cases.push_back({{d, "verify", "ds", "--threads", "-1"}, "--threads", "-1", "0..1024"});
+  cases.push_back({{b, "ds", "--batch-size", "-1"}, "--batch-size", "-1", "1..1048576"});
+  cases.push_back({{b, "ds", "--threads", "-1"}, "--threads", "-1", "0..1024"});
+  cases.push_back({{b, "ds", "--epochs", "0"}, "--epochs", "0", "1..2147483647"});
+  cases.push_back({{b, "ds", "--ring-slots", "-1"}, "--ring-slots", "-1", "2..1024"});
+  cases.push_back(
+      {{b, "ds", "--rank", "-1", "--world-size", "2"}, "--rank", "-1", "0..2147483646"});
+  cases.push_back(
+      {{b, "ds", "--rank", "0", "--world-size", "-2"}, "--world-size", "-2", "1..2147483647"});
+  for (std::string v : {"nan", "inf", "-inf", "-1", "0", "1e400"}) {
+    cases.push_back({{b, "ds", "--seconds", v}, "--seconds", v, "(0, 31536000]"});
+  }
+  return cases;
+}
+
+TEST(CliFlagsTest, BadNumbersAreUsageErrorsNamingFlagAndRange) {
+  for (const BadFlag& c : BadWholeNumbers()) {
+    SCOPED_TRACE(c.argv[0] + " ... " + c.flag + " " + c.value);
+    RunResult r = testing::Run(c.argv);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.flag + ": '" + c.value + "' is not a"));
+    EXPECT_THAT(r.err, HasSubstr(c.range));
+    // Neither a wrapped -1 nor DBL_MAX's 309 digits.
+    EXPECT_THAT(r.err, Not(HasSubstr("18446744073709551615")));
+    EXPECT_FALSE(std::regex_search(r.err, std::regex("[0-9]{25}"))) << r.err;
+  }
+}
+
+// Flags whose values only go wrong together, or in a way the parser cannot
+// see alone: usage errors, exit 2, with the tool's name.
+TEST(CliFlagsTest, FlagCombinationsAreUsageErrors) {
+  const std::string p = SHARDPACK_PATH, b = SHARDBENCH_PATH;
+  const std::vector<std::vector<std::string>> cases = {
+      {p, "cifar", "in.bin", "-o", "out", "--part", "3/2"},
+      {p, "cifar", "in.bin", "-o", "out", "--part", "-1/2"},
+      {p, "cifar", "in.bin", "-o", "out", "--compress", "zstd:x"},
+      {p, "cifar", "in.bin", "-o", "out", "--format", "lmdb", "--compress", "zstd"},
+      {p, "cifar", "in.bin", "-o", "out", "--shard-size", "-5"},
+      {p, "cifar", "in.bin", "-o", "out", "--shard-size", "99999999999999999999999"},
+      {p, "cifar", "in.bin", "-o", "out", "--block-size", "2GiB"},
+      {p, "images", "root", "-o", "out", "--mode", "raw"},
+      {p, "images", "root", "-o", "out", "--mode", "raw", "--size", "-8x8"},
+      {p, "images", "root", "-o", "out", "--mode", "raw", "--size", "8x8", "--restart-markers"},
+      {p, "images", "-o", "out"},
+      {p, "convert", "in", "-o", "out", "--format", "shard", "--compress", "lz4"},
+      {b, "ds", "--rank", "3", "--world-size", "2"},
+  };
+  for (const auto& argv : cases) {
+    RunResult r = testing::Run(argv);
+    EXPECT_EQ(r.exit_code, 2) << argv[1] << " " << argv.back() << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("Run with --help"));
+  }
+}
+
+class CliPackTest : public ::testing::Test {
+ protected:
+  // A CIFAR-10 file of `n` records, label i % 10.
+  std::string Cifar(int n) {
+    std::string path = dir_.Join("data_batch_1.bin");
+    std::string bytes;
+    for (int i = 0; i < n; ++i) {
+      bytes += static_cast<char>(i % 10);
+      bytes.append(3072, static_cast<char>(i));
+    }
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  testing::TempDir dir_;
+};
+
+// "010" is ten, as a user means it, not octal eight as strtoull reads it.
+TEST_F(CliPackTest, LeadingZerosAreDecimal) {
+  RunResult r = testing::Run({SHARDPACK_PATH, "cifar", Cifar(4), "-o", dir_.Join("ds"), "--seed",
+                              "010", "--shard-records", "03", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto m = ReadManifest(dir_.Join("ds"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_THAT(m->pack_json, HasSubstr("\"seed\":10"));
+  EXPECT_EQ(m->shards.size(), 2u);  // 3 + 1 records
+}
+
+// docs/cli.md lists -v / --verbose for every tool: before the command or in it.
+TEST_F(CliPackTest, VerboseIsAccepted) {
+  const std::string input = Cifar(4);
+  RunResult before = testing::Run({SHARDPACK_PATH, "-v", "cifar", input, "-o", dir_.Join("a")});
+  EXPECT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_THAT(before.err, HasSubstr("a.partial"));
+  RunResult after =
+      testing::Run({SHARDPACK_PATH, "cifar", input, "-o", dir_.Join("b"), "--verbose", "-q"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  for (std::string command : {"merge", "convert"}) {
+    std::vector<std::string> argv = {SHARDPACK_PATH, command, dir_.Join("a"),
+                                     "-o", dir_.Join(command), "-v"};
+    if (command == "convert") argv.insert(argv.end(), {"--format", "lmdb"});
+    RunResult r = testing::Run(argv);
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace shardpack

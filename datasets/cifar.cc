@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "format/errors.h"
+#include "format/posix_open.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
@@ -163,8 +164,9 @@ absl::StatusOr<std::vector<Input>> StatInputs(const std::vector<std::string>& pa
       return absl::NotFoundError(absl::StrCat(p, ": no such file or directory"));
     }
     if (ec) return absl::UnknownError(absl::StrCat(p, ": ", ec.message()));
-    if (st.type() != fs::file_type::directory && st.type() != fs::file_type::regular) {
-      return absl::InvalidArgumentError(absl::StrCat(p, ": not a regular file or a folder"));
+    // A FIFO or a device: named for what it is, in the words every opener uses.
+    if (st.type() != fs::file_type::directory) {
+      SP_RETURN_IF_ERROR(::shardpack::internal::CheckRegularFile(p));
     }
     inputs.push_back({fs::path(p), st.type() == fs::file_type::directory});
   }

@@ -1,4 +1,6 @@
 // shardbench end to end: JSON fields, --order-out, errors.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -71,6 +73,25 @@ TEST(ShardbenchTest, NotADatasetIsOneLineAndExitOne) {
   EXPECT_THAT(r.err, HasSubstr("shardbench: "));
   EXPECT_THAT(r.err, HasSubstr("/nonexistent/ds"));
   EXPECT_EQ(testing::Run({SHARDBENCH_PATH}).exit_code, 2);
+}
+
+// A FIFO in place of a shard or the manifest: an error naming it, at once.
+TEST(ShardbenchTest, FifoInPlaceOfAShardOrManifestIsAnErrorNotAHang) {
+  for (const char* name : {"shard-00000.shard", "manifest.json"}) {
+    SCOPED_TRACE(name);
+    testing::TempDir dir;
+    const std::string ds = MakeDataset(dir);
+    const std::string file = (std::filesystem::path(ds) / name).string();
+    ASSERT_TRUE(std::filesystem::remove(file));
+    ASSERT_EQ(mkfifo(file.c_str(), 0600), 0);
+    for (bool raw : {false, true}) {
+      std::vector<std::string> args = {SHARDBENCH_PATH, ds, "--epochs", "1", "-q"};
+      if (raw) args.push_back("--compare-raw");
+      testing::RunResult r = testing::Run(args);
+      EXPECT_EQ(r.exit_code, 1) << r.err;
+      EXPECT_THAT(r.err, HasSubstr("a FIFO"));
+    }
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // stdout and stderr and the exit status it returns.
 #include <fcntl.h>
 #include <pty.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <turbojpeg.h>
 #include <unistd.h>
@@ -910,6 +911,32 @@ TEST(SharddumpBench, DISABLED_MakeBenchDataset) {
     SP_ASSERT_OK((*writer)->Add(r.record()));
   }
   SP_ASSERT_OK((*writer)->Finish().status());
+}
+
+// A FIFO in place of a shard or the manifest: every command says so at once
+// (no open blocks waiting for a writer).
+TEST_F(SharddumpTest, FifoInPlaceOfAShardOrManifestIsAnErrorNotAHang) {
+  for (const char* name : {"shard-00001.shard", "manifest.json"}) {
+    SCOPED_TRACE(name);
+    const std::string file = tmp_.Join(std::string("ds/") + name);
+    const std::string saved = ReadFile(file);
+    ASSERT_TRUE(fs::remove(file));
+    ASSERT_EQ(mkfifo(file.c_str(), 0600), 0);
+    for (std::vector<std::string> args :
+         {std::vector<std::string>{"verify", Dataset()}, {"info", Dataset()}, {"ls", Dataset()},
+          {"extract", Dataset(), "--range", "12:13", "-o", tmp_.Join("x")}}) {
+      SCOPED_TRACE(args[0]);
+      RunResult r = RunSharddump(args);
+      EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+      EXPECT_THAT(r.out + r.err, HasSubstr("a FIFO"));
+    }
+    ASSERT_TRUE(fs::remove(file));
+    WriteFile(file, saved);
+  }
+  // Named directly, too.
+  const std::string fifo = tmp_.Join("lone.shard");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ExpectOneLineFailure(RunSharddump({"info", fifo}), "a FIFO");
 }
 
 }  // namespace

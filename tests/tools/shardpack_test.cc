@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -618,6 +619,46 @@ TEST_F(ShardpackTest, ListRootIsUsedOrRefusedNeverIgnored) {
   RunResult no_root = Shardpack({"images", "--list", Out("list.txt"), "-o", Out("d"), "-q"});
   EXPECT_EQ(no_root.exit_code, 2);
   EXPECT_THAT(no_root.err, HasSubstr("give ROOT, or --list FILE --root DIR"));
+}
+
+// A list file may be a pipe (`--list <(find ...)`): read to its end. A FIFO
+// in place of a CIFAR file or of an image is an error naming it, not a hang.
+TEST_F(ShardpackTest, PipesAndFifosAreReadWithABoundOrRefusedNeverHang) {
+  const std::string root = DemoImages(2, 1, 16, 16);
+  ASSERT_FALSE(root.empty());
+  const std::string fifo = Out("list.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const int writer = testing::Spawn(
+      {"/bin/sh", "-c",
+       "printf 'class_00/img_0000.JPEG 0\\nclass_01/img_0000.JPEG 1\\n' > " + fifo});
+  RunResult listed = Shardpack({"images", root, "--list", fifo, "-o", Out("a"), "-q"});
+  waitpid(writer, nullptr, 0);
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(ReadAll(Out("a")).size(), 2u);
+
+  WriteCifar10("data_batch_1.bin", 10);
+  const std::string cifar_fifo = (dir_.path() / "cifar" / "test_batch.bin").string();
+  ASSERT_EQ(mkfifo(cifar_fifo.c_str(), 0600), 0);
+  RunResult cifar = Shardpack({"cifar", cifar_fifo, "-o", Out("c"), "-q"});
+  EXPECT_EQ(cifar.exit_code, 1) << cifar.err;
+  EXPECT_THAT(cifar.err, HasSubstr("a FIFO, not a regular file"));
+  EXPECT_FALSE(fs::exists(Out("c")));
+}
+
+// convert of a dataset whose shard is a FIFO: an error, not a hang.
+TEST_F(ShardpackTest, ConvertOfAFifoShardIsAnError) {
+  WriteCifar10("data_batch_1.bin", 10);
+  ASSERT_EQ(Shardpack({"cifar", Out("cifar/data_batch_1.bin"), "-o", Out("ds"), "-q"}).exit_code, 0);
+  const std::string shard = Out("ds/shard-00000.shard");
+  ASSERT_TRUE(fs::remove(shard));
+  ASSERT_EQ(mkfifo(shard.c_str(), 0600), 0);
+  for (const char* format : {"shard", "lmdb", "hdf5"}) {
+    SCOPED_TRACE(format);
+    RunResult r = Shardpack({"convert", Out("ds"), "--format", format, "-o",
+                             Out(std::string("conv-") + format), "-q"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("a FIFO"));
+  }
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
 #include "format/posix_open.h"
+#include "format/unique_fd.h"
 #include "shardpack/status.h"
 
 #ifdef SHARDPACK_HAVE_URING
@@ -98,22 +99,6 @@ absl::Status PreadDirect(int fd, const std::string& name, uint64_t offset, uint3
   return absl::OkStatus();
 }
 
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  ~UniqueFd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // A RandomAccessFile over a descriptor we also use for block reads, so that a
 // path is opened once.

@@ -170,19 +170,27 @@ size_t IdentityFilter(unsigned, size_t, const unsigned[], size_t nbytes, size_t*
   return nbytes;
 }
 
-TEST(Hdf5Hostile, FilterThatNeedsAPluginIsRefusedByName) {
-  TempDir dir;
-  const H5Z_class2_t filter = {H5Z_CLASS_T_VERS,     40000,   1,       1,
-                               "evil_plugin_filter", nullptr, nullptr, IdentityFilter};
-  ASSERT_GE(H5Zregister(&filter), 0);
-  std::string path = PlainFile(dir, "plugin.h5", 4, [](hid_t file) {
+// A plain file whose `images` went through filter `id`, which is then
+// unregistered, as in a process that never had the plugin.
+std::string PlainFileWithPluginFilter(const TempDir& dir, const std::string& name,
+                                      H5Z_filter_t id, const char* filter_name) {
+  const H5Z_class2_t filter = {H5Z_CLASS_T_VERS, id,      1,       1,
+                               filter_name,      nullptr, nullptr, IdentityFilter};
+  EXPECT_GE(H5Zregister(&filter), 0);
+  std::string path = PlainFile(dir, name, 4, [id](hid_t file) {
     Id dcpl = CreatePlist(H5P_DATASET_CREATE);
     hsize_t chunk[] = {2, 4, 4, 3};
     ASSERT_GE(H5Pset_chunk(dcpl, 4, chunk), 0);
-    ASSERT_GE(H5Pset_filter(dcpl, 40000, H5Z_FLAG_MANDATORY, 0, nullptr), 0);
+    ASSERT_GE(H5Pset_filter(dcpl, id, H5Z_FLAG_MANDATORY, 0, nullptr), 0);
     WriteImages(file, 4, dcpl);
   });
-  ASSERT_GE(H5Zunregister(40000), 0);  // as in a process that never had it
+  EXPECT_GE(H5Zunregister(id), 0);
+  return path;
+}
+
+TEST(Hdf5Hostile, FilterThatNeedsAPluginIsRefusedByName) {
+  TempDir dir;
+  std::string path = PlainFileWithPluginFilter(dir, "plugin.h5", 40000, "evil_plugin_filter");
   ExpectRefused(path, "dataset 'images' needs HDF5 filter 40000 ('evil_plugin_filter')");
 }
 
@@ -379,17 +387,7 @@ TEST(Hdf5Hostile, MetadataAttributeOfManyStringsIsRefused) {
 // names plugin folders; the message says which filter is missing instead.
 TEST(Hdf5Errors, OneLineWithoutPluginFolders) {
   TempDir dir;
-  const H5Z_class2_t filter = {H5Z_CLASS_T_VERS, 40001,   1,       1,
-                               "gone_filter",    nullptr, nullptr, IdentityFilter};
-  ASSERT_GE(H5Zregister(&filter), 0);
-  std::string path = PlainFile(dir, "gone.h5", 4, [](hid_t file) {
-    Id dcpl = CreatePlist(H5P_DATASET_CREATE);
-    hsize_t chunk[] = {2, 4, 4, 3};
-    ASSERT_GE(H5Pset_chunk(dcpl, 4, chunk), 0);
-    ASSERT_GE(H5Pset_filter(dcpl, 40001, H5Z_FLAG_MANDATORY, 0, nullptr), 0);
-    WriteImages(file, 4, dcpl);
-  });
-  ASSERT_GE(H5Zunregister(40001), 0);
+  std::string path = PlainFileWithPluginFilter(dir, "gone.h5", 40001, "gone_filter");
   auto lock = backends::internal::LockHdf5();
   Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   Id d(H5Dopen2(file, "images", H5P_DEFAULT), H5Dclose);

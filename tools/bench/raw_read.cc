@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/posix_open.h"
+#include "format/unique_fd.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
@@ -26,19 +27,7 @@ using ::shardpack::internal::CheckRegularFile;
 // block size; 4096 covers every device we meet (the reader uses the same).
 constexpr size_t kDirectAlignment = 4096;
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = ::shardpack::internal::UniqueFd;
 
 absl::Status ReadErrorAt(const std::string& path, uint64_t offset, int err) {
   absl::Status coded = ErrnoError("read", path, err);

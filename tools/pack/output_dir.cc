@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "format/unique_fd.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
@@ -30,25 +31,7 @@ namespace fs = std::filesystem;
 constexpr char kOverwriteRule[] =
     "--overwrite replaces only a dataset shardpack wrote or an empty folder";
 
-// A file descriptor closed when it goes out of scope (which also lets go of
-// a flock() taken through it).
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
+using Fd = ::shardpack::internal::UniqueFd;
 
 std::string Join(const std::string& dir, std::string_view name) {
   return absl::StrCat(dir, "/", absl::string_view(name.data(), name.size()));

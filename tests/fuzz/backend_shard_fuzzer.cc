@@ -37,10 +37,15 @@ constexpr Backend kBackend = static_cast<Backend>(SHARDPACK_FUZZ_BACKEND);
 // must be stopped well before.
 constexpr backends::VetOptions kVet{5, 20e6};
 
+// One file per fuzzer process, removed when libFuzzer exits normally (a
+// crash leaves it, beside the artifact).
 const std::string& InputPath() {
-  static const std::string* path = new std::string(
-      "/tmp/shardpack-fuzz-" + std::to_string(getpid()) +
-      (kBackend == Backend::kLmdb ? ".lmdb" : ".h5"));
+  static const std::string* path = [] {
+    auto* p = new std::string("/tmp/shardpack-fuzz-" + std::to_string(getpid()) +
+                              (kBackend == Backend::kLmdb ? ".lmdb" : ".h5"));
+    std::atexit([] { unlink(InputPath().c_str()); });
+    return p;
+  }();
   return *path;
 }
 

@@ -1,12 +1,24 @@
 #include "backends/hdf5_util.h"
 
+#include <pthread.h>
+
 #include "absl/strings/str_cat.h"
 
 namespace shardpack::backends::internal {
 namespace {
 
 std::mutex& Hdf5Mutex() {
-  static std::mutex* mutex = new std::mutex;
+  static std::mutex* mutex = [] {
+    // A child forked while another thread is inside libhdf5 would inherit
+    // the mutex locked by a thread it does not have, and the library's state
+    // half-changed: the shard vetting child (shard_vet.cc) would then hang
+    // on its first HDF5 call. So fork waits for the mutex (prepare), and
+    // both sides release it after (the child's copy is held by the forking
+    // thread, the child's only one). Never fork with the lock held.
+    pthread_atfork([] { Hdf5Mutex().lock(); }, [] { Hdf5Mutex().unlock(); },
+                   [] { Hdf5Mutex().unlock(); });
+    return new std::mutex;
+  }();
   return *mutex;
 }
 

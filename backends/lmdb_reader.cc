@@ -61,6 +61,12 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
   if (rc != 0) return LmdbError(path, "mdb_env_create", rc);
   // MDB_NOTLS: the read transaction is not tied to the opening thread.
   rc = mdb_env_open(e.env, path.c_str(), MDB_RDONLY | MDB_NOLOCK | MDB_NOSUBDIR | MDB_NOTLS, 0);
+  // Past a missing or unreadable file, every failure here is the file's
+  // bytes: an empty file gives EBADF, a short one EINVAL, a meta page
+  // claiming a map larger than the address space ENOMEM.
+  if (rc != 0 && rc != ENOENT && rc != EACCES && rc != EPERM) {
+    return absl::DataLossError(absl::StrCat(path, ": not an LMDB environment: ", mdb_strerror(rc)));
+  }
   if (rc != 0) return LmdbError(path, "not an LMDB environment", rc);
   // LMDB maps the file and trusts its meta page: reading a page past the end
   // of a truncated file would be SIGBUS, so check the size first.

@@ -4,11 +4,14 @@ pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 find_package(absl CONFIG REQUIRED)
 find_package(nlohmann_json 3.10 CONFIG REQUIRED)
 
+# The backends library is built in fuzz mode too (its shard openers have
+# fuzz targets).
+pkg_check_modules(LMDB REQUIRED IMPORTED_TARGET lmdb)
+find_package(HDF5 REQUIRED COMPONENTS C)
+
 if(NOT SHARDPACK_FUZZ)
   pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
   pkg_check_modules(LIBJPEG REQUIRED IMPORTED_TARGET libjpeg)
-  pkg_check_modules(LMDB REQUIRED IMPORTED_TARGET lmdb)
-  find_package(HDF5 REQUIRED COMPONENTS C)
   find_package(CLI11 CONFIG REQUIRED)
   find_package(GTest CONFIG REQUIRED)
   pkg_check_modules(URING IMPORTED_TARGET liburing)

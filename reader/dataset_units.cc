@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "backends/shard_gate.h"
 #include "backends/store.h"
 #include "reader/backend_sources.h"
 #include "reader/shard_source.h"
@@ -16,29 +17,24 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The manifest of a dataset that is one file: an LMDB or HDF5 shard of ours,
-// or a plain h5py file (images + labels), as its one shard; a `.shard` file
-// gets a manifest with no shards (its source reads the shard's index).
-absl::StatusOr<Manifest> LoneFileManifest(const std::string& path) {
+// A dataset that is one file: an LMDB or HDF5 shard of ours, or a plain
+// h5py file (images + labels), as its one shard, admitted through the gate
+// (checked against the entry of a manifest.json beside it, else vetted); a
+// `.shard` file gets a manifest with no shards (its source reads the
+// shard's index).
+absl::Status OpenLoneFile(const std::string& path, StreamDataset* d) {
   SP_ASSIGN_OR_RETURN(std::optional<Backend> kind, backends::SniffShardFile(path));
   if (!kind.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a dataset directory, nor a .shard, LMDB or HDF5 file"));
   }
-  Manifest m;
-  switch (*kind) {
-    case Backend::kShard:
-      break;
-    case Backend::kLmdb: {
-      SP_ASSIGN_OR_RETURN(auto shard, backends::LmdbShardReader::Open(path));
-      m = shard->meta();
-      break;
-    }
-    case Backend::kHdf5:
-      SP_ASSIGN_OR_RETURN(m, backends::SynthesizeHdf5Manifest(path));
-      break;
+  if (*kind != Backend::kShard) {
+    SP_ASSIGN_OR_RETURN(backends::LoneShard lone, backends::OpenLoneShard(path, *kind));
+    d->manifest = std::move(lone.manifest);
+    d->checksummed = lone.entry.has_value();
   }
-  return m;
+  d->paths.push_back(path);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const StreamDataset& d, IoEngine engine) {
@@ -46,9 +42,9 @@ absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const StreamDataset& d, I
     case Backend::kShard:
       return OpenShardSource(d.paths, d.manifest, engine);
     case Backend::kLmdb:
-      return OpenLmdbSource(d.paths, d.manifest);
+      return OpenLmdbSource(d.paths, d.manifest, d.checksummed);
     case Backend::kHdf5:
-      return OpenHdf5Source(d.paths, d.manifest);
+      return OpenHdf5Source(d.paths, d.manifest, d.checksummed);
   }
   return absl::InvalidArgumentError("unknown backend");
 }
@@ -60,10 +56,10 @@ absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngin
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     SP_ASSIGN_OR_RETURN(d.manifest, ReadManifest(path));
+    d.checksummed = true;
     for (const ShardEntry& s : d.manifest.shards) d.paths.push_back((fs::path(path) / s.path).string());
   } else {
-    SP_ASSIGN_OR_RETURN(d.manifest, LoneFileManifest(path));
-    d.paths.push_back(path);
+    SP_RETURN_IF_ERROR(OpenLoneFile(path, &d));
     d.schema_known = d.manifest.backend != Backend::kShard;
   }
   SP_ASSIGN_OR_RETURN(d.source, OpenSource(d, engine));

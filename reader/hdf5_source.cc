@@ -1,9 +1,11 @@
-// The reader's HDF5 backend: units are runs of whole chunks of rows, read
-// with one H5Dread per dataset into the unit's buffer.
-#include <filesystem>
+// The reader's HDF5 backend: units are runs of rows (whole chunks of the
+// writer's default size), read with one H5Dread per dataset into the unit's
+// buffer.
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "backends/hdf5_store.h"
+#include "backends/shard_gate.h"
 #include "format/coding.h"
 #include "reader/backend_sources.h"
 #include "shardpack/status.h"
@@ -23,37 +25,45 @@ struct UnitLayout {
 };
 
 struct Hdf5Shard {
-  std::unique_ptr<backends::Hdf5ShardReader> reader;
+  std::unique_ptr<backends::Hdf5ShardReader> reader;  // null until opened
+  absl::Status open_error;                            // kept once opening failed
   uint64_t rows_per_unit = 1;
+  uint64_t row_bytes = 1;  // payload bytes a row: the schema's, or the file's average
   std::vector<int64_t> offsets;  // flat layout: all size() + 1 offsets
 };
 
+// rows per chunk of `images` that the writer makes by default
+// (Hdf5WriterOptions::chunk_bytes): units of whole chunks read fastest.
+uint64_t DefaultChunkRows(uint64_t image_bytes) {
+  return std::max<uint64_t>(1, backends::Hdf5WriterOptions{}.chunk_bytes / image_bytes);
+}
+
 class Hdf5Source final : public SyncUnitSource {
  public:
-  explicit Hdf5Source(std::vector<std::string> paths) : paths_(std::move(paths)) {}
+  Hdf5Source(std::vector<std::string> paths, bool checksummed)
+      : paths_(std::move(paths)), checksummed_(checksummed) {}
 
+  // Units are cut from the manifest alone: a shard is opened (and its
+  // CRC-32C checked, see backends/shard_gate.h) when the loader first needs
+  // it, so that the first batch does not wait for a pass over the dataset.
+  // A unit's bytes are then exact for the fixed layout (the schema's shape)
+  // and an estimate from the file's average for the flat one.
   absl::Status Init(const Manifest& manifest) {
+    manifest_ = manifest;
+    image_ = manifest.schema.image;
+    fixed_ = image_.encoding == Encoding::kRaw && image_.RawBytes() > 0;
+    shards_.resize(paths_.size());
     uint64_t first = 0;
     for (size_t f = 0; f < paths_.size(); ++f) {
-      Hdf5Shard s;
-      SP_ASSIGN_OR_RETURN(s.reader, backends::Hdf5ShardReader::Open(paths_[f]));
-      const uint64_t rows = s.reader->size();
-      if (!manifest.shards.empty() && rows != manifest.shards[f].records) {
-        return absl::DataLossError(absl::StrCat(paths_[f], ": holds ", rows,
-                                                " records, the manifest says ",
-                                                manifest.shards[f].records));
-      }
-      if (!s.reader->fixed_shape()) SP_RETURN_IF_ERROR(LoadOffsets(f, s));
-      // Whole chunks per unit, about kTargetUnitBytes of payload.
-      const uint64_t per_row = std::max<uint64_t>(1, PayloadBytes(s, 0, rows) / std::max<uint64_t>(rows, 1));
-      const uint64_t chunk = std::max<uint64_t>(s.reader->chunk_rows(), 1);
-      s.rows_per_unit = chunk * std::max<uint64_t>(1, kTargetUnitBytes / (chunk * per_row));
-      shards_.push_back(std::move(s));
-      CutUnits(static_cast<uint32_t>(f), rows, shards_.back().rows_per_unit, &first,
-               [&](uint64_t b, uint64_t e) { return Layout(shards_.back(), b, e).total; },
-               &units_);
+      Hdf5Shard& s = shards_[f];
+      const ShardEntry& entry = manifest.shards[f];
+      s.row_bytes = fixed_ ? image_.RawBytes()
+                           : std::max<uint64_t>(1, entry.bytes / std::max<uint64_t>(entry.records, 1));
+      const uint64_t chunk = fixed_ ? DefaultChunkRows(s.row_bytes) : 1;
+      s.rows_per_unit = chunk * std::max<uint64_t>(1, kTargetUnitBytes / (chunk * s.row_bytes));
+      CutUnits(static_cast<uint32_t>(f), entry.records, s.rows_per_unit, &first,
+               [&](uint64_t b, uint64_t e) { return Layout(s, b, e).total; }, &units_);
     }
-    image_ = manifest.schema.image;
     return absl::OkStatus();
   }
 
@@ -61,14 +71,19 @@ class Hdf5Source final : public SyncUnitSource {
   ImageInfo image() const override { return image_; }
   IoEngine engine() const override { return IoEngine::kPread; }
   uint64_t bytes_read() const override { return bytes_read_; }
+  // Opens the unit's shard (the loader asks just before it loads the unit):
+  // the flat layout's exact sizes need its offsets. 0 when it fails to open
+  // (Load then reports why).
   size_t BufferBytes(uint32_t u) const override {
     auto [shard, begin, end] = Rows(u);
+    if (!EnsureOpen(shard).ok()) return 0;
     return Layout(shards_[shard], begin, end).total;
   }
 
  protected:
   absl::StatusOr<UnitView> Load(uint32_t u, uint8_t* buffer) override {
     auto [f, begin, end] = Rows(u);
+    SP_RETURN_IF_ERROR(EnsureOpen(f));
     Hdf5Shard& s = shards_[f];
     const UnitLayout layout = Layout(s, begin, end);
     const uint64_t n = end - begin;
@@ -108,24 +123,54 @@ class Hdf5Source final : public SyncUnitSource {
     return {unit.file, begin, begin + unit.records};
   }
 
-  static uint64_t PayloadBytes(const Hdf5Shard& s, uint64_t begin, uint64_t end) {
+  // Before the shard is open: as the manifest says (see Init).
+  uint64_t PayloadBytes(const Hdf5Shard& s, uint64_t begin, uint64_t end) const {
+    if (s.reader == nullptr) return (end - begin) * s.row_bytes;
     if (s.reader->fixed_shape()) return (end - begin) * s.reader->image_info().RawBytes();
     return static_cast<uint64_t>(s.offsets[end] - s.offsets[begin]);
   }
 
-  static UnitLayout Layout(const Hdf5Shard& s, uint64_t begin, uint64_t end) {
+  UnitLayout Layout(const Hdf5Shard& s, uint64_t begin, uint64_t end) const {
     const uint64_t n = end - begin;
+    const bool fixed = s.reader != nullptr ? s.reader->fixed_shape() : fixed_;
+    const uint64_t num_labels = s.reader != nullptr ? s.reader->num_labels()
+                                                    : manifest_.schema.labels.size();
     UnitLayout l;
     l.payload = PayloadBytes(s, begin, end);
     l.labels = AlignUp(l.payload, 8);
-    l.info = l.labels + n * sizeof(int64_t) * static_cast<uint64_t>(s.reader->num_labels());
-    l.total = l.info + (s.reader->fixed_shape() ? 0 : n * kInfoValues * sizeof(uint32_t));
+    l.info = l.labels + n * sizeof(int64_t) * num_labels;
+    l.total = l.info + (fixed ? 0 : n * kInfoValues * sizeof(uint32_t));
     return l;
+  }
+
+  // Opens shard f through the gate, once: a failure is kept and returned
+  // for every later unit of the shard. Const: BufferBytes opens too; the
+  // shards are the source's lazily filled state.
+  absl::Status EnsureOpen(uint32_t f) const {
+    Hdf5Shard& s = shards_[f];
+    if (s.reader != nullptr || !s.open_error.ok()) return s.open_error;
+    s.open_error = Open(f, s);
+    if (!s.open_error.ok()) s.reader.reset();
+    return s.open_error;
+  }
+
+  absl::Status Open(uint32_t f, Hdf5Shard& s) const {
+    std::optional<ShardEntry> expected;
+    if (checksummed_) expected = manifest_.shards[f];
+    SP_ASSIGN_OR_RETURN(s.reader, backends::OpenHdf5Shard(paths_[f], expected));
+    const uint64_t rows = s.reader->size();
+    if (rows != manifest_.shards[f].records) {
+      return absl::DataLossError(absl::StrCat(paths_[f], ": holds ", rows,
+                                              " records, the manifest says ",
+                                              manifest_.shards[f].records));
+    }
+    if (!s.reader->fixed_shape()) return LoadOffsets(f, s);
+    return absl::OkStatus();
   }
 
   // The flat layout's offsets, all of them (8 bytes a record), checked once
   // here so that loads can trust them.
-  absl::Status LoadOffsets(size_t f, Hdf5Shard& s) {
+  absl::Status LoadOffsets(size_t f, Hdf5Shard& s) const {
     const uint64_t rows = s.reader->size();
     s.offsets.resize(rows + 1);
     SP_RETURN_IF_ERROR(s.reader->ReadOffsets(0, rows, s.offsets.data()));
@@ -140,7 +185,10 @@ class Hdf5Source final : public SyncUnitSource {
   }
 
   std::vector<std::string> paths_;
-  std::vector<Hdf5Shard> shards_;
+  bool checksummed_;
+  Manifest manifest_;
+  bool fixed_ = false;  // the schema's shape is fixed: the `images` layout
+  mutable std::vector<Hdf5Shard> shards_;
   std::vector<ReadUnit> units_;
   ImageInfo image_;
   uint64_t bytes_read_ = 0;
@@ -149,8 +197,9 @@ class Hdf5Source final : public SyncUnitSource {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UnitSource>> OpenHdf5Source(const std::vector<std::string>& paths,
-                                                           const Manifest& manifest) {
-  auto source = std::make_unique<Hdf5Source>(paths);
+                                                           const Manifest& manifest,
+                                                           bool checksummed) {
+  auto source = std::make_unique<Hdf5Source>(paths, checksummed);
   SP_RETURN_IF_ERROR(source->Init(manifest));
   return source;
 }

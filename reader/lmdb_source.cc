@@ -3,11 +3,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <new>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "backends/lmdb_store.h"
+#include "backends/shard_gate.h"
 #include "reader/backend_sources.h"
 #include "shardpack/status.h"
 
@@ -39,28 +40,28 @@ void FaultIn(std::span<const ByteSpan> values) {
 
 class LmdbSource final : public SyncUnitSource {
  public:
-  explicit LmdbSource(std::vector<std::string> paths) : paths_(std::move(paths)) {}
+  LmdbSource(std::vector<std::string> paths, bool checksummed)
+      : paths_(std::move(paths)), checksummed_(checksummed) {}
 
+  // Units are cut from the manifest's counts and sizes alone: a shard is
+  // opened (and its CRC-32C checked, see backends/shard_gate.h) when the
+  // loader first needs it, so that the first batch does not wait for a pass
+  // over the whole dataset.
   absl::Status Init(const Manifest& manifest) {
+    manifest_ = manifest;
     uint64_t first = 0;
     for (size_t f = 0; f < paths_.size(); ++f) {
-      SP_ASSIGN_OR_RETURN(auto shard, backends::LmdbShardReader::Open(paths_[f]));
-      if (!manifest.shards.empty() && shard->size() != manifest.shards[f].records) {
-        return absl::DataLossError(absl::StrCat(paths_[f], ": holds ", shard->size(),
-                                                " records, the manifest says ",
-                                                manifest.shards[f].records));
-      }
-      // Value bytes per record, from the file's size: what a unit holds in
-      // memory (its mapped pages) for the budget, and how many keys make one.
-      std::error_code ec;
-      const uint64_t file_bytes = std::filesystem::file_size(paths_[f], ec);
-      const uint64_t per_record = std::max<uint64_t>(1, ec ? 0 : file_bytes / std::max<uint64_t>(shard->size(), 1));
+      const ShardEntry& entry = manifest.shards[f];
+      // Value bytes per record: what a unit holds in memory (its mapped
+      // pages) for the budget, and how many keys make one.
+      const uint64_t per_record = std::max<uint64_t>(1, entry.bytes / std::max<uint64_t>(entry.records, 1));
       rows_per_unit_.push_back(std::max<uint64_t>(1, kTargetUnitBytes / per_record));
-      CutUnits(static_cast<uint32_t>(f), shard->size(), rows_per_unit_.back(), &first,
+      CutUnits(static_cast<uint32_t>(f), entry.records, rows_per_unit_.back(), &first,
                [&](uint64_t b, uint64_t e) { return (e - b) * (per_record + sizeof(ByteSpan)); },
                &units_);
-      shards_.push_back(std::move(shard));
     }
+    shards_.resize(paths_.size());
+    open_errors_.resize(paths_.size());
     image_ = manifest.schema.image;
     return absl::OkStatus();
   }
@@ -75,6 +76,7 @@ class LmdbSource final : public SyncUnitSource {
   absl::StatusOr<UnitView> Load(uint32_t u, uint8_t* buffer) override {
     const ReadUnit& unit = units_[u];
     const uint64_t begin = unit.block * rows_per_unit_[unit.file];
+    SP_RETURN_IF_ERROR(EnsureOpen(unit.file));
     auto* table = reinterpret_cast<ByteSpan*>(buffer);
     SP_RETURN_IF_ERROR(shards_[unit.file]->Scan(
         begin, begin + unit.records, [&](uint64_t index, ByteSpan value) {
@@ -88,8 +90,31 @@ class LmdbSource final : public SyncUnitSource {
   }
 
  private:
+  // Opens shard f through the gate, once: a failure is kept and returned
+  // for every later unit of the shard.
+  absl::Status EnsureOpen(uint32_t f) {
+    if (shards_[f] != nullptr || !open_errors_[f].ok()) return open_errors_[f];
+    std::optional<ShardEntry> expected;
+    if (checksummed_) expected = manifest_.shards[f];
+    auto shard = backends::OpenLmdbShard(paths_[f], expected);
+    if (shard.ok() && (*shard)->size() != manifest_.shards[f].records) {
+      shard = absl::DataLossError(absl::StrCat(paths_[f], ": holds ", (*shard)->size(),
+                                               " records, the manifest says ",
+                                               manifest_.shards[f].records));
+    }
+    if (!shard.ok()) {
+      open_errors_[f] = shard.status();
+      return open_errors_[f];
+    }
+    shards_[f] = *std::move(shard);
+    return absl::OkStatus();
+  }
+
   std::vector<std::string> paths_;
-  std::vector<std::unique_ptr<backends::LmdbShardReader>> shards_;
+  bool checksummed_;
+  Manifest manifest_;
+  std::vector<std::unique_ptr<backends::LmdbShardReader>> shards_;  // null until opened
+  std::vector<absl::Status> open_errors_;
   std::vector<uint64_t> rows_per_unit_;  // per shard
   std::vector<ReadUnit> units_;
   ImageInfo image_;
@@ -99,8 +124,9 @@ class LmdbSource final : public SyncUnitSource {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UnitSource>> OpenLmdbSource(const std::vector<std::string>& paths,
-                                                           const Manifest& manifest) {
-  auto source = std::make_unique<LmdbSource>(paths);
+                                                           const Manifest& manifest,
+                                                           bool checksummed) {
+  auto source = std::make_unique<LmdbSource>(paths, checksummed);
   SP_RETURN_IF_ERROR(source->Init(manifest));
   return source;
 }

@@ -2,6 +2,8 @@
 //
 //   shard_fuzz_seeds DIR   ->  DIR/shard/*.shard  small valid shards
 //                              DIR/manifest/*.json  valid manifests
+//                              DIR/lmdb/*.lmdb, DIR/hdf5/*.h5  small LMDB
+//                              and HDF5 shards (both layouts for HDF5)
 //
 // Shards are small (one to four blocks, under 20 KiB) so the fuzzer runs
 // fast, and cover what the parser must handle: no records, raw HWC and CHW,
@@ -13,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/store.h"
+#include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
@@ -119,6 +123,48 @@ bool WriteShards(const fs::path& dir) {
          WriteShard(dir / "mixed_zstd.shard", smooth, Compression::kZstd, 1600);
 }
 
+// A dataset of `backend` written into `tmp`, its one shard moved to `to`.
+bool WriteBackendShard(Backend backend, const fs::path& tmp, const fs::path& to,
+                       const std::vector<OwnedRecord>& records, const Schema& schema) {
+  std::error_code error;
+  fs::remove_all(tmp, error);
+  fs::create_directories(tmp, error);
+  DatasetWriterOptions o;
+  o.directory = tmp.string();
+  o.schema = schema;
+  backends::BackendOptions bo;
+  bo.hdf5.chunk_bytes = 256;  // small files: the fuzzer mutates every byte
+  bo.hdf5.row_chunk = 8;
+  backends::UseBackend(&o, backend, bo);
+  auto writer = DatasetWriter::Create(o);
+  if (!writer.ok()) return false;
+  for (const OwnedRecord& r : records) {
+    if (!(*writer)->Add(r.view()).ok()) return false;
+  }
+  auto manifest = (*writer)->Finish();
+  if (!manifest.ok() || manifest->shards.size() != 1) return false;
+  fs::rename(tmp / manifest->shards[0].path, to, error);
+  fs::remove_all(tmp, error);
+  return !error;
+}
+
+bool WriteBackendShards(const fs::path& dir) {
+  std::vector<OwnedRecord> raw, jpeg;
+  for (uint64_t i = 0; i < 5; ++i) raw.push_back(Raw(i, 4, 4, 3, Layout::kHWC, false));
+  for (uint64_t i = 0; i < 4; ++i) jpeg.push_back(JpegLike(i, 40 + 10 * i));
+  Schema raw_schema;
+  raw_schema.image = {Encoding::kRaw, Layout::kHWC, 4, 4, 3};
+  raw_schema.labels = {{"label", {}}};
+  Schema jpeg_schema;
+  jpeg_schema.image.encoding = Encoding::kJpeg;
+  jpeg_schema.labels = {{"fine", {"a", "b", "c"}}, {"coarse", {}}};
+  const fs::path tmp = dir / "tmp";
+  return WriteBackendShard(Backend::kLmdb, tmp, dir / "lmdb" / "raw.lmdb", raw, raw_schema) &&
+         WriteBackendShard(Backend::kLmdb, tmp, dir / "lmdb" / "jpeg.lmdb", jpeg, jpeg_schema) &&
+         WriteBackendShard(Backend::kHdf5, tmp, dir / "hdf5" / "raw.h5", raw, raw_schema) &&
+         WriteBackendShard(Backend::kHdf5, tmp, dir / "hdf5" / "jpeg.h5", jpeg, jpeg_schema);
+}
+
 bool WriteManifests(const fs::path& dir) {
   Manifest cifar;
   cifar.schema.image = {Encoding::kRaw, Layout::kCHW, 32, 32, 3};
@@ -153,8 +199,10 @@ int main(int argc, char** argv) {
   std::error_code error;
   fs::create_directories(dir / "shard", error);
   fs::create_directories(dir / "manifest", error);
+  fs::create_directories(dir / "lmdb", error);
+  fs::create_directories(dir / "hdf5", error);
   if (error || !shardpack::WriteShards(dir / "shard") ||
-      !shardpack::WriteManifests(dir / "manifest")) {
+      !shardpack::WriteManifests(dir / "manifest") || !shardpack::WriteBackendShards(dir)) {
     std::fprintf(stderr, "shard_fuzz_seeds: cannot write seeds into %s\n", dir.c_str());
     return 1;
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "backends/store.h"
 #include "gmock/gmock.h"
@@ -267,6 +268,38 @@ TEST_F(BackendCliTest, BadShardFilesGetOneLineNamingThePath) {
   RunResult r = Sharddump({"info", junk});
   ExpectOneLineFailure(r, "sharddump", junk);
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("HDF5-DIAG")));
+}
+
+// The CRC gate in sharddump: a shard grown by one byte, and a manifest whose
+// CRC-32C is wrong, are named with both values; the shard never reaches
+// liblmdb or libhdf5.
+TEST_F(BackendCliTest, SharddumpNamesASizeOrCrcThatDisagreesWithTheManifest) {
+  std::string jpeg = WriteJpegLikeDataset("jpeg", 12);
+  for (const char* format : {"lmdb", "hdf5"}) {
+    const std::string out = Out(format);
+    ASSERT_EQ(Shardpack({"convert", jpeg, "-o", out, "--format", format, "-q"}).exit_code, 0);
+    auto m = ReadManifest(out);
+    ASSERT_TRUE(m.ok()) << m.status();
+    const std::string shard = (fs::path(out) / m->shards[0].path).string();
+    std::ofstream(shard, std::ios::binary | std::ios::app) << "x";
+    RunResult r = Sharddump({"verify", out});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat(shard, ": ", m->shards[0].bytes + 1,
+                                              " bytes, the manifest says ", m->shards[0].bytes)));
+    ExpectOneLineFailure(Sharddump({"ls", out}), "sharddump", "bytes, the manifest says");
+    fs::resize_file(shard, m->shards[0].bytes);
+    Manifest wrong = *m;
+    wrong.shards[0].crc32c ^= 1;
+    std::ofstream(fs::path(out) / kManifestFileName, std::ios::trunc) << SerializeManifest(wrong);
+    r = Sharddump({"verify", out});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.out, HasSubstr(absl::StrFormat("%s: CRC-32C of the whole file is %08x, the "
+                                                 "manifest says %08x",
+                                                 shard, m->shards[0].crc32c, wrong.shards[0].crc32c)));
+    ExpectOneLineFailure(Sharddump({"info", out}), "sharddump", "CRC-32C of the whole file");
+    ExpectOneLineFailure(Sharddump({"extract", out, "-o", Out("x"), "--index", "0"}), "sharddump",
+                         "CRC-32C of the whole file");
+  }
 }
 
 }  // namespace

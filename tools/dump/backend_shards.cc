@@ -3,9 +3,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "backends/shard_gate.h"
 #include "backends/store.h"
-#include "shardpack/crc32c.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
 
@@ -58,43 +57,33 @@ ShardProblem Problem(std::string message, int64_t record = -1) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ShardRecords>> OpenBackendShardFile(const std::string& path,
-                                                                   Backend backend) {
+absl::StatusOr<std::unique_ptr<ShardRecords>> OpenBackendShardFile(
+    const std::string& path, Backend backend, const std::optional<ShardEntry>& expected) {
   SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(path));
-  SP_ASSIGN_OR_RETURN(auto scanner, backends::ShardScanner::Open(path, backend));
+  SP_ASSIGN_OR_RETURN(auto scanner, backends::OpenShardScanner(path, backend, expected));
   return std::unique_ptr<ShardRecords>(
       new BackendShardRecords(path, file->size(), std::move(scanner)));
 }
 
 ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
-                                 std::optional<uint32_t> expected_crc32c) {
+                                 const std::optional<ShardEntry>& expected) {
   ShardCheck check;
-  auto file = OpenPosixFile(path);
-  if (!file.ok()) {
-    check.problems.push_back(Problem(std::string(file.status().message())));
+  auto digest = backends::DigestFile(path);
+  if (!digest.ok()) {
+    check.problems.push_back(Problem(std::string(digest.status().message())));
     return check;
   }
   check.opened = true;
-  check.bytes = (*file)->size();
-  std::vector<uint8_t> buffer(1 << 20);
-  uint32_t crc = 0;
-  for (uint64_t at = 0; at < check.bytes;) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), check.bytes - at));
-    absl::Status s = (*file)->ReadExact(at, {buffer.data(), n});
-    if (!s.ok()) {
-      check.problems.push_back(Problem(std::string(s.message())));
-      return check;
-    }
-    crc = Crc32cExtend(crc, buffer.data(), n);
-    at += n;
-  }
+  check.bytes = digest->bytes;
   check.crc_valid = true;
-  check.file_crc32c = crc;
-  if (backend == Backend::kLmdb && expected_crc32c && *expected_crc32c != crc) {
-    check.problems.push_back(Problem(absl::StrFormat(
-        "%s: CRC-32C of the whole file is %08x, the manifest says %08x: the file changed "
-        "since it was packed (its records are not walked: LMDB trusts its pages)",
-        path, crc, *expected_crc32c)));
+  check.file_crc32c = digest->crc32c;
+  // With an entry, the digest just taken is the gate's check (no second
+  // read); without, the gate vets the file (or knows it vetted these bytes).
+  absl::Status admitted = expected.has_value()
+                              ? backends::CompareDigest(path, *digest, *expected)
+                              : backends::AdmitShardFile(path, backend, std::nullopt);
+  if (!admitted.ok()) {
+    check.problems.push_back(Problem(std::string(admitted.message())));
     return check;
   }
   auto scanner = backends::ShardScanner::Open(path, backend);

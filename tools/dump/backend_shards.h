@@ -13,20 +13,22 @@
 
 namespace shardpack::dump {
 
-// Opens an LMDB or HDF5 shard. Records have no file offset of their own
+// Opens an LMDB or HDF5 shard through the gate (backends/shard_gate.h):
+// checked against `expected`, the manifest's entry, when given, else
+// vetted. Records have no file offset of their own
 // (RecordLocation::has_offset is false). Errors name the path.
-absl::StatusOr<std::unique_ptr<ShardRecords>> OpenBackendShardFile(const std::string& path,
-                                                                   Backend backend);
+absl::StatusOr<std::unique_ptr<ShardRecords>> OpenBackendShardFile(
+    const std::string& path, Backend backend, const std::optional<ShardEntry>& expected);
 
 // What `sharddump verify` checks in an LMDB or HDF5 shard, which carry no
-// checksums of their own: the CRC-32C of the whole file (compared with
-// `expected_crc32c`, the manifest's, when given) and that every record
+// checksums of their own: the size and CRC-32C of the whole file (compared
+// with `expected`, the manifest's entry, when given) and that every record
 // decodes (an LMDB value is a valid record encoding under its 8-byte index
-// key; an HDF5 row's offsets, image info and shape agree). When the CRC
-// differs from the manifest's, an LMDB file's records are not walked: LMDB
-// trusts its pages, and damaged ones can crash it.
+// key; an HDF5 row's offsets, image info and shape agree). A file that does
+// not match its entry is not opened: liblmdb and libhdf5 trust their files,
+// and damaged ones can crash them. One without an entry is vetted first.
 ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
-                                 std::optional<uint32_t> expected_crc32c);
+                                 const std::optional<ShardEntry>& expected);
 
 }  // namespace shardpack::dump
 

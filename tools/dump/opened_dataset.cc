@@ -11,6 +11,7 @@
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
+#include "backends/shard_gate.h"
 #include "backends/store.h"
 #include "tools/dump/backend_shards.h"
 #include "tools/dump/shard_backend.h"
@@ -125,15 +126,9 @@ absl::StatusOr<OpenedDataset> OpenedDataset::OpenLoneShard(const std::string& pa
 absl::StatusOr<OpenedDataset> OpenedDataset::OpenLoneBackendShard(const std::string& path,
                                                                   Backend backend) {
   OpenedDataset ds = Lone(path);
-  if (backend == Backend::kHdf5) {
-    SP_ASSIGN_OR_RETURN(ds.manifest_, backends::SynthesizeHdf5Manifest(path));
-  } else {
-    SP_ASSIGN_OR_RETURN(auto reader, backends::LmdbShardReader::Open(path));
-    ds.manifest_ = reader->meta();
-    ds.manifest_.shards[0].path = fs::path(path).filename().string();
-    std::error_code ec;
-    ds.manifest_.shards[0].bytes = fs::file_size(path, ec);
-  }
+  SP_ASSIGN_OR_RETURN(backends::LoneShard lone, backends::OpenLoneShard(path, backend));
+  ds.manifest_ = std::move(lone.manifest);
+  ds.lone_entry_ = std::move(lone.entry);
   ds.lone_version_ = absl::StrCat(ds.manifest_.version_major, ".", ds.manifest_.version_minor);
   ds.CountRecords();
   return ds;
@@ -194,7 +189,7 @@ absl::StatusOr<std::unique_ptr<ShardRecords>> OpenedDataset::OpenShard(
   const std::string path = ShardPath(k);
   auto shard = manifest_.backend == Backend::kShard
                    ? OpenShardFile(path)
-                   : OpenBackendShardFile(path, manifest_.backend);
+                   : OpenBackendShardFile(path, manifest_.backend, ExpectedEntry(k));
   if (absl::IsNotFound(shard.status())) {
     return absl::NotFoundError(
         absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)"));
@@ -218,9 +213,12 @@ ShardCheck OpenedDataset::CheckShard(size_t k) const {
     return check;
   }
   if (manifest_.backend == Backend::kShard) return CheckShardFile(path);
-  std::optional<uint32_t> crc;
-  if (has_manifest_) crc = manifest_.shards[k].crc32c;
-  return CheckBackendShardFile(path, manifest_.backend, crc);
+  return CheckBackendShardFile(path, manifest_.backend, ExpectedEntry(k));
+}
+
+std::optional<ShardEntry> OpenedDataset::ExpectedEntry(size_t k) const {
+  if (has_manifest_) return manifest_.shards[k];
+  return lone_entry_;
 }
 
 std::vector<std::string> OpenedDataset::UnlistedShardFiles() const {

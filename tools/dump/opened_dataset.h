@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -161,12 +162,18 @@ class OpenedDataset {
                                                      const std::string& directory,
                                                      ShardPolicy policy);
   void CountRecords();
+  // Shard k's size and CRC-32C as a manifest.json gives them (the
+  // dataset's, or the one beside a lone LMDB or HDF5 file that lists it):
+  // what the gate checks before liblmdb or libhdf5 sees the file. Nullopt
+  // when nobody checksummed it (the gate then vets it).
+  std::optional<ShardEntry> ExpectedEntry(size_t k) const;
 
   std::string path_;
   std::string directory_;
   bool has_manifest_ = false;
   Manifest manifest_;
   std::string lone_version_;            // the lone shard's format version
+  std::optional<ShardEntry> lone_entry_;  // a lone LMDB/HDF5 file's entry beside it
   std::vector<uint64_t> first_record_;  // num_shards() + 1 entries
 };
 

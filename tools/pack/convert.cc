@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "backends/shard_gate.h"
 #include "backends/store.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
@@ -27,6 +28,7 @@ absl::StatusOr<InputDataset> OpenInputDataset(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     SP_ASSIGN_OR_RETURN(in.manifest, ReadManifest(path));
+    in.checksummed = true;
     for (const ShardEntry& s : in.manifest.shards) {
       in.shard_paths.push_back((fs::path(path) / s.path).string());
     }
@@ -36,11 +38,10 @@ absl::StatusOr<InputDataset> OpenInputDataset(const std::string& path) {
     return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
   }
   SP_ASSIGN_OR_RETURN(std::optional<Backend> backend, backends::SniffShardFile(path));
-  if (backend == Backend::kHdf5) {
-    SP_ASSIGN_OR_RETURN(in.manifest, backends::SynthesizeHdf5Manifest(path));
-  } else if (backend == Backend::kLmdb) {
-    SP_ASSIGN_OR_RETURN(auto reader, backends::LmdbShardReader::Open(path));
-    in.manifest = reader->meta();
+  if (backend == Backend::kHdf5 || backend == Backend::kLmdb) {
+    SP_ASSIGN_OR_RETURN(backends::LoneShard lone, backends::OpenLoneShard(path, *backend));
+    in.manifest = std::move(lone.manifest);
+    in.checksummed = lone.entry.has_value();
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": not a dataset directory, nor an LMDB or HDF5 shard file (a lone .shard file "
@@ -95,8 +96,12 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
 
   cli::ProgressLine progress("convert", 0, total, "records", !o.quiet, /*log_when_piped=*/true);
   for (const InputDataset& d : in) {
-    for (const std::string& shard : d.shard_paths) {
-      SP_ASSIGN_OR_RETURN(auto scanner, backends::ShardScanner::Open(shard, d.manifest.backend));
+    for (size_t k = 0; k < d.shard_paths.size(); ++k) {
+      const std::string& shard = d.shard_paths[k];
+      std::optional<ShardEntry> expected;
+      if (d.checksummed) expected = d.manifest.shards[k];
+      SP_ASSIGN_OR_RETURN(auto scanner,
+                          backends::OpenShardScanner(shard, d.manifest.backend, expected));
       SP_RETURN_IF_ERROR(scanner->Scan(0, scanner->size(), [&](uint64_t, const Record& r) {
         progress.Add(r.payload.size(), 1);
         return writer->Add(r);

@@ -70,6 +70,10 @@ absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std:
 struct InputDataset {
   Manifest manifest;
   std::vector<std::string> shard_paths;
+  // The manifest's sizes and CRC-32Cs are real (a manifest.json): LMDB and
+  // HDF5 shards are checked against them before they are opened; otherwise
+  // they are vetted (backends/shard_gate.h).
+  bool checksummed = false;
 };
 
 // A dataset directory (manifest.json), or one LMDB or HDF5 shard file whose

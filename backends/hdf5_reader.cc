@@ -263,6 +263,15 @@ Hdf5ShardReader::Hdf5ShardReader(std::string path)
     : path_(std::move(path)), files_(std::make_unique<Files>()) {}
 Hdf5ShardReader::~Hdf5ShardReader() = default;
 
+absl::Status Hdf5ShardReader::CheckSize() const {
+  struct stat st;
+  if (stat(path_.c_str(), &st) != 0) return ErrnoError("stat", path_, errno);
+  if (static_cast<uint64_t>(st.st_size) == file_bytes_) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(path_, ": ", st.st_size, " bytes now, ", file_bytes_,
+                                          " when it was opened: the file changed while it was "
+                                          "read (libhdf5 reads a lost tail as zeros)"));
+}
+
 bool Hdf5ShardReader::has_keys() const { return files_->datasets[kKeys].valid(); }
 bool Hdf5ShardReader::has_extra() const { return files_->datasets[kExtra].valid(); }
 

@@ -94,6 +94,12 @@ class Hdf5ShardReader {
   bool has_keys() const;
   bool has_extra() const;
 
+  // OK while the file has the size it had when opened; else a
+  // DataLossError naming it. libhdf5 reads the part of a file that shrank
+  // as zeros, without an error: check this after reads whose bytes are
+  // data (per read step, never per row). One stat().
+  absl::Status CheckSize() const;
+
   // Rows [begin, end): with `images` non-null (fixed_shape() only), the
   // images, (end - begin) * image_info().RawBytes() bytes; with `labels`
   // non-null, num_labels() arrays of end - begin int64s (a null array is

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
+#include "format/mapping_guard.h"
 #include "format/posix_open.h"
 #include "backends/lmdb_key.h"
 #include "backends/lmdb_store.h"
@@ -38,7 +39,11 @@ struct LmdbShardReader::Env {
   MDB_txn* txn = nullptr;
   MDB_dbi dbi = 0;
   MDB_cursor* cursor = nullptr;
+  // liblmdb's map, registered so that a file truncated under it is an error
+  // (CheckIntact), not SIGBUS. Unregistered before mdb_env_close unmaps it.
+  shardpack::internal::MappingGuard guard;
   ~Env() {
+    guard = shardpack::internal::MappingGuard();
     if (cursor != nullptr) mdb_cursor_close(cursor);
     if (txn != nullptr) mdb_txn_abort(txn);
     if (env != nullptr) mdb_env_close(env);
@@ -74,6 +79,7 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
   MDB_stat stat_;
   mdb_env_info(e.env, &info);
   mdb_env_stat(e.env, &stat_);
+
   uint64_t needed = (uint64_t{info.me_last_pgno} + 1) * stat_.ms_psize;
   if (static_cast<uint64_t>(st.st_size) < needed) {
     return absl::DataLossError(absl::StrCat(path, ": truncated LMDB file: ", st.st_size,
@@ -95,6 +101,8 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
                                             "shard (no '", kLmdbMetaKey, "' key)"));
   }
   if (rc != 0) return LmdbError(path, "reading the metadata", rc);
+  // The value lies in liblmdb's map, which mdb_env_info does not locate.
+  e.guard = shardpack::internal::MappingGuard::Around(value.mv_data, path);
   SP_ASSIGN_OR_RETURN(
       r->meta_, internal::ParseShardMeta(
                     std::string_view(static_cast<const char*>(value.mv_data), value.mv_size),
@@ -143,6 +151,8 @@ absl::Status LmdbShardReader::Scan(
   }
   return absl::OkStatus();
 }
+
+absl::Status LmdbShardReader::CheckIntact() const { return env_->guard.Damage(); }
 
 absl::StatusOr<ByteSpan> LmdbShardReader::Get(uint64_t index) {
   auto k = internal::LmdbKey(index);

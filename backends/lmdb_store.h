@@ -77,6 +77,11 @@ class LmdbShardReader {
   absl::Status Scan(uint64_t begin, uint64_t end,
                     absl::FunctionRef<absl::Status(uint64_t index, ByteSpan value)> visit);
 
+  // OK while the file has not shrunk under liblmdb's map; else the
+  // DataLossError naming it (format/mapping_guard.h). Check it after using
+  // value bytes. Cheap.
+  absl::Status CheckIntact() const;
+
   // Record `index`'s value (one lookup). Valid for the reader's life.
   absl::StatusOr<ByteSpan> Get(uint64_t index);
 

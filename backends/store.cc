@@ -131,6 +131,7 @@ absl::Status Hdf5Scanner::ScanStep(uint64_t begin, uint64_t end, ShardRecordVisi
   }
   SP_RETURN_IF_ERROR(r_->ReadKeys(begin, end, &key_offsets_, &keys_));
   SP_RETURN_IF_ERROR(r_->ReadExtra(begin, end, &extra_offsets_, &extra_));
+  SP_RETURN_IF_ERROR(r_->CheckSize());  // a lost tail read as zeros
   for (uint64_t i = 0; i < n; ++i) {
     Record rec;
     for (int k = 0; k < num_labels; ++k) rec.labels.push_back(labels_[k][i]);

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <utility>
 
@@ -94,6 +97,21 @@ MappingGuard::MappingGuard(const void* base, size_t size, std::string name)
     slot_ = i;
     return;
   }
+}
+
+MappingGuard MappingGuard::Around(const void* inside, std::string name) {
+  const auto at = reinterpret_cast<uintptr_t>(inside);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    // "start-end perms offset dev inode path", addresses in hex.
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &begin, &end) != 2) continue;
+    if (at >= begin && at < end) {
+      return MappingGuard(reinterpret_cast<const void*>(begin), end - begin, std::move(name));
+    }
+  }
+  return MappingGuard();
 }
 
 MappingGuard::~MappingGuard() { Reset(); }

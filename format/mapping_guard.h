@@ -37,6 +37,11 @@ class MappingGuard {
   MappingGuard(MappingGuard&& other) noexcept;
   MappingGuard& operator=(MappingGuard&& other) noexcept;
 
+  // Registers the whole mapping that holds `inside`, as /proc/self/maps
+  // lists it: for a library that maps a file and does not say where (liblmdb
+  // reports no map address). Not guarded (ok() false) when none holds it.
+  static MappingGuard Around(const void* inside, std::string name);
+
   bool ok() const { return slot_ >= 0; }
   // OK while no access to the range has faulted; else DataLossError
   // "<name>: the file shrank while it was mapped (...)". Cheap: one atomic

@@ -97,22 +97,30 @@ class Hdf5Source final : public SyncUnitSource {
       labels[j] = reinterpret_cast<int64_t*>(buffer + layout.labels) + j * n;
       c.labels[j] = labels[j];
     }
-    if (s.reader->fixed_shape()) {
-      c.image = s.reader->image_info();
-      SP_RETURN_IF_ERROR(s.reader->ReadRows(begin, end, buffer, labels.data()));
-    } else {
-      c.offsets = s.offsets.data() + begin;
-      SP_RETURN_IF_ERROR(s.reader->ReadData(s.offsets[begin], s.offsets[end], buffer));
-      SP_RETURN_IF_ERROR(s.reader->ReadRows(begin, end, nullptr, labels.data()));
-      auto* info = reinterpret_cast<uint32_t*>(buffer + layout.info);
-      SP_RETURN_IF_ERROR(s.reader->ReadImageInfo(begin, end, info));
-      c.info = info;
-    }
+    absl::Status read = ReadColumns(s, begin, end, buffer, layout, labels.data(), &c);
+    // A file that shrank reads as zeros (or fails): say which happened.
+    SP_RETURN_IF_ERROR(s.reader->CheckSize());
+    SP_RETURN_IF_ERROR(read);
     bytes_read_ += layout.total;
     return UnitView::Columns(c, &paths_[f], begin);
   }
 
  private:
+  absl::Status ReadColumns(Hdf5Shard& s, uint64_t begin, uint64_t end, uint8_t* buffer,
+                           const UnitLayout& layout, int64_t* const* labels, ColumnRows* c) {
+    if (s.reader->fixed_shape()) {
+      c->image = s.reader->image_info();
+      return s.reader->ReadRows(begin, end, buffer, labels);
+    }
+    c->offsets = s.offsets.data() + begin;
+    SP_RETURN_IF_ERROR(s.reader->ReadData(s.offsets[begin], s.offsets[end], buffer));
+    SP_RETURN_IF_ERROR(s.reader->ReadRows(begin, end, nullptr, labels));
+    auto* info = reinterpret_cast<uint32_t*>(buffer + layout.info);
+    SP_RETURN_IF_ERROR(s.reader->ReadImageInfo(begin, end, info));
+    c->info = info;
+    return absl::OkStatus();
+  }
+
   struct UnitRows {
     uint32_t shard;
     uint64_t begin, end;

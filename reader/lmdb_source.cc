@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <memory>
 #include <new>
 #include <optional>
 
@@ -61,6 +63,7 @@ class LmdbSource final : public SyncUnitSource {
                &units_);
     }
     shards_.resize(paths_.size());
+    opened_ = std::make_unique<std::atomic<const backends::LmdbShardReader*>[]>(paths_.size());
     open_errors_.resize(paths_.size());
     image_ = manifest.schema.image;
     return absl::OkStatus();
@@ -78,15 +81,29 @@ class LmdbSource final : public SyncUnitSource {
     const uint64_t begin = unit.block * rows_per_unit_[unit.file];
     SP_RETURN_IF_ERROR(EnsureOpen(unit.file));
     auto* table = reinterpret_cast<ByteSpan*>(buffer);
-    SP_RETURN_IF_ERROR(shards_[unit.file]->Scan(
+    // A map that lost pages (the file shrank) reads zeros: say that, rather
+    // than what liblmdb makes of them.
+    absl::Status scanned = shards_[unit.file]->Scan(
         begin, begin + unit.records, [&](uint64_t index, ByteSpan value) {
           new (table + (index - begin)) ByteSpan(value);
           bytes_read_ += value.size();
           return absl::OkStatus();
-        }));
+        });
+    SP_RETURN_IF_ERROR(shards_[unit.file]->CheckIntact());
+    SP_RETURN_IF_ERROR(scanned);
     std::span<const ByteSpan> values(table, unit.records);
     FaultIn(values);
+    SP_RETURN_IF_ERROR(shards_[unit.file]->CheckIntact());
     return UnitView::Encoded(values, &paths_[unit.file], begin);
+  }
+
+  // Any thread: reads the shards the loader published, not shards_.
+  absl::Status CheckIntact() const override {
+    for (size_t f = 0; f < paths_.size(); ++f) {
+      const backends::LmdbShardReader* shard = opened_[f].load(std::memory_order_acquire);
+      if (shard != nullptr) SP_RETURN_IF_ERROR(shard->CheckIntact());
+    }
+    return absl::OkStatus();
   }
 
  private:
@@ -107,6 +124,7 @@ class LmdbSource final : public SyncUnitSource {
       return open_errors_[f];
     }
     shards_[f] = *std::move(shard);
+    opened_[f].store(shards_[f].get(), std::memory_order_release);
     return absl::OkStatus();
   }
 
@@ -114,6 +132,7 @@ class LmdbSource final : public SyncUnitSource {
   bool checksummed_;
   Manifest manifest_;
   std::vector<std::unique_ptr<backends::LmdbShardReader>> shards_;  // null until opened
+  std::unique_ptr<std::atomic<const backends::LmdbShardReader*>[]> opened_;  // shards_, published
   std::vector<absl::Status> open_errors_;
   std::vector<uint64_t> rows_per_unit_;  // per shard
   std::vector<ReadUnit> units_;

@@ -12,6 +12,8 @@
 
 #include "backends/hdf5_store.h"
 #include "backends/hdf5_util.h"
+#include "backends/shard_gate.h"
+#include "shardpack/dataset.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/reader.h"
@@ -292,13 +294,21 @@ TEST(Hdf5Hostile, BatchMemoryThatCannotBeHadIsAnError) {
     ASSERT_GE(H5Dwrite_chunk(d, H5P_DEFAULT, 0, offset, stored.size(), stored.data()), 0);
   });
   SP_ASSERT_OK(backends::Hdf5ShardReader::Open(path).status());
+  // A manifest beside it, so that the CRC gate admits it without reading its
+  // rows (vetting would read them, and its one chunk does not inflate).
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, backends::SynthesizeHdf5Manifest(path));
+  SP_ASSERT_OK_AND_ASSIGN(backends::FileDigest digest, backends::DigestFile(path));
+  m.shards[0].bytes = digest.bytes;
+  m.shards[0].crc32c = digest.crc32c;
+  SP_ASSERT_OK(WriteManifest(dir.path().string(), m));
   ReaderOptions o;
-  o.path = path;
+  o.path = dir.path().string();
   o.batch_size = 1 << 14;  // 67 TB a slot: beyond any address space, times 4 slots
   o.remainder = Remainder::kPartial;
   o.threads = 1;
-  EXPECT_THAT(Reader::Open(o), StatusIs(absl::StatusCode::kResourceExhausted,
-                                        AllOf(HasSubstr(path), HasSubstr("out of memory"))));
+  EXPECT_THAT(Reader::Open(o),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr(dir.path().string()), HasSubstr("out of memory"))));
 }
 
 TEST(Hdf5Hostile, LabelsOfTheWrongRankAreRefused) {
@@ -359,12 +369,24 @@ TEST_F(Hdf5ShardEdited, OffsetPastTheDataIsRefusedBeforeAnyAllocation) {
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(HasSubstr(path_), HasSubstr("record 20: 'offsets' value "
                                                          "1125899906842624"))));
+  // The manifest's checksum made to match the edit, so that the reader's own
+  // check is what refuses it (the CRC gate would, first, otherwise).
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(dir_.path().string()));
+  SP_ASSERT_OK_AND_ASSIGN(backends::FileDigest digest, backends::DigestFile(path_));
+  m.shards[0].bytes = digest.bytes;
+  m.shards[0].crc32c = digest.crc32c;
+  SP_ASSERT_OK(WriteManifest(dir_.path().string(), m));
   ReaderOptions o;
   o.path = dir_.path().string();
   o.batch_size = 4;
   o.transform.kind = Transform::Kind::kCenterCrop;
   o.transform.size = 8;
-  EXPECT_THAT(Reader::Open(o), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("'offsets'")));
+  // Shards are opened when first read: the error comes from Open or from the
+  // first batch.
+  auto opened = Reader::Open(o);
+  absl::Status s = opened.status();
+  if (opened.ok()) s = (*opened)->Next().status();
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("'offsets'")));
 }
 
 TEST(Hdf5Hostile, MetadataAttributeOfManyStringsIsRefused) {

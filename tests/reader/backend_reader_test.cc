@@ -200,6 +200,33 @@ TEST_P(BackendReaderTest, TruncatedShardIsNamed) {
                                              " bytes, the manifest says")));
 }
 
+// A shard truncated after it was checked and opened, while it is read:
+// liblmdb maps the file (a lost page would be SIGBUS without the guard),
+// libhdf5 preads it. Either way an error naming the shard, never a signal,
+// and never a batch of zeros passing for data.
+TEST_P(BackendReaderTest, ShardTruncatedWhileReadIsAnErrorNotASignal) {
+  // 4,800 records in about eight units, read with no budget to load ahead:
+  // most units are read after the truncation.
+  std::vector<testing::OwnedRecord> records;
+  for (int k = 0; k < 4; ++k) {
+    for (testing::OwnedRecord& r : RawRecords()) records.push_back(std::move(r));
+  }
+  std::string path = Write("ds", GetParam(), records,
+                           testing::RawSchema(kSide, kSide, 3, Layout::kHWC, 2), 0);
+  auto m = ReadManifest(path);
+  SP_ASSERT_OK(m.status());
+  const std::string shard = (fs::path(path) / m->shards[0].path).string();
+  ReaderOptions o = Options(path, false);
+  o.shuffle_bytes = 1;
+  o.read_ahead_bytes = 1;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  SP_ASSERT_OK(reader->Next().status());
+  fs::resize_file(shard, 4096);
+  absl::Status s;
+  for (uint64_t i = 1; i < reader->batches_per_epoch() && s.ok(); ++i) s = reader->Next().status();
+  EXPECT_THAT(s, testing::StatusIs(absl::StatusCode::kDataLoss, HasSubstr(shard)));
+}
+
 // Each shard is checked against the manifest's CRC-32C before liblmdb or
 // libhdf5 opens it: one flipped byte (here in the middle of the file, where
 // neither library would notice) is an error naming the shard, not data.

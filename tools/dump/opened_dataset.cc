@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "format/posix_open.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
@@ -68,6 +69,9 @@ absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, Shard
   }
   if (fs::is_directory(status)) return OpenDirectory(path, path, policy);
   if (!fs::is_regular_file(status)) {
+    // A FIFO, device or socket: named for what it is ("a FIFO, not a
+    // regular file"), as every opener names it.
+    SP_RETURN_IF_ERROR(::shardpack::internal::CheckRegularFile(path));
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a dataset directory, manifest or shard file"));
   }

@@ -119,6 +119,16 @@ class BackendReaderTest : public ::testing::TestWithParam<Backend> {
     EXPECT_TRUE(m.ok()) << m.status();
     return path;
   }
+  // A raw dataset of `records` in one shard of GetParam()'s backend: its
+  // path and its shard's ("" on failure).
+  std::pair<std::string, std::string> WriteOneShard(
+      const std::vector<testing::OwnedRecord>& records) {
+    std::string path = Write("ds", GetParam(), records,
+                             testing::RawSchema(kSide, kSide, 3, Layout::kHWC, 2), 0);
+    auto m = ReadManifest(path);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return {path, m.ok() ? (fs::path(path) / m->shards[0].path).string() : ""};
+  }
   testing::TempDir dir_;
 };
 
@@ -184,11 +194,8 @@ TEST_P(BackendReaderTest, LoneShardFileOpens) {
 
 TEST_P(BackendReaderTest, TruncatedShardIsNamed) {
   const auto records = RawRecords();
-  std::string path = Write("ds", GetParam(), records,
-                           testing::RawSchema(kSide, kSide, 3, Layout::kHWC, 2), 0);
-  auto m = ReadManifest(path);
-  SP_ASSERT_OK(m.status());
-  const std::string shard = (fs::path(path) / m->shards[0].path).string();
+  const auto [path, shard] = WriteOneShard(records);
+  ASSERT_FALSE(shard.empty());
   fs::resize_file(shard, fs::file_size(shard) / 2);
   // Shards are opened (and checked against the manifest) when first read,
   // so the error comes from Open or from the first batch.
@@ -211,11 +218,8 @@ TEST_P(BackendReaderTest, ShardTruncatedWhileReadIsAnErrorNotASignal) {
   for (int k = 0; k < 4; ++k) {
     for (testing::OwnedRecord& r : RawRecords()) records.push_back(std::move(r));
   }
-  std::string path = Write("ds", GetParam(), records,
-                           testing::RawSchema(kSide, kSide, 3, Layout::kHWC, 2), 0);
-  auto m = ReadManifest(path);
-  SP_ASSERT_OK(m.status());
-  const std::string shard = (fs::path(path) / m->shards[0].path).string();
+  const auto [path, shard] = WriteOneShard(records);
+  ASSERT_FALSE(shard.empty());
   ReaderOptions o = Options(path, false);
   o.shuffle_bytes = 1;
   o.read_ahead_bytes = 1;
@@ -232,11 +236,8 @@ TEST_P(BackendReaderTest, ShardTruncatedWhileReadIsAnErrorNotASignal) {
 // neither library would notice) is an error naming the shard, not data.
 TEST_P(BackendReaderTest, FlippedByteFailsTheCrcGate) {
   const auto records = RawRecords();
-  std::string path = Write("ds", GetParam(), records,
-                           testing::RawSchema(kSide, kSide, 3, Layout::kHWC, 2), 0);
-  auto m = ReadManifest(path);
-  SP_ASSERT_OK(m.status());
-  const std::string shard = (fs::path(path) / m->shards[0].path).string();
+  const auto [path, shard] = WriteOneShard(records);
+  ASSERT_FALSE(shard.empty());
   std::string bytes;
   {
     std::ifstream in(shard, std::ios::binary);

@@ -474,6 +474,20 @@ TEST(ImagesBadInputTest, TruncatedJpeg) {
   }
 }
 
+// Bytes after the end-of-image marker (a camera's trailer) are not damage:
+// the file is packed in every mode, passthrough keeping it byte for byte.
+TEST(ImagesBadInputTest, BytesAfterEndOfImageAreKept) {
+  TempDir dir;
+  std::vector<uint8_t> jpeg = NoisyJpeg(64, 64);
+  for (uint8_t b : {0xFF, 0xD8, 0xFF, 0xE1, 0x12, 0x34, 0x00, 0xFF}) jpeg.push_back(b);
+  WriteBytes(dir.path() / "c/trailer.jpg", jpeg);
+  PreparedRecord record;
+  SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kPassthrough, &record));
+  EXPECT_EQ(record.payload, jpeg);
+  SP_EXPECT_OK(PrepareOnly(dir, ImageMode::kReencode, &record));
+  SP_EXPECT_OK(PrepareOnly(dir, ImageMode::kRaw, &record));
+}
+
 TEST(ImagesBadInputTest, CorruptJpeg) {
   // Damaged entropy data that still ends in EOI: only a decode can tell.
   TempDir dir;

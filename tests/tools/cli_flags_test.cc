@@ -2,9 +2,9 @@
 // overflowing whole number, a nan or infinite time, is a usage error (exit
 // 2) that names the flag and the accepted range, never a wrapped value
 // taken as given; flags that do not go together are usage errors too.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -21,6 +21,16 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::RunResult;
+
+// The longest run of decimal digits in `text`.
+size_t LongestDigitRun(const std::string& text) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = (c >= '0' && c <= '9') ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
 
 struct BadFlag {
   std::vector<std::string> argv;  // the whole command line
@@ -80,7 +90,7 @@ TEST(CliFlagsTest, BadNumbersAreUsageErrorsNamingFlagAndRange) {
     EXPECT_THAT(r.err, HasSubstr(c.range));
     // Neither a wrapped -1 nor DBL_MAX's 309 digits.
     EXPECT_THAT(r.err, Not(HasSubstr("18446744073709551615")));
-    EXPECT_FALSE(std::regex_search(r.err, std::regex("[0-9]{25}"))) << r.err;
+    EXPECT_LT(LongestDigitRun(r.err), 25u) << r.err;
   }
 }
 

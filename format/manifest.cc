@@ -283,11 +283,17 @@ std::string JsonErrorPlace(std::string_view text, size_t byte) {
   return absl::StrCat(line, ":", column);
 }
 
-// The parser's reason without its "[json.exception...] parse error at line
-// L, column C: " prefix (the place is given once, in our words).
+// The parser's reason without its "[json.exception...] " tag and "parse
+// error at line L, column C: " prefix (the place is given once, in our
+// words).
 std::string JsonErrorReason(std::string_view what) {
-  const size_t colon = what.find(": ");
-  std::string reason(colon == std::string_view::npos ? what : what.substr(colon + 2));
+  if (what.starts_with("[json.exception.") && what.find("] ") != std::string_view::npos) {
+    what.remove_prefix(what.find("] ") + 2);
+  }
+  if (what.starts_with("parse error") && what.find(": ") != std::string_view::npos) {
+    what.remove_prefix(what.find(": ") + 2);
+  }
+  std::string reason(what);
   for (char& c : reason) {
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';  // one line, whatever the input held
   }
@@ -308,6 +314,11 @@ absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view n
   } catch (const Json::parse_error& e) {
     return absl::DataLossError(absl::StrCat(where, ":", JsonErrorPlace(text, e.byte),
                                             ": not valid JSON: ", JsonErrorReason(e.what())));
+  } catch (const Json::exception& e) {
+    // Not a syntax error but a value the parser cannot hold (a number past
+    // a double's range is out_of_range 406): no place to give.
+    return absl::DataLossError(
+        absl::StrCat(where, ": not valid JSON: ", JsonErrorReason(e.what())));
   }
   return ParseJson(j, where);
 }

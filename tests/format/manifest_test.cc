@@ -110,6 +110,10 @@ TEST(ManifestTest, NotAManifest) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.json:1:1: not valid JSON")));
   EXPECT_THAT(ParseManifest("{\"format\": \"shardpack\",", "m.json"),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.json:1:24: not valid JSON")));
+  // A number no double holds is no exception escaping the parser (found by
+  // manifest_fuzzer).
+  EXPECT_THAT(ParseManifest("{\"records\": 1e400}", "m.json"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.json: not valid JSON: number")));
   // The place of the error, line and column, on one line of text.
   EXPECT_THAT(ParseManifest("{\n  \"format\": \"shardpack\",\n  \"version\": 1.0.0\n}", "m.json"),
               StatusIs(absl::StatusCode::kDataLoss,

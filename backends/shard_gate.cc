@@ -2,8 +2,6 @@
 // shard_vet.cc).
 #include "backends/shard_gate.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "format/posix_open.h"
+#include "format/unique_fd.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
@@ -71,22 +71,13 @@ absl::StatusOr<FileDigest> DigestOpenFile(int fd, const std::string& path, uint6
 }  // namespace
 
 absl::StatusOr<FileDigest> DigestFile(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO put in place of a shard must not block.
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return ErrnoError("open", path, errno);
-  struct stat st;
-  absl::StatusOr<FileDigest> digest;
-  if (fstat(fd, &st) != 0) {
-    digest = ErrnoError("stat", path, errno);
-  } else if (!S_ISREG(st.st_mode)) {
-    digest = absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
-  } else {
-    // Read to the end rather than to the size stat gave: a file that grows
-    // while it is read must not match an entry of its old size.
-    digest = DigestOpenFile(fd, path, static_cast<uint64_t>(st.st_size));
-  }
-  close(fd);
-  return digest;
+  // The one opener: a FIFO put in place of a shard is refused, not waited on.
+  uint64_t size = 0;
+  SP_ASSIGN_OR_RETURN(int raw, ::shardpack::internal::OpenRegularFile(path, 0, &size));
+  ::shardpack::internal::UniqueFd fd(raw);
+  // Read to the end rather than to the size stat gave: a file that grows
+  // while it is read must not match an entry of its old size.
+  return DigestOpenFile(fd.get(), path, size);
 }
 
 absl::Status CompareDigest(const std::string& path, const FileDigest& actual,

@@ -227,12 +227,22 @@ TEST_P(IoEngineTest, ReadPastTheEndIsDataLossNamingFileAndOffset) {
 }
 
 TEST_P(IoEngineTest, FileThatShrankAfterOpenIsDataLoss) {
-  if (GetParam() == IoEngine::kMmap) GTEST_SKIP() << "a shrunk mapping faults (SIGBUS)";
   OPEN_OR_SKIP(io, GetParam(), paths_);
   std::filesystem::resize_file(paths_[1], 5 * kA + 10);
   SP_ASSERT_OK(io->Submit(Request(1, 4 * kA, 3 * kA, 9)));
   IoCompletion c = io->Wait();
   EXPECT_EQ(c.tag, 9u);
+  if (GetParam() == IoEngine::kMmap) {
+    // A view is handed out untouched; reading its lost pages reads zeros,
+    // not SIGBUS, and the file then reports the damage by name.
+    SP_ASSERT_OK(c.status);
+    volatile uint8_t sink = 0;
+    for (uint8_t b : c.bytes) sink = sink ^ b;
+    EXPECT_THAT(io->file(1).CheckIntact(),
+                StatusIs(absl::StatusCode::kDataLoss,
+                         AllOf(HasSubstr(paths_[1]), HasSubstr("shrank while it was mapped"))));
+    return;
+  }
   EXPECT_THAT(c.status,
               StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr(paths_[1]), HasSubstr("@"))));
 }

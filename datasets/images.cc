@@ -21,9 +21,11 @@
 #include "datasets/transcode.h"
 #include "format/errors.h"
 #include "format/posix_open.h"
+#include "format/unique_fd.h"
 #include "reader/jpeg_restart.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
+#include "shardpack/status.h"
 
 namespace shardpack::datasets {
 namespace {
@@ -218,19 +220,11 @@ absl::Status ReadListFile(const std::string& list_file, std::vector<Item>* items
 
 // Reads the whole regular file `path` into `out` (whose capacity is reused).
 absl::Status ReadWholeFile(const std::string& path, std::vector<uint8_t>* out) {
-  // O_NONBLOCK: opening a FIFO named *.jpg must not hang the packer.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return ErrnoError("open", path, errno);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoError("stat", path, errno);
-  if (!S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
-  }
-  const auto size = static_cast<uint64_t>(st.st_size);
+  // The one opener: a FIFO named *.jpg is refused, not waited on.
+  uint64_t size = 0;
+  SP_ASSIGN_OR_RETURN(int raw, internal::OpenRegularFile(path, 0, &size));
+  const internal::UniqueFd fd_owner(raw);
+  const int fd = fd_owner.get();
   if (size == 0) return internal::DataLossAt(path, 0, "empty file");
   if (size > kMaxInputFileBytes) {
     return absl::InvalidArgumentError(

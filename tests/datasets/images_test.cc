@@ -624,7 +624,7 @@ TEST(ImagesBadInputTest, NotARegularFile) {
   PreparedRecord record;
   EXPECT_THAT(PrepareOnly(dir, ImageMode::kPassthrough, &record),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr(path.string() + ": not a regular file")));
+                       HasSubstr(path.string() + ": a FIFO, not a regular file")));
 }
 
 TEST(ImagesBadInputTest, NonImageFile) {

@@ -277,11 +277,8 @@ bool Hdf5ShardReader::has_extra() const { return files_->datasets[kExtra].valid(
 
 absl::StatusOr<std::unique_ptr<Hdf5ShardReader>> Hdf5ShardReader::Open(const std::string& path) {
   // libhdf5 would open a FIFO and wait for a writer.
-  SP_RETURN_IF_ERROR(shardpack::internal::CheckRegularFile(path));
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
   std::unique_ptr<Hdf5ShardReader> r(new Hdf5ShardReader(path));
-  r->file_bytes_ = static_cast<uint64_t>(st.st_size);
+  SP_RETURN_IF_ERROR(shardpack::internal::CheckRegularFile(path, &r->file_bytes_));
   SP_RETURN_IF_ERROR(r->Load());
   return r;
 }

@@ -1,6 +1,5 @@
 // LmdbShardReader: read-only, lock-free, one read transaction for life.
 #include <lmdb.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -57,9 +56,8 @@ LmdbShardReader::~LmdbShardReader() = default;
 absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::string& path) {
   // liblmdb would open a FIFO and wait for a writer; a directory would be
   // taken as an environment with a lock file.
-  SP_RETURN_IF_ERROR(shardpack::internal::CheckRegularFile(path));
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
+  uint64_t file_bytes = 0;
+  SP_RETURN_IF_ERROR(shardpack::internal::CheckRegularFile(path, &file_bytes));
   std::unique_ptr<LmdbShardReader> r(new LmdbShardReader(path));
   Env& e = *r->env_;
   int rc = mdb_env_create(&e.env);
@@ -81,8 +79,8 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
   mdb_env_stat(e.env, &stat_);
 
   uint64_t needed = (uint64_t{info.me_last_pgno} + 1) * stat_.ms_psize;
-  if (static_cast<uint64_t>(st.st_size) < needed) {
-    return absl::DataLossError(absl::StrCat(path, ": truncated LMDB file: ", st.st_size,
+  if (file_bytes < needed) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated LMDB file: ", file_bytes,
                                             " bytes, its meta page says ", needed,
                                             " bytes are in use"));
   }
@@ -115,9 +113,9 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
   // page of the file: a count the file cannot hold is damage (and 2^64 - 1
   // would wrap the comparison below).
   constexpr uint64_t kMinEntryBytes = 16;
-  if (r->size_ > static_cast<uint64_t>(st.st_size) / kMinEntryBytes) {
+  if (r->size_ > file_bytes / kMinEntryBytes) {
     return absl::DataLossError(absl::StrCat(path, ": its metadata says ", r->size_,
-                                            " records, more than its ", st.st_size,
+                                            " records, more than its ", file_bytes,
                                             " bytes can hold"));
   }
   if (db.ms_entries != r->size_ + 1) {

@@ -19,6 +19,12 @@ absl::Status DataLossAt(std::string_view name, uint64_t offset,
   return s;
 }
 
+absl::Status CheckManifestRecords(std::string_view path, uint64_t held, uint64_t says) {
+  if (held == says) return absl::OkStatus();
+  return absl::DataLossError(
+      absl::StrCat(AsAbsl(path), ": holds ", held, " records, the manifest says ", says));
+}
+
 std::optional<uint64_t> ErrorOffset(const absl::Status& status) {
   auto payload = status.GetPayload(kOffsetPayload);
   uint64_t offset;

@@ -19,6 +19,10 @@ inline absl::string_view AsAbsl(std::string_view s) { return {s.data(), s.size()
 absl::Status DataLossAt(std::string_view name, uint64_t offset,
                         std::string_view what);
 
+// OK when a shard holds the records its manifest entry says; else
+// DataLossError "<path>: holds <held> records, the manifest says <says>".
+absl::Status CheckManifestRecords(std::string_view path, uint64_t held, uint64_t says);
+
 // The offset attached by DataLossAt, if any.
 std::optional<uint64_t> ErrorOffset(const absl::Status& status);
 

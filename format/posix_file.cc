@@ -13,6 +13,7 @@
 #include "format/errors.h"
 #include "format/mapping_guard.h"
 #include "format/posix_open.h"
+#include "format/unique_fd.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
 
@@ -298,34 +299,29 @@ absl::StatusOr<std::string> ReadStream(const std::string& path, uint64_t max_byt
   if (S_ISREG(st.st_mode)) return ReadSmallFile(path);
   if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) return NotRegular(path, st.st_mode);
   // A pipe: read to its end. With no writer attached, the end is at once.
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open", path, errno);
+  const UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoError("open", path, errno);
   std::string contents;
   char chunk[1 << 16];
   for (;;) {
-    const ssize_t n = read(fd, chunk, sizeof(chunk));
+    const ssize_t n = read(fd.get(), chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      return ErrnoError("read", path, err);
-    }
+    if (n < 0) return ErrnoError("read", path, errno);
     if (n == 0) break;
     if (contents.size() + static_cast<size_t>(n) > max_bytes) {
-      close(fd);
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": more than ", max_bytes, " bytes; stopped reading"));
     }
     contents.append(chunk, static_cast<size_t>(n));
   }
-  close(fd);
   return contents;
 }
 
-absl::Status CheckRegularFile(const std::string& path) {
+absl::Status CheckRegularFile(const std::string& path, uint64_t* size) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
   if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
+  if (size != nullptr) *size = static_cast<uint64_t>(st.st_size);
   return absl::OkStatus();
 }
 

@@ -20,8 +20,9 @@ namespace shardpack::internal {
 absl::StatusOr<int> OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size);
 
 // The same test for a path handed to a library that opens it itself
-// (liblmdb, libhdf5): OK for a regular file, else the error above.
-absl::Status CheckRegularFile(const std::string& path);
+// (liblmdb, libhdf5): OK for a regular file, else the error above. Sets
+// *size, when given, to the file's size.
+absl::Status CheckRegularFile(const std::string& path, uint64_t* size = nullptr);
 
 // A whole file of text that may also be a pipe (a list file given as
 // `<(find ...)` or /dev/stdin): a regular file as ReadSmallFile reads it;

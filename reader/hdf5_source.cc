@@ -7,6 +7,7 @@
 #include "backends/hdf5_store.h"
 #include "backends/shard_gate.h"
 #include "format/coding.h"
+#include "format/errors.h"
 #include "reader/backend_sources.h"
 #include "shardpack/status.h"
 
@@ -166,12 +167,8 @@ class Hdf5Source final : public SyncUnitSource {
     std::optional<ShardEntry> expected;
     if (checksummed_) expected = manifest_.shards[f];
     SP_ASSIGN_OR_RETURN(s.reader, backends::OpenHdf5Shard(paths_[f], expected));
-    const uint64_t rows = s.reader->size();
-    if (rows != manifest_.shards[f].records) {
-      return absl::DataLossError(absl::StrCat(paths_[f], ": holds ", rows,
-                                              " records, the manifest says ",
-                                              manifest_.shards[f].records));
-    }
+    SP_RETURN_IF_ERROR(
+        CheckManifestRecords(paths_[f], s.reader->size(), manifest_.shards[f].records));
     if (!s.reader->fixed_shape()) return LoadOffsets(f, s);
     return absl::OkStatus();
   }

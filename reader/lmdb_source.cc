@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/lmdb_store.h"
 #include "backends/shard_gate.h"
+#include "format/errors.h"
 #include "reader/backend_sources.h"
 #include "shardpack/status.h"
 
@@ -114,10 +115,10 @@ class LmdbSource final : public SyncUnitSource {
     std::optional<ShardEntry> expected;
     if (checksummed_) expected = manifest_.shards[f];
     auto shard = backends::OpenLmdbShard(paths_[f], expected);
-    if (shard.ok() && (*shard)->size() != manifest_.shards[f].records) {
-      shard = absl::DataLossError(absl::StrCat(paths_[f], ": holds ", (*shard)->size(),
-                                               " records, the manifest says ",
-                                               manifest_.shards[f].records));
+    if (shard.ok()) {
+      absl::Status count =
+          CheckManifestRecords(paths_[f], (*shard)->size(), manifest_.shards[f].records);
+      if (!count.ok()) shard = count;
     }
     if (!shard.ok()) {
       open_errors_[f] = shard.status();

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/coding.h"
+#include "format/errors.h"
 #include "format/mapping_guard.h"
 #include "reader/io_engine.h"
 #include "shardpack/status.h"
@@ -27,10 +28,9 @@ class ShardSource final : public UnitSource {
     uint64_t records = 0;
     for (size_t f = 0; f < paths_.size(); ++f) {
       SP_ASSIGN_OR_RETURN(ShardIndex index, ShardIndex::Load(io_->file(f)));
-      if (!manifest.shards.empty() && index.num_records() != manifest.shards[f].records) {
-        return absl::DataLossError(absl::StrCat(paths_[f], ": holds ", index.num_records(),
-                                                " records, the manifest says ",
-                                                manifest.shards[f].records));
+      if (!manifest.shards.empty()) {
+        SP_RETURN_IF_ERROR(
+            CheckManifestRecords(paths_[f], index.num_records(), manifest.shards[f].records));
       }
       for (size_t b = 0; b < index.num_blocks(); ++b) {
         const BlockInfo& block = index.block(b);

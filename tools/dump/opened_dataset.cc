@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "format/errors.h"
 #include "format/posix_open.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
@@ -199,10 +200,9 @@ absl::StatusOr<std::unique_ptr<ShardRecords>> OpenedDataset::OpenShard(
         absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)"));
   }
   SP_RETURN_IF_ERROR(shard.status());
-  const uint64_t expected = manifest_.shards[k].records;
-  if (require_manifest_count && (*shard)->size() != expected) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": holds ", (*shard)->size(), " records, the manifest says ", expected));
+  if (require_manifest_count) {
+    SP_RETURN_IF_ERROR(::shardpack::internal::CheckManifestRecords(
+        path, (*shard)->size(), manifest_.shards[k].records));
   }
   return shard;
 }

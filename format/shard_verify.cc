@@ -8,6 +8,7 @@
 #include "format/errors.h"
 #include "format/shard_layout.h"
 #include "shardpack/crc32c.h"
+#include "shardpack/manifest.h"
 #include "shardpack/shard.h"
 
 namespace shardpack {
@@ -15,8 +16,8 @@ namespace {
 
 class Verifier {
  public:
-  Verifier(const RandomAccessFile& file, ShardVerifyResult* result)
-      : file_(file), result_(result) {}
+  Verifier(const RandomAccessFile& file, const Schema* schema, ShardVerifyResult* result)
+      : file_(file), schema_(schema), result_(result) {}
 
   void Run();
 
@@ -35,6 +36,7 @@ class Verifier {
   void CheckBlock(const ShardIndex& index, size_t b, uint64_t end);
 
   const RandomAccessFile& file_;
+  const Schema* schema_;  // null: records are not checked against one
   ShardVerifyResult* result_;
   std::vector<uint8_t> buffer_;
   BlockDecoder decoder_;
@@ -88,6 +90,18 @@ void Verifier::CheckBlock(const ShardIndex& index, size_t b, uint64_t end) {
       continue;
     }
     ++result_->records;
+    if (schema_ == nullptr) continue;
+    if (absl::Status agrees = CheckRecordAgainstSchema(*record, *schema_); !agrees.ok()) {
+      // At the record's bytes when they lie in the file (an uncompressed
+      // block), else at its block.
+      const std::span<const uint8_t> bytes = view->record_bytes(i);
+      const bool in_file = bytes.data() >= stored->data() && bytes.data() < stored->data() + stored->size();
+      const uint64_t at = in_file ? info.offset + (bytes.data() - stored->data()) : info.offset;
+      Problem(internal::DataLossAt(file_.name(), at,
+                                   absl::StrCat("record ", info.first_record + i, ": ",
+                                                agrees.message())),
+              static_cast<int64_t>(info.first_record + i));
+    }
   }
 }
 
@@ -113,9 +127,9 @@ void Verifier::Run() {
 
 }  // namespace
 
-ShardVerifyResult VerifyShard(const RandomAccessFile& file) {
+ShardVerifyResult VerifyShard(const RandomAccessFile& file, const Schema* schema) {
   ShardVerifyResult result;
-  Verifier(file, &result).Run();
+  Verifier(file, schema, &result).Run();
   return result;
 }
 

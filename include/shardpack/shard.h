@@ -24,6 +24,8 @@
 
 namespace shardpack {
 
+struct Schema;  // shardpack/manifest.h
+
 // Format version this build writes. A reader accepts any minor version of
 // the same major version and rejects other majors with an error naming both.
 inline constexpr uint16_t kShardMajorVersion = 1;
@@ -226,9 +228,11 @@ struct ShardProblem {
 };
 
 // Checks every byte of a shard: header, padding, each block's header and
-// CRC-32C, every record against the index, footer and trailer. Reports every
-// problem it can find (damage to one block does not hide damage to another)
-// and returns the number of records checked. Reads block by block.
+// CRC-32C, every record against the index, footer and trailer, and, when
+// `schema` is given, every record against it (CheckRecordAgainstSchema).
+// Reports every problem it can find (damage to one block does not hide
+// damage to another) and returns the number of records checked. Reads block
+// by block.
 struct ShardVerifyResult {
   uint64_t records = 0;
   uint64_t bytes = 0;
@@ -236,7 +240,7 @@ struct ShardVerifyResult {
   std::vector<ShardProblem> problems;
   bool ok() const { return problems.empty(); }
 };
-ShardVerifyResult VerifyShard(const RandomAccessFile& file);
+ShardVerifyResult VerifyShard(const RandomAccessFile& file, const Schema* schema = nullptr);
 
 }  // namespace shardpack
 

@@ -220,6 +220,29 @@ TEST_F(BackendCliTest, SharddumpInfoLsVerifyExtractOnEveryBackend) {
   }
 }
 
+// verify checks every LMDB and HDF5 record against the schema in its one
+// scan: a manifest whose schema names fewer classes than the records use
+// makes it name the first record that disagrees.
+TEST_F(BackendCliTest, VerifyChecksBackendRecordsAgainstTheSchema) {
+  std::string jpeg = WriteJpegLikeDataset("jpeg", 20);
+  for (std::string format : {"lmdb", "hdf5"}) {
+    SCOPED_TRACE(format);
+    std::string ds = Out(format);
+    ASSERT_EQ(Shardpack({"convert", jpeg, "-o", ds, "--format", format, "-q"}).exit_code, 0);
+    SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(ds));
+    m.schema.labels[0].classes = {"x", "y"};  // the records' labels are 0..2
+    SP_ASSERT_OK(WriteManifest(ds, m));
+    RunResult r = Sharddump({"verify", "--json", ds});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    Json doc = Json::parse(r.out);
+    ASSERT_FALSE(doc["problems"].empty()) << r.out;
+    EXPECT_THAT(doc["problems"][0]["message"].get<std::string>(),
+                HasSubstr("record 2: disagrees with the schema: label 'label' is 2, outside its 2 "
+                          "classes (0..1)"));
+    EXPECT_EQ(doc["problems"][0]["record"], 2);
+  }
+}
+
 // A plain h5py file (no manifest, not made by us) is a dataset to sharddump
 // info and to shardpack convert.
 TEST_F(BackendCliTest, PlainH5pyFileInSharddumpInfoAndConvert) {

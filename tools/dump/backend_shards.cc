@@ -66,7 +66,8 @@ absl::StatusOr<std::unique_ptr<ShardRecords>> OpenBackendShardFile(
 }
 
 ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
-                                 const std::optional<ShardEntry>& expected) {
+                                 const std::optional<ShardEntry>& expected,
+                                 const Schema* schema) {
   ShardCheck check;
   auto digest = backends::DigestFile(path);
   if (!digest.ok()) {
@@ -94,8 +95,13 @@ ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
   check.index_ok = true;
   check.records = (*scanner)->size();
   uint64_t next = 0;
-  absl::Status s = (*scanner)->Scan(0, check.records, [&](uint64_t i, const Record&) {
+  absl::Status s = (*scanner)->Scan(0, check.records, [&](uint64_t i, const Record& r) {
     next = i + 1;
+    if (schema == nullptr) return absl::OkStatus();
+    if (absl::Status agrees = CheckRecordAgainstSchema(r, *schema); !agrees.ok()) {
+      check.problems.push_back(
+          Problem(absl::StrCat(path, " record ", i, ": ", agrees.message()), static_cast<int64_t>(i)));
+    }
     return absl::OkStatus();
   });
   if (!s.ok()) check.problems.push_back(Problem(std::string(s.message()), static_cast<int64_t>(next)));

@@ -27,8 +27,10 @@ absl::StatusOr<std::unique_ptr<ShardRecords>> OpenBackendShardFile(
 // key; an HDF5 row's offsets, image info and shape agree). A file that does
 // not match its entry is not opened: liblmdb and libhdf5 trust their files,
 // and damaged ones can crash them. One without an entry is vetted first.
+// With `schema`, every record is checked against it in the same scan.
 ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
-                                 const std::optional<ShardEntry>& expected);
+                                 const std::optional<ShardEntry>& expected,
+                                 const Schema* schema);
 
 }  // namespace shardpack::dump
 

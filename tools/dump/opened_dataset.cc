@@ -216,8 +216,9 @@ ShardCheck OpenedDataset::CheckShard(size_t k) const {
     check.problems.push_back(std::move(p));
     return check;
   }
-  if (manifest_.backend == Backend::kShard) return CheckShardFile(path);
-  return CheckBackendShardFile(path, manifest_.backend, ExpectedEntry(k));
+  const Schema* schema = has_schema() ? &manifest_.schema : nullptr;
+  if (manifest_.backend == Backend::kShard) return CheckShardFile(path, schema);
+  return CheckBackendShardFile(path, manifest_.backend, ExpectedEntry(k), schema);
 }
 
 std::optional<ShardEntry> OpenedDataset::ExpectedEntry(size_t k) const {

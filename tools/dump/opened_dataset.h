@@ -141,7 +141,8 @@ class OpenedDataset {
   absl::StatusOr<std::unique_ptr<ShardRecords>> OpenShard(size_t k,
                                                           bool require_manifest_count = true) const;
 
-  // Checks every byte of shard k (checksums, index, padding). A missing or
+  // Checks every byte of shard k (checksums, index, padding) and, when the
+  // schema is known, every record against it, in one pass. A missing or
   // unreadable file is a problem, not an error.
   ShardCheck CheckShard(size_t k) const;
 

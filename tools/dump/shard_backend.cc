@@ -105,7 +105,7 @@ absl::StatusOr<std::unique_ptr<ShardRecords>> OpenShardFile(const std::string& p
       new ShardFileRecords(path, std::move(file), std::move(reader)));
 }
 
-ShardCheck CheckShardFile(const std::string& path) {
+ShardCheck CheckShardFile(const std::string& path, const Schema* schema) {
   ShardCheck check;
   auto file = OpenShardBytes(path);
   if (!file.ok()) {
@@ -116,7 +116,7 @@ ShardCheck CheckShardFile(const std::string& path) {
   }
   check.opened = true;
   check.bytes = (*file)->size();
-  ShardVerifyResult result = VerifyShard(**file);
+  ShardVerifyResult result = VerifyShard(**file, schema);
   // VerifyShard leaves bytes at 0 when it could not load the index; it
   // reported why.
   if (result.bytes != 0) {

@@ -20,8 +20,9 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenShardBytes(const std::stri
 // offset for damage).
 absl::StatusOr<std::unique_ptr<ShardRecords>> OpenShardFile(const std::string& path);
 
-// VerifyShard over the mapped file, plus the index's record count.
-ShardCheck CheckShardFile(const std::string& path);
+// VerifyShard over the mapped file (each record checked against `schema`
+// when given, in the same pass), plus the index's record count.
+ShardCheck CheckShardFile(const std::string& path, const Schema* schema);
 
 }  // namespace shardpack::dump
 

@@ -1,5 +1,6 @@
 // sharddump verify: every byte of every shard (VerifyShard: checksums,
-// index, padding), then each shard against its manifest entry (size, record
+// index, padding; every record against the schema, in the same pass), then
+// each shard against its manifest entry (size, record
 // count, whole-file CRC-32C), then files the manifest does not list; with
 // --decode, every JPEG decoded in full. Shards are checked in parallel, one
 // per thread; the report comes out in shard order whatever the thread count.
@@ -62,13 +63,8 @@ class Verifier {
   }
   void CheckOne(size_t k, JpegChecker* jpeg);
   void CompareWithManifest(size_t k, const ShardCheck& check, ShardOutcome* out);
-  // Each record against the schema (when known) and, with `jpeg`, decoded.
   // Returns the payload bytes it decoded (and added to the progress line).
-  uint64_t CheckRecords(size_t k, JpegChecker* jpeg, ShardOutcome* out);
-  // A lone `.shard` file carries no schema; every other dataset has one.
-  bool SchemaKnown() const {
-    return ds_.has_manifest() || ds_.manifest().backend != Backend::kShard;
-  }
+  uint64_t Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out);
   Problem At(size_t k, std::optional<uint64_t> record, uint64_t offset, std::string message) {
     Problem p;
     p.shard = k;
@@ -116,7 +112,7 @@ void Verifier::CheckOne(size_t k, JpegChecker* jpeg) {
   }
   if (ds_.has_manifest() && check.opened) CompareWithManifest(k, check, &out);
   uint64_t added = 0;
-  if (check.index_ok && (jpeg != nullptr || SchemaKnown())) added = CheckRecords(k, jpeg, &out);
+  if (jpeg != nullptr && check.index_ok) added = Decode(k, jpeg, &out);
   progress_.Add(out.bytes - std::min(out.bytes, added), 1);
 }
 
@@ -149,7 +145,7 @@ void Verifier::CompareWithManifest(size_t k, const ShardCheck& check, ShardOutco
   }
 }
 
-uint64_t Verifier::CheckRecords(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
+uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
   auto shard = ds_.OpenShard(k, /*require_manifest_count=*/false);
   if (!shard.ok()) {
     out->problems.push_back(At(k, std::nullopt, 0, std::string(shard.status().message())));
@@ -161,17 +157,7 @@ uint64_t Verifier::CheckRecords(size_t k, JpegChecker* jpeg, ShardOutcome* out) 
   absl::Status s = (*shard)->Scan(
       0, (*shard)->size(),
       [&](uint64_t i, const Record& r, const RecordLocation& loc) {
-        if (SchemaKnown()) {
-          absl::Status agrees = CheckRecordAgainstSchema(r, ds_.manifest().schema);
-          if (!agrees.ok()) {
-            out->problems.push_back(At(k, i, loc.file_offset(),
-                                       absl::StrCat(out->path, " @", loc.Text(), " record ", i,
-                                                    " '", EscapeKey(r.key), "': ",
-                                                    agrees.message())));
-            return absl::OkStatus();
-          }
-        }
-        if (jpeg == nullptr || r.image.encoding != Encoding::kJpeg) return absl::OkStatus();
+        if (r.image.encoding != Encoding::kJpeg) return absl::OkStatus();
         absl::Status decoded = jpeg->Check(r.payload, r.image);
         ++out->decoded;
         if (!decoded.ok()) {

@@ -8,6 +8,11 @@ find_package(nlohmann_json 3.10 CONFIG REQUIRED)
 # fuzz targets).
 pkg_check_modules(LMDB REQUIRED IMPORTED_TARGET lmdb)
 find_package(HDF5 REQUIRED COMPONENTS C)
+# The codec library's decoders (built in fuzz mode too: they have a target).
+pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng16)
+pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)
+pkg_check_modules(WEBPDEMUX REQUIRED IMPORTED_TARGET libwebpdemux)
+pkg_check_modules(TIFF REQUIRED IMPORTED_TARGET libtiff-4)
 
 if(NOT SHARDPACK_FUZZ)
   pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <new>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -46,23 +45,6 @@ absl::Status DecodeError(void* handle, std::string_view name) {
 }
 
 }  // namespace
-
-}  // namespace shardpack::datasets
-
-namespace shardpack::internal {
-uint8_t* GrowableBuffer::Get(size_t bytes) {
-  if (bytes > capacity_) {
-    data_.reset();
-    capacity_ = 0;
-    data_.reset(new (std::nothrow) uint8_t[bytes]);
-    if (data_ == nullptr) return nullptr;
-    capacity_ = bytes;
-  }
-  return data_.get();
-}
-}  // namespace shardpack::internal
-
-namespace shardpack::datasets {
 
 void FitLongerSide(uint32_t width, uint32_t height, int max_side, uint32_t* out_width,
                    uint32_t* out_height) {

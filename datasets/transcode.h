@@ -19,22 +19,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "codec/pixels.h"
 #include "datasets/jpeg_probe.h"
 #include "reader/image_ops.h"
 #include "shardpack/record.h"
-
-namespace shardpack::internal {
-// A byte buffer that grows and never shrinks, without zeroing what it adds.
-class GrowableBuffer {
- public:
-  // Null when memory cannot be had (never throws).
-  uint8_t* Get(size_t bytes);
-
- private:
-  std::unique_ptr<uint8_t[]> data_;
-  size_t capacity_ = 0;
-};
-}  // namespace shardpack::internal
 
 namespace shardpack::datasets {
 

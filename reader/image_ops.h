@@ -13,19 +13,9 @@
 #include <string_view>
 #include <vector>
 
+#include "codec/pixels.h"
+
 namespace shardpack::internal {
-
-// Interleaved 8-bit pixels, rows packed (stride = width * channels). A view:
-// see the function that returns one for how long it stays valid.
-struct PixelView {
-  const uint8_t* data = nullptr;
-  uint32_t width = 0;
-  uint32_t height = 0;
-  int channels = 0;  // 1 (gray), 3 (RGB) or 4 (CMYK)
-
-  size_t stride() const { return size_t{width} * static_cast<size_t>(channels); }
-  size_t bytes() const { return stride() * height; }
-};
 
 // Work memory of the resize: filter taps and the intermediate image. Keeps
 // its capacity between calls. Not shared between threads.

@@ -36,12 +36,10 @@ absl::StatusOr<PixelView> DecodeImage(ImageFormat format, ByteSpan data, std::st
       return DecodePnm(data, name, spec, buffers);
     case ImageFormat::kEmpty:
       return internal::DataLossAt(name, 0, "empty file");
-    case ImageFormat::kGif:
-      return absl::InvalidArgumentError(
-          absl::StrCat(AsAbsl(name), ": GIF image: not a format shardpack decodes"));
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          AsAbsl(name), ": unknown content: not a JPEG, PNG, WebP, BMP, TIFF or PNM image"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(AsAbsl(name), ": ", AsAbsl(ImageContentName(format)),
+                       ": not a format shardpack decodes (JPEG, PNG, WebP, BMP, TIFF, PNM)"));
   }
 }
 

@@ -88,7 +88,8 @@ bool HasDecoder(ImageFormat format);
 
 // The decoder for `format`. For a format without one: DataLossError
 // "<name> @0: empty file" for kEmpty, InvalidArgumentError "<name>: GIF
-// image: not a format shardpack decodes" (or "unknown content") otherwise.
+// image: not a format shardpack decodes (...)" (or "unknown content: ...")
+// otherwise; JPEG is not decoded here.
 absl::StatusOr<PixelView> DecodeImage(ImageFormat format, ByteSpan data, std::string_view name,
                                       const DecodeSpec& spec, DecodeBuffers* buffers);
 

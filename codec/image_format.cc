@@ -60,4 +60,28 @@ std::string_view ImageFormatName(ImageFormat format) {
   return "unknown";
 }
 
+std::string_view ImageContentName(ImageFormat format) {
+  switch (format) {
+    case ImageFormat::kEmpty:
+      return "an empty file";
+    case ImageFormat::kUnknown:
+      return "unknown content";
+    case ImageFormat::kJpeg:
+      return "JPEG image";
+    case ImageFormat::kPng:
+      return "PNG image";
+    case ImageFormat::kWebp:
+      return "WebP image";
+    case ImageFormat::kBmp:
+      return "BMP image";
+    case ImageFormat::kTiff:
+      return "TIFF image";
+    case ImageFormat::kPnm:
+      return "PNM image";
+    case ImageFormat::kGif:
+      return "GIF image";
+  }
+  return "unknown content";
+}
+
 }  // namespace shardpack::codec

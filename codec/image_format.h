@@ -31,6 +31,10 @@ ImageFormat SniffImageFormat(ByteSpan data);
 // "JPEG", "PNG", "WebP", "BMP", "TIFF", "PNM", "GIF", "empty" or "unknown".
 std::string_view ImageFormatName(ImageFormat format);
 
+// What a message says the bytes are: "PNG image", "WebP image", ... "JPEG
+// image", "an empty file" or "unknown content".
+std::string_view ImageContentName(ImageFormat format);
+
 }  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_IMAGE_FORMAT_H_

@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "codec/image_format.h"
 #include "datasets/jpeg_probe.h"
 #include "datasets/transcode.h"
 #include "format/errors.h"
@@ -44,14 +45,19 @@ struct Item {
   int64_t label = 0;
 };
 
-// torchvision's IMG_EXTENSIONS check, narrowed to JPEG: lower-cased name
-// ends with .jpg or .jpeg.
-bool HasJpegExtension(std::string_view name) {
-  auto ends_with = [&](std::string_view ext) {
-    return name.size() >= ext.size() &&
-           absl::EqualsIgnoreCase(AsAbsl(name.substr(name.size() - ext.size())), AsAbsl(ext));
-  };
-  return ends_with(".jpg") || ends_with(".jpeg");
+// torchvision's IMG_EXTENSIONS (torchvision/datasets/folder.py), matched as
+// has_file_allowed_extension matches them: the lower-cased name ends with one.
+constexpr std::string_view kImageExtensions[] = {".jpg", ".jpeg", ".png",  ".ppm", ".bmp",
+                                                 ".pgm", ".tif",  ".tiff", ".webp"};
+
+bool HasImageExtension(std::string_view name) {
+  for (std::string_view ext : kImageExtensions) {
+    if (name.size() >= ext.size() &&
+        absl::EqualsIgnoreCase(AsAbsl(name.substr(name.size() - ext.size())), AsAbsl(ext))) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Problems met while opening: listed in skip mode, the error in fail mode.
@@ -140,7 +146,7 @@ absl::Status WalkClass(const fs::path& root, const std::string& class_name, int6
   for (Listing& listing : listings) {
     std::sort(listing.files.begin(), listing.files.end());
     for (const std::string& file : listing.files) {
-      if (!HasJpegExtension(file)) continue;
+      if (!HasImageExtension(file)) continue;
       items->push_back(Item{absl::StrCat(class_name, listing.rel, "/", file), label});
     }
   }
@@ -150,8 +156,9 @@ absl::Status WalkClass(const fs::path& root, const std::string& class_name, int6
   if (items->size() == before) {
     return absl::InvalidArgumentError(absl::StrCat(
         (root / class_name).string(),
-        ": empty class folder: no .jpg or .jpeg files (torchvision's ImageFolder refuses it "
-        "too; a class without images would take a label): remove or fill it, or pack a --list"));
+        ": empty class folder: no image files (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff "
+        ".webp; torchvision's ImageFolder refuses it too: a class without images would take a "
+        "label): remove or fill it, or pack a --list"));
   }
   return absl::OkStatus();
 }
@@ -259,30 +266,61 @@ class ImageWorker : public SourceWorker {
     path_ += item.key;
     out->key.assign(item.key);
     out->labels = Labels{item.label};
-    if (options_.mode == ImageMode::kPassthrough) return PreparePassthrough(out);
-    absl::Status s = ReadWholeFile(path_, &input_);
-    if (!s.ok()) return s;
-    s = EnsureTranscoder();
-    if (!s.ok()) return s;
+    out->converted_from = {};
+    out->left_out.clear();
+    // Passthrough may store the file's bytes: read them straight into the
+    // record.
+    std::vector<uint8_t>& input =
+        options_.mode == ImageMode::kPassthrough ? out->payload : input_;
+    SP_RETURN_IF_ERROR(ReadWholeFile(path_, &input));
+    // The content decides, never the name.
+    const codec::ImageFormat format = codec::SniffImageFormat(input);
+    const bool jpeg = format == codec::ImageFormat::kJpeg;
+    if (!jpeg && codec::HasDecoder(format)) out->converted_from = codec::ImageFormatName(format);
+    if (options_.mode == ImageMode::kPassthrough) {
+      if (jpeg) return PreparePassthrough(out);
+      if (options_.non_jpeg == NonJpeg::kSkip && IsImage(format)) {
+        out->left_out = absl::StrCat(
+            AsAbsl(codec::ImageContentName(format)),
+            ", not a JPEG: left out by --non-jpeg skip (--non-jpeg convert stores it as JPEG)");
+        return absl::OkStatus();
+      }
+      input_.swap(out->payload);
+    }
+    SP_RETURN_IF_ERROR(EnsureTranscoder());
     absl::StatusOr<ImageInfo> image =
-        options_.mode == ImageMode::kReencode
-            ? transcoder_->Reencode(input_, path_, options_.max_side, options_.quality, probe_,
-                                    &out->payload)
-            : transcoder_->DecodeToRaw(input_, path_, options_.raw_width, options_.raw_height,
-                                       probe_, &out->payload);
+        options_.mode == ImageMode::kRaw
+            ? transcoder_->DecodeToRaw(input_, path_, options_.raw_width, options_.raw_height,
+                                       probe_, &out->payload)
+            : transcoder_->Reencode(input_, path_, ReencodeOptionsNow(), probe_,
+                                    &out->payload);
     if (!image.ok()) return image.status();
     out->image = *image;
-    return options_.mode == ImageMode::kReencode ? AddRestartMarkers(out) : absl::OkStatus();
+    return options_.mode == ImageMode::kRaw ? absl::OkStatus() : AddRestartMarkers(out);
   }
 
  private:
+  // A format that --non-jpeg skip leaves out: an image, but not a JPEG (a
+  // GIF too: it is not decoded, but it is no damage either). Empty files and
+  // unknown content stay bad input.
+  static bool IsImage(codec::ImageFormat format) {
+    return codec::HasDecoder(format) || format == codec::ImageFormat::kGif;
+  }
+
+  // Reencode's settings; passthrough converts a non-JPEG at full size and
+  // full chroma.
+  ReencodeOptions ReencodeOptionsNow() const {
+    if (options_.mode == ImageMode::kReencode) {
+      return {.max_side = options_.max_side, .quality = options_.quality, .full_chroma = false};
+    }
+    return {.max_side = 0, .quality = options_.convert_quality, .full_chroma = true};
+  }
+
   absl::Status PreparePassthrough(PreparedRecord* out) {
-    absl::Status s = ReadWholeFile(path_, &out->payload);
-    if (!s.ok()) return s;
     absl::StatusOr<JpegInfo> info = ProbeJpeg(out->payload, path_, probe_);
     if (!info.ok()) return info.status();
     if (options_.validate_decode && !options_.restart_markers) {
-      s = EnsureTranscoder();
+      absl::Status s = EnsureTranscoder();
       if (s.ok()) s = transcoder_->Validate(out->payload, path_, probe_);
       if (!s.ok()) return s;
     }
@@ -375,6 +413,8 @@ std::string ImageSource::ParamsJson() const {
     case ImageMode::kPassthrough:
       j["validate_decode"] = options_.validate_decode;
       j["restart_markers"] = options_.restart_markers;
+      j["non_jpeg"] = std::string(NonJpegName(options_.non_jpeg));
+      if (options_.non_jpeg == NonJpeg::kConvert) j["convert_quality"] = options_.convert_quality;
       break;
     case ImageMode::kReencode:
       j["max_side"] = options_.max_side;
@@ -395,6 +435,7 @@ absl::Status CheckOptions(const ImageOptions& o) {
   };
   if (o.root.empty() && o.list_file.empty()) return bad("an image folder (root) is required");
   if (o.max_pixels == 0) return bad("max_pixels must be positive");
+  if (o.convert_quality < 1 || o.convert_quality > 100) return bad("quality must be in 1..100");
   if (o.mode == ImageMode::kReencode) {
     if (o.quality < 1 || o.quality > 100) return bad("quality must be in 1..100");
     if (o.max_side < 0 || o.max_side > static_cast<int>(kMaxJpegSide)) {
@@ -436,6 +477,10 @@ std::string_view ImageModeName(ImageMode mode) {
       return "raw";
   }
   return "unknown";
+}
+
+std::string_view NonJpegName(NonJpeg policy) {
+  return policy == NonJpeg::kSkip ? "skip" : "convert";
 }
 
 std::optional<ImageMode> ParseImageMode(std::string_view name) {

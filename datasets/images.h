@@ -17,6 +17,7 @@ namespace shardpack::datasets {
 enum class ImageMode {
   // Default. The JPEG bytes stored untouched; the header is parsed for
   // height, width and channels (components: 1 gray, 3 YCbCr, 4 CMYK/YCCK).
+  // An input that is not a JPEG by content goes as `non_jpeg` says.
   kPassthrough,
   // Decoded, downscaled so the longer side is at most max_side, re-encoded
   // as baseline RGB (or gray) JPEG at `quality`.
@@ -24,6 +25,21 @@ enum class ImageMode {
   // Decoded, resized to exactly width x height, stored as raw RGB HWC pixels.
   kRaw,
 };
+
+// What passthrough does with an input whose content is not JPEG (a PNG,
+// WebP, BMP, TIFF or PNM image, whatever its name).
+enum class NonJpeg {
+  // Default. Decoded and stored as a JPEG at full size, 4:4:4, at
+  // ImageOptions::convert_quality: the closest a JPEG dataset comes to the
+  // source's pixels (a JPEG cannot hold them exactly; --mode raw can).
+  kConvert,
+  // Left out, and listed in skipped.tsv with its format and the flag that
+  // would convert it. A choice, not bad input: on_error does not apply.
+  kSkip,
+};
+
+// "convert", "skip".
+std::string_view NonJpegName(NonJpeg policy);
 
 // "passthrough", "reencode", "raw".
 std::string_view ImageModeName(ImageMode mode);
@@ -45,6 +61,8 @@ struct ImageOptions {
   ImageMode mode = ImageMode::kPassthrough;
   int max_side = 0;           // reencode: 0 keeps the size
   int quality = 90;           // reencode: JPEG quality 1..100
+  NonJpeg non_jpeg = NonJpeg::kConvert;  // passthrough: what to do with other formats
+  int convert_quality = 100;  // passthrough: JPEG quality of converted inputs, 1..100
   uint32_t raw_width = 0;     // raw: output size, both required
   uint32_t raw_height = 0;
   // Passthrough: also decode every image fully to catch corrupt entropy
@@ -65,9 +83,11 @@ struct ImageOptions {
   OnError on_error = OnError::kSkip;
 };
 
-// Walks the folder (or reads the list file). Only files with a .jpg or
-// .jpeg extension, any case, are items; others are ignored as torchvision
-// ignores them. A missing root is NotFoundError. A class folder with no
+// Walks the folder (or reads the list file). Files with torchvision's image
+// extensions (IMG_EXTENSIONS: .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff
+// .webp), any case, are items; others are ignored as torchvision ignores
+// them. An item's format is told by its content, never its name: a JPEG
+// named .png is a JPEG. A missing root is NotFoundError. A class folder with no
 // such file is InvalidArgumentError naming it, whatever on_error says, as
 // torchvision's ImageFolder refuses it. A bad list-file line (naming the
 // line number) is an open_problem in skip mode and the error in fail mode.
@@ -87,10 +107,13 @@ struct ImageOptions {
 // Items fail in Prepare with an error naming the file: NotFoundError or
 // PermissionDeniedError "open <path>: <strerror>" when it cannot be read,
 // FailedPreconditionError "<path>: not a regular file", DataLossError
-// "<path> @0: empty file" for zero bytes, then ProbeJpeg's and the
-// Transcoder's errors (a PNG named .jpg, a truncated or corrupt JPEG, absurd
-// dimensions). Passthrough stores CMYK/YCCK JPEGs as they are with
-// channels 4; reencode and raw convert them to RGB (see transcode.h).
+// "<path> @0: empty file" for zero bytes, then ProbeJpeg's, the decoders'
+// (codec/decode.h) and the Transcoder's errors (a truncated or corrupt JPEG
+// or PNG, absurd dimensions, a GIF or unknown content). Passthrough stores
+// CMYK/YCCK JPEGs as they are with channels 4; reencode and raw convert them
+// to RGB (see transcode.h). PreparedRecord::converted_from names the format
+// of an input that was not a JPEG; left_out says why one was skipped by
+// choice.
 //
 // Workers keep a Transcoder (two TurboJPEG handles) and read buffers for
 // life; Prepare reuses the PreparedRecord's buffers. Workers borrow the

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "codec/image_format.h"
 #include "format/errors.h"
 
 namespace shardpack::datasets {
@@ -236,28 +237,13 @@ std::string_view JpegColorSpaceName(JpegColorSpace c) {
   return "unknown";
 }
 
-std::string_view SniffImageFormat(ByteSpan data) {
-  if (data.empty()) return "empty";
-  if (data.size() >= 2 && data[0] == 0xFF && data[1] == kSOI) return "JPEG";
-  if (StartsWith(data, "\x89PNG\r\n\x1a\n")) return "PNG image";
-  if (StartsWith(data, "GIF87a") || StartsWith(data, "GIF89a")) return "GIF image";
-  if (StartsWith(data, {"II*\0", 4}) || StartsWith(data, {"MM\0*", 4})) return "TIFF image";
-  if (data.size() >= 12 && StartsWith(data, "RIFF") &&
-      std::memcmp(data.data() + 8, "WEBP", 4) == 0) {
-    return "WebP image";
-  }
-  if (StartsWith(data, "BM") && data.size() >= 14) return "BMP image";
-  return "unknown content";
-}
-
 absl::StatusOr<JpegInfo> ProbeJpeg(ByteSpan data, std::string_view name,
                                    const JpegProbeOptions& options) {
-  const std::string_view format = SniffImageFormat(data);
-  if (format == "empty") return DataLossAt(name, 0, "empty file");
-  if (format != "JPEG") {
-    std::string what = absl::StrCat(AsAbsl(name), ": not a JPEG: ", AsAbsl(format));
-    if (format == "PNG image") absl::StrAppend(&what, " (a PNG file with a JPEG name)");
-    return absl::InvalidArgumentError(what);
+  const codec::ImageFormat format = codec::SniffImageFormat(data);
+  if (format == codec::ImageFormat::kEmpty) return DataLossAt(name, 0, "empty file");
+  if (format != codec::ImageFormat::kJpeg) {
+    return absl::InvalidArgumentError(absl::StrCat(AsAbsl(name), ": not a JPEG: ",
+                                                   AsAbsl(codec::ImageContentName(format))));
   }
   HeaderState state;
   absl::Status s = WalkHeader(data, name, options, &state);

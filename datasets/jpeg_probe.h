@@ -58,9 +58,9 @@ inline constexpr uint32_t kMaxJpegSide = 65500;
 
 // Parses the header of `data`. `name` (usually the path) starts every error
 // message. Errors:
-// - InvalidArgumentError "<name>: not a JPEG: PNG image (a PNG file named
-//   .jpg)" (or GIF, BMP, TIFF, WebP, "unknown content") when the data does not
-//   start with SOI;
+// - InvalidArgumentError "<name>: not a JPEG: PNG image" (codec's
+//   ImageContentName: "WebP image", "unknown content", ...) when the data
+//   does not start with SOI;
 // - DataLossError "<name> @<offset>: ..." for a truncated header, a bad
 //   marker or segment, a frame with zero width or height, no frame before
 //   SOS, or no EOI after the scan data ("truncated JPEG: no end-of-image
@@ -71,11 +71,6 @@ inline constexpr uint32_t kMaxJpegSide = 65500;
 // Thread-safe; `data` is only read during the call.
 absl::StatusOr<JpegInfo> ProbeJpeg(ByteSpan data, std::string_view name,
                                    const JpegProbeOptions& options = {});
-
-// A short name for what the first bytes of `data` look like: "JPEG", "PNG
-// image", "GIF image", "BMP image", "TIFF image", "WebP image", "empty", or
-// "unknown content".
-std::string_view SniffImageFormat(ByteSpan data);
 
 }  // namespace shardpack::datasets
 

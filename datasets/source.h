@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -38,6 +39,16 @@ struct PreparedRecord {
   Labels labels;
   ImageInfo image;
   std::vector<uint8_t> payload;
+  // Set by Prepare for an input stored in another form than it came in for
+  // its format's sake (a PNG stored as JPEG; any non-JPEG decoded into raw
+  // pixels): the input format's name, a static string ("PNG"), counted in
+  // the pack's summary. Empty otherwise.
+  std::string_view converted_from;
+  // Set by Prepare, with an OK status, for an input the user chose to leave
+  // out (--non-jpeg skip): the reason, for skipped.tsv. Not bad input, so
+  // --on-error fail does not stop for it; nothing else in the record is
+  // meaningful then.
+  std::string left_out;
 
   Record view() const { return Record{key, labels, image, payload, {}}; }
 };

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "codec/image_format.h"
 #include "format/errors.h"
 
 namespace shardpack::datasets {
@@ -123,9 +124,16 @@ PixelView Transcoder::Resize(const PixelView& src, uint32_t width, uint32_t heig
   return PixelView{resized_.data(), width, height, src.channels};
 }
 
-absl::Status Transcoder::Encode(const PixelView& src, int quality, std::vector<uint8_t>* out) {
+absl::Status Transcoder::Encode(const PixelView& src, int quality, bool full_chroma,
+                               std::vector<uint8_t>* out) {
+  if (src.width > kMaxJpegSide || src.height > kMaxJpegSide) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%ux%u is too large to store as a JPEG (at most %u per side): give --max-side, or "
+        "--mode raw",
+        src.width, src.height, kMaxJpegSide));
+  }
   const bool gray = src.channels == 1;
-  const int subsamp = gray ? TJSAMP_GRAY : TJSAMP_420;
+  const int subsamp = gray ? TJSAMP_GRAY : (full_chroma ? TJSAMP_444 : TJSAMP_420);
   const unsigned long bound =
       tjBufSize(static_cast<int>(src.width), static_cast<int>(src.height), subsamp);
   uint8_t* buffer = bound == static_cast<unsigned long>(-1) ? nullptr : encoded_.Get(bound);
@@ -144,31 +152,56 @@ absl::Status Transcoder::Encode(const PixelView& src, int quality, std::vector<u
   return absl::OkStatus();
 }
 
-absl::StatusOr<ImageInfo> Transcoder::Reencode(ByteSpan jpeg, std::string_view name, int max_side,
-                                               int quality, const JpegProbeOptions& probe,
-                                               std::vector<uint8_t>* out) {
-  absl::StatusOr<JpegInfo> info = ProbeJpeg(jpeg, name, probe);
+absl::StatusOr<PixelView> Transcoder::DecodeAny(ByteSpan image, std::string_view name,
+                                                const JpegProbeOptions& probe, bool keep_gray,
+                                                SizeFor size_for, uint32_t* width,
+                                                uint32_t* height) {
+  const codec::ImageFormat format = codec::SniffImageFormat(image);
+  if (format != codec::ImageFormat::kJpeg) {
+    // Decoded at full size (only JPEG has DCT scaling), then resized.
+    const codec::DecodeSpec spec{probe.max_pixels, keep_gray};
+    absl::StatusOr<PixelView> decoded =
+        codec::DecodeImage(format, image, name, spec, &codec_buffers_);
+    if (decoded.ok()) size_for(decoded->width, decoded->height, width, height);
+    return decoded;
+  }
+  absl::StatusOr<JpegInfo> info = ProbeJpeg(image, name, probe);
   if (!info.ok()) return info.status();
+  size_for(info->width, info->height, width, height);
+  return DecodeProbed(image, name, *info, *width, *height, keep_gray);
+}
+
+absl::StatusOr<ImageInfo> Transcoder::Reencode(ByteSpan image, std::string_view name,
+                                               const ReencodeOptions& options,
+                                               const JpegProbeOptions& probe,
+                                               std::vector<uint8_t>* out) {
   uint32_t width = 0, height = 0;
-  FitLongerSide(info->width, info->height, max_side, &width, &height);
-  absl::StatusOr<PixelView> decoded =
-      DecodeProbed(jpeg, name, *info, width, height, /*keep_gray=*/true);
+  absl::StatusOr<PixelView> decoded = DecodeAny(
+      image, name, probe, /*keep_gray=*/true,
+      [&](uint32_t w, uint32_t h, uint32_t* fit_w, uint32_t* fit_h) {
+        FitLongerSide(w, h, options.max_side, fit_w, fit_h);
+      },
+      &width, &height);
   if (!decoded.ok()) return decoded.status();
   const PixelView resized = Resize(*decoded, width, height);
-  absl::Status s = Encode(resized, quality, out);
+  absl::Status s = Encode(resized, options.quality, options.full_chroma, out);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat(AsAbsl(name), ": ", s.message()));
   return ImageInfo{Encoding::kJpeg, Layout::kHWC, height, width,
                    static_cast<uint8_t>(resized.channels)};
 }
 
-absl::StatusOr<ImageInfo> Transcoder::DecodeToRaw(ByteSpan jpeg, std::string_view name,
+absl::StatusOr<ImageInfo> Transcoder::DecodeToRaw(ByteSpan image, std::string_view name,
                                                   uint32_t width, uint32_t height,
                                                   const JpegProbeOptions& probe,
                                                   std::vector<uint8_t>* out) {
-  absl::StatusOr<JpegInfo> info = ProbeJpeg(jpeg, name, probe);
-  if (!info.ok()) return info.status();
-  absl::StatusOr<PixelView> decoded =
-      DecodeProbed(jpeg, name, *info, width, height, /*keep_gray=*/false);
+  uint32_t scaled_w = 0, scaled_h = 0;  // the JPEG DCT scale's lower bound
+  absl::StatusOr<PixelView> decoded = DecodeAny(
+      image, name, probe, /*keep_gray=*/false,
+      [&](uint32_t, uint32_t, uint32_t* w, uint32_t* h) {
+        *w = width;
+        *h = height;
+      },
+      &scaled_w, &scaled_h);
   if (!decoded.ok()) return decoded.status();
   out->resize(size_t{width} * height * 3);
   ResizeBilinearAA(*decoded, width, height, out->data(), &scratch_);

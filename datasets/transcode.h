@@ -1,4 +1,6 @@
-// JPEG decode, resize and encode for the packer's reencode and raw modes.
+// Decode (JPEG, and through codec/ every other format we read), resize and
+// JPEG encode for the packer's reencode and raw modes and passthrough's
+// conversion of non-JPEG inputs.
 //
 // A Transcoder is long-lived and belongs to one worker thread: it holds one
 // TurboJPEG handle for decoding, one for encoding, and buffers that keep
@@ -18,7 +20,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "codec/decode.h"
 #include "codec/pixels.h"
 #include "datasets/jpeg_probe.h"
 #include "reader/image_ops.h"
@@ -45,6 +49,16 @@ struct DecodeOptions {
   bool keep_gray = false;
   // Header checks run before decoding (size limits, EOI).
   JpegProbeOptions probe;
+};
+
+struct ReencodeOptions {
+  // Downscale so the longer side is at most this; 0 (the default) keeps the
+  // size.
+  int max_side = 0;
+  int quality = 90;  // JPEG quality, 1..100
+  // Keep full chroma resolution (4:4:4) instead of 4:2:0 (the default): the
+  // closest a JPEG comes to the pixels of a lossless source.
+  bool full_chroma = false;
 };
 
 // Size that fits `width` x `height` into a longer side of at most
@@ -80,26 +94,40 @@ class Transcoder {
   // already matches.
   PixelView Resize(const PixelView& src, uint32_t width, uint32_t height);
 
-  // Encodes `src` as a baseline JPEG: 4:2:0 for RGB, gray for 1 channel, at
-  // `quality` (1..100). `out` is resized to the JPEG's size (its capacity is
-  // reused).
-  absl::Status Encode(const PixelView& src, int quality, std::vector<uint8_t>* out);
+  // Encodes `src` as a baseline JPEG: 4:2:0 for RGB (4:4:4 with
+  // full_chroma), gray for 1 channel, at `quality` (1..100). `out` is resized
+  // to the JPEG's size (its capacity is reused). A side over kMaxJpegSide is
+  // InvalidArgumentError.
+  absl::Status Encode(const PixelView& src, int quality, bool full_chroma,
+                      std::vector<uint8_t>* out);
 
-  // Decode + downscale so the longer side is at most `max_side` (<= 0: keep
-  // the size) + Encode, into `out`. Gray stays gray; CMYK becomes RGB.
+  // Reencode and DecodeToRaw take an image of any format we decode, told by
+  // its content (codec/image_format.h): a JPEG through TurboJPEG at the
+  // smallest DCT scale that still covers the output, others through the
+  // codec library (codec/decode.h: PIL's convert("RGB") conventions) at full
+  // size. Errors are the probe's and the decoders'.
+
+  // Decode + downscale so the longer side is at most options.max_side +
+  // Encode, into `out`. Gray stays gray; CMYK becomes RGB; alpha is dropped.
   // Returns the stored image's info: {kJpeg, kHWC, h, w, 1 or 3}.
-  absl::StatusOr<ImageInfo> Reencode(ByteSpan jpeg, std::string_view name, int max_side,
-                                     int quality, const JpegProbeOptions& probe,
+  absl::StatusOr<ImageInfo> Reencode(ByteSpan image, std::string_view name,
+                                     const ReencodeOptions& options, const JpegProbeOptions& probe,
                                      std::vector<uint8_t>* out);
 
   // Decode + resize to exactly width x height RGB, written to `out` as HWC
   // pixels. Returns {kRaw, kHWC, height, width, 3}.
-  absl::StatusOr<ImageInfo> DecodeToRaw(ByteSpan jpeg, std::string_view name, uint32_t width,
+  absl::StatusOr<ImageInfo> DecodeToRaw(ByteSpan image, std::string_view name, uint32_t width,
                                         uint32_t height, const JpegProbeOptions& probe,
                                         std::vector<uint8_t>* out);
 
  private:
   Transcoder(void* decoder, void* encoder) : decoder_(decoder), encoder_(encoder) {}
+  // The output size for a source of w x h (Reencode: fitted; raw: fixed).
+  using SizeFor = absl::FunctionRef<void(uint32_t w, uint32_t h, uint32_t* out_w, uint32_t* out_h)>;
+  // Decodes any format; *width x *height is size_for's answer for it.
+  absl::StatusOr<PixelView> DecodeAny(ByteSpan image, std::string_view name,
+                                      const JpegProbeOptions& probe, bool keep_gray,
+                                      SizeFor size_for, uint32_t* width, uint32_t* height);
   absl::StatusOr<PixelView> DecodeProbed(ByteSpan jpeg, std::string_view name, const JpegInfo& info,
                                          uint32_t min_width, uint32_t min_height, bool keep_gray);
 
@@ -107,6 +135,7 @@ class Transcoder {
   void* encoder_;  // tjhandle
   internal::GrowableBuffer decoded_;
   internal::GrowableBuffer encoded_;
+  codec::DecodeBuffers codec_buffers_;  // the formats beside JPEG
   std::vector<uint8_t> resized_;
   ResizeScratch scratch_;
 };

@@ -156,17 +156,31 @@ absl::StatusOr<pack::PackOptions> ToPackOptions(const CommonFlags& f) {
 }
 
 void Report(const CommonFlags& f, const pack::PackSummary& s) {
+  uint64_t converted = 0;
+  std::string by_format;  // "2 PNG, 1 WebP"
+  for (const auto& [format, n] : s.converted) {
+    converted += n;
+    absl::StrAppend(&by_format, by_format.empty() ? "" : ", ", n, " ", format);
+  }
   if (f.json) {
     nlohmann::ordered_json j{{"output", f.output},         {"records", s.records},
                              {"classes", s.classes},       {"shards", s.shards},
-                             {"skipped", s.skipped},       {"bytes_in", s.bytes_in},
-                             {"bytes_out", s.bytes_out},   {"seconds", s.seconds}};
+                             {"skipped", s.skipped},       {"left_out", s.left_out},
+                             {"converted", converted},     {"converted_from", s.converted},
+                             {"bytes_in", s.bytes_in},     {"bytes_out", s.bytes_out},
+                             {"seconds", s.seconds}};
     std::printf("%s\n", j.dump().c_str());
   }
   if (f.quiet) return;
-  std::fprintf(stderr, "packed %llu records (%zu classes) into %zu shard%s: %s in, %s out, %.2f s\n",
+  // Converted and skipped inputs are counted on the summary line itself: a
+  // folder of mixed formats never packs to fewer records in silence.
+  std::string counts;
+  if (converted > 0) absl::StrAppend(&counts, ", ", converted, " converted (", by_format, ")");
+  if (s.skipped > 0) absl::StrAppend(&counts, ", ", s.skipped, " skipped");
+  std::fprintf(stderr,
+               "packed %llu records (%zu classes) into %zu shard%s%s: %s in, %s out, %.2f s\n",
                static_cast<unsigned long long>(s.records), s.classes, s.shards,
-               s.shards == 1 ? "" : "s", cli::FormatBytes(s.bytes_in).c_str(),
+               s.shards == 1 ? "" : "s", counts.c_str(), cli::FormatBytes(s.bytes_in).c_str(),
                cli::FormatBytes(s.bytes_out).c_str(), s.seconds);
   if (s.skipped > 0) {
     std::fprintf(stderr, "skipped %llu input%s, listed in %s/skipped.tsv\n",
@@ -239,7 +253,8 @@ struct ImagesCommand {
   CommonFlags flags;
   datasets::ImageOptions images;
   std::string root_arg, root_flag;
-  std::string mode = "passthrough", size;
+  std::string mode = "passthrough", size, non_jpeg = "convert";
+  CLI::Option* quality = nullptr;
 };
 
 CLI::App* AddImagesCommand(CLI::App& app, ImagesCommand* c) {
@@ -252,8 +267,14 @@ CLI::App* AddImagesCommand(CLI::App& app, ImagesCommand* c) {
       ->check(CLI::IsMember({"passthrough", "reencode", "raw"}));
   cmd->add_option("--max-side", images.max_side, "reencode: longest side at most N")
       ->transform(cli::WholeNumberIn(0, 65500));
-  cmd->add_option("--quality", images.quality, "reencode: JPEG quality")
-      ->transform(cli::WholeNumberIn(1, 100));
+  c->quality = cmd->add_option("--quality", images.quality,
+                               "JPEG quality: reencode (default 90), and passthrough's "
+                               "converted non-JPEG inputs (default 100)")
+                   ->transform(cli::WholeNumberIn(1, 100));
+  cmd->add_option("--non-jpeg", c->non_jpeg,
+                  "passthrough: convert (default; PNG, WebP, BMP, TIFF, PNM stored as JPEG "
+                  "4:4:4) or skip (listed in skipped.tsv) inputs that are not JPEG by content")
+      ->check(CLI::IsMember({"convert", "skip"}));
   cmd->add_option("--size", c->size, "raw: output WxH, e.g. 64x64");
   cmd->add_flag("--validate-decode", images.validate_decode,
                 "passthrough: decode every image to catch corrupt data");
@@ -291,6 +312,13 @@ absl::Status ResolveImageFlags(ImagesCommand& c) {
         images.raw_height == 0) {
       return absl::InvalidArgumentError("--mode raw needs --size WxH, e.g. 64x64");
     }
+  }
+  images.non_jpeg =
+      c.non_jpeg == "skip" ? datasets::NonJpeg::kSkip : datasets::NonJpeg::kConvert;
+  if (c.quality->count() > 0) images.convert_quality = images.quality;
+  if (images.mode != datasets::ImageMode::kPassthrough && c.non_jpeg == "skip") {
+    return absl::InvalidArgumentError(
+        "images: --non-jpeg skip is for passthrough; reencode and raw decode every format");
   }
   images.on_error = OnErrorOf(c.flags);
   return absl::OkStatus();

@@ -1,6 +1,7 @@
 #include "datasets/images.h"
 
 #include <sys/stat.h>
+#include <png.h>
 #include <turbojpeg.h>
 #include <unistd.h>
 
@@ -114,19 +115,48 @@ std::vector<std::pair<std::string, int64_t>> Items(const Source& source) {
   return items;
 }
 
-// Prepares the single item of a one-image folder.
-absl::Status PrepareOnly(const TempDir& dir, ImageMode mode, PreparedRecord* record,
-                         bool validate = false, bool restart_markers = false) {
+// Options for a one-image folder: raw 16x12, reencode to a longer side of 32.
+ImageOptions OneImageOptions(const TempDir& dir, ImageMode mode) {
   ImageOptions options = FolderOptions(dir, mode);
-  options.validate_decode = validate;
-  options.restart_markers = restart_markers;
   options.raw_width = 16;
   options.raw_height = 12;
   options.max_side = 32;
+  return options;
+}
+
+// Prepares the single item of a one-image folder.
+absl::Status PrepareOnly(const ImageOptions& options, PreparedRecord* record) {
   absl::StatusOr<std::unique_ptr<Source>> source = OpenImages(options);
   if (!source.ok()) return source.status();
   EXPECT_EQ((*source)->size(), 1u);
   return (*source)->NewWorker()->Prepare(0, record);
+}
+
+absl::Status PrepareOnly(const TempDir& dir, ImageMode mode, PreparedRecord* record,
+                         bool validate = false, bool restart_markers = false) {
+  ImageOptions options = OneImageOptions(dir, mode);
+  options.validate_decode = validate;
+  options.restart_markers = restart_markers;
+  return PrepareOnly(options, record);
+}
+
+// A PNG of `channels` (1 gray, 3 RGB, 4 RGBA) flat at `value`, written by
+// libpng's simplified API.
+std::vector<uint8_t> MakePng(uint32_t width, uint32_t height, int channels, uint8_t value) {
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = width;
+  image.height = height;
+  image.format = channels == 1   ? PNG_FORMAT_GRAY
+                 : channels == 3 ? PNG_FORMAT_RGB
+                                 : PNG_FORMAT_RGBA;
+  const std::vector<uint8_t> pixels(size_t{width} * height * channels, value);
+  png_alloc_size_t size = 0;
+  EXPECT_TRUE(png_image_write_to_memory(&image, nullptr, &size, 0, pixels.data(), 0, nullptr));
+  std::vector<uint8_t> png(size);
+  EXPECT_TRUE(png_image_write_to_memory(&image, png.data(), &size, 0, pixels.data(), 0, nullptr));
+  png.resize(size);
+  return png;
 }
 
 // --- The torchvision ImageFolder walk ------------------------------------
@@ -140,9 +170,18 @@ TEST(ImagesWalkTest, ClassesAndFilesInTorchvisionOrder) {
                         "a/a.jpeg", "a/sub/b.jpg", "a/sub-2/c.jpeg", "a/sub/deeper/d.jpg"}) {
     WriteBytes(root / f, jpeg);
   }
-  // Not items: other extensions, files at the root, a folder named *.jpg.
+  // torchvision's other IMG_EXTENSIONS are items too, any case; walked by
+  // name (the content is read only when prepared).
+  for (const char* f : {"a/p.png", "a/q.PPM", "a/r.bmp", "a/s.pgm", "a/t.tif", "a/u.TIFF",
+                        "a/v.webp"}) {
+    WriteBytes(root / f, jpeg);
+  }
+  // Not items: other extensions (.gif is not in IMG_EXTENSIONS, nor .pbm),
+  // files at the root, a folder named *.jpg.
   WriteText(root / "a/notes.txt", "x");
-  WriteBytes(root / "a/img.png", jpeg);
+  WriteBytes(root / "a/anim.gif", jpeg);
+  WriteBytes(root / "a/bits.pbm", jpeg);
+  WriteBytes(root / "a/img.png~", jpeg);
   WriteBytes(root / "a/jpg", jpeg);
   WriteBytes(root / "root.jpg", jpeg);
   fs::create_directories(root / "a/folder.jpg");
@@ -158,6 +197,13 @@ TEST(ImagesWalkTest, ClassesAndFilesInTorchvisionOrder) {
                                   {"_c/k.jpeg", 1},
                                   {"a/Y.JPEG", 2},
                                   {"a/a.jpeg", 2},
+                                  {"a/p.png", 2},
+                                  {"a/q.PPM", 2},
+                                  {"a/r.bmp", 2},
+                                  {"a/s.pgm", 2},
+                                  {"a/t.tif", 2},
+                                  {"a/u.TIFF", 2},
+                                  {"a/v.webp", 2},
                                   {"a/x.Jpg", 2},
                                   {"a/z.jpg", 2},
                                   {"a/folder.jpg/inner.jpg", 2},
@@ -168,7 +214,7 @@ TEST(ImagesWalkTest, ClassesAndFilesInTorchvisionOrder) {
                               }));
   EXPECT_THAT(source->open_problems(), IsEmpty());
   EXPECT_EQ(source->ItemPath(0), (root / "B/1.jpg").string());
-  EXPECT_EQ(source->input_bytes(), 11 * jpeg.size());
+  EXPECT_EQ(source->input_bytes(), 18 * jpeg.size());
 }
 
 TEST(ImagesWalkTest, FollowsSymlinksButNotLoops) {
@@ -566,17 +612,117 @@ TEST(ImagesBadInputTest, GrayscaleJpeg) {
   for (uint8_t v : record.payload) EXPECT_NEAR(v, 77, 1);
 }
 
-TEST(ImagesBadInputTest, PngNamedJpg) {
+TEST(ImagesFormatsTest, PngNamedJpgIsConvertedByItsContent) {
   // ImageNet's n02105855_2933.JPEG is a PNG.
   TempDir dir;
-  const fs::path path = dir.path() / "n02105855/n02105855_2933.JPEG";
-  WriteBytes(path, {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'});
+  WriteBytes(dir.path() / "n02105855/n02105855_2933.JPEG", MakePng(40, 20, 3, 90));
+  PreparedRecord record;
+  SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kPassthrough, &record));
+  EXPECT_EQ(record.converted_from, "PNG");
+  EXPECT_EQ(record.left_out, "");
+  EXPECT_EQ(record.image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 20, 40, 3}));
+  // Stored as a JPEG at full size and full chroma, near the source's pixels.
+  SP_ASSERT_OK_AND_ASSIGN(JpegInfo info, ProbeJpeg(record.payload, "stored"));
+  EXPECT_EQ(info.width, 40u);
+  EXPECT_EQ(info.height, 20u);
+  SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kRaw, &record));
+  EXPECT_EQ(record.converted_from, "PNG");
+  EXPECT_EQ(record.image, (ImageInfo{Encoding::kRaw, Layout::kHWC, 12, 16, 3}));
+  for (uint8_t v : record.payload) ASSERT_EQ(v, 90);  // a flat PNG resizes to itself
+  SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kReencode, &record));
+  EXPECT_EQ(record.image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 16, 32, 3}));
+}
+
+TEST(ImagesFormatsTest, JpegNamedPngIsStoredUntouched) {
+  TempDir dir;
+  const std::vector<uint8_t> jpeg = MakeJpeg(24, 16);
+  WriteBytes(dir.path() / "c/photo.png", jpeg);
+  PreparedRecord record;
+  SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kPassthrough, &record));
+  EXPECT_EQ(record.converted_from, "");
+  EXPECT_EQ(record.payload, jpeg);
+  EXPECT_EQ(record.image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 16, 24, 3}));
+}
+
+TEST(ImagesFormatsTest, GrayPngStaysGrayAsJpegAndAlphaIsDropped) {
+  TempDir dir;
+  WriteBytes(dir.path() / "c/g.png", MakePng(8, 8, 1, 200));
+  PreparedRecord record;
+  SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kPassthrough, &record));
+  EXPECT_EQ(record.image.channels, 1);
+  fs::remove(dir.path() / "c/g.png");
+  WriteBytes(dir.path() / "c/a.png", MakePng(8, 8, 4, 60));
+  SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kRaw, &record));
+  EXPECT_EQ(record.image.channels, 3);
+  for (uint8_t v : record.payload) ASSERT_EQ(v, 60);  // alpha 60 dropped, not composited
+}
+
+TEST(ImagesFormatsTest, NonJpegSkipLeavesItOutWithTheReason) {
+  TempDir dir;
+  WriteBytes(dir.path() / "c/x.png", MakePng(8, 8, 3, 1));
+  ImageOptions options = OneImageOptions(dir, ImageMode::kPassthrough);
+  options.non_jpeg = NonJpeg::kSkip;
+  for (OnError on_error : {OnError::kSkip, OnError::kFail}) {
+    options.on_error = on_error;  // a choice, not bad input: fail mode too
+    PreparedRecord record;
+    SP_ASSERT_OK(PrepareOnly(options, &record));
+    EXPECT_EQ(record.left_out,
+              "PNG image, not a JPEG: left out by --non-jpeg skip (--non-jpeg convert stores it "
+              "as JPEG)");
+  }
+  // A damaged PNG is not decoded when skipped, so it is left out the same way;
+  // unknown content is still bad input.
+  WriteBytes(dir.path() / "c/x.png", {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0});
+  PreparedRecord record;
+  SP_ASSERT_OK(PrepareOnly(options, &record));
+  EXPECT_THAT(record.left_out, HasSubstr("PNG image, not a JPEG"));
+  WriteText(dir.path() / "c/x.png", "not an image");
+  EXPECT_THAT(PrepareOnly(options, &record),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("x.png: unknown content")));
+}
+
+TEST(ImagesFormatsTest, WorkerClearsLastItemsFormatNotes) {
+  // One worker, a PNG then a JPEG: the JPEG must not inherit "PNG".
+  TempDir dir;
+  WriteBytes(dir.path() / "c/1.png", MakePng(8, 8, 3, 1));
+  WriteBytes(dir.path() / "c/2.jpg", MakeJpeg(8, 8));
+  ImageOptions options = FolderOptions(dir);
+  SP_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Source> source, OpenImages(options));
+  auto worker = source->NewWorker();
+  PreparedRecord record;
+  SP_ASSERT_OK(worker->Prepare(0, &record));
+  EXPECT_EQ(record.converted_from, "PNG");
+  SP_ASSERT_OK(worker->Prepare(1, &record));
+  EXPECT_EQ(record.converted_from, "");
+  options.non_jpeg = NonJpeg::kSkip;
+  SP_ASSERT_OK_AND_ASSIGN(source, OpenImages(options));
+  worker = source->NewWorker();
+  SP_ASSERT_OK(worker->Prepare(0, &record));
+  EXPECT_NE(record.left_out, "");
+  SP_ASSERT_OK(worker->Prepare(1, &record));
+  EXPECT_EQ(record.left_out, "");
+}
+
+TEST(ImagesBadInputTest, DamagedPngIsBadInputLikeADamagedJpeg) {
+  TempDir dir;
+  const fs::path path = dir.path() / "c/cut.png";
+  const std::vector<uint8_t> png = MakePng(64, 64, 3, 7);
+  WriteBytes(path, std::vector<uint8_t>(png.begin(), png.begin() + png.size() / 2));
   PreparedRecord record;
   for (ImageMode mode : {ImageMode::kPassthrough, ImageMode::kReencode, ImageMode::kRaw}) {
     EXPECT_THAT(PrepareOnly(dir, mode, &record),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr(path.string() + ": not a JPEG: PNG image")));
+                StatusIs(absl::StatusCode::kDataLoss, HasSubstr(path.string() + ": ")));
   }
+}
+
+TEST(ImagesBadInputTest, GifIsNamedAsNotDecoded) {
+  TempDir dir;
+  const fs::path path = dir.path() / "c/anim.png";
+  WriteBytes(path, {'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0, 0, 0, 0});
+  PreparedRecord record;
+  EXPECT_THAT(PrepareOnly(dir, ImageMode::kPassthrough, &record),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(path.string() + ": GIF image: not a format shardpack decodes")));
 }
 
 TEST(ImagesBadInputTest, ZeroByteFile) {
@@ -632,9 +778,12 @@ TEST(ImagesBadInputTest, NonImageFile) {
   const fs::path path = dir.path() / "c/notes.jpg";
   WriteText(path, "these are my notes, saved with the wrong extension\n");
   PreparedRecord record;
-  EXPECT_THAT(PrepareOnly(dir, ImageMode::kReencode, &record),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr(path.string() + ": not a JPEG: unknown content")));
+  for (ImageMode mode : {ImageMode::kPassthrough, ImageMode::kReencode, ImageMode::kRaw}) {
+    EXPECT_THAT(PrepareOnly(dir, mode, &record),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(path.string() + ": unknown content: not a format shardpack "
+                                                   "decodes")));
+  }
 }
 
 TEST(ImagesBadInputTest, AbsurdDimensions) {

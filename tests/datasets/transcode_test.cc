@@ -242,7 +242,7 @@ TEST(TranscodeTest, ReencodeDownscalesAndKeepsColor) {
   auto t = NewTranscoder();
   const std::vector<uint8_t> jpeg = FlatRgbJpeg(640, 480, 30, 160, 220, TJFLAG_PROGRESSIVE);
   std::vector<uint8_t> out;
-  SP_ASSERT_OK_AND_ASSIGN(ImageInfo image, t->Reencode(jpeg, kName, 200, 90, {}, &out));
+  SP_ASSERT_OK_AND_ASSIGN(ImageInfo image, t->Reencode(jpeg, kName, {.max_side = 200, .quality = 90}, {}, &out));
   EXPECT_EQ(image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 150, 200, 3}));
   SP_ASSERT_OK_AND_ASSIGN(JpegInfo info, ProbeJpeg(out, "out"));
   EXPECT_EQ(info.width, 200u);
@@ -257,14 +257,14 @@ TEST(TranscodeTest, ReencodeKeepsGrayAndConvertsCmyk) {
   std::vector<uint8_t> out;
   const std::vector<uint8_t> gray =
       Compress(std::vector<uint8_t>(300 * 100, 99), 300, 100, TJPF_GRAY, TJSAMP_GRAY);
-  SP_ASSERT_OK_AND_ASSIGN(ImageInfo image, t->Reencode(gray, kName, 0, 90, {}, &out));
+  SP_ASSERT_OK_AND_ASSIGN(ImageInfo image, t->Reencode(gray, kName, {.max_side = 0, .quality = 90}, {}, &out));
   EXPECT_EQ(image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 100, 300, 1}));
   SP_ASSERT_OK_AND_ASSIGN(JpegInfo info, ProbeJpeg(out, "out"));
   EXPECT_EQ(info.components, 1);
 
   const std::vector<uint8_t> cmyk =
       Compress(FlatCmyk(64, 64, 200, 100, 50, 180), 64, 64, TJPF_CMYK, TJSAMP_444);
-  SP_ASSERT_OK_AND_ASSIGN(image, t->Reencode(cmyk, kName, 32, 95, {}, &out));
+  SP_ASSERT_OK_AND_ASSIGN(image, t->Reencode(cmyk, kName, {.max_side = 32, .quality = 95}, {}, &out));
   EXPECT_EQ(image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 32, 32, 3}));
   SP_ASSERT_OK_AND_ASSIGN(PixelView v, t->Decode(out, "out", {}));
   ExpectFlat(v.data, 32 * 32, {141, 71, 35}, 4);
@@ -315,7 +315,7 @@ TEST(TranscodeTest, TruncatedEntropyDataIsCorrupt) {
   EXPECT_THAT(t->Validate(cut, kName, {}),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("dir/photo.jpg: corrupt JPEG data")));
   std::vector<uint8_t> out;
-  EXPECT_THAT(t->Reencode(cut, kName, 64, 90, {}, &out),
+  EXPECT_THAT(t->Reencode(cut, kName, {.max_side = 64, .quality = 90}, {}, &out),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("corrupt JPEG data")));
   EXPECT_THAT(t->DecodeToRaw(cut, kName, 32, 32, {}, &out),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("corrupt JPEG data")));
@@ -357,7 +357,7 @@ TEST(TranscodeTest, ProbeErrorsComeFirst) {
   EXPECT_THAT(t->DecodeToRaw(jpeg, kName, 8, 8, probe, &out),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("image too large")));
   jpeg.erase(jpeg.end() - 10, jpeg.end());
-  EXPECT_THAT(t->Reencode(jpeg, kName, 8, 90, {}, &out),
+  EXPECT_THAT(t->Reencode(jpeg, kName, {.max_side = 8, .quality = 90}, {}, &out),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("no end-of-image marker")));
 }
 

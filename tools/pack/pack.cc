@@ -124,7 +124,18 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
           if (o.on_error == datasets::OnError::kFail) return prepared;
           summary.skipped_inputs.push_back(SkippedItem(source.ItemPath(item), prepared));
           progress.Add(0, 1);
+        } else if (!record.left_out.empty()) {
+          summary.skipped_inputs.push_back({source.ItemPath(item), record.left_out});
+          ++summary.left_out;
+          progress.Add(0, 1);
         } else {
+          if (!record.converted_from.empty()) {
+            auto it = summary.converted.find(record.converted_from);
+            if (it == summary.converted.end()) {
+              it = summary.converted.emplace(std::string(record.converted_from), 0).first;
+            }
+            ++it->second;
+          }
           SP_RETURN_IF_ERROR(writer->Add(record.view()));
           progress.Add(record.payload.size(), 1);
         }

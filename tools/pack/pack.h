@@ -3,6 +3,8 @@
 #define SHARDPACK_TOOLS_PACK_PACK_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,7 +33,11 @@ struct PackOptions {
 struct PackSummary {
   uint64_t records = 0;
   uint64_t items = 0;          // inputs considered by this part
-  uint64_t skipped = 0;
+  uint64_t skipped = 0;        // every input in skipped.tsv, left_out included
+  uint64_t left_out = 0;       // skipped by choice (--non-jpeg skip), not for damage
+  // Inputs stored in another form than they came in, by input format
+  // ("PNG" -> 3): PreparedRecord::converted_from, counted.
+  std::map<std::string, uint64_t, std::less<>> converted;
   uint64_t bytes_in = 0;       // input bytes of the items packed or skipped
   uint64_t bytes_out = 0;      // shard bytes written
   size_t shards = 0;

@@ -110,6 +110,9 @@ TEST(CliFlagsTest, FlagCombinationsAreUsageErrors) {
       {p, "images", "root", "-o", "out", "--mode", "raw", "--size", "-8x8"},
       {p, "images", "root", "-o", "out", "--mode", "raw", "--size", "8x8", "--restart-markers"},
       {p, "images", "-o", "out"},
+      {p, "images", "root", "-o", "out", "--non-jpeg", "keep"},
+      {p, "images", "root", "-o", "out", "--mode", "reencode", "--non-jpeg", "skip"},
+      {p, "images", "root", "-o", "out", "--quality", "0"},
       {p, "convert", "in", "-o", "out", "--format", "shard", "--compress", "lz4"},
       {b, "ds", "--rank", "3", "--world-size", "2"},
   };

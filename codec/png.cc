@@ -55,8 +55,7 @@ void ReadFromSpan(png_structp png, png_bytep out, size_t n) {
 }
 
 // Warnings are what libpng could step over without touching the pixels we
-// keep (extra compressed data, a palette index past the palette, which reads
-// as black): quiet, never on stderr.
+// keep (compressed data past the last row, say): quiet, never on stderr.
 void OnPngWarning(png_structp, png_const_charp) {}
 
 // The read struct and its info struct, destroyed together.
@@ -104,12 +103,33 @@ bool ReadPngInfoC(png_structp png, png_infop info) {
   return true;
 }
 
+// PIL's palette starts as a gray ramp that PLTE's colors overwrite, so an
+// index past them reads as (i, i, i) there, where libpng's reads as black:
+// PLTE is padded to 2^depth colors with that ramp.
+void PadPaletteAsPil(png_structp png, png_infop info) {
+  png_colorp plte = nullptr;
+  int count = 0;
+  if (png_get_color_type(png, info) != PNG_COLOR_TYPE_PALETTE ||
+      png_get_PLTE(png, info, &plte, &count) == 0) {
+    return;
+  }
+  const int full = 1 << png_get_bit_depth(png, info);
+  if (count >= full) return;
+  png_color padded[PNG_MAX_PALETTE_LENGTH];
+  std::memcpy(padded, plte, sizeof(png_color) * static_cast<size_t>(count));
+  for (int i = count; i < full; ++i) {
+    padded[i] = {static_cast<png_byte>(i), static_cast<png_byte>(i), static_cast<png_byte>(i)};
+  }
+  png_set_PLTE(png, info, padded, full);  // copies; `plte` is freed
+}
+
 // Sets the output transforms, reads every row into `out` (rows `stride`
 // bytes apart) and reads on to IEND, so that a cut or damaged tail is seen.
 // Returns false when libpng failed.
 bool ReadPngRowsC(png_structp png, png_infop info, bool to_rgb, uint8_t* out, size_t stride,
                   PngSource* src) {
   if (setjmp(png_jmpbuf(png))) return false;
+  PadPaletteAsPil(png, info);
   png_set_expand(png);       // palette to RGB, 1/2/4-bit gray to 0..255
   png_set_strip_16(png);     // v >> 8, as PIL keeps 16-bit samples
   png_set_strip_alpha(png);  // dropped, not composited: convert("RGB")

@@ -1,7 +1,7 @@
 // PNG through libpng 1.6, read from memory, into the decode.h contract:
 // 8-bit RGB (or 1-channel gray with keep_gray), alpha dropped, palette looked
 // up, 16-bit samples cut to their high byte, 1/2/4-bit gray scaled to 0..255.
-#include <png.h>  // first: it includes <setjmp.h> itself and refuses to follow it
+#include <png.h>  // brings <setjmp.h> for png_jmpbuf
 
 #include <cstdio>
 #include <cstring>
@@ -163,9 +163,9 @@ absl::Status PngError(std::string_view name, const PngSource& src, uint32_t heig
       case PngStage::kRows:
         return DataLossAt(
             name, src.size,
-            absl::StrCat("truncated PNG data: the file ends in the image data, at row ",
+            absl::StrCat("truncated PNG data: the file ends in the image data (decoding row ",
                          src.row + 1, " of ", height,
-                         interlaced ? absl::StrCat(" in pass ", src.pass + 1, " of 7") : ""));
+                         interlaced ? absl::StrCat(" in pass ", src.pass + 1, " of 7") : "", ")"));
       case PngStage::kEnd:
         return DataLossAt(name, src.size,
                           "truncated PNG data: the file ends after the image data, before IEND");
@@ -197,13 +197,12 @@ absl::StatusOr<PixelView> DecodePng(ByteSpan data, std::string_view name, const 
   const uint32_t height = png_get_image_height(reader.png(), reader.info());
   // Before png_read_update_info, which allocates rows of IHDR's width.
   SP_RETURN_IF_ERROR(CheckImageSize(name, ImageFormat::kPng, width, height, spec));
-  const bool interlaced =
-      png_get_interlace_type(reader.png(), reader.info()) != PNG_INTERLACE_NONE;
+  const bool interlaced = png_get_interlace_type(reader.png(), reader.info()) != PNG_INTERLACE_NONE;
   // Gray and gray + alpha; a palette is color (PIL's "P" is RGB when
   // converted) whatever colors it holds.
   const bool gray = (png_get_color_type(reader.png(), reader.info()) & PNG_COLOR_MASK_COLOR) == 0;
   const int channels = gray && spec.keep_gray ? 1 : 3;
-  SP_ASSIGN_OR_RETURN(uint8_t* out, PixelMemory(name, width, height, channels, buffers));
+  SP_ASSIGN_OR_RETURN(uint8_t * out, PixelMemory(name, width, height, channels, buffers));
   const size_t stride = size_t{width} * static_cast<size_t>(channels);
   if (!ReadPngRowsC(reader.png(), reader.info(), channels == 3, out, stride, &src)) {
     return PngError(name, src, height, interlaced);

@@ -25,9 +25,8 @@ absl::Status WebpError(std::string_view name, size_t size, VP8StatusCode status,
                        std::string_view where) {
   switch (status) {
     case VP8_STATUS_NOT_ENOUGH_DATA:
-      return internal::DataLossAt(name, size,
-                                  absl::StrCat("truncated WebP data: the file ends in the ",
-                                               AsAbsl(where)));
+      return internal::DataLossAt(
+          name, size, absl::StrCat("truncated WebP data: the file ends in the ", AsAbsl(where)));
     case VP8_STATUS_UNSUPPORTED_FEATURE:
       return absl::InvalidArgumentError(absl::StrCat(AsAbsl(name), ": unsupported WebP: the ",
                                                      AsAbsl(where),
@@ -68,16 +67,16 @@ struct IteratorReleaser {
 // The first frame of an animation, as WebPAnimDecoder (PIL's path) gives
 // it: decoded unblended (it is a key frame) into a canvas of transparent
 // black, whose RGB is black. The canvas size was checked by the caller.
-absl::Status DecodeFirstFrame(ByteSpan data, std::string_view name, uint32_t width,
-                              uint32_t height, uint8_t* out) {
+absl::Status DecodeFirstFrame(ByteSpan data, std::string_view name, uint32_t width, uint32_t height,
+                              uint8_t* out) {
   const WebPData webp = {data.data(), data.size()};
   WebPDemuxState state = WEBP_DEMUX_PARSE_ERROR;
   std::unique_ptr<WebPDemuxer, DemuxDeleter> demux(WebPDemuxPartial(&webp, &state));
   if (demux == nullptr || state != WEBP_DEMUX_DONE) {
-    return WebpError(name, data.size(),
-                     state == WEBP_DEMUX_PARSE_ERROR ? VP8_STATUS_BITSTREAM_ERROR
-                                                     : VP8_STATUS_NOT_ENOUGH_DATA,
-                     "animation's chunks");
+    return WebpError(
+        name, data.size(),
+        state == WEBP_DEMUX_PARSE_ERROR ? VP8_STATUS_BITSTREAM_ERROR : VP8_STATUS_NOT_ENOUGH_DATA,
+        "animation's chunks");
   }
   if (WebPDemuxGetI(demux.get(), WEBP_FF_CANVAS_WIDTH) != width ||
       WebPDemuxGetI(demux.get(), WEBP_FF_CANVAS_HEIGHT) != height) {
@@ -123,7 +122,7 @@ absl::StatusOr<PixelView> DecodeWebp(ByteSpan data, std::string_view name, const
   const auto width = static_cast<uint32_t>(features.width);
   const auto height = static_cast<uint32_t>(features.height);
   SP_RETURN_IF_ERROR(CheckImageSize(name, ImageFormat::kWebp, width, height, spec));
-  SP_ASSIGN_OR_RETURN(uint8_t* out, PixelMemory(name, width, height, kChannels, buffers));
+  SP_ASSIGN_OR_RETURN(uint8_t * out, PixelMemory(name, width, height, kChannels, buffers));
   if (features.has_animation) {
     SP_RETURN_IF_ERROR(DecodeFirstFrame(data, name, width, height, out));
   } else {

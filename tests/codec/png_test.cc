@@ -1,7 +1,7 @@
 // DecodePng on PNGs written here by libpng's writer (every color type, bit
 // depth, tRNS, Adam7) or built byte by byte (absurd IHDRs), and on damaged
 // copies: cut at every byte, a byte flipped anywhere.
-#include <png.h>  // first: it includes <setjmp.h> itself
+#include <png.h>  // brings <setjmp.h> for png_jmpbuf
 
 #include <cstdint>
 #include <optional>
@@ -122,8 +122,8 @@ bool WritePngC(png_structp png, png_infop info, const PngFixture& f, png_bytepp 
 
 std::string WritePng(const PngFixture& f) {
   std::string out;
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, WriteFailed,
-                                            WriteWarning);
+  png_structp png =
+      png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, WriteFailed, WriteWarning);
   png_infop info = png_create_info_struct(png);
   png_set_write_fn(png, &out, AppendToString, FlushNothing);
   size_t row_bytes = 0;
@@ -205,28 +205,38 @@ PngFixture MakeFixture(const Variant& v, bool interlace) {
 std::string VariantName(const Variant& v) {
   const char* kind = "";
   switch (v.color_type) {
-    case PNG_COLOR_TYPE_GRAY: kind = "Gray"; break;
-    case PNG_COLOR_TYPE_GRAY_ALPHA: kind = "GrayAlpha"; break;
-    case PNG_COLOR_TYPE_RGB: kind = "Rgb"; break;
-    case PNG_COLOR_TYPE_RGB_ALPHA: kind = "Rgba"; break;
-    default: kind = "Palette"; break;
+    case PNG_COLOR_TYPE_GRAY:
+      kind = "Gray";
+      break;
+    case PNG_COLOR_TYPE_GRAY_ALPHA:
+      kind = "GrayAlpha";
+      break;
+    case PNG_COLOR_TYPE_RGB:
+      kind = "Rgb";
+      break;
+    case PNG_COLOR_TYPE_RGB_ALPHA:
+      kind = "Rgba";
+      break;
+    default:
+      kind = "Palette";
+      break;
   }
   return absl::StrCat(kind, v.depth, v.trns ? "Trns" : "");
 }
 
 const Variant kVariants[] = {
-    {PNG_COLOR_TYPE_GRAY, 1, false},      {PNG_COLOR_TYPE_GRAY, 2, false},
-    {PNG_COLOR_TYPE_GRAY, 4, false},      {PNG_COLOR_TYPE_GRAY, 8, false},
-    {PNG_COLOR_TYPE_GRAY, 16, false},     {PNG_COLOR_TYPE_GRAY, 1, true},
-    {PNG_COLOR_TYPE_GRAY, 4, true},       {PNG_COLOR_TYPE_GRAY, 8, true},
-    {PNG_COLOR_TYPE_GRAY, 16, true},      {PNG_COLOR_TYPE_GRAY_ALPHA, 8, false},
+    {PNG_COLOR_TYPE_GRAY, 1, false},        {PNG_COLOR_TYPE_GRAY, 2, false},
+    {PNG_COLOR_TYPE_GRAY, 4, false},        {PNG_COLOR_TYPE_GRAY, 8, false},
+    {PNG_COLOR_TYPE_GRAY, 16, false},       {PNG_COLOR_TYPE_GRAY, 1, true},
+    {PNG_COLOR_TYPE_GRAY, 4, true},         {PNG_COLOR_TYPE_GRAY, 8, true},
+    {PNG_COLOR_TYPE_GRAY, 16, true},        {PNG_COLOR_TYPE_GRAY_ALPHA, 8, false},
     {PNG_COLOR_TYPE_GRAY_ALPHA, 16, false}, {PNG_COLOR_TYPE_RGB, 8, false},
-    {PNG_COLOR_TYPE_RGB, 16, false},      {PNG_COLOR_TYPE_RGB, 8, true},
-    {PNG_COLOR_TYPE_RGB, 16, true},       {PNG_COLOR_TYPE_RGB_ALPHA, 8, false},
-    {PNG_COLOR_TYPE_RGB_ALPHA, 16, false}, {PNG_COLOR_TYPE_PALETTE, 1, false},
-    {PNG_COLOR_TYPE_PALETTE, 2, false},   {PNG_COLOR_TYPE_PALETTE, 4, false},
-    {PNG_COLOR_TYPE_PALETTE, 8, false},   {PNG_COLOR_TYPE_PALETTE, 1, true},
-    {PNG_COLOR_TYPE_PALETTE, 2, true},    {PNG_COLOR_TYPE_PALETTE, 4, true},
+    {PNG_COLOR_TYPE_RGB, 16, false},        {PNG_COLOR_TYPE_RGB, 8, true},
+    {PNG_COLOR_TYPE_RGB, 16, true},         {PNG_COLOR_TYPE_RGB_ALPHA, 8, false},
+    {PNG_COLOR_TYPE_RGB_ALPHA, 16, false},  {PNG_COLOR_TYPE_PALETTE, 1, false},
+    {PNG_COLOR_TYPE_PALETTE, 2, false},     {PNG_COLOR_TYPE_PALETTE, 4, false},
+    {PNG_COLOR_TYPE_PALETTE, 8, false},     {PNG_COLOR_TYPE_PALETTE, 1, true},
+    {PNG_COLOR_TYPE_PALETTE, 2, true},      {PNG_COLOR_TYPE_PALETTE, 4, true},
     {PNG_COLOR_TYPE_PALETTE, 8, true},
 };
 
@@ -250,20 +260,21 @@ TEST_P(PngVariantTest, DecodesToTheContractsPixels) {
   EXPECT_EQ(std::vector<uint8_t>(view.data, view.data + view.bytes()), want);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryColorTypeAndDepth, PngVariantTest,
-    ::testing::Combine(::testing::ValuesIn(kVariants), ::testing::Bool(), ::testing::Bool()),
-    [](const auto& p) {
-      return absl::StrCat(VariantName(std::get<0>(p.param)),
-                          std::get<1>(p.param) ? "Adam7" : "", std::get<2>(p.param) ? "KeepGray" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(EveryColorTypeAndDepth, PngVariantTest,
+                         ::testing::Combine(::testing::ValuesIn(kVariants), ::testing::Bool(),
+                                            ::testing::Bool()),
+                         [](const auto& p) {
+                           return absl::StrCat(VariantName(std::get<0>(p.param)),
+                                               std::get<1>(p.param) ? "Adam7" : "",
+                                               std::get<2>(p.param) ? "KeepGray" : "");
+                         });
 
 // Adam7 passes that hold no pixel at all (a side under 5) are skipped.
 TEST(PngTest, TinyInterlacedImages) {
   for (const auto& [w, h] : {std::pair{1u, 1u}, {2u, 3u}, {5u, 1u}, {1u, 9u}, {9u, 9u}}) {
-    for (const Variant& v : {Variant{PNG_COLOR_TYPE_GRAY, 2, false},
-                             Variant{PNG_COLOR_TYPE_RGB_ALPHA, 16, false},
-                             Variant{PNG_COLOR_TYPE_PALETTE, 4, true}}) {
+    for (const Variant& v :
+         {Variant{PNG_COLOR_TYPE_GRAY, 2, false}, Variant{PNG_COLOR_TYPE_RGB_ALPHA, 16, false},
+          Variant{PNG_COLOR_TYPE_PALETTE, 4, true}}) {
       PngFixture f = MakeFixture(v, /*interlace=*/true);
       f.width = w;
       f.height = h;
@@ -284,8 +295,8 @@ TEST(PngTest, BuffersAreReusedAcrossImagesOfEverySize) {
     f.width = side;
     f.height = side + 3;
     FillSamples(&f);
-    SP_ASSERT_OK_AND_ASSIGN(const PixelView view,
-                            DecodeImage(ImageFormat::kPng, Span(WritePng(f)), "r.png", {}, &buffers));
+    SP_ASSERT_OK_AND_ASSIGN(const PixelView view, DecodeImage(ImageFormat::kPng, Span(WritePng(f)),
+                                                              "r.png", {}, &buffers));
     EXPECT_EQ(std::vector<uint8_t>(view.data, view.data + view.bytes()), Expected(f, false));
   }
 }
@@ -380,9 +391,9 @@ TEST(PngTest, AbsurdSizesAreRefusedBeforeAllocating) {
 
 TEST(PngTest, NotAPngIsDataLoss) {
   DecodeBuffers buffers;
-  EXPECT_THAT(DecodePng(Span(std::string("\xFF\xD8\xFF\xE0 not a png at all")), "j.png", {},
-                        &buffers),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("j.png @8: corrupt PNG data")));
+  EXPECT_THAT(
+      DecodePng(Span(std::string("\xFF\xD8\xFF\xE0 not a png at all")), "j.png", {}, &buffers),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr("j.png @8: corrupt PNG data")));
   EXPECT_THAT(DecodePng({}, "empty.png", {}, &buffers),
               StatusIs(absl::StatusCode::kDataLoss, StartsWith("empty.png @0: truncated PNG")));
 }

@@ -211,6 +211,16 @@ class PngWrittenByPilTest(PilTestCase):
             im.save(p, **kwargs)
             self.assertSameAsPil(p)
 
+    def test_apng_shows_its_default_image(self):
+        # acTL/fcTL/fdAT are ancillary: skipped; IDAT is PIL's frame 0.
+        frames = [Image.fromarray(gradient(20, 30, 3, seed=s)) for s in range(3)]
+        for default_image in (False, True):
+            p = self.path(f"apng{default_image}.png")
+            frames[0].save(p, save_all=True, append_images=frames[1:], default_image=default_image)
+            with Image.open(p) as im:
+                self.assertGreater(im.n_frames, 1)
+            self.assertSameAsPil(p)
+
     def test_sixteen_bit_gray_is_the_high_byte_not_pils_clip(self):
         v = (np.arange(40 * 30, dtype=np.int32).reshape(30, 40) * 53) % 65536
         p = self.path("i16.png")

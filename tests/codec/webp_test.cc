@@ -51,7 +51,8 @@ std::vector<uint8_t> TestRgba(int w, int h, bool holes, uint32_t seed = 7) {
 
 std::vector<uint8_t> DropAlpha(const std::vector<uint8_t>& rgba) {
   std::vector<uint8_t> rgb;
-  for (size_t i = 0; i < rgba.size(); i += 4) rgb.insert(rgb.end(), {rgba[i], rgba[i + 1], rgba[i + 2]});
+  for (size_t i = 0; i < rgba.size(); i += 4)
+    rgb.insert(rgb.end(), {rgba[i], rgba[i + 1], rgba[i + 2]});
   return rgb;
 }
 
@@ -89,7 +90,8 @@ std::string Encode(const std::vector<uint8_t>& rgba, int w, int h, const Encodin
 // PIL's path: libwebp's RGBA decode (not premultiplied), alpha then dropped.
 std::vector<uint8_t> ReferenceRgb(const std::string& webp) {
   int w = 0, h = 0;
-  uint8_t* rgba = WebPDecodeRGBA(reinterpret_cast<const uint8_t*>(webp.data()), webp.size(), &w, &h);
+  uint8_t* rgba =
+      WebPDecodeRGBA(reinterpret_cast<const uint8_t*>(webp.data()), webp.size(), &w, &h);
   EXPECT_NE(rgba, nullptr);
   if (rgba == nullptr) return {};
   std::vector<uint8_t> rgb = DropAlpha({rgba, rgba + size_t(w) * size_t(h) * 4});
@@ -135,7 +137,8 @@ TEST(WebpTest, LossyMatchesLibwebpsRgbaDecode) {
     const std::vector<uint8_t> want = DropAlpha(rgba);
     int worst = 0;
     for (size_t i = 0; i < want.size(); ++i) {
-      if (rgba[i / 3 * 4 + 3] == 255) worst = std::max(worst, std::abs(int{view.data[i]} - want[i]));
+      if (rgba[i / 3 * 4 + 3] == 255)
+        worst = std::max(worst, std::abs(int{view.data[i]} - want[i]));
     }
     EXPECT_LT(worst, 40) << "alpha " << alpha;
   }
@@ -162,10 +165,13 @@ std::string Le(uint32_t v, int bytes) {
 }
 
 std::string Chunk(const std::string& fourcc, const std::string& data) {
-  return fourcc + Le(uint32_t(data.size()), 4) + data + (data.size() % 2 ? std::string(1, '\0') : "");
+  return fourcc + Le(uint32_t(data.size()), 4) + data +
+         (data.size() % 2 ? std::string(1, '\0') : "");
 }
 
-std::string Riff(const std::string& chunks) { return "RIFF" + Le(uint32_t(4 + chunks.size()), 4) + "WEBP" + chunks; }
+std::string Riff(const std::string& chunks) {
+  return "RIFF" + Le(uint32_t(4 + chunks.size()), 4) + "WEBP" + chunks;
+}
 
 // The image chunks (ALPH, VP8, VP8L) of an encoded still file.
 std::string ImageChunks(const std::string& still) {
@@ -182,7 +188,8 @@ std::string ImageChunks(const std::string& still) {
 }
 
 std::string Vp8x(uint8_t flags, uint32_t canvas_w, uint32_t canvas_h) {
-  return Chunk("VP8X", std::string(1, char(flags)) + Le(0, 3) + Le(canvas_w - 1, 3) + Le(canvas_h - 1, 3));
+  return Chunk("VP8X",
+               std::string(1, char(flags)) + Le(0, 3) + Le(canvas_w - 1, 3) + Le(canvas_h - 1, 3));
 }
 
 constexpr uint8_t kAnimationFlag = 0x02, kAlphaFlag = 0x10;
@@ -207,7 +214,8 @@ struct TestAnimation {
 TestAnimation MakeAnimation(bool lossy_first) {
   TestAnimation a;
   a.first = TestRgba(10, 8, true, 1);
-  const std::string f1 = Encode(a.first, 10, 8, {.lossless = !lossy_first, .exact = true, .alpha = true});
+  const std::string f1 =
+      Encode(a.first, 10, 8, {.lossless = !lossy_first, .exact = true, .alpha = true});
   const std::string f2 = Encode(TestRgba(24, 20, false, 2), 24, 20, {.lossless = true});
   a.webp = Animation(24, 20, Frame(4, 6, 10, 8, f1) + Frame(0, 0, 24, 20, f2));
   if (lossy_first) a.first.clear();
@@ -228,8 +236,8 @@ TEST(WebpAnimationTest, FirstFrameOnTransparentBlack) {
   const TestAnimation a = MakeAnimation(/*lossy_first=*/false);
   DecodeBuffers buffers;
   // Buffers that held a larger image: the canvas is not left with its bytes.
-  SP_ASSERT_OK(Decode(Encode(TestRgba(40, 40, false), 40, 40, {.lossless = true}), "before.webp",
-                      &buffers));
+  SP_ASSERT_OK(
+      Decode(Encode(TestRgba(40, 40, false), 40, 40, {.lossless = true}), "before.webp", &buffers));
   SP_ASSERT_OK_AND_ASSIGN(const PixelView view, Decode(a.webp, "anim.webp", &buffers));
   EXPECT_EQ(view.width, 24u);
   EXPECT_EQ(view.height, 20u);
@@ -272,9 +280,9 @@ TEST(WebpTest, AbsurdSizesAreRefusedBeforeAllocating) {
   EXPECT_THAT(Decode(Riff(Vp8lClaiming(16384, 16384)), "big.webp", &buffers, spec),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        StartsWith("big.webp: image too large: 16384x16384 WebP")));
-  EXPECT_THAT(Decode(Riff(Vp8x(0, 16384, 16384) + Vp8lClaiming(16384, 16384)), "bigx.webp",
-                     &buffers, spec),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("image too large")));
+  EXPECT_THAT(
+      Decode(Riff(Vp8x(0, 16384, 16384) + Vp8lClaiming(16384, 16384)), "bigx.webp", &buffers, spec),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("image too large")));
   // Past libwebp's bound, or a canvas that is not the still image's size:
   // its header parse refuses them.
   EXPECT_THAT(Decode(Animation(1u << 24, 1u << 24, ""), "huge.webp", &buffers),
@@ -343,8 +351,9 @@ TEST(WebpDamageTest, FlippedByteAnywhereNeverCrashes) {
         auto view = Decode(bad, "flip.webp", &buffers);
         if (view.ok()) continue;
         ++refused;
-        EXPECT_THAT(view, AnyOf(StatusIs(absl::StatusCode::kDataLoss, StartsWith("flip.webp")),
-                                StatusIs(absl::StatusCode::kInvalidArgument, StartsWith("flip.webp"))))
+        EXPECT_THAT(view,
+                    AnyOf(StatusIs(absl::StatusCode::kDataLoss, StartsWith("flip.webp")),
+                          StatusIs(absl::StatusCode::kInvalidArgument, StartsWith("flip.webp"))))
             << "byte " << i << " ^ " << int{mask};
       }
     }

@@ -196,7 +196,8 @@ class ImageFormatsTest(unittest.TestCase):
         done = subprocess.run([tool, "images", root, "-o", out + "2", "--on-error", "fail"],
                               capture_output=True, text=True, timeout=120)
         self.assertEqual(done.returncode, 1)
-        self.assertIn(os.path.join(root, "cat/c.png") + ": ", done.stderr)
+        self.assertIn(os.path.join(root, "cat/c.png") + " @", done.stderr)
+        self.assertIn("truncated PNG data", done.stderr)
         self.assertFalse(os.path.exists(out + "2"))
 
 

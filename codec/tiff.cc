@@ -494,6 +494,14 @@ absl::StatusOr<PixelView> DecodeTiff(ByteSpan data, std::string_view name, const
   if (layout.kind == Kind::kRgbaImage) {
     return DecodeWithRgbaImage(tif.get(), name, layout, buffers, messages);
   }
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif.get(), TIFFTAG_COMPRESSION, &compression);
+  if (compression == COMPRESSION_ADOBE_DEFLATE || compression == COMPRESSION_DEFLATE) {
+    // libtiff's libdeflate path reports success for a stream that inflates
+    // past the strip and leaves the strip partly unwritten (uninitialized
+    // pixels); zlib's stops at the strip's end with the stream's prefix.
+    TIFFSetField(tif.get(), TIFFTAG_DEFLATE_SUBCODEC, DEFLATE_SUBCODEC_ZLIB);
+  }
   SP_ASSIGN_OR_RETURN(Chunking chunking, ReadChunking(tif.get(), name, layout, messages));
   uint8_t* buf = buffers->scratch.Get(chunking.chunk_bytes);
   const int channels = layout.kind == Kind::kGray && spec.keep_gray ? 1 : 3;

@@ -76,6 +76,10 @@ int MapProc(thandle_t handle, void** base, toff_t* size) {
 
 void UnmapProc(thandle_t, void*, toff_t) {}
 
+// The name libtiff knows the file by; its messages that start with it get
+// `name` in its place.
+constexpr char kClientName[] = "tiff";
+
 // The first error libtiff reports for this handle, kept in place of the
 // global handlers (which print to stderr and are shared by every thread).
 struct LibtiffMessages {
@@ -88,7 +92,7 @@ int OnError(TIFF*, void* user, const char* module, const char* fmt, va_list ap) 
   if (!messages->failed) {
     messages->failed = true;
     int n = 0;
-    if (module != nullptr && module[0] != '\0') {
+    if (module != nullptr && module[0] != '\0' && std::strcmp(module, kClientName) != 0) {
       n = std::snprintf(messages->text, sizeof(messages->text), "%s: ", module);
     }
     if (n >= 0 && static_cast<size_t>(n) < sizeof(messages->text)) {
@@ -118,8 +122,8 @@ using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
 
 absl::Status Corrupt(std::string_view name, const LibtiffMessages& messages,
                      std::string_view fallback) {
-  return absl::DataLossError(absl::StrCat(AsAbsl(name), ": corrupt TIFF data: ",
-                                          messages.failed ? messages.text : AsAbsl(fallback)));
+  return absl::DataLossError(absl::StrCat(
+      AsAbsl(name), ": corrupt TIFF data: ", messages.failed ? messages.text : AsAbsl(fallback)));
 }
 
 absl::Status Unsupported(std::string_view name, std::string_view what) {
@@ -152,7 +156,7 @@ absl::StatusOr<TiffPtr> Open(MemorySource* src, std::string_view name, const Dec
   TIFFOpenOptionsSetWarningHandlerExtR(options.get(), OnWarning, messages);
   // "r": mapped, strips chopped. The name only appears in libtiff's own
   // messages, which we prefix with `name` ourselves.
-  TiffPtr tif(TIFFClientOpenExt("tiff", "r", src, ReadProc, WriteProc, SeekProc, CloseProc,
+  TiffPtr tif(TIFFClientOpenExt(kClientName, "r", src, ReadProc, WriteProc, SeekProc, CloseProc,
                                 SizeProc, MapProc, UnmapProc, options.get()));
   if (tif == nullptr || messages->failed) {
     return Corrupt(name, *messages, "not a readable TIFF file");
@@ -167,10 +171,10 @@ struct Layout {
   uint32_t width = 0;
   uint32_t height = 0;
   Kind kind = Kind::kGray;
-  uint16_t bits = 8;        // per sample
-  uint16_t samples = 1;     // per pixel in the file
-  int taken = 1;            // leading samples we use: 1 (gray, index), 3 (RGB) or 4
-  bool separate = false;    // PLANARCONFIG_SEPARATE
+  uint16_t bits = 8;      // per sample
+  uint16_t samples = 1;   // per pixel in the file
+  int taken = 1;          // leading samples we use: 1 (gray, index), 3 (RGB) or 4
+  bool separate = false;  // PLANARCONFIG_SEPARATE
   bool min_is_white = false;
 };
 
@@ -264,7 +268,14 @@ struct Chunking {
   uint64_t chunk_bytes = 0;  // one decoded chunk
 };
 
-constexpr uint64_t kMaxTileSide = 4096;  // beyond the image, a larger tile is damage
+// A tile may overhang the image (its grid is whole tiles), but one larger
+// than both the image (rounded to the 16 the spec asks tiles to be a
+// multiple of) and this is damage: the decode buffer is one tile.
+constexpr uint32_t kMaxTileSide = 1024;
+
+bool TileSideFits(uint32_t tile, uint32_t image) {
+  return tile != 0 && (tile <= kMaxTileSide || uint64_t{tile} <= (uint64_t{image} + 15) / 16 * 16);
+}
 
 absl::StatusOr<Chunking> ReadChunking(TIFF* tif, std::string_view name, const Layout& layout,
                                       const LibtiffMessages& messages) {
@@ -273,14 +284,10 @@ absl::StatusOr<Chunking> ReadChunking(TIFF* tif, std::string_view name, const La
   if (c.tiled) {
     TIFFGetField(tif, TIFFTAG_TILEWIDTH, &c.width);
     TIFFGetField(tif, TIFFTAG_TILELENGTH, &c.height);
-    // A tile may overhang the image, but not by more than a tile of a sane
-    // size: the decode buffer is one tile.
-    if (c.width == 0 || c.height == 0 ||
-        (c.width > layout.width && c.width > kMaxTileSide) ||
-        (c.height > layout.height && c.height > kMaxTileSide)) {
-      return absl::DataLossError(absl::StrFormat("%s: corrupt TIFF data: %ux%u tiles for a %ux%u image",
-                                                 AsAbsl(name), c.width, c.height, layout.width,
-                                                 layout.height));
+    if (!TileSideFits(c.width, layout.width) || !TileSideFits(c.height, layout.height)) {
+      return absl::DataLossError(
+          absl::StrFormat("%s: corrupt TIFF data: %ux%u tiles for a %ux%u image", AsAbsl(name),
+                          c.width, c.height, layout.width, layout.height));
     }
     c.row_bytes = TIFFTileRowSize64(tif);
     c.chunk_bytes = TIFFTileSize64(tif);
@@ -348,8 +355,9 @@ absl::Status ReadChunk(TIFF* tif, std::string_view name, const Chunking& c, uint
   if (offset > file_size || count > file_size - offset) {
     return internal::DataLossAt(
         name, offset,
-        absl::StrFormat("truncated TIFF data: %s %u (%u bytes) ends past the end of the file (%u bytes)",
-                        what, index, count, file_size));
+        absl::StrFormat(
+            "truncated TIFF data: %s %u (%u bytes) ends past the end of the file (%u bytes)", what,
+            index, count, file_size));
   }
   const tmsize_t got =
       c.tiled ? TIFFReadEncodedTile(tif, index, buf, static_cast<tmsize_t>(c.chunk_bytes))
@@ -376,8 +384,7 @@ absl::Status ReadChunk(TIFF* tif, std::string_view name, const Chunking& c, uint
 }
 
 absl::Status ReadChunks(TIFF* tif, std::string_view name, const Chunking& c, uint8_t* buf,
-                        const Raster& raster, const LibtiffMessages& messages,
-                        uint64_t file_size) {
+                        const Raster& raster, const LibtiffMessages& messages, uint64_t file_size) {
   const Layout& layout = raster.layout;
   const int planes = layout.separate ? layout.taken : 1;
   for (int plane = 0; plane < planes; ++plane) {
@@ -489,11 +496,7 @@ absl::StatusOr<PixelView> DecodeTiff(ByteSpan data, std::string_view name, const
   LibtiffMessages messages;
   SP_ASSIGN_OR_RETURN(TiffPtr tif, Open(&src, name, spec, &messages));
   SP_ASSIGN_OR_RETURN(Layout layout, ReadLayout(tif.get(), name));
-  SP_RETURN_IF_ERROR(
-      CheckImageSize(name, ImageFormat::kTiff, layout.width, layout.height, spec));
-  if (layout.kind == Kind::kRgbaImage) {
-    return DecodeWithRgbaImage(tif.get(), name, layout, buffers, messages);
-  }
+  SP_RETURN_IF_ERROR(CheckImageSize(name, ImageFormat::kTiff, layout.width, layout.height, spec));
   uint16_t compression = COMPRESSION_NONE;
   TIFFGetFieldDefaulted(tif.get(), TIFFTAG_COMPRESSION, &compression);
   if (compression == COMPRESSION_ADOBE_DEFLATE || compression == COMPRESSION_DEFLATE) {
@@ -502,15 +505,17 @@ absl::StatusOr<PixelView> DecodeTiff(ByteSpan data, std::string_view name, const
     // pixels); zlib's stops at the strip's end with the stream's prefix.
     TIFFSetField(tif.get(), TIFFTAG_DEFLATE_SUBCODEC, DEFLATE_SUBCODEC_ZLIB);
   }
+  if (layout.kind == Kind::kRgbaImage) {
+    return DecodeWithRgbaImage(tif.get(), name, layout, buffers, messages);
+  }
   SP_ASSIGN_OR_RETURN(Chunking chunking, ReadChunking(tif.get(), name, layout, messages));
   uint8_t* buf = buffers->scratch.Get(chunking.chunk_bytes);
   const int channels = layout.kind == Kind::kGray && spec.keep_gray ? 1 : 3;
   SP_ASSIGN_OR_RETURN(uint8_t * p, PixelMemory(name, layout.width, layout.height,
                                                std::max(channels, layout.taken), buffers));
   if (buf == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(AsAbsl(name), ": no memory for a TIFF strip of ", chunking.chunk_bytes,
-                     " bytes"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        AsAbsl(name), ": no memory for a TIFF strip of ", chunking.chunk_bytes, " bytes"));
   }
   SP_RETURN_IF_ERROR(
       ReadChunks(tif.get(), name, chunking, buf, Raster{p, layout}, messages, data.size()));

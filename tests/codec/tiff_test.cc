@@ -38,7 +38,8 @@ struct MemFile {
 
 tmsize_t MemRead(thandle_t h, void* buf, tmsize_t n) {
   auto* f = static_cast<MemFile*>(h);
-  const uint64_t count = std::min<uint64_t>(n, f->bytes.size() - std::min<uint64_t>(f->pos, f->bytes.size()));
+  const uint64_t count =
+      std::min<uint64_t>(n, f->bytes.size() - std::min<uint64_t>(f->pos, f->bytes.size()));
   std::memcpy(buf, f->bytes.data() + f->pos, count);
   f->pos += count;
   return static_cast<tmsize_t>(count);
@@ -73,7 +74,7 @@ struct TiffSpec {
   uint16_t predictor = PREDICTOR_NONE;
   uint16_t sample_format = SAMPLEFORMAT_UINT;
   uint32_t rows_per_strip = 5;
-  uint32_t tile = 0;  // tile side (a multiple of 16); 0: strips
+  uint32_t tile = 0;               // tile side (a multiple of 16); 0: strips
   std::vector<uint16_t> extra;     // ExtraSamples
   std::vector<uint16_t> colormap;  // 3 * 2^bits: red, then green, then blue
   uint16_t ycbcr_subsampling = 0;  // JPEG from RGB samples into YCbCr
@@ -104,7 +105,9 @@ std::vector<uint8_t> PackRow(const TiffSpec& s, const std::vector<uint32_t>& v, 
     for (int j = 0; j < per_pixel; ++j) {
       const size_t i = size_t{x} * per_pixel + j;
       const uint32_t value =
-          x0 + x >= s.width ? 0 : v[(size_t{y} * s.width + x0 + x) * s.samples + (separate ? plane : j)];
+          x0 + x >= s.width
+              ? 0
+              : v[(size_t{y} * s.width + x0 + x) * s.samples + (separate ? plane : j)];
       if (s.bits >= 8) {
         const uint16_t v16 = static_cast<uint16_t>(value);
         if (s.bits == 8) row[i] = static_cast<uint8_t>(value);
@@ -167,8 +170,8 @@ void WriteDirectory(TIFF* tif, const TiffSpec& s, const std::vector<uint32_t>& v
       for (uint32_t tx = 0; tx < s.width; tx += s.tile) {
         std::vector<uint8_t> tile;
         for (uint32_t y = ty; y < ty + s.tile; ++y) {
-          std::vector<uint8_t> row = y < s.height ? PackRow(s, v, y, tx, s.tile, p)
-                                                  : PackRow(s, v, 0, s.width, s.tile, p);
+          std::vector<uint8_t> row =
+              y < s.height ? PackRow(s, v, y, tx, s.tile, p) : PackRow(s, v, 0, s.width, s.tile, p);
           tile.insert(tile.end(), row.begin(), row.end());
         }
         ASSERT_GE(TIFFWriteTile(tif, tile.data(), tx, ty, 0, static_cast<uint16_t>(p)), 0);
@@ -181,8 +184,8 @@ void WriteDirectory(TIFF* tif, const TiffSpec& s, const std::vector<uint32_t>& v
 // A TIFF file of one directory per spec, written by libtiff.
 std::string WriteTiff(const std::vector<TiffSpec>& pages, uint32_t seed = 1) {
   MemFile file;
-  TIFF* tif = TIFFClientOpen("fixture", "w", &file, MemRead, MemWrite, MemSeek, MemClose,
-                             MemSize, NoMap, NoUnmap);
+  TIFF* tif = TIFFClientOpen("fixture", "w", &file, MemRead, MemWrite, MemSeek, MemClose, MemSize,
+                             NoMap, NoUnmap);
   EXPECT_NE(tif, nullptr);
   if (tif == nullptr) return "";
   for (size_t i = 0; i < pages.size(); ++i) {
@@ -238,9 +241,8 @@ class TiffTest : public ::testing::Test {
  protected:
   absl::StatusOr<PixelView> Decode(const std::string& file, const DecodeSpec& spec = {}) {
     const auto start = std::chrono::steady_clock::now();
-    auto result = DecodeTiff(
-        ByteSpan(reinterpret_cast<const uint8_t*>(file.data()), file.size()), kName, spec,
-        &buffers_);
+    auto result = DecodeTiff(ByteSpan(reinterpret_cast<const uint8_t*>(file.data()), file.size()),
+                             kName, spec, &buffers_);
     // Every case, hostile or not, is bounded in time.
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
     return result;
@@ -248,10 +250,10 @@ class TiffTest : public ::testing::Test {
 
   // Decodes a fixture of `s` and compares it with the contract's pixels.
   void ExpectDecodes(const TiffSpec& s, bool keep_gray = false) {
-    SCOPED_TRACE(::testing::Message() << "bits " << s.bits << " samples " << s.samples
-                                      << " photometric " << s.photometric << " planar "
-                                      << s.planar << " compression " << s.compression
-                                      << " predictor " << s.predictor << " tile " << s.tile);
+    SCOPED_TRACE(::testing::Message()
+                 << "bits " << s.bits << " samples " << s.samples << " photometric "
+                 << s.photometric << " planar " << s.planar << " compression " << s.compression
+                 << " predictor " << s.predictor << " tile " << s.tile);
     const std::string file = WriteTiff(s);
     DecodeSpec spec;
     spec.keep_gray = keep_gray;
@@ -287,6 +289,17 @@ TEST_F(TiffTest, Rgb8EveryCompressionLayoutAndPredictor) {
         }
       }
     }
+  }
+}
+
+TEST_F(TiffTest, TilesLargerThanTheImage) {
+  TiffSpec s;
+  s.width = 20;
+  s.height = 3;
+  s.compression = COMPRESSION_ADOBE_DEFLATE;
+  for (uint32_t tile : {32u, 1024u}) {
+    s.tile = tile;
+    ExpectDecodes(s);
   }
 }
 
@@ -334,7 +347,8 @@ TEST_F(TiffTest, GrayAndBilevelEveryDepth) {
 }
 
 TEST_F(TiffTest, BilevelFaxCompressions) {
-  for (uint16_t compression : {COMPRESSION_CCITTFAX4, COMPRESSION_CCITTFAX3, COMPRESSION_CCITTRLE}) {
+  for (uint16_t compression :
+       {COMPRESSION_CCITTFAX4, COMPRESSION_CCITTFAX3, COMPRESSION_CCITTRLE}) {
     TiffSpec s;
     s.bits = 1;
     s.samples = 1;
@@ -396,7 +410,8 @@ void ExpectNear(const PixelView& got, const TiffSpec& s, const std::vector<uint3
   double error = 0;
   for (size_t i = 0; i < size_t{s.width} * s.height; ++i) {
     for (int c = 0; c < per; ++c) {
-      error += std::abs(int{got.data[i * per + c]} - static_cast<int>(v[i * s.samples + c % s.samples]));
+      error +=
+          std::abs(int{got.data[i * per + c]} - static_cast<int>(v[i * s.samples + c % s.samples]));
     }
   }
   EXPECT_LT(error / (static_cast<double>(s.width) * s.height * per), max_mean_error);
@@ -433,8 +448,8 @@ TEST_F(TiffTest, JpegInTiffYCbCrRgbAndGray) {
     s.tile = c.tile;
     s.compression = COMPRESSION_JPEG;
     MemFile file;
-    TIFF* tif = TIFFClientOpen("fixture", "w", &file, MemRead, MemWrite, MemSeek, MemClose,
-                               MemSize, NoMap, NoUnmap);
+    TIFF* tif = TIFFClientOpen("fixture", "w", &file, MemRead, MemWrite, MemSeek, MemClose, MemSize,
+                               NoMap, NoUnmap);
     ASSERT_NE(tif, nullptr);
     const std::vector<uint32_t> v = Smooth(s);
     WriteDirectory(tif, s, v);
@@ -525,8 +540,8 @@ TEST_F(TiffTest, SizeIsCheckedBeforeDecoding) {
   TiffSpec s;
   DecodeSpec spec;
   spec.max_pixels = uint64_t{s.width} * s.height - 1;
-  EXPECT_THAT(Decode(WriteTiff(s), spec),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("image too large: 37x23 TIFF")));
+  EXPECT_THAT(Decode(WriteTiff(s), spec), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                   HasSubstr("image too large: 37x23 TIFF")));
 }
 
 // ---- hand-built files, for damage libtiff's writer would not make ----
@@ -552,7 +567,9 @@ void Put32(std::string* out, uint32_t v) {
 std::string BuildTiff(std::vector<Entry> entries, const std::string& data, uint32_t next_ifd = 0) {
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.tag < b.tag; });
-  const auto bytes_of = [](const Entry& e) { return e.values.size() * (e.type == TIFF_SHORT ? 2 : 4); };
+  const auto bytes_of = [](const Entry& e) {
+    return e.values.size() * (e.type == TIFF_SHORT ? 2 : 4);
+  };
   uint32_t values_at = 8 + 2 + 12 * static_cast<uint32_t>(entries.size()) + 4;
   uint32_t data_at = values_at;
   for (const Entry& e : entries) {
@@ -755,8 +772,8 @@ TEST_F(TiffTest, StripPastTheEndIsTruncation) {
   absl::StatusOr<PixelView> got = Decode(BuildTiff(entries, RgbData()));
   EXPECT_THAT(got, StatusIs(absl::StatusCode::kDataLoss,
                             HasSubstr("truncated TIFF data: strip 1 (192 bytes) ends past")));
-  EXPECT_EQ(internal::ErrorOffset(got.status()), Find(&entries, TIFFTAG_STRIPOFFSETS)->values[1] +
-                                                     BuildTiff(entries, "").size());
+  EXPECT_EQ(internal::ErrorOffset(got.status()),
+            Find(&entries, TIFFTAG_STRIPOFFSETS)->values[1] + BuildTiff(entries, "").size());
   entries = RgbEntries();
   Find(&entries, TIFFTAG_STRIPBYTECOUNTS)->values[0] = 0xFFFFFFF0u;
   EXPECT_THAT(Decode(BuildTiff(entries, RgbData())),
@@ -903,9 +920,9 @@ TEST_F(TiffTest, ThreadsDecodeIndependently) {
       DecodeBuffers buffers;
       for (int round = 0; round < 30; ++round) {
         const int i = (round + t) % 3;
-        auto got = DecodeTiff(ByteSpan(reinterpret_cast<const uint8_t*>(files[i].data()),
-                                       files[i].size()),
-                              kName, {}, &buffers);
+        auto got =
+            DecodeTiff(ByteSpan(reinterpret_cast<const uint8_t*>(files[i].data()), files[i].size()),
+                       kName, {}, &buffers);
         const std::string out = got.ok() ? std::string(got->data, got->data + got->bytes())
                                          : std::string(got.status().message());
         mismatches[t] += out != first[i];

@@ -5,9 +5,9 @@
 // compression libtiff has) are read strip by strip or tile by tile with
 // TIFFReadEncoded{Strip,Tile} and unpacked here, because libtiff's
 // TIFFRGBAImage premultiplies unassociated alpha and PIL does not. Only
-// YCbCr that libjpeg does not convert (subsampled LZW or deflate, JPEG in
-// separate planes, old-style JPEG) goes through TIFFRGBAImage, as PIL sends
-// it there too.
+// YCbCr that libjpeg does not convert to RGB (uncompressed, LZW, deflate...,
+// JPEG in separate planes, old-style JPEG) goes through TIFFRGBAImage, as
+// PIL sends it there too.
 #include <tiffio.h>
 
 #include <algorithm>
@@ -76,8 +76,8 @@ int MapProc(thandle_t handle, void** base, toff_t* size) {
 
 void UnmapProc(thandle_t, void*, toff_t) {}
 
-// The name libtiff knows the file by; its messages that start with it get
-// `name` in its place.
+// The name libtiff knows the file by. Its messages that carry it drop it:
+// ours start with the caller's `name`.
 constexpr char kClientName[] = "tiff";
 
 // The first error libtiff reports for this handle, kept in place of the

@@ -438,19 +438,13 @@ absl::Status FinishPalette(TIFF* tif, std::string_view name, const Layout& layou
   return absl::OkStatus();
 }
 
-// Four samples to RGB, front to back (3 bytes out behind 4 in).
-void FinishFour(Kind kind, uint8_t* p, size_t count) {
+// Associated (premultiplied) alpha to RGB, front to back (3 bytes out
+// behind 4 in).
+void Unpremultiply(uint8_t* p, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     const unsigned a = p[4 * i], b = p[4 * i + 1], c = p[4 * i + 2], d = p[4 * i + 3];
     uint8_t* out = p + 3 * i;
-    if (kind == Kind::kCmyk) {
-      // PIL's cmyk2rgb: (255 - k) - round(c * (255 - k) / 255), the same
-      // integers as reader/image_ops's plain-ink CmykToRgbInPlace.
-      const unsigned nk = 255 - d;
-      out[0] = static_cast<uint8_t>(((255 - a) * nk + 127) / 255);
-      out[1] = static_cast<uint8_t>(((255 - b) * nk + 127) / 255);
-      out[2] = static_cast<uint8_t>(((255 - c) * nk + 127) / 255);
-    } else if (d == 0) {
+    if (d == 0) {
       // PIL's unpremultiply ("RGBa"): alpha 0 gives black.
       out[0] = out[1] = out[2] = 0;
     } else {
@@ -528,8 +522,11 @@ absl::StatusOr<PixelView> DecodeTiff(ByteSpan data, std::string_view name, const
       SP_RETURN_IF_ERROR(FinishPalette(tif.get(), name, layout, p, count));
       break;
     case Kind::kRgbAssociatedAlpha:
+      Unpremultiply(p, count);
+      break;
     case Kind::kCmyk:
-      FinishFour(layout.kind, p, count);
+      // Pillow's cmyk2rgb is the plain-ink convention, to the integer.
+      internal::CmykToRgbInPlace(p, count, /*adobe_inverted=*/false);
       break;
     default:
       break;

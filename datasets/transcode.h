@@ -9,7 +9,7 @@
 //
 // Color: every decoded image is RGB (or gray, where asked to keep gray).
 // TurboJPEG decodes CMYK and YCCK JPEGs only to TJPF_CMYK; they become RGB
-// with CmykToRgbInPlace (reader/image_ops.h explains the conventions).
+// with CmykToRgbInPlace (codec/pixels.h explains the conventions).
 #ifndef SHARDPACK_DATASETS_TRANSCODE_H_
 #define SHARDPACK_DATASETS_TRANSCODE_H_
 

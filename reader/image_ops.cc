@@ -677,24 +677,6 @@ void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uin
               ResizeOptions{}, dst, scratch);
 }
 
-void CmykToRgbInPlace(uint8_t* pixels, size_t count, bool adobe_inverted) {
-  // Writing 3 bytes per pixel behind reading 4 never overwrites unread input.
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t c = pixels[4 * i], m = pixels[4 * i + 1], y = pixels[4 * i + 2],
-                   k = pixels[4 * i + 3];
-    uint8_t* out = pixels + 3 * i;
-    if (adobe_inverted) {
-      out[0] = static_cast<uint8_t>((c * k + 127) / 255);
-      out[1] = static_cast<uint8_t>((m * k + 127) / 255);
-      out[2] = static_cast<uint8_t>((y * k + 127) / 255);
-    } else {
-      out[0] = static_cast<uint8_t>(((255 - c) * (255 - k) + 127) / 255);
-      out[1] = static_cast<uint8_t>(((255 - m) * (255 - k) + 127) / 255);
-      out[2] = static_cast<uint8_t>(((255 - y) * (255 - k) + 127) / 255);
-    }
-  }
-}
-
 bool IsBenignJpegWarning(std::string_view message) {
   return message.find("extraneous bytes before marker 0xd9") != std::string_view::npos ||
          message.find("unknown JFIF revision") != std::string_view::npos ||

@@ -73,16 +73,7 @@ ResizeIsa WidestResizeIsa();
 void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uint8_t* dst,
                       ResizeScratch* scratch);
 
-// CMYK samples as libjpeg-turbo returns them (JCS_CMYK output, for CMYK and
-// YCCK files alike) to RGB, in place in `pixels` (4 bytes in, 3 out, front
-// to back). libjpeg-turbo hands back CMYK samples as stored and, for YCCK,
-// inverts the YCC->RGB result, so files with an Adobe APP14 marker (every
-// YCCK file, and Photoshop's CMYK files: ImageNet's CMYK JPEGs are of this
-// kind) hold Adobe's inverted samples (255 = no ink): R = C*K/255 (G from
-// M, B from Y), `adobe_inverted` = true. Without the marker the plain ink
-// convention R = (255-C)*(255-K)/255 applies, as Pillow does. No ICC
-// profile is applied.
-void CmykToRgbInPlace(uint8_t* pixels, size_t count, bool adobe_inverted);
+// CmykToRgbInPlace, shared with the TIFF decoder, is in codec/pixels.h.
 
 // libjpeg warnings that leave a complete, correct image: trailing bytes
 // before EOI (common in camera and ImageNet files), an unknown JFIF minor

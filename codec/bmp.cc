@@ -149,6 +149,9 @@ absl::Status ReadBitfields(ByteSpan d, std::string_view name, Layout* l) {
 // The depth and compression, the palette's size and where the pixels start,
 // as PIL computes them.
 absl::Status ReadLayout(ByteSpan d, std::string_view name, Layout* l) {
+  if (d.size() < 2 || d[0] != 'B' || d[1] != 'M') {
+    return DataLossAt(name, 0, "corrupt BMP data: no BM signature");
+  }
   SP_RETURN_IF_ERROR(ReadInfoHeader(d, name, l));
   if (l->bits != 1 && l->bits != 4 && l->bits != 8 && l->bits != 16 && l->bits != 24 &&
       l->bits != 32) {

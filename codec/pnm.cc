@@ -111,8 +111,9 @@ absl::StatusOr<uint64_t> TokenValue(const Token& t, std::string_view name, std::
 }
 
 absl::StatusOr<uint64_t> HeaderNumber(ByteSpan d, std::string_view name, std::string_view what,
-                                      size_t* pos) {
+                                      size_t* pos, size_t* start = nullptr) {
   const Token t = NextToken(d, pos);
+  if (start != nullptr) *start = t.start;
   if (t.len == 0) {
     return DataLossAt(name, d.size(),
                       absl::StrCat("truncated PNM: file ends before the ", AsAbsl(what)));
@@ -128,8 +129,8 @@ absl::StatusOr<Header> ReadHeader(ByteSpan d, std::string_view name) {
   SP_ASSIGN_OR_RETURN(h.width, HeaderNumber(d, name, "width", &pos));
   SP_ASSIGN_OR_RETURN(h.height, HeaderNumber(d, name, "height", &pos));
   if (h.kind != '1' && h.kind != '4') {
-    const size_t at = pos;
-    SP_ASSIGN_OR_RETURN(uint64_t maxval, HeaderNumber(d, name, "maxval", &pos));
+    size_t at = 0;
+    SP_ASSIGN_OR_RETURN(uint64_t maxval, HeaderNumber(d, name, "maxval", &pos, &at));
     if (maxval == 0 || maxval > 65535) {
       return DataLossAt(name, at, absl::StrCat("corrupt PNM header: maxval ", maxval,
                                                " (must be 1 to 65535)"));
@@ -189,7 +190,7 @@ void DecodeRaw(ByteSpan d, const Header& h, uint64_t row_bytes, Writer w) {
 // A data byte for a message: '7', or byte 0x07 when it does not print.
 std::string Describe(uint8_t c) {
   if (c >= 0x21 && c < 0x7F) return absl::StrFormat("'%c'", c);
-  return absl::StrFormat("byte %#04x", c);
+  return absl::StrFormat("byte 0x%02x", c);
 }
 
 // P1: one character a pixel, whitespace optional.

@@ -59,11 +59,11 @@ struct Layout {
   bool top_down = false;
   uint32_t bits = 0;
   uint32_t compression = kBiRgb;
-  uint64_t colors = 0;         // palette entries, bits <= 8 only
-  size_t palette_at = 0;       // where the palette (or the pixels) would follow
-  size_t palette_entry = 4;    // bytes per entry: BGR0, or BGR for the core header
+  uint64_t colors = 0;       // palette entries, bits <= 8 only
+  size_t palette_at = 0;     // where the palette (or the pixels) would follow
+  size_t palette_entry = 4;  // bytes per entry: BGR0, or BGR for the core header
   uint64_t pixels_at = 0;
-  bool rgb565 = false;                  // 16 bits: 5-6-5 (else 5-5-5)
+  bool rgb565 = false;                     // 16 bits: 5-6-5 (else 5-5-5)
   std::array<uint8_t, 3> rgb_at{2, 1, 0};  // 24/32 bits: byte of R, G, B
 };
 
@@ -82,15 +82,21 @@ absl::Status ReadInfoHeader(ByteSpan d, std::string_view name, Layout* l) {
   if (d.size() < kInfoAt + 4) return Truncated(name, d.size(), "file ends before the info header");
   l->header_size = Le32(d, kInfoAt);
   switch (l->header_size) {
-    case 12: case 40: case 52: case 56: case 64: case 108: case 124:
+    case 12:
+    case 40:
+    case 52:
+    case 56:
+    case 64:
+    case 108:
+    case 124:
       break;
     default:
       return Unsupported(name, absl::StrCat("info header of ", l->header_size,
                                             " bytes (BMP has 12, 40, 52, 56, 64, 108 or 124)"));
   }
   if (d.size() - kInfoAt < l->header_size) {
-    return Truncated(name, d.size(), absl::StrCat("file ends in its ", l->header_size,
-                                                  "-byte info header"));
+    return Truncated(name, d.size(),
+                     absl::StrCat("file ends in its ", l->header_size, "-byte info header"));
   }
   const size_t h = kInfoAt + 4;
   if (l->header_size == 12) {
@@ -120,7 +126,10 @@ absl::Status ReadBitfields(ByteSpan d, std::string_view name, Layout* l) {
   const uint32_t a = l->header_size >= 56 ? Le32(d, kAlphaMaskAt) : 0;
   // The bytes of R, G and B in each 32-bit layout PIL knows (BGRX, XBGR,
   // ABGR, RGBA, BGRA; all-zero masks read as BGRA).
-  struct Masks32 { uint32_t r, g, b, a; std::array<uint8_t, 3> at; };
+  struct Masks32 {
+    uint32_t r, g, b, a;
+    std::array<uint8_t, 3> at;
+  };
   static constexpr Masks32 kMasks32[] = {
       {0xFF0000, 0xFF00, 0xFF, 0, {2, 1, 0}},
       {0xFF000000, 0xFF0000, 0xFF00, 0, {3, 2, 1}},
@@ -138,12 +147,14 @@ absl::Status ReadBitfields(ByteSpan d, std::string_view name, Layout* l) {
     }
   } else if (l->bits == 24 && r == 0xFF0000 && g == 0xFF00 && b == 0xFF) {
     return absl::OkStatus();
-  } else if (l->bits == 16 && b == 0x1F && ((r == 0xF800 && g == 0x7E0) || (r == 0x7C00 && g == 0x3E0))) {
+  } else if (l->bits == 16 && b == 0x1F &&
+             ((r == 0xF800 && g == 0x7E0) || (r == 0x7C00 && g == 0x3E0))) {
     l->rgb565 = r == 0xF800;
     return absl::OkStatus();
   }
-  return Unsupported(name, absl::StrFormat("bit fields R %#x G %#x B %#x A %#x at %u bits per pixel",
-                                           r, g, b, a, l->bits));
+  return Unsupported(
+      name, absl::StrFormat("bit fields R %#x G %#x B %#x A %#x at %u bits per pixel", r, g, b, a,
+                            l->bits));
 }
 
 // The depth and compression, the palette's size and where the pixels start,
@@ -183,7 +194,8 @@ absl::Status ReadLayout(ByteSpan d, std::string_view name, Layout* l) {
   if (l->bits <= 8) {
     if (l->colors == 0) l->colors = uint64_t{1} << l->bits;
     // PIL's palette holds at most 256 colors ("invalid palette size").
-    if (l->colors > 256) return Unsupported(name, absl::StrCat("palette of ", l->colors, " colors"));
+    if (l->colors > 256)
+      return Unsupported(name, absl::StrCat("palette of ", l->colors, " colors"));
     after_palette += l->colors * l->palette_entry;
   }
   l->pixels_at = Le32(d, kOffBitsAt);
@@ -204,8 +216,8 @@ absl::Status ReadPalette(ByteSpan d, std::string_view name, const Layout& l, Pal
   const uint64_t bytes = l.colors * l.palette_entry;
   if (l.palette_at > d.size() || bytes > d.size() - l.palette_at) {
     return Truncated(name, l.palette_at,
-                     absl::StrCat("palette of ", l.colors, " colors runs past the end of the file (",
-                                  d.size(), " bytes)"));
+                     absl::StrCat("palette of ", l.colors,
+                                  " colors runs past the end of the file (", d.size(), " bytes)"));
   }
   for (int i = 0; i < 256; ++i) {
     p->rgb[3 * i] = p->rgb[3 * i + 1] = p->rgb[3 * i + 2] = static_cast<uint8_t>(i);
@@ -230,8 +242,8 @@ inline uint8_t Expand(uint32_t v, uint32_t max) { return static_cast<uint8_t>(v 
 
 // One row of `width` pixels from the file's bytes into `channels`-sample
 // output pixels. Indexed rows are `bits` wide, most significant first.
-void ConvertRow(const uint8_t* in, const Layout& l, uint32_t bits, const Palette& pal,
-                int channels, uint8_t* out) {
+void ConvertRow(const uint8_t* in, const Layout& l, uint32_t bits, const Palette& pal, int channels,
+                uint8_t* out) {
   const uint32_t w = l.width;
   if (bits <= 8) {
     const uint32_t per_byte = 8 / bits, mask = (1u << bits) - 1;
@@ -287,8 +299,9 @@ absl::Status CheckRawRows(ByteSpan d, std::string_view name, const Layout& l, ui
   const uint64_t available = d.size() - l.pixels_at;
   const uint64_t rows = available < row_bytes ? 0 : 1 + (available - row_bytes) / *stride;
   if (rows < l.height) {
-    return Truncated(name, d.size(), absl::StrCat("the file holds ", rows, " of ", l.height,
-                                                  " pixel rows from offset ", l.pixels_at));
+    return Truncated(name, d.size(),
+                     absl::StrCat("the file holds ", rows, " of ", l.height,
+                                  " pixel rows from offset ", l.pixels_at));
   }
   return absl::OkStatus();
 }
@@ -318,7 +331,8 @@ absl::Status DecodeRle(ByteSpan d, std::string_view name, const Layout& l, uint8
     const uint8_t count = d[pos], code = d[pos + 1];
     pos += 2;
     if (count != 0) {
-      const uint64_t run = std::min<uint64_t>(x + count > w ? (x < w ? w - x : 0) : count, total - n);
+      const uint64_t run =
+          std::min<uint64_t>(x + count > w ? (x < w ? w - x : 0) : count, total - n);
       for (uint64_t i = 0; i < run; ++i) {
         index[n + i] = rle4 ? (i % 2 == 0 ? code >> 4 : code & 15) : code;
       }
@@ -328,9 +342,9 @@ absl::Status DecodeRle(ByteSpan d, std::string_view name, const Layout& l, uint8
       zeros((w - n % w) % w);
       x = 0;
     } else if (code == 1) {  // end of bitmap
-      return DataLossAt(name, pos - 2,
-                        absl::StrCat("corrupt BMP data: RLE end of bitmap after ", n, " of ",
-                                     total, " pixels"));
+      return DataLossAt(
+          name, pos - 2,
+          absl::StrCat("corrupt BMP data: RLE end of bitmap after ", n, " of ", total, " pixels"));
     } else if (code == 2) {  // delta: right, up
       if (d.size() - pos < 2) return cut_short(d.size());
       zeros(d[pos] + uint64_t{d[pos + 1]} * w);
@@ -339,7 +353,8 @@ absl::Status DecodeRle(ByteSpan d, std::string_view name, const Layout& l, uint8
     } else {  // absolute run of `code` pixels
       const size_t want = rle4 ? (code + 1u) / 2 : code;
       const size_t got = std::min(want, d.size() - pos);
-      const uint64_t pixels = std::min<uint64_t>(rle4 ? std::min<size_t>(code, 2 * got) : got, total - n);
+      const uint64_t pixels =
+          std::min<uint64_t>(rle4 ? std::min<size_t>(code, 2 * got) : got, total - n);
       for (uint64_t i = 0; i < pixels; ++i) {
         index[n + i] = rle4 ? (i % 2 == 0 ? d[pos + i / 2] >> 4 : d[pos + i / 2] & 15) : d[pos + i];
       }
@@ -379,8 +394,8 @@ absl::StatusOr<PixelView> DecodeBmp(ByteSpan data, std::string_view name, const 
   if (l.compression == kBiRle8 || l.compression == kBiRle4) {
     uint8_t* index = buffers->scratch.Get(size_t{l.width} * l.height);
     if (index == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          AsAbsl(name), ": no memory to decode a ", l.width, "x", l.height, " image"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(AsAbsl(name), ": no memory to decode a ", l.width, "x", l.height, " image"));
     }
     SP_RETURN_IF_ERROR(DecodeRle(data, name, l, index));
     rows = index;
@@ -388,7 +403,7 @@ absl::StatusOr<PixelView> DecodeBmp(ByteSpan data, std::string_view name, const 
     SP_RETURN_IF_ERROR(CheckRawRows(data, name, l, &stride));
     bits = l.bits;
   }
-  SP_ASSIGN_OR_RETURN(uint8_t* out, PixelMemory(name, l.width, l.height, channels, buffers));
+  SP_ASSIGN_OR_RETURN(uint8_t * out, PixelMemory(name, l.width, l.height, channels, buffers));
   ConvertRows(rows, stride, l, bits, pal, channels, out);
   return PixelView{out, l.width, l.height, channels};
 }

@@ -95,15 +95,16 @@ Token NextToken(ByteSpan d, size_t* pos) {
 absl::StatusOr<uint64_t> TokenValue(const Token& t, std::string_view name, std::string_view kind,
                                     std::string_view what) {
   if (t.len > kMaxToken) {
-    return DataLossAt(name, t.start, absl::StrCat(AsAbsl(kind), ": ", AsAbsl(what), " '",
-                                                  AsAbsl(t.view()), "...' is over ", kMaxToken,
-                                                  " characters"));
+    return DataLossAt(name, t.start,
+                      absl::StrCat(AsAbsl(kind), ": ", AsAbsl(what), " '", AsAbsl(t.view()),
+                                   "...' is over ", kMaxToken, " characters"));
   }
   uint64_t v = 0;
   for (char c : t.view()) {
     if (c < '0' || c > '9') {
-      return DataLossAt(name, t.start, absl::StrCat(AsAbsl(kind), ": ", AsAbsl(what), " '",
-                                                    AsAbsl(t.view()), "' is not a number"));
+      return DataLossAt(name, t.start,
+                        absl::StrCat(AsAbsl(kind), ": ", AsAbsl(what), " '", AsAbsl(t.view()),
+                                     "' is not a number"));
     }
     v = v * 10 + static_cast<uint64_t>(c - '0');
   }
@@ -132,8 +133,8 @@ absl::StatusOr<Header> ReadHeader(ByteSpan d, std::string_view name) {
     size_t at = 0;
     SP_ASSIGN_OR_RETURN(uint64_t maxval, HeaderNumber(d, name, "maxval", &pos, &at));
     if (maxval == 0 || maxval > 65535) {
-      return DataLossAt(name, at, absl::StrCat("corrupt PNM header: maxval ", maxval,
-                                               " (must be 1 to 65535)"));
+      return DataLossAt(
+          name, at, absl::StrCat("corrupt PNM header: maxval ", maxval, " (must be 1 to 65535)"));
     }
     h.maxval = static_cast<uint32_t>(maxval);
   }
@@ -160,12 +161,14 @@ struct Writer {
 // The bytes of one raw row; DataLossError unless every row is in the file.
 absl::StatusOr<uint64_t> RawRowBytes(ByteSpan d, std::string_view name, const Header& h) {
   const uint64_t sample_bytes = h.maxval > 255 ? 2 : 1;
-  const uint64_t row_bytes =
-      h.kind == '4' ? (h.width + 7) / 8 : h.width * static_cast<uint64_t>(h.samples()) * sample_bytes;
+  const uint64_t row_bytes = h.kind == '4'
+                                 ? (h.width + 7) / 8
+                                 : h.width * static_cast<uint64_t>(h.samples()) * sample_bytes;
   const uint64_t rows = (d.size() - h.raster) / row_bytes;
   if (rows < h.height) {
-    return DataLossAt(name, d.size(), absl::StrCat("truncated PNM: the file holds ", rows, " of ",
-                                                   h.height, " rows from offset ", h.raster));
+    return DataLossAt(name, d.size(),
+                      absl::StrCat("truncated PNM: the file holds ", rows, " of ", h.height,
+                                   " rows from offset ", h.raster));
   }
   return row_bytes;
 }
@@ -209,8 +212,9 @@ absl::Status DecodePlainBits(ByteSpan d, std::string_view name, const Header& h,
     }
     if (!IsSpace(c)) {
       if (c != '0' && c != '1') {
-        return DataLossAt(name, pos, absl::StrCat("corrupt PNM data: ", Describe(c),
-                                                  " in a plain PBM (0 and 1 only)"));
+        return DataLossAt(
+            name, pos,
+            absl::StrCat("corrupt PNM data: ", Describe(c), " in a plain PBM (0 and 1 only)"));
       }
       if (n < total) {
         w.Put(c == '1' ? 0 : 255);
@@ -222,8 +226,9 @@ absl::Status DecodePlainBits(ByteSpan d, std::string_view name, const Header& h,
     ++pos;
   }
   if (n < total) {
-    return DataLossAt(name, d.size(), absl::StrCat("truncated PNM: plain data holds ", n, " of ",
-                                                   total, " pixels"));
+    return DataLossAt(
+        name, d.size(),
+        absl::StrCat("truncated PNM: plain data holds ", n, " of ", total, " pixels"));
   }
   return absl::OkStatus();
 }
@@ -235,13 +240,14 @@ absl::Status DecodePlainNumbers(ByteSpan d, std::string_view name, const Header&
   for (uint64_t n = 0; n < total; ++n) {
     const Token t = NextToken(d, &pos);
     if (t.len == 0) {
-      return DataLossAt(name, d.size(), absl::StrCat("truncated PNM: plain data holds ", n, " of ",
-                                                     total, " samples"));
+      return DataLossAt(
+          name, d.size(),
+          absl::StrCat("truncated PNM: plain data holds ", n, " of ", total, " samples"));
     }
     SP_ASSIGN_OR_RETURN(uint64_t v, TokenValue(t, name, "corrupt PNM data", "sample"));
     if (v > h.maxval) {
-      return DataLossAt(name, t.start, absl::StrCat("corrupt PNM data: sample ", v,
-                                                    " is over maxval ", h.maxval));
+      return DataLossAt(name, t.start,
+                        absl::StrCat("corrupt PNM data: sample ", v, " is over maxval ", h.maxval));
     }
     w.Put(Scale(static_cast<uint32_t>(v), h.maxval));
   }
@@ -255,8 +261,8 @@ absl::StatusOr<PixelView> DecodePnm(ByteSpan data, std::string_view name, const 
   SP_ASSIGN_OR_RETURN(Header h, ReadHeader(data, name));
   // CheckImageSize takes sides of 32 bits at most; a PNM's has 10 digits.
   if (h.width > UINT32_MAX || h.height > UINT32_MAX) {
-    return absl::InvalidArgumentError(absl::StrCat(AsAbsl(name), ": image too large: ", h.width,
-                                                   "x", h.height, " PNM"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(AsAbsl(name), ": image too large: ", h.width, "x", h.height, " PNM"));
   }
   SP_RETURN_IF_ERROR(CheckImageSize(name, ImageFormat::kPnm, h.width, h.height, spec));
   // The raster must be in the file before the output is allocated: every
@@ -266,15 +272,15 @@ absl::StatusOr<PixelView> DecodePnm(ByteSpan data, std::string_view name, const 
     const uint64_t available = data.size() - h.raster, pixels = h.width * h.height;
     if (pixels > available || pixels * static_cast<uint64_t>(h.samples()) > available) {
       return DataLossAt(name, data.size(),
-                        absl::StrCat("truncated PNM: ", available, " bytes of plain data cannot hold ",
-                                     pixels, " pixels"));
+                        absl::StrCat("truncated PNM: ", available,
+                                     " bytes of plain data cannot hold ", pixels, " pixels"));
     }
   } else {
     SP_ASSIGN_OR_RETURN(row_bytes, RawRowBytes(data, name, h));
   }
   const int channels = h.gray() && spec.keep_gray ? 1 : 3;
   const auto width = static_cast<uint32_t>(h.width), height = static_cast<uint32_t>(h.height);
-  SP_ASSIGN_OR_RETURN(uint8_t* out, PixelMemory(name, width, height, channels, buffers));
+  SP_ASSIGN_OR_RETURN(uint8_t * out, PixelMemory(name, width, height, channels, buffers));
   const Writer w{out, h.gray() && channels == 3 ? 3 : 1};
   if (h.kind == '1') {
     SP_RETURN_IF_ERROR(DecodePlainBits(data, name, h, w));

@@ -248,7 +248,8 @@ TEST(DecodeBmpTest, GrayPalettesStayOneChannelWithKeepGray) {
   b.width = 4;
   b.bits = 8;
   for (int i = 0; i < 256; ++i) {
-    b.palette.push_back({static_cast<uint8_t>(i), static_cast<uint8_t>(i), static_cast<uint8_t>(i)});
+    b.palette.push_back(
+        {static_cast<uint8_t>(i), static_cast<uint8_t>(i), static_cast<uint8_t>(i)});
   }
   b.pixels = std::string("\x00\x07\x80\xFF", 4);
   EXPECT_EQ(Pixels(b.Build(), true), (std::vector<uint8_t>{0, 7, 128, 255}));
@@ -399,7 +400,8 @@ TEST(DecodeBmpTest, OffsetsPalettesAndRunsPastTheEnd) {
   b.pixels = std::string(4, '\0');
   b.offbits = 1u << 30;
   auto r = Decode(b.Build(), &buffers);
-  ExpectError(r, absl::StatusCode::kDataLoss, "@10: corrupt BMP data: pixel data offset 1073741824");
+  ExpectError(r, absl::StatusCode::kDataLoss,
+              "@10: corrupt BMP data: pixel data offset 1073741824");
   EXPECT_EQ(internal::ErrorOffset(r.status()), 10u);
   b.offbits.reset();
   b.bits = 8;

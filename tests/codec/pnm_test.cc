@@ -57,7 +57,6 @@ void ExpectError(const absl::StatusOr<PixelView>& r, absl::StatusCode code,
   EXPECT_THAT(r, StatusIs(code, AllOf(StartsWith(kName), HasSubstr(std::string(fragment)))));
 }
 
-
 TEST(DecodePnmTest, BitmapsPlainAndRawOneIsBlack) {
   EXPECT_EQ(Pixels("P1\n3 2\n1 0 1\n0 1 1\n", 3, 2, 1, true), (Bytes{0, 255, 0, 255, 0, 0}));
   EXPECT_EQ(Pixels("P1\n3 2\n101011", 3, 2, 1, true), (Bytes{0, 255, 0, 255, 0, 0}));
@@ -95,7 +94,11 @@ TEST(DecodePnmTest, MaxvalScalesAsPythonsRoundTiesToEven) {
 TEST(DecodePnmTest, CommentsAndWhitespaceAsPilReadsThem) {
   EXPECT_EQ(Pixels("P5\n# made by hand\n2 # width\n#\n1\r\n255\n\x07\x08"s, 2, 1, 1, true),
             (Bytes{7, 8}));
-  EXPECT_EQ(Pixels("P5\t2\x0b" "1\x0c" "255\r\x07\x08"s, 2, 1, 1, true), (Bytes{7, 8}));
+  EXPECT_EQ(Pixels("P5\t2\x0b"
+                   "1\x0c"
+                   "255\r\x07\x08"s,
+                   2, 1, 1, true),
+            (Bytes{7, 8}));
   // A comment inside a token does not end it.
   EXPECT_EQ(Pixels("P5\n2#x\n 1 255\n\x07\x08"s, 2, 1, 1, true), (Bytes{7, 8}));
   // A comment ends at CR or LF, either.

@@ -123,7 +123,11 @@ absl::StatusOr<uint64_t> HeaderNumber(ByteSpan d, std::string_view name, std::st
 }
 
 absl::StatusOr<Header> ReadHeader(ByteSpan d, std::string_view name) {
-  // The sniffer saw "P1".."P6" and a whitespace byte.
+  // The magic number, ended by whitespace as PIL's _read_magic wants it
+  // (the sniffer checks the same, with fewer kinds of whitespace).
+  if (d.size() < 3 || d[0] != 'P' || d[1] < '1' || d[1] > '6' || !IsSpace(d[2])) {
+    return DataLossAt(name, 0, "corrupt PNM data: no P1 to P6 magic number");
+  }
   Header h;
   h.kind = static_cast<char>(d[1]);
   size_t pos = 3;

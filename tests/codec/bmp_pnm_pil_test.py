@@ -180,6 +180,12 @@ class BmpTest(PilTestCase):
         p = self.write("bw8.bmp", bmp(12, 4, 8, idx, palette=bw))
         self.assertSameAsPil(p, want)
         self.assertEqual(decode(p, keep_gray=True).shape[2], 1)
+        # PIL 9.4 refuses RLE with this palette ("unknown raw mode").
+        rle = rle8(idx)
+        want = pil_rgb(self.write("want_rle.bmp", bmp(12, 4, 8, None, palette=as_color,
+                                                      compression=1, raw=rle)))
+        self.assertSameAsPil(self.write("bw_rle.bmp", bmp(12, 4, 8, None, palette=bw,
+                                                          compression=1, raw=rle)), want)
         idx = indices(4, 12, 16, seed=6)
         ramp = [(i, i, i) for i in range(16)]
         want = pil_rgb(self.write("want4.bmp", bmp(12, 4, 4, idx,

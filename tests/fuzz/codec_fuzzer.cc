@@ -32,11 +32,9 @@ bool CheckResult(const absl::StatusOr<shardpack::codec::PixelView>& r,
   if (!r.ok()) {
     const absl::Status& s = r.status();
     const std::string_view m(s.message().data(), s.message().size());
-    // Unimplemented: a format whose decoder a branch has not written yet.
     Expect(s.code() == absl::StatusCode::kDataLoss ||
                s.code() == absl::StatusCode::kInvalidArgument ||
-               s.code() == absl::StatusCode::kResourceExhausted ||
-               s.code() == absl::StatusCode::kUnimplemented,
+               s.code() == absl::StatusCode::kResourceExhausted,
            "error code", s.ToString());
     Expect(m.starts_with(kName), "error does not name the file", m);
     return false;

@@ -41,7 +41,6 @@
 
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -64,8 +63,7 @@ struct DecodeSpec {
 // own per-image state aside).
 struct DecodeBuffers {
   internal::GrowableBuffer pixels;   // the output the PixelView points into
-  internal::GrowableBuffer scratch;  // a decoder's work memory (wide rows, a whole raster)
-  std::vector<uint8_t*> rows;        // row pointers (libpng)
+  internal::GrowableBuffer scratch;  // a decoder's work memory (a TIFF strip, BMP RLE indices)
 };
 
 using internal::PixelView;

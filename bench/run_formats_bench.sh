@@ -97,24 +97,26 @@ import io, json, os, sys
 import h5py, numpy as np
 from PIL import Image
 root, out = sys.argv[1], sys.argv[2]
-shard = json.load(open(os.path.join(out, "manifest.json")))["shards"][0]["path"]
-with h5py.File(os.path.join(out, shard), "r") as f:
-    data, offsets = f["data"][:], f["offsets"][:]
-    blob, key_offsets = f["keys"][:].tobytes(), f["key_offsets"][:]
-png_bytes = jpeg_bytes = 0
+shards = json.load(open(os.path.join(out, "manifest.json")))["shards"]
+png_bytes = jpeg_bytes = records = 0
 worst, sq, count = 0, 0.0, 0
-for i in range(len(offsets) - 1):
-    key = blob[key_offsets[i]:key_offsets[i + 1]].decode()
-    jpeg = data[offsets[i]:offsets[i + 1]].tobytes()
-    src = os.path.join(root, key)
-    png_bytes += os.path.getsize(src)
-    jpeg_bytes += len(jpeg)
-    a = np.asarray(Image.open(src).convert("RGB")).astype(int)
-    b = np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB")).astype(int)
-    worst = max(worst, int(np.abs(a - b).max()))
-    sq += float(((a - b) ** 2).sum())
-    count += a.size
+for shard in shards:
+    with h5py.File(os.path.join(out, shard["path"]), "r") as f:
+        data, offsets = f["data"][:], f["offsets"][:]
+        blob, key_offsets = f["keys"][:].tobytes(), f["key_offsets"][:]
+    for i in range(len(offsets) - 1):
+        key = blob[key_offsets[i]:key_offsets[i + 1]].decode()
+        jpeg = data[offsets[i]:offsets[i + 1]].tobytes()
+        src = os.path.join(root, key)
+        png_bytes += os.path.getsize(src)
+        jpeg_bytes += len(jpeg)
+        a = np.asarray(Image.open(src).convert("RGB")).astype(int)
+        b = np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB")).astype(int)
+        worst = max(worst, int(np.abs(a - b).max()))
+        sq += float(((a - b) ** 2).sum())
+        count += a.size
+        records += 1
 psnr = 10 * np.log10(255 ** 2 / (sq / count))
-print(f"passthrough conversion of {len(offsets) - 1} PNGs: JPEG 4:4:4 q100 is "
+print(f"passthrough conversion of {records} PNGs: JPEG 4:4:4 q100 is "
       f"{jpeg_bytes / png_bytes:.2f}x the PNG bytes; PSNR {psnr:.1f} dB, largest error {worst}")
 EOF

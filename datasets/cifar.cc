@@ -448,11 +448,12 @@ class CifarWorker : public SourceWorker {
 class CifarSource : public Source {
  public:
   CifarSource(std::shared_ptr<const CifarData> data, Schema schema, std::vector<Skipped> problems,
-              std::string params)
+              std::string params, std::string fingerprint)
       : data_(std::move(data)),
         schema_(std::move(schema)),
         problems_(std::move(problems)),
-        params_(std::move(params)) {
+        params_(std::move(params)),
+        fingerprint_(std::move(fingerprint)) {
     for (const CifarFile& f : data_->files) input_bytes_ += f.file->size();
   }
 
@@ -464,6 +465,7 @@ class CifarSource : public Source {
   }
   const std::vector<Skipped>& open_problems() const override { return problems_; }
   uint64_t input_bytes() const override { return input_bytes_; }
+  const std::string& input_fingerprint() const override { return fingerprint_; }
   std::string ParamsJson() const override { return params_; }
   std::unique_ptr<SourceWorker> NewWorker() const override {
     return std::make_unique<CifarWorker>(data_);
@@ -474,8 +476,31 @@ class CifarSource : public Source {
   Schema schema_;
   std::vector<Skipped> problems_;
   std::string params_;
+  std::string fingerprint_;
   uint64_t input_bytes_ = 0;
 };
+
+// Each file's name, size and the CRC-32C of all its bytes (a truncated tail
+// included): CIFAR's files are few and small (180 MB in all), and the
+// hardware CRC reads them at memory speed, once, at open.
+absl::StatusOr<std::string> Fingerprint(const CifarData& data) {
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::vector<uint8_t> buffer(kChunk);
+  InputHasher hasher;
+  for (const CifarFile& f : data.files) {
+    const uint64_t size = f.file->size();
+    uint32_t crc = 0;
+    for (uint64_t at = 0; at < size; at += kChunk) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, size - at));
+      SP_RETURN_IF_ERROR(f.file->ReadExact(at, std::span<uint8_t>(buffer.data(), n)));
+      crc = Crc32cExtend(crc, buffer.data(), n);
+    }
+    hasher.Add(f.name);
+    hasher.Add(size);
+    hasher.Add(uint64_t{crc});
+  }
+  return hasher.Text();
+}
 
 std::string MakeParamsJson(const CifarOptions& options, const std::vector<Input>& inputs,
                            const CifarData& data) {
@@ -531,8 +556,9 @@ absl::StatusOr<std::unique_ptr<Source>> OpenCifar(const CifarOptions& options) {
   SP_ASSIGN_OR_RETURN(schema.labels,
                       ReadLabelFields(data->files, variant, options.on_error, &problems));
   std::string params = MakeParamsJson(options, inputs, *data);
+  SP_ASSIGN_OR_RETURN(std::string fingerprint, Fingerprint(*data));
   return std::make_unique<CifarSource>(std::move(data), std::move(schema), std::move(problems),
-                                       std::move(params));
+                                       std::move(params), std::move(fingerprint));
 }
 
 }  // namespace shardpack::datasets

@@ -373,12 +373,21 @@ class ImageSource : public Source {
         options_.mode == ImageMode::kRaw
             ? ImageInfo{Encoding::kRaw, Layout::kHWC, options_.raw_height, options_.raw_width, 3}
             : ImageInfo{Encoding::kJpeg, Layout::kHWC, 0, 0, 0};
+    InputHasher hasher;
+    for (const std::string& name : classes) hasher.Add(name);
     schema_.labels.push_back(LabelField{"label", std::move(classes)});
+    hasher.Add(uint64_t{items_.size()});
     for (const Item& item : items_) {
       std::error_code ec;
       const uintmax_t bytes = fs::file_size(ItemPath(item), ec);
       if (!ec) input_bytes_ += bytes;
+      // One stat per item, already made for input_bytes: the fingerprint
+      // costs no more I/O. A file that cannot be read counts as size 2^64-1.
+      hasher.Add(item.key);
+      hasher.Add(static_cast<uint64_t>(item.label));
+      hasher.Add(ec ? ~uint64_t{0} : uint64_t{bytes});
     }
+    fingerprint_ = hasher.Text();
   }
 
   size_t size() const override { return items_.size(); }
@@ -386,6 +395,7 @@ class ImageSource : public Source {
   std::string ItemPath(size_t i) const override { return ItemPath(items_[i]); }
   const std::vector<Skipped>& open_problems() const override { return problems_; }
   uint64_t input_bytes() const override { return input_bytes_; }
+  const std::string& input_fingerprint() const override { return fingerprint_; }
   std::string ParamsJson() const override;
   std::unique_ptr<SourceWorker> NewWorker() const override {
     return std::make_unique<ImageWorker>(options_, root_, items_);
@@ -400,6 +410,7 @@ class ImageSource : public Source {
   std::vector<Skipped> problems_;
   Schema schema_;
   uint64_t input_bytes_ = 0;
+  std::string fingerprint_;
 };
 
 std::string ImageSource::ParamsJson() const {

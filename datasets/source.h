@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "shardpack/crc32c.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
 
@@ -86,11 +88,40 @@ class Source {
   // Total bytes of the input files (for the summary and MB/s).
   virtual uint64_t input_bytes() const = 0;
 
+  // What the input is, computed once at open: "crc32c:" and 8 hex digits
+  // (InputHasher) over what decides the records and their order (an image
+  // folder or list: each item's relative path, label and file size, in item
+  // order; CIFAR: each file's name, size and CRC-32C of its bytes). Parts
+  // packed on many machines carry it, so that `merge` can tell the parts of
+  // one pack from parts of another input.
+  virtual const std::string& input_fingerprint() const = 0;
+
   // A description of the source and its options, as a JSON object text,
   // stored in the manifest's "pack" object under "source".
   virtual std::string ParamsJson() const = 0;
 
   virtual std::unique_ptr<SourceWorker> NewWorker() const = 0;
+};
+
+// Builds an input fingerprint: CRC-32C over length-prefixed strings and
+// little-endian integers, so that ("ab","c") and ("a","bc") differ. 32 bits
+// tell inputs apart by accident, not against malice: whoever can write a
+// part can write its manifest too.
+class InputHasher {
+ public:
+  void Add(uint64_t v) {
+    uint8_t bytes[8];
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(v >> (8 * i));
+    crc_ = Crc32cExtend(crc_, bytes, sizeof(bytes));
+  }
+  void Add(std::string_view s) {
+    Add(uint64_t{s.size()});
+    crc_ = Crc32cExtend(crc_, reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  }
+  std::string Text() const { return absl::StrFormat("crc32c:%08x", crc_); }
+
+ private:
+  uint32_t crc_ = 0;
 };
 
 }  // namespace shardpack::datasets

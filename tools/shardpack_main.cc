@@ -3,7 +3,7 @@
 //   shardpack cifar INPUT... -o OUT [--cifar 10|100] [--split train|test] ...
 //   shardpack images ROOT -o OUT [--mode passthrough|reencode|raw] ...
 //   shardpack images --list FILE --root DIR -o OUT ...
-//   shardpack merge PART... -o OUT [--format shard|lmdb|hdf5]
+//   shardpack merge PART... -o OUT [--format shard|lmdb|hdf5] [--check]
 //   shardpack convert INPUT... -o OUT --format shard|lmdb|hdf5
 //
 // docs/cli.md documents every flag.
@@ -25,6 +25,7 @@
 #include "tools/common/cli.h"
 #include "tools/pack/pack.h"
 #include "tools/pack/path_overlap.h"
+#include "tools/pack/scheduler_part.h"
 
 namespace shardpack {
 namespace {
@@ -48,7 +49,8 @@ struct CommonFlags {
   bool verbose = false;
   bool json = false;
   std::string on_error = "skip";
-  std::string part = "1/1";
+  std::string part;  // "" (1/1, not a part), "I/N" or "auto"
+  uint64_t parts = 0;  // --parts, with --part auto; 0: not given
 };
 
 constexpr uint64_t kMaxU64 = std::numeric_limits<uint64_t>::max();
@@ -65,6 +67,7 @@ absl::Status ParsePart(const std::string& text, uint32_t* index, uint32_t* count
 }
 
 std::string CheckPart(const std::string& text) {
+  if (text == "auto") return "";
   uint32_t index, count;
   absl::Status s = ParsePart(text, &index, &count);
   return s.ok() ? "" : std::string(s.message());
@@ -100,8 +103,11 @@ void AddCommonFlags(CLI::App* app, CommonFlags* f) {
   app->add_flag("--json", f->json, "Print a JSON summary on stdout");
   app->add_option("--on-error", f->on_error, "skip (list in skipped.tsv) or fail")
       ->check(CLI::IsMember({"skip", "fail"}));
-  app->add_option("--part", f->part, "Pack part I of N (1-based), e.g. 3/8")
-      ->check(CheckPart, "I/N");
+  app->add_option("--part", f->part,
+                  "Pack part I of N (1-based), e.g. 3/8; auto: from the scheduler's variables")
+      ->check(CheckPart, "I/N or auto");
+  app->add_option("--parts", f->parts, "With --part auto: the number of parts (Kubernetes)")
+      ->transform(cli::WholeNumberIn(1, pack::kMaxParts));
 }
 
 datasets::OnError OnErrorOf(const CommonFlags& f) {
@@ -143,8 +149,15 @@ absl::StatusOr<pack::PackOptions> ToPackOptions(const CommonFlags& f) {
   o.seed = f.seed;
   o.threads = f.threads;
   o.quiet = f.quiet;
-  absl::Status part = ParsePart(f.part, &o.part_index, &o.part_count);
-  if (!part.ok()) return absl::InvalidArgumentError(absl::StrCat("--part ", part.message()));
+  if (f.parts != 0 && f.part != "auto") {
+    return absl::InvalidArgumentError("--parts goes with --part auto");
+  }
+  if (!f.part.empty() && f.part != "auto") {
+    absl::Status part = ParsePart(f.part, &o.part_index, &o.part_count);
+    if (!part.ok()) return absl::InvalidArgumentError(absl::StrCat("--part ", part.message()));
+  }
+  // A part (of a job array) may be retried: its own earlier output goes.
+  o.retry_replaces = !f.part.empty();
   if (f.shard_records > 0) {
     o.writer.shard_max_records = f.shard_records;
     o.writer.shard_max_bytes = 0;
@@ -196,6 +209,20 @@ int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
             const std::function<absl::StatusOr<std::unique_ptr<datasets::Source>>()>& open) {
   auto options = ToPackOptions(f);
   if (!options.ok()) return cli::UsageError(kTool, options.status());
+  if (f.part == "auto") {
+    // The environment is read once the flags are known good; a bad value
+    // there is a failure (exit 1) naming the variable, not a usage error.
+    std::optional<uint64_t> parts;
+    if (f.parts != 0) parts = f.parts;
+    auto part = pack::PartFromScheduler(parts);
+    if (!part.ok()) return cli::Fail(kTool, part.status());
+    options->part_index = part->index;
+    options->part_count = part->count;
+    if (f.verbose) {
+      std::fprintf(stderr, "%s: part %u of %u (%s)\n", kTool, part->index + 1, part->count,
+                   part->source.c_str());
+    }
+  }
   absl::Status apart = pack::CheckOutputApartFromInputs(f.output, inputs);
   if (!apart.ok()) return cli::Fail(kTool, apart);
   auto source = open();
@@ -341,13 +368,15 @@ struct MergeCommand {
   std::vector<std::string> parts;
   std::string output, format;
   bool overwrite = false;
+  bool check = false;
   bool verbose = false;
 };
 
 CLI::App* AddMergeCommand(CLI::App& app, MergeCommand* c) {
   CLI::App* cmd = app.add_subcommand("merge", "Make one dataset of packed parts");
-  cmd->add_option("parts", c->parts, "Part datasets, in order")->required();
-  cmd->add_option("-o,--output", c->output, "Output dataset directory")->required();
+  cmd->add_option("parts", c->parts, "Part datasets, in any order")->required();
+  cmd->add_option("-o,--output", c->output, "Output dataset directory (not with --check)");
+  cmd->add_flag("--check", c->check, "Check that the parts make one pack; write nothing");
   cmd->add_flag("--overwrite", c->overwrite,
                 "Replace an existing output (only a dataset shardpack wrote, or an empty folder)");
   cmd->add_option("--format", c->format,
@@ -358,16 +387,27 @@ CLI::App* AddMergeCommand(CLI::App& app, MergeCommand* c) {
 }
 
 int RunMerge(const MergeCommand& c) {
-  std::optional<Backend> backend;
-  if (!c.format.empty()) backend = backends::ParseBackend(c.format);
-  if (c.verbose) {
-    std::fprintf(stderr, "%s: merging %zu parts into %s\n", kTool, c.parts.size(),
-                 c.output.c_str());
+  if (c.output.empty() && !c.check) {
+    return cli::UsageError(kTool, absl::InvalidArgumentError("merge: -o OUT is required"));
   }
-  auto merged = pack::Merge(c.parts, c.output, c.overwrite, backend);
+  if (c.check && !c.output.empty()) {
+    return cli::UsageError(kTool, absl::InvalidArgumentError(
+                                      "merge --check writes nothing: give no -o"));
+  }
+  pack::MergeOptions o;
+  o.output = c.output;
+  o.overwrite = c.overwrite;
+  o.check_only = c.check;
+  if (!c.format.empty()) o.backend = backends::ParseBackend(c.format);
+  if (c.verbose) {
+    std::fprintf(stderr, "%s: %s %zu parts%s%s\n", kTool, c.check ? "checking" : "merging",
+                 c.parts.size(), c.check ? "" : " into ", c.output.c_str());
+  }
+  auto merged = pack::Merge(c.parts, o);
   if (!merged.ok()) return cli::Fail(kTool, merged.status());
-  std::fprintf(stderr, "merged %zu parts: %llu records in %zu shards\n", c.parts.size(),
-               static_cast<unsigned long long>(merged->records()), merged->shards.size());
+  std::fprintf(stderr, "%s %zu parts of one pack (input %s): %llu records in %zu shards\n",
+               c.check ? "checked" : "merged", merged->parts, merged->fingerprint.c_str(),
+               static_cast<unsigned long long>(merged->records), merged->shards);
   return 0;
 }
 

@@ -193,6 +193,35 @@ void Line(std::string* out, std::string_view name, std::string_view value) {
                                        absl::string_view(value.data(), value.size())));
 }
 
+// A field of a free-form object as text: a string as it is, anything else
+// (a hostile manifest may put anything there) as JSON, "?" when absent.
+std::string FieldText(const Json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return "?";
+  const Json& v = j[key];
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// "from 3 parts (by shardpack 0.1.0): 1 p/1 (100 records), 2 p/2 (...)".
+std::string MergedText(const Json& merged) {
+  constexpr size_t kShown = 8;
+  if (!merged.is_object() || !merged.contains("parts") || !merged["parts"].is_array()) {
+    return DumpJson(merged, false);
+  }
+  const Json& parts = merged["parts"];
+  std::vector<std::string> listed;
+  for (size_t i = 0; i < parts.size() && i < kShown; ++i) {
+    listed.push_back(absl::StrCat(FieldText(parts[i], "index"), " ",
+                                  EscapeKey(FieldText(parts[i], "path")), " (",
+                                  FieldText(parts[i], "records"), " records)"));
+  }
+  std::string text = absl::StrCat("from ", parts.size(), " parts (by ", FieldText(merged, "tool"),
+                                  "): ", absl::StrJoin(listed, ", "));
+  if (parts.size() > kShown) {
+    absl::StrAppend(&text, ", ... ", parts.size() - kShown, " more (--json lists all)");
+  }
+  return text;
+}
+
 template <typename T>
 std::string SpreadText(std::vector<T>* v, bool with_mean) {
   if (v->empty()) return "-";
@@ -230,7 +259,14 @@ std::string InfoText(const OpenedDataset& ds, Facts* f) {
     }
     absl::StrAppend(&schema, "; labels: ", fields.empty() ? "none" : absl::StrJoin(fields, ", "));
     Line(&out, "schema", schema);
-    Line(&out, "pack", DumpJson(PackJson(ds), false));
+    Json pack = PackJson(ds);
+    // A merged dataset's parts get a line of their own, kept short: the
+    // pack line stays readable for 1,000 parts; --json lists them all.
+    if (pack.is_object() && pack.contains("merged")) {
+      Line(&out, "merged", MergedText(pack["merged"]));
+      pack.erase("merged");
+    }
+    Line(&out, "pack", DumpJson(pack, false));
   } else {
     Line(&out, "schema", "- (a lone shard has no manifest)");
   }

@@ -1,5 +1,6 @@
-// shardpack merge: parts packed on many machines become one dataset. Shard
-// files are hard-linked (copied only across file systems), never rewritten.
+// shardpack merge: parts packed on many machines become one dataset. Every
+// part is checked first (part_check.h); then shard files are hard-linked
+// (copied only across file systems), never rewritten: O(parts + shards).
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,7 @@
 #include "shardpack/status.h"
 #include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
+#include "tools/pack/part_check.h"
 #include "tools/pack/path_overlap.h"
 
 namespace shardpack::pack {
@@ -34,55 +36,90 @@ std::string SkippedLines(const std::string& part) {
   return newline == std::string::npos ? "" : text->substr(newline + 1);
 }
 
-}  // namespace
-
-absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std::string& output,
-                               bool overwrite, std::optional<Backend> backend) {
-  if (parts.empty()) return absl::InvalidArgumentError("merge needs at least one part");
-  std::vector<InputPath> apart;
-  for (const std::string& path : parts) apart.push_back({path});
-  SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(output, apart));
-  std::vector<Manifest> manifests;
-  bool same_backend = true;
-  for (const std::string& part : parts) {
-    SP_ASSIGN_OR_RETURN(Manifest m, ReadManifest(part));
-    if (!backend) backend = m.backend;
-    same_backend = same_backend && m.backend == *backend;
-    if (!manifests.empty() && !(m.schema == manifests[0].schema)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(part, ": schema differs from that of ", parts[0]));
-    }
-    manifests.push_back(std::move(m));
-  }
-
-  if (!same_backend) {
-    ConvertOptions o;
-    o.output = output;
-    o.backend = *backend;
-    o.overwrite = overwrite;
-    o.quiet = true;
-    return Convert(parts, o);
-  }
-  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(output, overwrite));
-  Manifest merged = manifests[0];
-  merged.shards.clear();
-  std::string skipped = "path\treason\n";
+// The merged dataset's "pack": that of the parts (they are equal but for
+// "part") without "part", and "merged": by which tool, from which parts.
+std::string MergedPackJson(const std::vector<const PartDataset*>& sorted) {
+  Json pack = sorted.front()->pack;
+  pack.erase("part");
   Json from = Json::array();
-  for (size_t p = 0; p < parts.size(); ++p) {
-    for (const ShardEntry& shard : manifests[p].shards) {
+  for (const PartDataset* p : sorted) {
+    from.push_back({{"index", p->index},
+                    {"path", p->path},
+                    {"records", p->manifest.records()},
+                    {"shards", p->manifest.shards.size()}});
+  }
+  pack["merged"] = {{"tool", "shardpack " SHARDPACK_VERSION},
+                    {"count", sorted.front()->count},
+                    {"parts", std::move(from)}};
+  return pack.dump();
+}
+
+absl::StatusOr<Manifest> LinkParts(const std::vector<const PartDataset*>& sorted,
+                                   const MergeOptions& o) {
+  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
+  Manifest merged = sorted.front()->manifest;
+  merged.shards.clear();
+  merged.pack_json = MergedPackJson(sorted);
+  std::string skipped = "path\treason\n";
+  for (const PartDataset* p : sorted) {
+    for (const ShardEntry& shard : p->manifest.shards) {
       std::string name = ShardFileName(kDefaultShardPrefix, merged.shards.size(), merged.backend);
-      SP_RETURN_IF_ERROR(LinkOrCopy(fs::path(parts[p]) / shard.path, fs::path(out->staging()) / name));
+      SP_RETURN_IF_ERROR(
+          LinkOrCopy(fs::path(p->path) / shard.path, fs::path(out->staging()) / name));
       ShardEntry entry = shard;
       entry.path = name;
       merged.shards.push_back(std::move(entry));
     }
-    skipped += SkippedLines(parts[p]);
-    from.push_back({{"path", parts[p]}, {"pack", Json::parse(manifests[p].pack_json, nullptr, false)}});
+    skipped += SkippedLines(p->path);
   }
-  merged.pack_json = Json{{"tool", "shardpack " SHARDPACK_VERSION}, {"merged_from", from}}.dump();
-  SP_RETURN_IF_ERROR(WriteFileAtomically((fs::path(out->staging()) / "skipped.tsv").string(), skipped));
+  SP_RETURN_IF_ERROR(
+      WriteFileAtomically((fs::path(out->staging()) / "skipped.tsv").string(), skipped));
   SP_RETURN_IF_ERROR(out->Publish(merged));
   return merged;
+}
+
+}  // namespace
+
+absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& paths, const MergeOptions& o) {
+  if (paths.empty()) return absl::InvalidArgumentError("merge needs at least one part");
+  if (!o.check_only || !o.output.empty()) {
+    std::vector<InputPath> apart;
+    for (const std::string& path : paths) apart.push_back({path});
+    SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
+  }
+  std::vector<PartDataset> parts;
+  parts.reserve(paths.size());
+  for (const std::string& path : paths) {
+    SP_ASSIGN_OR_RETURN(PartDataset p, ReadPart(path));
+    parts.push_back(std::move(p));
+  }
+  SP_ASSIGN_OR_RETURN(std::vector<const PartDataset*> sorted, CheckParts(parts));
+  MergeResult result;
+  result.parts = sorted.size();
+  result.fingerprint = sorted.front()->pack["input"]["fingerprint"].get<std::string>();
+  for (const PartDataset* p : sorted) {
+    result.records += p->manifest.records();
+    result.shards += p->manifest.shards.size();
+  }
+  if (o.check_only) return result;
+
+  const Backend backend = o.backend.value_or(sorted.front()->manifest.backend);
+  bool same_backend = true;
+  for (const PartDataset* p : sorted) same_backend = same_backend && p->manifest.backend == backend;
+  if (same_backend) {
+    SP_ASSIGN_OR_RETURN(result.manifest, LinkParts(sorted, o));
+    return result;
+  }
+  ConvertOptions c;
+  c.output = o.output;
+  c.backend = backend;
+  c.overwrite = o.overwrite;
+  c.quiet = true;
+  c.pack_json = MergedPackJson(sorted);
+  std::vector<std::string> in_order;
+  for (const PartDataset* p : sorted) in_order.push_back(p->path);
+  SP_ASSIGN_OR_RETURN(result.manifest, Convert(in_order, c));
+  return result;
 }
 
 }  // namespace shardpack::pack

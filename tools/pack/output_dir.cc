@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "format/unique_fd.h"
+#include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
@@ -158,8 +159,39 @@ absl::Status CheckNotInUse(const std::string& dir) {
   return absl::OkStatus();
 }
 
+constexpr std::string_view kMarkerPackPrefix = "pack ";
+
+// The "pack" object `dir` records: its manifest's, or (a publish cut short
+// before the manifest) the one its staging marker holds; null when neither.
+nlohmann::json RecordedPack(const std::string& dir, const std::vector<std::string>& files) {
+  if (std::find(files.begin(), files.end(), kManifestFileName) != files.end()) {
+    absl::StatusOr<Manifest> m = ReadManifest(dir);
+    if (!m.ok()) return nullptr;
+    return nlohmann::json::parse(m->pack_json, nullptr, /*allow_exceptions=*/false);
+  }
+  absl::StatusOr<std::string> marker = ReadSmallFile(Join(dir, kStagingMarker));
+  if (!marker.ok()) return nullptr;
+  std::string_view text = *marker;
+  const size_t at = text.find(kMarkerPackPrefix);
+  if (at == std::string_view::npos) return nullptr;
+  text.remove_prefix(at + kMarkerPackPrefix.size());
+  text = text.substr(0, text.find('\n'));
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+// True when the dataset of ours at `dir` (its `files`) was written by the
+// very pack `identity` describes: a retry may replace it.
+bool SamePack(const std::string& dir, const std::vector<std::string>& files,
+              const std::string& identity) {
+  if (identity.empty()) return false;
+  const nlohmann::json want = nlohmann::json::parse(identity, nullptr, false);
+  const nlohmann::json have = RecordedPack(dir, files);
+  return want.is_object() && have.is_object() && want == have;
+}
+
 // The refusal of an existing `path`, or OK when it may be replaced.
-absl::Status CheckExistingOutput(const std::string& path, bool overwrite) {
+absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
+                                 const std::string& identity) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
     return errno == ENOENT ? absl::OkStatus() : ErrnoError("stat", path, errno);
@@ -171,8 +203,15 @@ absl::Status CheckExistingOutput(const std::string& path, bool overwrite) {
       return absl::AlreadyExistsError(absl::StrCat(path, " already exists and ", why, "; ",
                                                    kOverwriteRule, ": choose another output"));
     }
+    if (SamePack(path, files, identity)) return CheckNotInUse(path);  // a retry
     const bool interrupted =
         !files.empty() && std::find(files.begin(), files.end(), kManifestFileName) == files.end();
+    if (!identity.empty() && !files.empty()) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          path, " already exists", interrupted ? " (without a manifest)" : "",
+          " and was not written by this pack (another part, input, seed or option): a retry "
+          "replaces only its own output; use --overwrite to replace it"));
+    }
     return absl::AlreadyExistsError(absl::StrCat(
         path, " already exists", interrupted ? " (without a manifest: an interrupted pack?)" : "",
         "; use --overwrite to replace it"));
@@ -184,10 +223,16 @@ absl::Status CheckExistingOutput(const std::string& path, bool overwrite) {
   return CheckNotInUse(path);
 }
 
-absl::Status WriteMarker(const std::string& staging) {
-  return WriteFileAtomically(
-      Join(staging, kStagingMarker),
-      absl::StrCat("shardpack staging directory, written by process ", ::getpid(), "\n"));
+// The marker names the pack (its "pack" object on one line) when it has an
+// identity, so that a retry can tell its own cut-short publish.
+absl::Status WriteMarker(const std::string& staging, const std::string& identity) {
+  std::string text =
+      absl::StrCat("shardpack staging directory, written by process ", ::getpid(), "\n");
+  if (!identity.empty()) {
+    const nlohmann::json pack = nlohmann::json::parse(identity, nullptr, false);
+    absl::StrAppend(&text, std::string(kMarkerPackPrefix), pack.dump(), "\n");
+  }
+  return WriteFileAtomically(Join(staging, kStagingMarker), text);
 }
 
 // Removes everything in our stale staging directory but the directory
@@ -204,7 +249,8 @@ absl::Status ClearDirectory(const std::string& dir) {
 
 // An OUT.partial that exists already: ours and abandoned (cleared and
 // taken), in use, or not ours (refused, untouched).
-absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::string& out) {
+absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::string& out,
+                                       const std::string& identity) {
   struct stat st;
   if (::lstat(staging.c_str(), &st) != 0) return ErrnoError("stat", staging, errno);
   if (!S_ISDIR(st.st_mode)) {
@@ -231,18 +277,19 @@ absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::st
   }
   // Ours, and the pack that made it is gone (killed): its lock is free.
   SP_RETURN_IF_ERROR(ClearDirectory(staging));
-  SP_RETURN_IF_ERROR(WriteMarker(staging));
+  SP_RETURN_IF_ERROR(WriteMarker(staging, identity));
   return fd;
 }
 
 // Creates and locks the staging directory, or takes over an abandoned one.
-absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& out) {
+absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& out,
+                               const std::string& identity) {
   std::error_code ec;
   const fs::path parent = fs::path(staging).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
   if (ec) return ErrnoError("create", parent.string(), ec.value());
   if (::mkdir(staging.c_str(), 0777) != 0) {
-    if (errno == EEXIST) return TakeExistingStaging(staging, out);
+    if (errno == EEXIST) return TakeExistingStaging(staging, out, identity);
     return ErrnoError("create", staging, errno);
   }
   Fd fd(::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -254,7 +301,7 @@ absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& ou
   if (status.ok() && ::flock(fd.get(), LOCK_EX) != 0 && !LocksUnsupported(errno)) {
     status = ErrnoError("lock", staging, errno);
   }
-  if (status.ok()) status = WriteMarker(staging);
+  if (status.ok()) status = WriteMarker(staging, identity);
   if (!status.ok()) {
     fs::remove_all(staging, ec);
     return status;
@@ -295,12 +342,13 @@ absl::Status CheckOurDataset(const std::string& dir) {
   return absl::FailedPreconditionError(absl::StrCat(dir, " ", why));
 }
 
-absl::StatusOr<std::unique_ptr<OutputDir>> OutputDir::Create(std::string path, bool overwrite) {
+absl::StatusOr<std::unique_ptr<OutputDir>> OutputDir::Create(std::string path, bool overwrite,
+                                                             const std::string& identity) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   if (path.empty()) return absl::InvalidArgumentError("the output path is empty");
-  SP_RETURN_IF_ERROR(CheckExistingOutput(path, overwrite));
+  SP_RETURN_IF_ERROR(CheckExistingOutput(path, overwrite, identity));
   std::string staging = path + ".partial";
-  SP_ASSIGN_OR_RETURN(Fd lock, TakeStaging(staging, path));
+  SP_ASSIGN_OR_RETURN(Fd lock, TakeStaging(staging, path, identity));
   return std::unique_ptr<OutputDir>(new OutputDir(std::move(path), std::move(staging),
                                                   lock.release()));
 }

@@ -14,6 +14,11 @@
 //   else is refused with a message naming it and saying why.
 // - The old dataset is swapped out atomically and removed file by file,
 //   only the files it was verified to hold.
+// - A pack with an identity (its "pack" object: a part of a multi-machine
+//   pack) writes it into the marker as a line "pack <JSON>". A later run
+//   with the same identity (a retried array task) may replace, without
+//   `overwrite`, a dataset of ours that records that identity: in its
+//   manifest, or in its marker when its publish was cut short.
 #ifndef SHARDPACK_TOOLS_PACK_OUTPUT_DIR_H_
 #define SHARDPACK_TOOLS_PACK_OUTPUT_DIR_H_
 
@@ -47,7 +52,12 @@ class OutputDir {
   // naming the path and why), or while another process holds it
   // (FailedPreconditionError "... is in use"). Then takes the staging
   // directory "<path>.partial" as described above.
-  static absl::StatusOr<std::unique_ptr<OutputDir>> Create(std::string path, bool overwrite);
+  // With a non-empty `identity` (a "pack" object, JSON), an existing
+  // dataset of ours recording the same object (compared as JSON) is
+  // replaced as with `overwrite`; one recording another is refused saying
+  // so.
+  static absl::StatusOr<std::unique_ptr<OutputDir>> Create(std::string path, bool overwrite,
+                                                           const std::string& identity = "");
 
   // Removes the staging directory unless Publish() succeeded, then lets the
   // lock go.

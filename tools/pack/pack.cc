@@ -30,7 +30,11 @@ std::string PackJson(const datasets::Source& source, const PackOptions& o) {
   j["source"] = Json::parse(source.ParamsJson(), nullptr, false);
   j["shuffle"] = o.shuffle;
   j["seed"] = o.seed;
-  j["part"] = absl::StrCat(o.part_index + 1, "/", o.part_count);
+  // What merge checks: which part of how many, and of which input.
+  j["part"] = {{"index", o.part_index + 1}, {"count", o.part_count}};
+  j["input"] = {{"items", source.size()},
+                {"bytes", source.input_bytes()},
+                {"fingerprint", source.input_fingerprint()}};
   j["shard_max_bytes"] = o.writer.shard_max_bytes;
   j["shard_max_records"] = o.writer.shard_max_records;
   j["format"] = std::string(BackendName(o.writer.backend));
@@ -79,13 +83,19 @@ datasets::Skipped SkippedItem(std::string path, const absl::Status& error) {
 
 }  // namespace
 
+uint64_t PartBegin(uint64_t n, uint64_t index, uint32_t count) {
+  // n * index / count without n * index, which may pass 2^64 for a huge
+  // input cut into many parts: (n % count) * index < count^2 fits.
+  return n / count * index + n % count * index / count;
+}
+
 std::vector<size_t> PartOrder(size_t n, bool shuffle, uint64_t seed, uint32_t index,
                               uint32_t count) {
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
   // The reader's counter-based shuffle: the order depends on the seed alone.
   if (shuffle) internal::Shuffle(std::span<size_t>(order), seed, internal::kStreamPack, 0);
-  size_t begin = n * index / count, end = n * (index + 1) / count;
+  const size_t begin = PartBegin(n, index, count), end = PartBegin(n, index + 1, count);
   return std::vector<size_t>(order.begin() + begin, order.begin() + end);
 }
 
@@ -101,11 +111,13 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
   if (!source.schema().labels.empty()) summary.classes = source.schema().labels[0].classes.size();
   summary.bytes_in = source.input_bytes();
 
-  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
+  const std::string pack_json = PackJson(source, o);
+  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite,
+                                                  o.retry_replaces ? pack_json : ""));
   DatasetWriterOptions w = o.writer;
   w.directory = out->staging();
   w.schema = source.schema();
-  w.pack_json = PackJson(source, o);
+  w.pack_json = pack_json;
   w.write_manifest = false;
   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
 

@@ -24,6 +24,12 @@ struct PackOptions {
   int threads = 0;             // 0: all cores
   uint32_t part_index = 0;     // this run packs part part_index of part_count
   uint32_t part_count = 1;
+  // A retried task: an existing output that this very pack wrote (the same
+  // "pack" object: part, input fingerprint, seed, options, tool), whole or
+  // cut short before its manifest, is replaced without `overwrite`. Output
+  // is deterministic, so the retry writes the same bytes. Anything else at
+  // the output is refused as without this.
+  bool retry_replaces = false;
   bool quiet = false;          // no progress or summary on stderr
   // Shard limits, block size and compression; schema, pack_json and
   // directory are filled in by Pack.
@@ -61,16 +67,41 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
 // contiguous ranges. Concatenating the parts in order gives the order of a
 // single-part pack, which is what makes `merge` of the parts equal to one
 // pack of the whole input.
+// The first item of part `index` (0-based; index == count gives n) of a
+// source of n items cut into `count` parts: n * index / count, exactly.
+uint64_t PartBegin(uint64_t n, uint64_t index, uint32_t count);
+
 std::vector<size_t> PartOrder(size_t n, bool shuffle, uint64_t seed, uint32_t index,
                               uint32_t count);
 
-// Makes one dataset of part datasets, in the order given. Parts must share a
-// schema. When they are all of `backend` (nullopt: the first part's), shard
-// bytes are not rewritten (hard-linked, or copied across file systems);
-// otherwise the parts are converted (see Convert). Same atomicity as Pack;
-// an output that is a part, holds one or lies inside one is refused.
-absl::StatusOr<Manifest> Merge(const std::vector<std::string>& parts, const std::string& output,
-                               bool overwrite, std::optional<Backend> backend = std::nullopt);
+struct MergeOptions {
+  std::string output;  // the dataset to make; may be empty with check_only
+  bool overwrite = false;
+  // The output's backend; nullopt: the parts'. Parts of another backend
+  // are converted record by record (see Convert) instead of linked.
+  std::optional<Backend> backend;
+  bool check_only = false;  // check the parts, write nothing
+};
+
+struct MergeResult {
+  size_t parts = 0;
+  uint64_t records = 0;
+  size_t shards = 0;
+  std::string fingerprint;  // the parts' input fingerprint
+  Manifest manifest;        // the merged dataset's (not with check_only)
+};
+
+// Makes one dataset of the parts 1..N of one pack, given in any order.
+// Before anything is written, every part is checked (ReadPart, CheckParts:
+// part_check.h): a missing, duplicated or foreign part, other input, seed,
+// option or N is a FailedPreconditionError naming the part and what differs.
+// The parts' records are then laid out in part order, which is the order of
+// one pack of the whole input with the same seed (PartOrder); shard bytes
+// are not rewritten (hard-linked, or copied across file systems). The
+// manifest's "pack" is the parts' without "part", with "merged" listing
+// them. Same atomicity as Pack; an output that is a part, holds one or lies
+// inside one is refused.
+absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& parts, const MergeOptions& o);
 
 // A dataset to read: its manifest and the paths of its shards.
 struct InputDataset {
@@ -95,6 +126,9 @@ struct ConvertOptions {
   // Block size and compression of `.shard` output; directory, schema,
   // pack_json and shard limits are set by Convert.
   DatasetWriterOptions writer;
+  // The output's "pack" object (JSON), to which "converted_from" is added;
+  // empty: that of the one input, or {} for many.
+  std::string pack_json;
 };
 
 // Converts `inputs` (datasets, in order) into one dataset of o.backend:

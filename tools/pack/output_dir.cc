@@ -171,10 +171,12 @@ nlohmann::json RecordedPack(const std::string& dir, const std::vector<std::strin
   }
   absl::StatusOr<std::string> marker = ReadSmallFile(Join(dir, kStagingMarker));
   if (!marker.ok()) return nullptr;
+  // The line that starts with the prefix (the first line, "shardpack
+  // staging ...", holds it too, mid-line).
   std::string_view text = *marker;
-  const size_t at = text.find(kMarkerPackPrefix);
+  const size_t at = text.find(absl::StrCat("\n", std::string(kMarkerPackPrefix)));
   if (at == std::string_view::npos) return nullptr;
-  text.remove_prefix(at + kMarkerPackPrefix.size());
+  text.remove_prefix(at + 1 + kMarkerPackPrefix.size());
   text = text.substr(0, text.find('\n'));
   return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
 }

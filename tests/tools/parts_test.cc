@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "datasets/demo.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -246,6 +247,37 @@ TEST_F(PartsTest, PartRecordsIndexCountSeedAndInputFingerprint) {
   EXPECT_THAT(fingerprint, ::testing::MatchesRegex("crc32c:[0-9a-f]{8}"));
   EXPECT_EQ(PackOf(parts[0])["input"], pack["input"]);
   EXPECT_NE(PackOf(other[0])["input"]["fingerprint"], fingerprint);
+}
+
+// An image folder's fingerprint follows its files' paths, labels and sizes,
+// not where the folder is: parts packed from copies at other paths merge.
+TEST_F(PartsTest, ImageFingerprintFollowsTheInputNotItsPath) {
+  datasets::DemoImagesOptions demo;
+  demo.classes = 2;
+  demo.images_per_class = 3;
+  demo.width = 16;
+  demo.height = 16;
+  ASSERT_TRUE(datasets::WriteDemoImageFolder(Out("a"), demo).ok());
+  fs::copy(Out("a"), Out("b"), fs::copy_options::recursive);
+  auto pack = [&](const std::string& root, const std::string& out, const std::string& part) {
+    RunResult r = Shardpack({"images", root, "-o", Out(out), "--part", part, "-q"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return PackOf(Out(out))["input"]["fingerprint"].get<std::string>();
+  };
+  const std::string a = pack(Out("a"), "a1", "1/2");
+  EXPECT_EQ(pack(Out("b"), "b2", "2/2"), a);
+  RunResult merged = Shardpack({"merge", Out("a1"), Out("b2"), "--check"});
+  EXPECT_EQ(merged.exit_code, 0) << merged.err;
+  // One byte more in one file; a file renamed: other input.
+  ASSERT_TRUE(fs::exists(Out("b/class_01/img_0002.JPEG")));
+  std::ofstream(Out("b/class_01/img_0002.JPEG"), std::ios::app) << '\0';
+  const std::string grown = pack(Out("b"), "grown", "2/2");
+  EXPECT_NE(grown, a);
+  fs::rename(Out("b/class_01/img_0002.JPEG"), Out("b/class_01/img_0009.JPEG"));
+  const std::string renamed = pack(Out("b"), "renamed", "2/2");
+  EXPECT_NE(renamed, a);
+  EXPECT_NE(renamed, grown);
+  ExpectMergeRefused({Out("a1"), Out("grown")}, "was packed from other input than");
 }
 
 // A retried task replaces its own output (whole, or cut short before the

@@ -96,7 +96,8 @@ absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& paths, const M
   SP_ASSIGN_OR_RETURN(std::vector<const PartDataset*> sorted, CheckParts(parts));
   MergeResult result;
   result.parts = sorted.size();
-  result.fingerprint = sorted.front()->pack["input"]["fingerprint"].get<std::string>();
+  // ReadPart checked that it is there, a string.
+  result.fingerprint = sorted.front()->pack.at("input").at("fingerprint").get<std::string>();
   for (const PartDataset* p : sorted) {
     result.records += p->manifest.records();
     result.shards += p->manifest.shards.size();

@@ -31,33 +31,49 @@ absl::Status Damaged(const std::string& path, std::string_view what) {
                    " (a damaged or edited part manifest)"));
 }
 
+// obj[key], or null when `obj` is not an object or lacks `key` (a const
+// nlohmann operator[] must not be asked for a key that is not there).
+const Json& Field(const Json& obj, const char* key) {
+  static const Json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+// A value for a message: its JSON, cut short (a manifest may hold anything).
+std::string Shown(const Json& v) {
+  std::string text = v.dump();
+  if (text.size() > 80) text = text.substr(0, 80) + "...";
+  return text;
+}
+
 // pack.part and pack.input, checked for presence, type and bounds.
 absl::Status ReadPartFields(PartDataset* p) {
   const Json& pack = p->pack;
   if (pack.contains("merged")) return NotAPart(p->path, "it is a merged dataset, not a part");
-  const Json* part = pack.contains("part") ? &pack["part"] : nullptr;
-  const Json* input = pack.contains("input") ? &pack["input"] : nullptr;
-  if (part == nullptr || !part->is_object() || input == nullptr || !input->is_object()) {
+  const Json& part = Field(pack, "part");
+  const Json& input = Field(pack, "input");
+  if (!part.is_object() || !input.is_object()) {
     return NotAPart(p->path,
                     "its manifest's \"pack\" records no part {index, count} and input "
                     "(converted, or packed by an older shardpack): pack it again with --part");
   }
-  const Json& index = (*part)["index"];
-  const Json& count = (*part)["count"];
+  const Json& index = Field(part, "index");
+  const Json& count = Field(part, "count");
   if (!count.is_number_unsigned() || count.get<uint64_t>() < 1 ||
       count.get<uint64_t>() > kMaxParts) {
-    return Damaged(p->path, absl::StrCat("pack.part.count ", count.dump(), " is not in 1..",
+    return Damaged(p->path, absl::StrCat("pack.part.count ", Shown(count), " is not in 1..",
                                          kMaxParts));
   }
   p->count = count.get<uint64_t>();
   if (!index.is_number_unsigned() || index.get<uint64_t>() < 1 ||
       index.get<uint64_t>() > p->count) {
-    return Damaged(p->path, absl::StrCat("pack.part.index ", index.dump(), " is not in 1..",
+    return Damaged(p->path, absl::StrCat("pack.part.index ", Shown(index), " is not in 1..",
                                          p->count));
   }
   p->index = index.get<uint64_t>();
-  const Json& items = (*input)["items"];
-  if (!(*input)["fingerprint"].is_string() || !items.is_number_unsigned()) {
+  const Json& items = Field(input, "items");
+  if (!Field(input, "fingerprint").is_string() || !items.is_number_unsigned()) {
     return Damaged(p->path, "pack.input has no fingerprint string or items count");
   }
   const uint64_t n = items.get<uint64_t>();
@@ -108,8 +124,8 @@ std::string FirstDifference(const Json& a, const Json& b, const std::string& pre
   if (!a.is_object() || !b.is_object()) return a == b ? "" : prefix;
   for (const Json* side : {&a, &b}) {
     for (auto it = side->begin(); it != side->end(); ++it) {
-      const Json& x = a.contains(it.key()) ? a[it.key()] : Json();
-      const Json& y = b.contains(it.key()) ? b[it.key()] : Json();
+      const Json& x = Field(a, it.key().c_str());
+      const Json& y = Field(b, it.key().c_str());
       const std::string name = prefix.empty() ? it.key() : absl::StrCat(prefix, ".", it.key());
       if (std::string d = FirstDifference(x, y, name); !d.empty()) return d;
     }
@@ -118,11 +134,9 @@ std::string FirstDifference(const Json& a, const Json& b, const std::string& pre
 }
 
 const Json& At(const Json& j, const std::string& dotted) {
-  static const Json kNull;
   const Json* at = &j;
   for (absl::string_view key : absl::StrSplit(dotted, '.')) {
-    if (!at->is_object() || !at->contains(std::string(key))) return kNull;
-    at = &(*at)[std::string(key)];
+    at = &Field(*at, std::string(key).c_str());
   }
   return *at;
 }
@@ -143,8 +157,8 @@ absl::Status ComparePart(const PartDataset& ref, const PartDataset& p) {
                                ? "was packed from other input than"
                                : "was packed with other parameters than";
   return absl::FailedPreconditionError(absl::StrCat(PartName(p), " ", what, " ", PartName(ref),
-                                                    ": ", field, " is ", At(a, field).dump(),
-                                                    ", not ", At(b, field).dump()));
+                                                    ": ", field, " is ", Shown(At(a, field)),
+                                                    ", not ", Shown(At(b, field))));
 }
 
 // Each index 1..N once; `sorted` is ordered by index.

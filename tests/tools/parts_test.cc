@@ -346,6 +346,20 @@ TEST_F(PartsTest, MergeInAnyOrderEqualsOnePackAndSaysItWasMerged) {
   EXPECT_THAT(again.err, HasSubstr("it is a merged dataset, not a part"));
 }
 
+// A part converted to another backend is the same part: merge converts the
+// others to the output's backend and keeps the record order.
+TEST_F(PartsTest, MergeTakesAPartConvertedToAnotherBackend) {
+  const std::string input = WriteCifar("cifar", 30);
+  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("whole"), "--seed", "9", "-q"}).exit_code, 0);
+  const std::vector<std::string> p = PackParts(input, 3, "p");
+  RunResult convert = Shardpack({"convert", p[1], "-o", Out("p2-lmdb"), "--format", "lmdb", "-q"});
+  ASSERT_EQ(convert.exit_code, 0) << convert.err;
+  RunResult r = Shardpack({"merge", p[2], Out("p2-lmdb"), p[0], "-o", Out("merged")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Listing(Sharddump({"ls", Out("merged")})), Listing(Sharddump({"ls", Out("whole")})));
+  EXPECT_EQ(PackOf(Out("merged"))["merged"]["parts"][1]["path"], Out("p2-lmdb"));
+}
+
 TEST_F(PartsTest, MergeRefusesAMissingOrDuplicatedPart) {
   const std::string input = WriteCifar("cifar", 40);
   const std::vector<std::string> p = PackParts(input, 4, "p");

@@ -40,7 +40,7 @@ std::string SkippedLines(const std::string& part) {
 // "part") without "part", and "merged": by which tool, from which parts.
 std::string MergedPackJson(const std::vector<const PartDataset*>& sorted) {
   Json pack = sorted.front()->pack;
-  pack.erase("part");
+  for (const char* key : {"part", "converted_from", "converted_by"}) pack.erase(key);
   Json from = Json::array();
   for (const PartDataset* p : sorted) {
     from.push_back({{"index", p->index},

@@ -56,7 +56,8 @@ absl::Status ReadPartFields(PartDataset* p) {
   if (!part.is_object() || !input.is_object()) {
     return NotAPart(p->path,
                     "its manifest's \"pack\" records no part {index, count} and input "
-                    "(converted, or packed by an older shardpack): pack it again with --part");
+                    "(a conversion of many datasets, or packed by an older shardpack): pack it "
+                    "again with --part");
   }
   const Json& index = Field(part, "index");
   const Json& count = Field(part, "count");
@@ -106,12 +107,13 @@ absl::Status CheckShardFiles(const PartDataset& p) {
   return absl::OkStatus();
 }
 
-// The pack object as merge compares it: without "part", and without the
-// source's own paths (an input mounted elsewhere on another machine is the
-// same input: the fingerprint says so).
+// The pack object as merge compares it: without "part", without what
+// `convert` adds (a part converted to another backend holds the same
+// records), and without the source's own paths (an input mounted elsewhere
+// on another machine is the same input: the fingerprint says so).
 Json Comparable(const Json& pack) {
   Json j = pack;
-  j.erase("part");
+  for (const char* key : {"part", "converted_from", "converted_by"}) j.erase(key);
   if (j.contains("source") && j["source"].is_object()) {
     j["source"].erase("root");
     j["source"].erase("list");

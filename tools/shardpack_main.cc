@@ -49,7 +49,7 @@ struct CommonFlags {
   bool verbose = false;
   bool json = false;
   std::string on_error = "skip";
-  std::string part;  // "" (1/1, not a part), "I/N" or "auto"
+  std::string part;    // "" (1/1, not a part), "I/N" or "auto"
   uint64_t parts = 0;  // --parts, with --part auto; 0: not given
 };
 
@@ -391,8 +391,8 @@ int RunMerge(const MergeCommand& c) {
     return cli::UsageError(kTool, absl::InvalidArgumentError("merge: -o OUT is required"));
   }
   if (c.check && !c.output.empty()) {
-    return cli::UsageError(kTool, absl::InvalidArgumentError(
-                                      "merge --check writes nothing: give no -o"));
+    return cli::UsageError(kTool,
+                           absl::InvalidArgumentError("merge --check writes nothing: give no -o"));
   }
   pack::MergeOptions o;
   o.output = c.output;

@@ -30,9 +30,9 @@ using ::testing::HasSubstr;
 using testing::RunResult;
 using Env = std::map<std::string, std::string>;
 
-constexpr const char* kSchedulerVars[] = {
-    "SLURM_ARRAY_TASK_ID",  "SLURM_ARRAY_TASK_MIN",  "SLURM_ARRAY_TASK_MAX",
-    "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_STEP", "JOB_COMPLETION_INDEX"};
+constexpr const char* kSchedulerVars[] = {"SLURM_ARRAY_TASK_ID",   "SLURM_ARRAY_TASK_MIN",
+                                          "SLURM_ARRAY_TASK_MAX",  "SLURM_ARRAY_TASK_COUNT",
+                                          "SLURM_ARRAY_TASK_STEP", "JOB_COMPLETION_INDEX"};
 
 std::string FileBytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -87,8 +87,8 @@ class PartsTest : public ::testing::Test {
     std::vector<std::string> parts;
     for (int i = 1; i <= count; ++i) {
       const std::string out = Out(absl::StrCat(tag, "-", i));
-      std::vector<std::string> args = {"cifar", input, "-o", out, "--part",
-                                       absl::StrCat(i, "/", count), "-q"};
+      std::vector<std::string> args = {
+          "cifar", input, "-o", out, "--part", absl::StrCat(i, "/", count), "-q"};
       args.insert(args.end(), extra.begin(), extra.end());
       RunResult r = Shardpack(args);
       EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -176,9 +176,8 @@ TEST_F(PartsTest, JobCompletionIndexWithPartsGivesThePart) {
 // is written.
 TEST_F(PartsTest, PartAutoRefusesHostileSchedulerValuesNamingThem) {
   const std::string input = WriteCifar("cifar", 10);
-  const Env slurm = {{"SLURM_ARRAY_TASK_ID", "2"},
-                     {"SLURM_ARRAY_TASK_MIN", "1"},
-                     {"SLURM_ARRAY_TASK_COUNT", "4"}};
+  const Env slurm = {
+      {"SLURM_ARRAY_TASK_ID", "2"}, {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_COUNT", "4"}};
   auto with = [&](Env env, const std::string& name, const std::string& value) {
     if (value == "<unset>") {
       env.erase(name);
@@ -194,7 +193,8 @@ TEST_F(PartsTest, PartAutoRefusesHostileSchedulerValuesNamingThem) {
       {with(slurm, "SLURM_ARRAY_TASK_ID", ""), "SLURM_ARRAY_TASK_ID='' is set but empty"},
       {with(slurm, "SLURM_ARRAY_TASK_ID", "99999999999999999999999"),
        "SLURM_ARRAY_TASK_ID='99999999999999999999999' is out of range"},
-      {with(slurm, "SLURM_ARRAY_TASK_COUNT", "4294967296"), "SLURM_ARRAY_TASK_COUNT='4294967296' is out of range"},
+      {with(slurm, "SLURM_ARRAY_TASK_COUNT", "4294967296"),
+       "SLURM_ARRAY_TASK_COUNT='4294967296' is out of range"},
       {with(slurm, "SLURM_ARRAY_TASK_COUNT", "<unset>"), "SLURM_ARRAY_TASK_COUNT is not"},
       {with(slurm, "SLURM_ARRAY_TASK_MIN", "<unset>"), "SLURM_ARRAY_TASK_MIN is not"},
       {with(slurm, "SLURM_ARRAY_TASK_COUNT", "0"), "SLURM_ARRAY_TASK_COUNT='0'"},
@@ -218,8 +218,8 @@ TEST_F(PartsTest, PartAutoRefusesHostileSchedulerValuesNamingThem) {
       {{{"JOB_COMPLETION_INDEX", "4"}}, "4", "JOB_COMPLETION_INDEX=4 is not below --parts 4"},
       {slurm, "3", "--parts 3 but SLURM_ARRAY_TASK_ID=2"}};
   for (const auto& [env, parts, want] : with_parts) {
-    RunResult r = Shardpack(
-        {"cifar", input, "-o", Out("ds"), "--part", "auto", "--parts", parts, "-q"}, env);
+    RunResult r =
+        Shardpack({"cifar", input, "-o", Out("ds"), "--part", "auto", "--parts", parts, "-q"}, env);
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_THAT(r.err, HasSubstr(want));
     EXPECT_FALSE(fs::exists(Out("ds")));
@@ -284,11 +284,10 @@ TEST_F(PartsTest, ImageFingerprintFollowsTheInputNotItsPath) {
 // manifest) with the same bytes, and nothing else.
 TEST_F(PartsTest, RetriedPartWritesTheSameBytesAndReplacesOnlyItsOwnOutput) {
   const std::string input = WriteCifar("cifar", 40);
-  const Env task = {{"SLURM_ARRAY_TASK_ID", "2"},
-                    {"SLURM_ARRAY_TASK_MIN", "1"},
-                    {"SLURM_ARRAY_TASK_COUNT", "3"}};
-  const std::vector<std::string> args = {"cifar", input, "-o", Out("p2"), "--part", "auto",
-                                         "--shard-records", "5", "-q"};
+  const Env task = {
+      {"SLURM_ARRAY_TASK_ID", "2"}, {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_COUNT", "3"}};
+  const std::vector<std::string> args = {
+      "cifar", input, "-o", Out("p2"), "--part", "auto", "--shard-records", "5", "-q"};
   ASSERT_EQ(Shardpack(args, task).exit_code, 0);
   const auto first = Snapshot(Out("p2"));
   RunResult again = Shardpack(args, task);
@@ -298,8 +297,8 @@ TEST_F(PartsTest, RetriedPartWritesTheSameBytesAndReplacesOnlyItsOwnOutput) {
   const std::string pack = PackOf(Out("p2")).dump();
   fs::remove(Out("p2/manifest.json"));
   fs::resize_file(Out("p2/shard-00001.shard"), 100);
-  std::ofstream(Out("p2/.shardpack-staging")) << "shardpack staging directory\npack " << pack
-                                              << "\n";
+  std::ofstream(Out("p2/.shardpack-staging"))
+      << "shardpack staging directory\npack " << pack << "\n";
   RunResult retry = Shardpack(args, task);
   ASSERT_EQ(retry.exit_code, 0) << retry.err;
   EXPECT_EQ(Snapshot(Out("p2")), first);
@@ -377,11 +376,12 @@ TEST_F(PartsTest, MergeRefusesPartsOfAnotherSeedInputOrN) {
   const std::vector<std::string> seed = PackParts(input, 3, "seed", {"--seed", "10"});
   const std::vector<std::string> foreign = PackParts(other, 3, "foreign");
   const std::vector<std::string> four = PackParts(input, 4, "four");
-  const std::vector<std::string> options = PackParts(input, 3, "opt", {"--seed", "9",
-                                                                       "--block-size", "8KiB"});
-  ExpectMergeRefused({p[0], seed[1], p[2]},
-                     "part 2 of 3 (" + seed[1] + ") was packed with other parameters than part 1 "
-                     "of 3 (" + p[0] + "): seed is 10, not 9");
+  const std::vector<std::string> options =
+      PackParts(input, 3, "opt", {"--seed", "9", "--block-size", "8KiB"});
+  ExpectMergeRefused({p[0], seed[1], p[2]}, "part 2 of 3 (" + seed[1] +
+                                                ") was packed with other parameters than part 1 "
+                                                "of 3 (" +
+                                                p[0] + "): seed is 10, not 9");
   ExpectMergeRefused({p[0], p[1], foreign[2]},
                      "part 3 of 3 (" + foreign[2] + ") was packed from other input than part 1");
   ExpectMergeRefused({p[0], p[1], foreign[2]}, "input.fingerprint is \"crc32c:");
@@ -416,6 +416,9 @@ TEST_F(PartsTest, MergeRefusesATamperedPart) {
   ExpectMergeRefused(p, p[1] + ": not a part merge can check");
   edit("\"seed\": 9", "\"seed\": 8");
   ExpectMergeRefused(p, "seed is 8, not 9");
+  // More records than the part's share of the input (30 inputs, 10 a part).
+  edit("\"records\": 10,", "\"records\": 12,");
+  ExpectMergeRefused(p, p[1] + ": 12 records, but part 2 of 3 of 30 inputs holds at most 10");
   std::ofstream(manifest, std::ios::trunc) << original;
   fs::resize_file(fs::path(p[1]) / "shard-00000.shard", 4096);
   ExpectMergeRefused(p, p[1] + "/shard-00000.shard: 4096 bytes, but the part's manifest says");

@@ -85,7 +85,7 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
   w.shard_max_records = largest;
   w.write_manifest = false;
   // A single input keeps its pack parameters; the conversion is recorded.
-  Json pack = !o.pack_json.empty()  ? Json::parse(o.pack_json, nullptr, false)
+  Json pack = !o.pack_json.empty() ? Json::parse(o.pack_json, nullptr, false)
               : inputs.size() == 1 ? Json::parse(in[0].manifest.pack_json, nullptr, false)
                                    : Json::object();
   if (!pack.is_object()) pack = Json::object();

@@ -112,8 +112,8 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
   summary.bytes_in = source.input_bytes();
 
   const std::string pack_json = PackJson(source, o);
-  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite,
-                                                  o.retry_replaces ? pack_json : ""));
+  SP_ASSIGN_OR_RETURN(auto out,
+                      OutputDir::Create(o.output, o.overwrite, o.retry_replaces ? pack_json : ""));
   DatasetWriterOptions w = o.writer;
   w.directory = out->staging();
   w.schema = source.schema();

@@ -26,9 +26,9 @@ absl::Status NotAPart(const std::string& path, std::string_view why) {
 }
 
 absl::Status Damaged(const std::string& path, std::string_view what) {
-  return absl::FailedPreconditionError(
-      absl::StrCat(path, ": ", absl::string_view(what.data(), what.size()),
-                   " (a damaged or edited part manifest)"));
+  return absl::FailedPreconditionError(absl::StrCat(path, ": ",
+                                                    absl::string_view(what.data(), what.size()),
+                                                    " (a damaged or edited part manifest)"));
 }
 
 // obj[key], or null when `obj` is not an object or lacks `key` (a const
@@ -63,14 +63,14 @@ absl::Status ReadPartFields(PartDataset* p) {
   const Json& count = Field(part, "count");
   if (!count.is_number_unsigned() || count.get<uint64_t>() < 1 ||
       count.get<uint64_t>() > kMaxParts) {
-    return Damaged(p->path, absl::StrCat("pack.part.count ", Shown(count), " is not in 1..",
-                                         kMaxParts));
+    return Damaged(p->path,
+                   absl::StrCat("pack.part.count ", Shown(count), " is not in 1..", kMaxParts));
   }
   p->count = count.get<uint64_t>();
   if (!index.is_number_unsigned() || index.get<uint64_t>() < 1 ||
       index.get<uint64_t>() > p->count) {
-    return Damaged(p->path, absl::StrCat("pack.part.index ", Shown(index), " is not in 1..",
-                                         p->count));
+    return Damaged(p->path,
+                   absl::StrCat("pack.part.index ", Shown(index), " is not in 1..", p->count));
   }
   p->index = index.get<uint64_t>();
   const Json& items = Field(input, "items");
@@ -81,9 +81,9 @@ absl::Status ReadPartFields(PartDataset* p) {
   const uint64_t share = PartBegin(n, p->index, static_cast<uint32_t>(p->count)) -
                          PartBegin(n, p->index - 1, static_cast<uint32_t>(p->count));
   if (p->manifest.records() > share) {
-    return Damaged(p->path, absl::StrCat(p->manifest.records(), " records, but part ", p->index,
-                                         " of ", p->count, " of ", n, " inputs holds at most ",
-                                         share));
+    return Damaged(p->path,
+                   absl::StrCat(p->manifest.records(), " records, but part ", p->index, " of ",
+                                p->count, " of ", n, " inputs holds at most ", share));
   }
   return absl::OkStatus();
 }
@@ -99,9 +99,9 @@ absl::Status CheckShardFiles(const PartDataset& p) {
       return absl::FailedPreconditionError(absl::StrCat(file, ": not a regular file"));
     }
     if (static_cast<uint64_t>(st.st_size) != s.bytes) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          file, ": ", st.st_size, " bytes, but the part's manifest says ", s.bytes,
-          " (damaged or replaced)"));
+      return absl::FailedPreconditionError(absl::StrCat(file, ": ", st.st_size,
+                                                        " bytes, but the part's manifest says ",
+                                                        s.bytes, " (damaged or replaced)"));
     }
   }
   return absl::OkStatus();
@@ -145,8 +145,8 @@ const Json& At(const Json& j, const std::string& dotted) {
 
 absl::Status ComparePart(const PartDataset& ref, const PartDataset& p) {
   if (p.count != ref.count) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "parts of different packs: ", PartName(p), " but ", PartName(ref), ": N differs"));
+    return absl::FailedPreconditionError(absl::StrCat("parts of different packs: ", PartName(p),
+                                                      " but ", PartName(ref), ": N differs"));
   }
   if (!(p.manifest.schema == ref.manifest.schema)) {
     return absl::FailedPreconditionError(
@@ -155,9 +155,8 @@ absl::Status ComparePart(const PartDataset& ref, const PartDataset& p) {
   const Json a = Comparable(p.pack), b = Comparable(ref.pack);
   const std::string field = FirstDifference(a, b, "");
   if (field.empty()) return absl::OkStatus();
-  const std::string what = field.starts_with("input")
-                               ? "was packed from other input than"
-                               : "was packed with other parameters than";
+  const std::string what = field.starts_with("input") ? "was packed from other input than"
+                                                      : "was packed with other parameters than";
   return absl::FailedPreconditionError(absl::StrCat(PartName(p), " ", what, " ", PartName(ref),
                                                     ": ", field, " is ", Shown(At(a, field)),
                                                     ", not ", Shown(At(b, field))));
@@ -168,9 +167,9 @@ absl::Status CheckCoverage(const std::vector<const PartDataset*>& sorted) {
   const uint64_t count = sorted.front()->count;
   for (size_t i = 1; i < sorted.size(); ++i) {
     if (sorted[i]->index == sorted[i - 1]->index) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "part ", sorted[i]->index, " of ", count, " is given twice: ", sorted[i - 1]->path,
-          " and ", sorted[i]->path));
+      return absl::FailedPreconditionError(absl::StrCat("part ", sorted[i]->index, " of ", count,
+                                                        " is given twice: ", sorted[i - 1]->path,
+                                                        " and ", sorted[i]->path));
     }
   }
   if (sorted.size() == count) return absl::OkStatus();
@@ -187,9 +186,9 @@ absl::Status CheckCoverage(const std::vector<const PartDataset*>& sorted) {
   }
   const uint64_t absent = count - sorted.size();
   return absl::FailedPreconditionError(absl::StrCat(
-      absent == 1 ? "part " : "parts ", absl::StrJoin(missing, ", "), absent > missing.size() ? ", ..." : "",
-      " of ", count, absent == 1 ? " is" : " are", " missing (", sorted.size(), " of ", count,
-      " parts given)"));
+      absent == 1 ? "part " : "parts ", absl::StrJoin(missing, ", "),
+      absent > missing.size() ? ", ..." : "", " of ", count, absent == 1 ? " is" : " are",
+      " missing (", sorted.size(), " of ", count, " parts given)"));
 }
 
 }  // namespace

@@ -48,16 +48,17 @@ absl::StatusOr<SchedulerPart> FromSlurm(const EnvLookup& env, std::optional<uint
   SP_ASSIGN_OR_RETURN(std::optional<uint64_t> step, Number(env, kStep));
   for (const auto& [name, v] : {std::pair{kMin, min}, std::pair{kCount, count}}) {
     if (!v) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--part auto: ", kId, " is set but ", name,
-          " is not (Slurm sets both for a job array): give --part I/N instead"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--part auto: ", kId, " is set but ", name,
+                       " is not (Slurm sets both for a job array): give --part I/N instead"));
     }
   }
-  const std::string where = absl::StrCat(Said(kId, id), " ", Said(kMin, *min), " ",
-                                         Said(kCount, *count));
+  const std::string where =
+      absl::StrCat(Said(kId, id), " ", Said(kMin, *min), " ", Said(kCount, *count));
   if (*count == 0) return Bad(kCount, "0", "is not a number of parts (1 or more)");
-  if (id < *min) return absl::InvalidArgumentError(absl::StrCat("--part auto: ", where,
-                                                                ": the task ID is below MIN"));
+  if (id < *min)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--part auto: ", where, ": the task ID is below MIN"));
   if (id - *min >= *count || (max && *max != *min + *count - 1) || (step && *step != 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--part auto: ", where, max ? absl::StrCat(" ", Said(kMax, *max)) : "",
@@ -66,8 +67,8 @@ absl::StatusOr<SchedulerPart> FromSlurm(const EnvLookup& env, std::optional<uint
         "and no list)"));
   }
   if (parts && *parts != *count) {
-    return absl::InvalidArgumentError(absl::StrCat("--part auto: --parts ", *parts, " but ",
-                                                   where, ": the array has ", *count, " tasks"));
+    return absl::InvalidArgumentError(absl::StrCat("--part auto: --parts ", *parts, " but ", where,
+                                                   ": the array has ", *count, " tasks"));
   }
   return SchedulerPart{static_cast<uint32_t>(id - *min), static_cast<uint32_t>(*count), where};
 }
@@ -78,28 +79,28 @@ absl::StatusOr<SchedulerPart> PartFromScheduler(std::optional<uint64_t> parts,
                                                 const EnvLookup& lookup) {
   const EnvLookup env = lookup ? lookup : [](const char* name) { return std::getenv(name); };
   if (parts && (*parts == 0 || *parts > kMaxParts)) {
-    return absl::InvalidArgumentError(absl::StrCat("--parts ", *parts, " is out of range 1..",
-                                                   kMaxParts));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--parts ", *parts, " is out of range 1..", kMaxParts));
   }
   SP_ASSIGN_OR_RETURN(std::optional<uint64_t> id, Number(env, kId));
   SP_ASSIGN_OR_RETURN(std::optional<uint64_t> index, Number(env, kIndex));
   if (id && index) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--part auto: both ", Said(kId, *id), " (Slurm) and ", Said(kIndex, *index),
-        " (Kubernetes) are set: unset one, or give --part I/N"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--part auto: both ", Said(kId, *id), " (Slurm) and ", Said(kIndex, *index),
+                     " (Kubernetes) are set: unset one, or give --part I/N"));
   }
   if (id) return FromSlurm(env, parts, *id);
   if (!index) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--part auto: no scheduler variables: set ", kId, ", ", kMin, " and ", kCount,
-        " (a Slurm job array sets them), or ", kIndex,
-        " with --parts N (a Kubernetes Indexed Job sets it), or give --part I/N"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--part auto: no scheduler variables: set ", kId, ", ", kMin, " and ", kCount,
+                     " (a Slurm job array sets them), or ", kIndex,
+                     " with --parts N (a Kubernetes Indexed Job sets it), or give --part I/N"));
   }
   if (!parts) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--part auto: ", Said(kIndex, *index),
-        " gives the part's index; give the number of parts with --parts N (the Job's "
-        "completions)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--part auto: ", Said(kIndex, *index),
+                     " gives the part's index; give the number of parts with --parts N (the Job's "
+                     "completions)"));
   }
   if (*index >= *parts) {
     return absl::InvalidArgumentError(absl::StrCat("--part auto: ", Said(kIndex, *index),

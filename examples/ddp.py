@@ -28,6 +28,7 @@ both jobs every record came exactly once (but the fewer than
 --resume-world-size that remainder="partial" leaves out) and exits 1 if not.
 """
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -85,11 +86,14 @@ def step(model, opt, images, labels):
     return loss.item()
 
 
-def teardown(*objects):
-    # Tear down in this order: torch 1.13 can deadlock when DDP's reducer is
-    # freed while the gloo threads still release tensors of earlier work.
+def teardown(holder):
+    """Tears down in this order: torch 1.13 can deadlock when DDP's reducer is
+    freed while the gloo threads still release tensors of earlier work, so
+    the model and optimizer (held only by `holder`) go between the barrier and
+    the destruction of the group."""
     dist.barrier()
-    del objects
+    holder.clear()
+    gc.collect()
     dist.destroy_process_group()
 
 
@@ -126,7 +130,9 @@ def run(rank, args, port):
             print(f"epoch 0 shares: {[len(s) for s in shares]} records; disjoint: {disjoint}; "
                   f"together complete ({reader.records} records): {complete}", flush=True)
             ok = disjoint and complete
-    teardown(model, opt)
+    holder = [model, opt]
+    del model, opt
+    teardown(holder)
     if not ok:
         sys.exit(1)
 
@@ -156,7 +162,9 @@ def elastic_first(rank, world_size, args):
                    os.path.join(args.workdir, "checkpoint.pt"))
         with open(os.path.join(args.workdir, "seen.json"), "w") as f:
             json.dump([r for share in shares for r in share], f)
-    teardown(model, opt)
+    holder = [model, opt]
+    del model, opt
+    teardown(holder)
     return ok
 
 
@@ -175,6 +183,7 @@ def elastic_second(rank, world_size, args):
         step(model, opt, images, labels)
         seen.extend(indices.tolist())
         steps += 1
+    del images, labels, indices
     shares, counts = [None] * world_size, [None] * world_size
     dist.all_gather_object(shares, seen)
     dist.all_gather_object(counts, steps)
@@ -191,7 +200,9 @@ def elastic_second(rank, world_size, args):
         print(f"job 2: {world_size} ranks, {counts} steps; records: {len(before)} before, "
               f"{len(after)} after; exactly once: {once}; all but {owed % world_size} of "
               f"{reader.records}: {complete}", flush=True)
-    teardown(model, opt)
+    holder = [model, opt]
+    del model, opt
+    teardown(holder)
     return ok
 
 

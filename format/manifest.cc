@@ -323,6 +323,67 @@ absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view n
   return ParseJson(j, where);
 }
 
+namespace {
+
+// FNV-1a over an explicit byte layout (integers little-endian, strings
+// length-prefixed), finished with splitmix64's mixer so that near inputs
+// differ in every bit.
+class FingerprintHash {
+ public:
+  void Bytes(std::string_view s) {
+    U64(s.size());
+    for (char c : s) Byte(static_cast<uint8_t>(c));
+  }
+  void U64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) Byte(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  uint64_t Finish() const {
+    uint64_t x = h_;
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+
+ private:
+  void Byte(uint8_t b) { h_ = (h_ ^ b) * 0x100000001b3ULL; }
+  uint64_t h_ = 0xcbf29ce484222325ULL;  // FNV-1a 64's offset basis
+};
+
+}  // namespace
+
+uint64_t ManifestFingerprint(const Manifest& m) {
+  FingerprintHash h;
+  h.Bytes("shardpack-dataset-fingerprint-1");
+  h.Bytes(BackendName(m.backend));
+  h.Bytes(EncodingName(m.schema.image.encoding));
+  h.Bytes(LayoutName(m.schema.image.layout));
+  h.U64(m.schema.image.height);
+  h.U64(m.schema.image.width);
+  h.U64(m.schema.image.channels);
+  h.U64(m.schema.labels.size());
+  for (const LabelField& field : m.schema.labels) {
+    h.Bytes(field.name);
+    h.U64(field.classes.size());
+    for (const std::string& c : field.classes) h.Bytes(c);
+  }
+  h.U64(m.shards.size());
+  for (const ShardEntry& s : m.shards) {
+    h.Bytes(s.path);
+    h.U64(s.records);
+    h.U64(s.bytes);
+    h.U64(s.crc32c);
+  }
+  return h.Finish();
+}
+
+std::string FormatFingerprint(uint64_t fingerprint) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016" PRIx64, fingerprint);
+  return text;
+}
+
 std::string SerializeManifest(const Manifest& m) {
   Json j;
   j["format"] = "shardpack";

@@ -183,13 +183,24 @@ PYBIND11_MODULE(shardpack, m) {
            "Start epoch `epoch` at its first batch (a no-op when already there). Every\n"
            "zero-copy array of this reader must be freed first when it has to jump.")
       .def("state_dict", &PyReader::StateDict,
-           "{'seed', 'epoch', 'batch'}: the position after the last batch delivered.")
+           "The position after the last batch delivered: seed, epoch, batch, the dataset's\n"
+           "fingerprint, the plan options (world_size, batch_size, remainder, shuffle,\n"
+           "shuffle_bytes) and the epoch's earlier segments. The same on every rank.")
       .def("load_state_dict", &PyReader::LoadStateDict, py::arg("state"),
-           "Resume from state_dict() (same options): the identical rest of the stream,\n"
-           "without replaying it. Every zero-copy array of this reader must be freed first.")
+           "Resume from a state_dict() saved by any rank of any job on this dataset and seed.\n"
+           "Same world size and options: the identical rest of the stream. Another world size\n"
+           "or batch size (elastic resume): the ranks together deliver what the epoch still\n"
+           "owes, once each, in equal batch counts (docs/python.md). Never a replay. Every\n"
+           "zero-copy array of this reader must be freed first.")
       .def("stats", &PyReader::Stats,
            "Batches, samples, bytes read, skipped samples, stage waits (seconds) and the\n"
            "memory budget (bytes).")
       .def_property_readonly("batch_size", [](const PyReader& r) { return r.options().batch_size; })
-      .def_property_readonly("records", &PyReader::records, "Records in the dataset.");
+      .def_property_readonly("records", &PyReader::records, "Records in the dataset.")
+      .def_property_readonly("batches_in_epoch", &PyReader::batches_in_epoch,
+                             "Batches of the current epoch on this rank: len(reader), or after\n"
+                             "an elastic load_state_dict what the epoch's rest gives.")
+      .def_property_readonly("fingerprint", &PyReader::fingerprint,
+                             "The dataset's fingerprint (16 hex digits): equal on every rank\n"
+                             "that reads the same dataset; compare it across ranks.");
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "python/dlpack.h"
+#include "shardpack/manifest.h"
 
 namespace shardpack::python {
 namespace {
@@ -186,13 +187,102 @@ py::tuple PyReader::Next() {
 
 void PyReader::SetEpoch(uint64_t epoch) {
   ReaderState now = core_->reader().state();
-  if (now.epoch == epoch && now.batch == 0) return;
-  LoadState({options_.seed, epoch, 0});
+  if (now.epoch == epoch && now.batch == 0 && now.earlier.empty()) return;
+  now.epoch = epoch;  // this reader's own options: an ordinary epoch
+  now.batch = 0;
+  now.earlier.clear();
+  LoadState(now);
 }
 
 void PyReader::LoadState(const ReaderState& state) {
   absl::Status s = core_->Restore(state);
   if (!s.ok()) ThrowStatus(s);
+}
+
+namespace {
+
+const char* RemainderName(Remainder r) {
+  switch (r) {
+    case Remainder::kDrop: return "drop";
+    case Remainder::kPartial: return "partial";
+    case Remainder::kPad: return "pad";
+  }
+  return "?";
+}
+
+// The plan options of a segment, as the keys of state_dict() name them.
+void PutPlan(py::dict& d, int world_size, int batch_size, Remainder remainder, bool shuffle,
+             uint64_t shuffle_bytes) {
+  d["world_size"] = world_size;
+  d["batch_size"] = batch_size;
+  d["remainder"] = RemainderName(remainder);
+  d["shuffle"] = shuffle;
+  d["shuffle_bytes"] = shuffle_bytes;
+}
+
+[[noreturn]] void BadState(const std::string& where, const py::object& v, const char* what) {
+  ThrowStatus(absl::InvalidArgumentError(
+      absl::StrCat(where, " is ", std::string(py::repr(v)), ": it must be ", what)));
+}
+
+py::object StateItem(const py::dict& d, const char* key, const std::string& where) {
+  if (!d.contains(key)) {
+    ThrowStatus(absl::InvalidArgumentError(absl::StrCat(
+        where, " has no '", key, "' (a state_dict() of this version of shardpack has it)")));
+  }
+  return d[key];
+}
+
+// d[key] as an unsigned integer of at most `max`, or a ValueError that says
+// which key holds what (not pybind11's cast error).
+uint64_t StateUint(const py::dict& d, const char* key, const std::string& where,
+                   uint64_t max = UINT64_MAX) {
+  py::object v = StateItem(d, key, where);
+  const std::string at = absl::StrCat(where, "['", key, "']");
+  if (py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v)) {
+    try {
+      uint64_t n = v.cast<uint64_t>();  // fails for negatives and past 2**64-1
+      if (n <= max) return n;
+    } catch (const py::cast_error&) {
+    }
+  }
+  BadState(at, v, max == UINT64_MAX ? "an int from 0 to 2**64-1"
+                                    : absl::StrCat("an int from 0 to ", max).c_str());
+}
+
+bool StateBool(const py::dict& d, const char* key, const std::string& where) {
+  py::object v = StateItem(d, key, where);
+  if (!py::isinstance<py::bool_>(v)) BadState(absl::StrCat(where, "['", key, "']"), v, "a bool");
+  return v.cast<bool>();
+}
+
+Remainder StateRemainder(const py::dict& d, const std::string& where) {
+  py::object v = StateItem(d, "remainder", where);
+  if (py::isinstance<py::str>(v)) {
+    const std::string name = v.cast<std::string>();
+    for (Remainder r : {Remainder::kDrop, Remainder::kPartial, Remainder::kPad}) {
+      if (name == RemainderName(r)) return r;
+    }
+  }
+  BadState(where + "['remainder']", v, "'drop', 'partial' or 'pad'");
+}
+
+// The world size and batch size are range-checked by Reader::Restore, which
+// names the field; here only that they fit an int.
+ReadSegment StateSegment(const py::dict& d, const std::string& where) {
+  ReadSegment s;
+  s.world_size = static_cast<int>(StateUint(d, "world_size", where, INT32_MAX));
+  s.batch_size = static_cast<int>(StateUint(d, "batch_size", where, INT32_MAX));
+  s.remainder = StateRemainder(d, where);
+  s.shuffle = StateBool(d, "shuffle", where);
+  s.shuffle_bytes = StateUint(d, "shuffle_bytes", where);
+  return s;
+}
+
+}  // namespace
+
+std::string PyReader::fingerprint() const {
+  return FormatFingerprint(core_->reader().fingerprint());
 }
 
 py::dict PyReader::StateDict() const {
@@ -201,34 +291,54 @@ py::dict PyReader::StateDict() const {
   d["seed"] = s.seed;
   d["epoch"] = s.epoch;
   d["batch"] = s.batch;
+  d["fingerprint"] = FormatFingerprint(s.fingerprint);
+  PutPlan(d, s.world_size, s.batch_size, s.remainder, s.shuffle, s.shuffle_bytes);
+  py::list earlier;
+  for (const ReadSegment& e : s.earlier) {
+    py::dict seg;
+    PutPlan(seg, e.world_size, e.batch_size, e.remainder, e.shuffle, e.shuffle_bytes);
+    seg["batches"] = e.batches;
+    earlier.append(seg);
+  }
+  d["earlier"] = earlier;
   return d;
 }
 
-namespace {
-
-// state[key] as an unsigned 64-bit integer, or a ValueError that says which
-// key holds what (not pybind11's cast error).
-uint64_t StateValue(const py::dict& state, const char* key) {
-  if (!state.contains(key)) {
-    ThrowStatus(absl::InvalidArgumentError(
-        absl::StrCat("state_dict has no '", key, "' (it needs seed, epoch and batch)")));
+void PyReader::LoadStateDict(const py::object& object) {
+  if (!py::isinstance<py::dict>(object)) BadState("state_dict", object, "a dict from state_dict()");
+  py::dict state = object.cast<py::dict>();
+  const std::string where = "state_dict";
+  ReaderState s;
+  s.seed = StateUint(state, "seed", where);
+  s.epoch = StateUint(state, "epoch", where);
+  s.batch = StateUint(state, "batch", where);
+  py::object fp = StateItem(state, "fingerprint", where);
+  std::string text = py::isinstance<py::str>(fp) ? fp.cast<std::string>() : "";
+  if (text.size() != 16 || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    BadState("state_dict['fingerprint']", fp, "16 lowercase hex digits");
   }
-  py::object v = state[key];
-  if (py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v)) {
-    try {
-      return v.cast<uint64_t>();  // fails for negatives and past 2**64-1
-    } catch (const py::cast_error&) {
-    }
+  s.fingerprint = std::stoull(text, nullptr, 16);  // 16 hex digits: cannot throw
+  ReadSegment mine = StateSegment(state, where);
+  s.world_size = mine.world_size;
+  s.batch_size = mine.batch_size;
+  s.remainder = mine.remainder;
+  s.shuffle = mine.shuffle;
+  s.shuffle_bytes = mine.shuffle_bytes;
+  py::object earlier = StateItem(state, "earlier", where);
+  if (!py::isinstance<py::list>(earlier) || py::len(earlier) > kMaxStateSegments) {
+    BadState("state_dict['earlier']", earlier,
+             absl::StrCat("a list of at most ", kMaxStateSegments, " dicts").c_str());
   }
-  ThrowStatus(absl::InvalidArgumentError(
-      absl::StrCat("state_dict['", key, "'] is ", std::string(py::repr(v)),
-                   ": it must be an int from 0 to 2**64-1")));
-}
-
-}  // namespace
-
-void PyReader::LoadStateDict(const py::dict& state) {
-  LoadState({StateValue(state, "seed"), StateValue(state, "epoch"), StateValue(state, "batch")});
+  py::list list = earlier.cast<py::list>();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = absl::StrCat("state_dict['earlier'][", i, "]");
+    if (!py::isinstance<py::dict>(list[i])) BadState(at, list[i], "a dict");
+    py::dict seg = list[i].cast<py::dict>();
+    ReadSegment e = StateSegment(seg, at);
+    e.batches = StateUint(seg, "batches", at);
+    s.earlier.push_back(e);
+  }
+  LoadState(s);
 }
 
 py::dict PyReader::Stats() const {

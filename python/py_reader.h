@@ -83,10 +83,12 @@ class PyReader {
   uint64_t Len() const { return core_->reader().batches_per_epoch(); }
   void SetEpoch(uint64_t epoch);
   py::dict StateDict() const;
-  void LoadStateDict(const py::dict& state);
+  void LoadStateDict(const py::object& state);
   py::dict Stats() const;
   const ReaderOptions& options() const { return options_; }
   uint64_t records() const { return core_->reader().records(); }
+  uint64_t batches_in_epoch() const { return core_->reader().batches_in_epoch(); }
+  std::string fingerprint() const;
 
  private:
   void LoadState(const ReaderState& state);

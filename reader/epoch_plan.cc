@@ -1,8 +1,10 @@
 #include "reader/epoch_plan.h"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
+#include "absl/strings/str_cat.h"
 #include "reader/rng.h"
 
 namespace shardpack::internal {
@@ -21,38 +23,108 @@ std::vector<uint32_t> UnitOrder(size_t n, const PlanOptions& o, uint64_t epoch) 
   return perm;
 }
 
-// The pieces of this rank's share, in sequence order.
-std::vector<Piece> SharePieces(const std::vector<ReadUnit>& units,
-                               const std::vector<uint32_t>& perm, uint64_t records,
-                               uint64_t share, uint64_t start) {
+// A rank's share: its pieces in sequence order and one ref per record.
+struct Share {
+  std::vector<Piece> pieces;
+  std::vector<SampleRef> refs;
+};
+
+// Records before each position of `perm`: cum[k] counts those of units
+// perm[0..k).
+std::vector<uint64_t> RecordPrefix(const std::vector<ReadUnit>& units,
+                                   const std::vector<uint32_t>& perm) {
   std::vector<uint64_t> cum(perm.size() + 1, 0);
   for (size_t k = 0; k < perm.size(); ++k) cum[k + 1] = cum[k] + units[perm[k]].records;
-  std::vector<Piece> pieces;
+  return cum;
+}
+
+// The share of `share` records from position `start` of the epoch's whole
+// sequence (`cum` from RecordPrefix): pieces are contiguous runs of units.
+Share ContiguousShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>& perm,
+                      const std::vector<uint64_t>& cum, uint64_t records, uint64_t share,
+                      uint64_t start) {
+  Share s;
   uint64_t g = start % records;
   for (uint64_t remaining = share; remaining > 0;) {
     size_t k = std::upper_bound(cum.begin(), cum.end(), g) - cum.begin() - 1;
     uint32_t offset = static_cast<uint32_t>(g - cum[k]);
     uint32_t take = static_cast<uint32_t>(
         std::min<uint64_t>(units[perm[k]].records - offset, remaining));
-    pieces.push_back({perm[k], offset, offset + take, 0, 0, 0});
+    s.pieces.push_back({perm[k], offset, offset + take, 0, 0, 0});
     remaining -= take;
     g = (g + take) % records;
   }
-  return pieces;
+  for (uint32_t i = 0; i < s.pieces.size(); ++i) {
+    for (uint32_t r = s.pieces[i].begin; r < s.pieces[i].end; ++r) s.refs.push_back({i, r});
+  }
+  return s;
 }
 
-// Orders the share's samples (see the file comment of epoch_plan.h).
-std::vector<SampleRef> ShareOrder(const std::vector<ReadUnit>& units,
-                                  const std::vector<Piece>& pieces, const PlanOptions& o,
-                                  uint64_t epoch, bool* windowed) {
-  std::vector<SampleRef> refs;
-  for (uint32_t i = 0; i < pieces.size(); ++i) {
-    for (uint32_t r = pieces[i].begin; r < pieces[i].end; ++r) refs.push_back({i, r});
+// Owed records before each position of `perm`: cum[k] counts those of
+// units perm[0..k).
+std::vector<uint64_t> OwedPrefix(const std::vector<ReadUnit>& units,
+                                 const std::vector<uint32_t>& perm, const EpochRest& rest) {
+  std::vector<uint64_t> cum(perm.size() + 1, 0);
+  for (size_t k = 0; k < perm.size(); ++k) {
+    const ReadUnit& u = units[perm[k]];
+    uint64_t n = 0;
+    for (uint32_t r = 0; r < u.records; ++r) n += rest.Owes(u.first_record + r);
+    cum[k + 1] = cum[k] + n;
   }
-  *windowed = false;
-  if (!o.shuffle) return refs;
+  return cum;
+}
+
+// The share of `share` owed records from position `start` of the sequence
+// of owed records (in the epoch's unit order): a piece per unit visited.
+Share RestShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>& perm,
+                const std::vector<uint64_t>& cum, const EpochRest& rest, uint64_t share,
+                uint64_t start) {
+  Share s;
+  uint64_t g = start % rest.count;
+  for (uint64_t remaining = share; remaining > 0;) {
+    // The unit holding owed record g: cum[k] <= g < cum[k + 1].
+    size_t k = std::upper_bound(cum.begin(), cum.end(), g) - cum.begin() - 1;
+    const ReadUnit& u = units[perm[k]];
+    const uint32_t piece = static_cast<uint32_t>(s.pieces.size());
+    Piece p{perm[k], UINT32_MAX, 0, 0, 0, 0};
+    uint64_t skip = g - cum[k], taken = 0;
+    for (uint32_t r = 0; r < u.records && remaining > 0; ++r) {
+      if (!rest.Owes(u.first_record + r) || (skip > 0 && skip-- > 0)) continue;
+      p.begin = std::min(p.begin, r);
+      p.end = r + 1;
+      s.refs.push_back({piece, r});
+      --remaining;
+      ++taken;
+    }
+    s.pieces.push_back(p);
+    g = (g + taken) % rest.count;
+  }
+  return s;
+}
+
+// What a share's order draws from: Draw(a, b, c, record).
+struct OrderKey {
+  uint64_t a, b, c;
+};
+
+OrderKey KeyOf(const PlanOptions& o, uint64_t epoch, const EpochRest* rest) {
+  if (rest == nullptr) return {o.seed, kStreamSamples, epoch};
+  return {Draw(o.seed, kStreamElastic, epoch, rest->segment), kStreamElastic, epoch};
+}
+
+using Keyed = std::pair<uint64_t, SampleRef>;
+
+bool KeyedLess(const Keyed& a, const Keyed& b) {
+  if (a.first != b.first) return a.first < b.first;
+  return a.second.piece != b.second.piece ? a.second.piece < b.second.piece
+                                          : a.second.index < b.second.index;
+}
+
+// The share's sort keys (see the file comment of epoch_plan.h).
+std::vector<Keyed> KeyedRefs(const std::vector<ReadUnit>& units, const Share& share,
+                             const PlanOptions& o, OrderKey key, bool* windowed) {
   uint64_t total = 0, largest = 1;
-  for (const Piece& p : pieces) {
+  for (const Piece& p : share.pieces) {
     total += units[p.unit].bytes;
     largest = std::max(largest, units[p.unit].bytes);
   }
@@ -60,20 +132,69 @@ std::vector<SampleRef> ShareOrder(const std::vector<ReadUnit>& units,
   uint64_t k = o.budget_bytes / largest;
   *windowed = total > o.budget_bytes;
   k = k > 2 ? k - 2 : 1;
-  std::vector<std::pair<uint64_t, SampleRef>> keyed(refs.size());
-  for (size_t i = 0; i < refs.size(); ++i) {
-    const SampleRef& s = refs[i];
-    uint64_t draw = Draw(o.seed, kStreamSamples, epoch, units[pieces[s.piece].unit].first_record + s.index);
-    uint64_t key = *windowed ? (uint64_t{s.piece} << 32) + Below(draw, k << 32) : draw;
-    keyed[i] = {key, s};
+  std::vector<Keyed> keyed(share.refs.size());
+  for (size_t i = 0; i < share.refs.size(); ++i) {
+    const SampleRef& s = share.refs[i];
+    uint64_t draw = Draw(key.a, key.b, key.c, units[share.pieces[s.piece].unit].first_record + s.index);
+    keyed[i] = {*windowed ? (uint64_t{s.piece} << 32) + Below(draw, k << 32) : draw, s};
   }
-  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first < b.first;
-    return a.second.piece != b.second.piece ? a.second.piece < b.second.piece
-                                            : a.second.index < b.second.index;
-  });
-  for (size_t i = 0; i < refs.size(); ++i) refs[i] = keyed[i].second;
+  return keyed;
+}
+
+// Orders the share's samples.
+std::vector<SampleRef> ShareOrder(const std::vector<ReadUnit>& units, const Share& share,
+                                  const PlanOptions& o, OrderKey key, bool* windowed) {
+  *windowed = false;
+  if (!o.shuffle) return share.refs;
+  std::vector<Keyed> keyed = KeyedRefs(units, share, o, key, windowed);
+  std::sort(keyed.begin(), keyed.end(), KeyedLess);
+  std::vector<SampleRef> refs(keyed.size());
+  for (size_t i = 0; i < keyed.size(); ++i) refs[i] = keyed[i].second;
   return refs;
+}
+
+void SetBit(std::vector<uint64_t>& bits, uint64_t i) { bits[i >> 6] |= uint64_t{1} << (i & 63); }
+
+// Marks the records of the first `delivered` positions of the share's order
+// in `done`: a selection, not a sort, O(share). Positions past the share
+// (kPad) repeat its first records, so `delivered` <= the share's size.
+void MarkDelivered(const std::vector<ReadUnit>& units, const Share& share, const PlanOptions& o,
+                   OrderKey key, uint64_t delivered, std::vector<uint64_t>& done) {
+  auto record = [&](const SampleRef& s) {
+    return units[share.pieces[s.piece].unit].first_record + s.index;
+  };
+  if (!o.shuffle) {
+    for (uint64_t p = 0; p < delivered; ++p) SetBit(done, record(share.refs[p]));
+    return;
+  }
+  bool windowed = false;
+  std::vector<Keyed> keyed = KeyedRefs(units, share, o, key, &windowed);
+  std::nth_element(keyed.begin(), keyed.begin() + delivered, keyed.end(), KeyedLess);
+  for (uint64_t p = 0; p < delivered; ++p) SetBit(done, record(keyed[p].second));
+}
+
+absl::Status CheckSegment(const PlanSegment& s, size_t i, uint64_t records) {
+  const PlanOptions& o = s.options;
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("segment ", i, " of the epoch: ", what));
+  };
+  if (o.world_size < 1 || o.world_size > kMaxWorldSize) {
+    return bad(absl::StrCat("world size ", o.world_size, " is not 1..", kMaxWorldSize));
+  }
+  if (o.batch_size < 1 || o.batch_size > kMaxBatchSize) {
+    return bad(absl::StrCat("batch size ", o.batch_size, " is not 1..", kMaxBatchSize));
+  }
+  if (o.remainder != Remainder::kDrop && o.remainder != Remainder::kPartial &&
+      o.remainder != Remainder::kPad) {
+    return bad(absl::StrCat("remainder ", static_cast<int>(o.remainder), " is not drop, partial or pad"));
+  }
+  const uint64_t batches = BatchesPerEpoch(records, o);
+  if (s.batches > batches) {
+    return bad(absl::StrCat(s.batches, " batches delivered, but its plan (world size ",
+                            o.world_size, ", batch size ", o.batch_size, ", ", records,
+                            " records to read) has ", batches));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -83,20 +204,65 @@ uint64_t BatchesPerEpoch(uint64_t records, const PlanOptions& o) {
   return o.remainder == Remainder::kDrop ? q / b : (q + b - 1) / b;
 }
 
+absl::StatusOr<EpochRest> RestOfEpoch(const std::vector<ReadUnit>& units,
+                                      const std::vector<PlanSegment>& segments, uint64_t epoch) {
+  uint64_t n = 0;
+  for (const ReadUnit& u : units) n += u.records;
+  // Before the first segment every record is owed.
+  EpochRest rest;
+  rest.owed.assign((n + 63) / 64, ~uint64_t{0});
+  if (n % 64 != 0) rest.owed.back() = (uint64_t{1} << (n % 64)) - 1;
+  rest.count = n;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const PlanOptions& o = segments[i].options;
+    const bool whole = i == 0;  // segment 0 is an ordinary epoch plan
+    if (absl::Status s = CheckSegment(segments[i], i, rest.count); !s.ok()) return s;
+    const uint64_t share = SamplesPerRank(rest.count, o);
+    const uint64_t delivered =
+        std::min(share, segments[i].batches * static_cast<uint64_t>(o.batch_size));
+    std::vector<uint64_t> done((n + 63) / 64, 0);
+    if (delivered > 0) {
+      const std::vector<uint32_t> perm = UnitOrder(units.size(), o, epoch);
+      const std::vector<uint64_t> cum =
+          whole ? RecordPrefix(units, perm) : OwedPrefix(units, perm, rest);
+      const OrderKey key = KeyOf(o, epoch, whole ? nullptr : &rest);
+      for (int r = 0; r < o.world_size; ++r) {
+        const uint64_t start = static_cast<uint64_t>(r) * share;
+        Share s = whole ? ContiguousShare(units, perm, cum, n, share, start)
+                        : RestShare(units, perm, cum, rest, share, start);
+        MarkDelivered(units, s, o, key, delivered, done);
+      }
+    }
+    // What was owed and not delivered, including what this segment's
+    // remainder rule left out, is owed still.
+    rest.count = 0;
+    for (size_t w = 0; w < done.size(); ++w) {
+      rest.owed[w] &= ~done[w];
+      rest.count += std::popcount(rest.owed[w]);
+    }
+    rest.segment = static_cast<uint32_t>(i + 1);
+  }
+  return rest;
+}
+
 EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o,
-                        uint64_t epoch) {
+                        uint64_t epoch, const EpochRest* rest) {
   EpochPlan plan;
   uint64_t records = 0;
   for (const ReadUnit& u : units) records += u.records;
+  if (rest != nullptr) records = rest->count;
   plan.samples_per_rank = SamplesPerRank(records, o);
   plan.batches = BatchesPerEpoch(records, o);
   if (records == 0 || plan.samples_per_rank == 0) return plan;
 
   std::vector<uint32_t> perm = UnitOrder(units.size(), o, epoch);
   const uint64_t share = plan.samples_per_rank;
-  std::vector<Piece> pieces =
-      SharePieces(units, perm, records, share, static_cast<uint64_t>(o.rank) * share);
-  std::vector<SampleRef> base = ShareOrder(units, pieces, o, epoch, &plan.windowed);
+  const uint64_t start = static_cast<uint64_t>(o.rank) * share;
+  Share mine = rest == nullptr
+                   ? ContiguousShare(units, perm, RecordPrefix(units, perm), records, share, start)
+                   : RestShare(units, perm, OwedPrefix(units, perm, *rest), *rest, share, start);
+  std::vector<SampleRef> base = ShareOrder(units, mine, o, KeyOf(o, epoch, rest), &plan.windowed);
+  std::vector<Piece>& pieces = mine.pieces;
 
   // Positions used: all full batches, plus the short one (kPartial) or a
   // padded one (kPad, wrapping to the start of the share's order). Wrapped

@@ -17,12 +17,22 @@
 //
 // A plan is a pure function of (units, options, epoch): any thread count and
 // any restore point see the same plan.
+//
+// Elastic resume (docs/reader.md): an epoch may be read in segments, each
+// with its own plan options (world size, batch size...). Every rank of a
+// segment delivers the same number of batches, so a segment's plan options
+// and its batch count say which records every rank delivered in it. The
+// records the segment's plan held and did not deliver are the epoch's rest
+// (EpochRest); the next segment splits the rest into shares as step 2 splits
+// the whole sequence (the rest taken in the epoch's unit order) and orders
+// each share as step 3 does, with draws of its own.
 #ifndef SHARDPACK_READER_EPOCH_PLAN_H_
 #define SHARDPACK_READER_EPOCH_PLAN_H_
 
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "shardpack/reader.h"
 
 namespace shardpack::internal {
@@ -60,6 +70,7 @@ struct PlanOptions {
   int batch_size = 1;
   Remainder remainder = Remainder::kDrop;
   uint64_t budget_bytes = 0;  // bytes of pieces that may be in use at once
+  friend bool operator==(const PlanOptions&, const PlanOptions&) = default;
 };
 
 struct EpochPlan {
@@ -71,8 +82,32 @@ struct EpochPlan {
   bool windowed = false;          // true when the jittered sort was used
 };
 
+// A finished segment of an epoch: its plan options (rank unused) and the
+// batches each of its ranks delivered.
+struct PlanSegment {
+  PlanOptions options;
+  uint64_t batches = 0;
+};
+
+// The records an epoch still owes after its earlier segments.
+struct EpochRest {
+  std::vector<uint64_t> owed;  // bit r of owed[r / 64]: record r is owed
+  uint64_t count = 0;          // bits set
+  uint32_t segment = 0;        // segments before: the next segment's index
+  bool Owes(uint64_t record) const { return (owed[record >> 6] >> (record & 63)) & 1; }
+};
+
+// What `segments` (oldest first) left of `epoch`: a pure function of its
+// arguments, O(records) per segment. InvalidArgumentError naming the segment
+// when one claims more batches than its plan has or has options out of
+// range (they come from a saved state, docs/reader.md).
+absl::StatusOr<EpochRest> RestOfEpoch(const std::vector<ReadUnit>& units,
+                                      const std::vector<PlanSegment>& segments, uint64_t epoch);
+
+// The plan of `options.rank` for `epoch`, or, with `rest`, for the segment
+// that reads that rest (the records of the plan are then rest's records).
 EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& options,
-                        uint64_t epoch);
+                        uint64_t epoch, const EpochRest* rest = nullptr);
 
 // Global record index of position p.
 inline uint64_t RecordAt(const EpochPlan& plan, const std::vector<ReadUnit>& units,
@@ -81,7 +116,8 @@ inline uint64_t RecordAt(const EpochPlan& plan, const std::vector<ReadUnit>& uni
   return units[plan.pieces[s.piece].unit].first_record + s.index;
 }
 
-// Batches per epoch, the same for every rank.
+// Batches per epoch (of `records` records, or the rest's), the same for
+// every rank.
 uint64_t BatchesPerEpoch(uint64_t records, const PlanOptions& options);
 
 }  // namespace shardpack::internal

@@ -126,9 +126,12 @@ Pipeline::~Pipeline() {
   for (UnitSlot& u : units_) std::free(u.buffer);
 }
 
-void Pipeline::Start(uint64_t epoch, uint64_t batch) {
+void Pipeline::Start(uint64_t epoch, uint64_t batch, std::shared_ptr<const EpochRest> rest) {
   start_epoch_ = epoch;
   start_batch_ = batch;
+  rest_ = std::move(rest);
+  start_epoch_batches_ =
+      rest_ != nullptr ? BatchesPerEpoch(rest_->count, plan_options_) : batches_per_epoch_;
   stop_ = false;
   next_build_ = 0;
   consumer_epoch_ = epoch;
@@ -180,7 +183,8 @@ void Pipeline::Stop() {
 std::shared_ptr<EpochRun> Pipeline::PublishRun(uint64_t epoch) {
   auto run = std::make_shared<EpochRun>();
   run->epoch = epoch;
-  run->plan = MakeEpochPlan(dataset_->units(), plan_options_, epoch);
+  run->plan = MakeEpochPlan(dataset_->units(), plan_options_, epoch,
+                            epoch == start_epoch_ ? rest_.get() : nullptr);
   run->piece_ready = std::make_unique<std::atomic<uint32_t>[]>(run->plan.pieces.size());
   std::lock_guard<std::mutex> lock(mu_);
   runs_[epoch] = run;
@@ -359,10 +363,20 @@ void Pipeline::Unpin(uint32_t unit, int64_t n) {
   }
 }
 
-void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
+void Pipeline::Locate(uint64_t seq, uint64_t* epoch, uint64_t* batch) const {
   const uint64_t global = start_batch_ + seq;
-  slot.epoch = start_epoch_ + global / batches_per_epoch_;
-  slot.batch = global % batches_per_epoch_;
+  if (global < start_epoch_batches_) {
+    *epoch = start_epoch_;
+    *batch = global;
+    return;
+  }
+  const uint64_t after = global - start_epoch_batches_;
+  *epoch = start_epoch_ + 1 + after / batches_per_epoch_;
+  *batch = after % batches_per_epoch_;
+}
+
+void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
+  Locate(seq, &slot.epoch, &slot.batch);
   std::shared_ptr<EpochRun> run = WaitRun(slot.epoch);
   if (run == nullptr) return;
   const EpochPlan& plan = run->plan;

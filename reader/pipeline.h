@@ -92,8 +92,10 @@ class Pipeline {
            const PlanOptions& plan_options, int num_labels, CopyEngine* host_memory = nullptr);
   ~Pipeline();
 
-  // Starts the threads so that sequence number 0 is (epoch, batch).
-  void Start(uint64_t epoch, uint64_t batch);
+  // Starts the threads so that sequence number 0 is (epoch, batch). With
+  // `rest`, `epoch` is the segment that reads that rest (an elastic resume)
+  // and the epochs after it are ordinary.
+  void Start(uint64_t epoch, uint64_t batch, std::shared_ptr<const EpochRest> rest = nullptr);
   // Stops and joins every thread; resident units stay cached, unpinned.
   void Stop();
 
@@ -125,6 +127,8 @@ class Pipeline {
   std::shared_ptr<EpochRun> WaitRun(uint64_t epoch);
 
   // Workers.
+  // The (epoch, batch) of sequence number `seq`.
+  void Locate(uint64_t seq, uint64_t* epoch, uint64_t* batch) const;
   void WorkerMain();
   void BuildBatch(uint64_t seq, RingSlot& slot);
   void Unpin(uint32_t unit, int64_t n);
@@ -150,6 +154,8 @@ class Pipeline {
   std::vector<uint8_t> loading_;  // per unit: a read is in flight
 
   uint64_t start_epoch_ = 0, start_batch_ = 0;
+  std::shared_ptr<const EpochRest> rest_;  // of start_epoch_, when elastic
+  uint64_t start_epoch_batches_ = 0;       // batches of start_epoch_
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> next_build_{0};
   std::atomic<uint64_t> consumer_epoch_{0};

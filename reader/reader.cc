@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "reader/dataset_units.h"
 #include "reader/pipeline.h"
+#include "reader/rng.h"
 #include "reader/staging.h"
 #include "reader/transform.h"
 #include "shardpack/status.h"
@@ -42,11 +43,13 @@ class Reader::Impl {
     --outstanding_;
     GiveBack(slot);
   }
-  ReaderState state() const { return {options_.seed, epoch_, batch_}; }
+  ReaderState state() const;
   absl::Status Restore(const ReaderState& state);
   ReaderStats stats() const;
   uint64_t batches_per_epoch() const { return pipeline_->batches_per_epoch(); }
+  uint64_t batches_in_epoch() const { return epoch_batches_; }
   uint64_t records() const { return dataset_.records; }
+  uint64_t fingerprint() const { return fingerprint_; }
 
  private:
   // The options the pipeline builds with: a device finish's input is uint8
@@ -55,8 +58,14 @@ class Reader::Impl {
   absl::Status InitStaging(int num_labels);
   void GiveBack(Batch::Slot* slot);
   void Stop();
+  // The segments `state` says its epoch was read in, oldest first, ending
+  // with the state's own; InvalidArgumentError naming a bad field.
+  absl::StatusOr<std::vector<internal::PlanSegment>> SegmentsOf(const ReaderState& state) const;
+  internal::PlanOptions PlanOf(const ReadSegment& segment) const;
 
   ReaderOptions options_;
+  internal::PlanOptions plan_;
+  uint64_t fingerprint_ = 0;
   internal::StreamDataset dataset_;
   std::unique_ptr<internal::SampleTransform> transform_;
   // Before pipeline_: the ring slots are its (pinned) memory.
@@ -68,7 +77,11 @@ class Reader::Impl {
   std::vector<Batch::Slot> slots_;
   bool started_ = false;
   uint64_t epoch_ = 0, batch_ = 0;  // the next batch Next() delivers
-  uint64_t seq_ = 0;                // its pipeline sequence number
+  uint64_t epoch_batches_ = 0;      // batches of epoch_
+  // After an elastic Restore: epoch_'s earlier segments and what they left
+  // (null otherwise). Cleared when epoch_ ends.
+  std::vector<ReadSegment> earlier_;
+  std::shared_ptr<const internal::EpochRest> rest_;  uint64_t seq_ = 0;                // its pipeline sequence number
   int outstanding_ = 0;
   // Counted as batches are delivered: workers run ahead into the next epoch,
   // so counts of what was built would depend on timing.
@@ -99,7 +112,8 @@ absl::Status ResolveRank(ReaderOptions* o) {
   }
   if (o->rank < 0) SP_RETURN_IF_ERROR(from_env("RANK", 0, &o->rank));
   if (o->world_size < 0) SP_RETURN_IF_ERROR(from_env("WORLD_SIZE", 1, &o->world_size));
-  if (o->world_size < 1 || o->rank < 0 || o->rank >= o->world_size) {
+  if (o->world_size < 1 || o->world_size > kMaxWorldSize || o->rank < 0 ||
+      o->rank >= o->world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", o->rank, " of world size ", o->world_size, " does not exist"));
   }
@@ -130,6 +144,17 @@ absl::Status CheckOptions(const ReaderOptions& o) {
     return absl::InvalidArgumentError("device_dtype needs a device (ReaderOptions::device >= 0)");
   }
   return absl::OkStatus();
+}
+
+// The manifest's fingerprint; for a lone .shard file (whose manifest lists
+// no shards) folded with its read units, so that two different files differ.
+uint64_t DatasetFingerprint(const internal::StreamDataset& d) {
+  uint64_t h = ManifestFingerprint(d.manifest);
+  if (!d.manifest.shards.empty()) return h;
+  for (const internal::ReadUnit& u : d.units()) {
+    h = internal::Draw(h, u.first_record, u.records, u.bytes);
+  }
+  return h;
 }
 
 // The CUDA engine for `device`, or null after saying once why batches stay
@@ -177,10 +202,12 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   SP_ASSIGN_OR_RETURN(internal::SampleTransform t,
                       internal::SampleTransform::Make(host, dataset_.source->image()));
   transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
-  internal::PlanOptions plan{options_.shuffle, options_.seed,      options_.rank,
-                             options_.world_size, options_.batch_size, options_.remainder,
-                             options_.shuffle_bytes};
-  if (internal::BatchesPerEpoch(dataset_.records, plan) == 0) {
+  internal::PlanOptions& plan = plan_;
+  plan = {options_.shuffle,    options_.seed,       options_.rank,         options_.world_size,
+          options_.batch_size, options_.remainder, options_.shuffle_bytes};
+  fingerprint_ = DatasetFingerprint(dataset_);
+  epoch_batches_ = internal::BatchesPerEpoch(dataset_.records, plan);
+  if (epoch_batches_ == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         options_.path, ": ", dataset_.records, " records give rank ", options_.rank, " of ",
         options_.world_size, " no batch of ", options_.batch_size));
@@ -232,9 +259,12 @@ void Reader::Impl::Stop() {
 }
 
 absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
-  if (batch_ == pipeline_->batches_per_epoch()) {
+  if (batch_ == epoch_batches_) {
     ++epoch_;
     batch_ = 0;
+    epoch_batches_ = pipeline_->batches_per_epoch();
+    earlier_.clear();
+    rest_.reset();
     return absl::OutOfRangeError(absl::StrCat("end of epoch ", epoch_ - 1));
   }
   // The next batch goes into the slot (or device buffer) of the one
@@ -249,7 +279,7 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
         slots_.size() - 1, " Batches may be held across Next()"));
   }
   if (!started_) {
-    pipeline_->Start(epoch_, batch_);
+    pipeline_->Start(epoch_, batch_, rest_);
     if (stager_ != nullptr) stager_->Start();
     started_ = true;
   }
@@ -286,21 +316,104 @@ void Reader::Impl::GiveBack(Batch::Slot* slot) {
   }
 }
 
-absl::Status Reader::Impl::Restore(const ReaderState& state) {
-  if (outstanding_ > 0) {
-    return absl::FailedPreconditionError("destroy every Batch before Restore");
+ReaderState Reader::Impl::state() const {
+  ReaderState s;
+  s.seed = options_.seed;
+  s.epoch = epoch_;
+  s.batch = batch_;
+  s.fingerprint = fingerprint_;
+  s.world_size = options_.world_size;
+  s.batch_size = options_.batch_size;
+  s.remainder = options_.remainder;
+  s.shuffle = options_.shuffle;
+  s.shuffle_bytes = options_.shuffle_bytes;
+  s.earlier = earlier_;
+  return s;
+}
+
+internal::PlanOptions Reader::Impl::PlanOf(const ReadSegment& segment) const {
+  return {segment.shuffle,    options_.seed,     0, segment.world_size,
+          segment.batch_size, segment.remainder, segment.shuffle_bytes};
+}
+
+absl::StatusOr<std::vector<internal::PlanSegment>> Reader::Impl::SegmentsOf(
+    const ReaderState& state) const {
+  if (state.fingerprint != fingerprint_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state of dataset fingerprint ", FormatFingerprint(state.fingerprint), ", but ",
+        options_.path, " has fingerprint ", FormatFingerprint(fingerprint_),
+        ": another dataset, or another copy of it"));
   }
   if (state.seed != options_.seed) {
     return absl::InvalidArgumentError(absl::StrCat("state of seed ", state.seed,
                                                    ", reader of seed ", options_.seed));
   }
-  if (state.batch > pipeline_->batches_per_epoch()) {
-    return absl::InvalidArgumentError(absl::StrCat("batch ", state.batch, " of an epoch of ",
-                                                   pipeline_->batches_per_epoch()));
+  if (state.earlier.size() > kMaxStateSegments) {
+    return absl::InvalidArgumentError(absl::StrCat("state lists ", state.earlier.size(),
+                                                   " earlier segments (at most ",
+                                                   kMaxStateSegments, ")"));
+  }
+  std::vector<ReadSegment> all = state.earlier;
+  all.push_back({state.world_size, state.batch_size, state.remainder, state.shuffle,
+                 state.shuffle_bytes, state.batch});
+  std::vector<internal::PlanSegment> segments;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const ReadSegment& e = all[i];
+    const std::string field =
+        i + 1 < all.size() ? absl::StrCat("state.earlier[", i, "].") : "state.";
+    if (e.world_size < 1 || e.world_size > kMaxWorldSize) {
+      return absl::InvalidArgumentError(absl::StrCat(field, "world_size ", e.world_size,
+                                                     " is not 1..", kMaxWorldSize));
+    }
+    if (e.batch_size < 1 || e.batch_size > kMaxBatchSize) {
+      return absl::InvalidArgumentError(absl::StrCat(field, "batch_size ", e.batch_size,
+                                                     " is not 1..", kMaxBatchSize));
+    }
+    if (e.remainder != Remainder::kDrop && e.remainder != Remainder::kPartial &&
+        e.remainder != Remainder::kPad) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "remainder ", static_cast<int>(e.remainder), " is not drop, partial or pad"));
+    }
+    segments.push_back({PlanOf(e), e.batches});
+  }
+  return segments;
+}
+
+absl::Status Reader::Impl::Restore(const ReaderState& state) {
+  if (outstanding_ > 0) {
+    return absl::FailedPreconditionError("destroy every Batch before Restore");
+  }
+  SP_ASSIGN_OR_RETURN(std::vector<internal::PlanSegment> segments, SegmentsOf(state));
+  // The state's own segment goes on when this reader's plan options are its
+  // options; otherwise it is finished (an elastic resume), or dropped when
+  // it delivered nothing.
+  const internal::PlanSegment& theirs = segments.back();
+  const bool same = PlanOf({options_.world_size, options_.batch_size, options_.remainder,
+                            options_.shuffle, options_.shuffle_bytes, 0}) == theirs.options;
+  if (same || state.batch == 0) segments.pop_back();
+  std::shared_ptr<const internal::EpochRest> rest;
+  if (!segments.empty()) {
+    SP_ASSIGN_OR_RETURN(internal::EpochRest r,
+                        internal::RestOfEpoch(dataset_.source->units(), segments, state.epoch));
+    rest = std::make_shared<const internal::EpochRest>(std::move(r));
+  }
+  const uint64_t batch = same ? state.batch : 0;
+  const uint64_t batches = rest != nullptr ? internal::BatchesPerEpoch(rest->count, plan_)
+                                           : pipeline_->batches_per_epoch();
+  if (batch > batches) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state.batch ", batch, " of an epoch of ", batches, " batches"));
   }
   Stop();
   epoch_ = state.epoch;
-  batch_ = state.batch;
+  batch_ = batch;
+  epoch_batches_ = batches;
+  earlier_.clear();
+  for (const internal::PlanSegment& p : segments) {
+    earlier_.push_back({p.options.world_size, p.options.batch_size, p.options.remainder,
+                        p.options.shuffle, p.options.budget_bytes, p.batches});
+  }
+  rest_ = std::move(rest);
   seq_ = 0;
   return absl::OkStatus();
 }
@@ -333,7 +446,9 @@ absl::StatusOr<std::unique_ptr<Reader>> internal::ReaderAccess::Open(
 
 absl::StatusOr<Batch> Reader::Next() { return impl_->Next(this); }
 uint64_t Reader::batches_per_epoch() const { return impl_->batches_per_epoch(); }
+uint64_t Reader::batches_in_epoch() const { return impl_->batches_in_epoch(); }
 uint64_t Reader::records() const { return impl_->records(); }
+uint64_t Reader::fingerprint() const { return impl_->fingerprint(); }
 ReaderState Reader::state() const { return impl_->state(); }
 absl::Status Reader::Restore(const ReaderState& state) { return impl_->Restore(state); }
 ReaderStats Reader::stats() const { return impl_->stats(); }

@@ -41,6 +41,7 @@ enum Stream : uint64_t {
   kStreamAugment = 3,   // per-record augmentation parameters
   kStreamReplace = 4,   // replacement of damaged samples
   kStreamPack = 5,      // the packer's permutation of its inputs
+  kStreamElastic = 6,   // order of an epoch's rest after an elastic resume
 };
 
 // Fisher-Yates shuffle of `items` where step i draws Draw(a, b, c, i): the

@@ -82,6 +82,17 @@ absl::Status CheckRecordAgainstSchema(const Record& record, const Schema& schema
 // FailedPreconditionError for an unsupported major version.
 absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view name);
 
+// The dataset's fingerprint: a 64-bit hash of what makes its records what
+// they are, in order: the backend, the schema (encoding, layout, shape,
+// label fields and class names) and each shard's path, record count, size
+// and CRC-32C. Not of pack_json or the version: two copies of a dataset have
+// the same fingerprint, datasets with other shards another. Stable across
+// builds and machines (docs/reader.md gives the byte layout it hashes).
+uint64_t ManifestFingerprint(const Manifest& manifest);
+
+// A fingerprint as 16 lowercase hex digits.
+std::string FormatFingerprint(uint64_t fingerprint);
+
 // Serializes to pretty-printed JSON ending in a newline. Deterministic: the
 // same manifest always gives the same bytes.
 std::string SerializeManifest(const Manifest& manifest);

@@ -114,6 +114,9 @@ enum class OnCorrupt {
 inline constexpr int kMaxBatchSize = 1 << 20;
 inline constexpr int kMaxRingSlots = 1024;
 inline constexpr int kMaxThreads = 1024;
+inline constexpr int kMaxWorldSize = 1 << 20;
+// Segments a saved state may list for one epoch (ReaderState::earlier).
+inline constexpr size_t kMaxStateSegments = 64;
 
 struct ReaderOptions {
   std::string path;            // dataset directory or a single .shard file
@@ -126,7 +129,7 @@ struct ReaderOptions {
   // Distributed reading: this process is `rank` of `world_size`. -1 (the
   // default) takes RANK / WORLD_SIZE from the environment, else 0 / 1.
   int rank = -1;               // -1 or 0..world_size-1
-  int world_size = -1;         // -1 or >= 1
+  int world_size = -1;         // -1 or 1..kMaxWorldSize
   Remainder remainder = Remainder::kDrop;
   IoEngine io = IoEngine::kAuto;
   // Bytes of reads kept in flight ahead of the shuffle window. Default 32 MiB.
@@ -162,11 +165,43 @@ struct ReaderOptions {
   void* consumer_stream = nullptr;
 };
 
-// Where a reader is: enough to resume the identical stream.
+// A stretch of an epoch read with the given plan options: the world size
+// and options of the job that read it, and the batches each of its ranks
+// delivered (docs/reader.md, Elastic resume).
+struct ReadSegment {
+  int world_size = 0;
+  int batch_size = 0;
+  Remainder remainder = Remainder::kDrop;
+  bool shuffle = true;
+  uint64_t shuffle_bytes = 0;
+  uint64_t batches = 0;
+  friend bool operator==(const ReadSegment&, const ReadSegment&) = default;
+};
+
+// Where a reader is: enough for any number of ranks to resume.
+//
+// The same on every rank of a job: ranks deliver the same number of batches
+// in lockstep and a plan is a pure function of (seed, epoch, world size,
+// options), so the batch count of one rank tells which records every rank
+// delivered. A state saved by any rank restores on a job of another world
+// size, batch size, remainder or shuffle budget (Reader::Restore). Every
+// field is checked on Restore: a state is data from outside.
 struct ReaderState {
   uint64_t seed = 0;
   uint64_t epoch = 0;
-  uint64_t batch = 0;  // batches of `epoch` already delivered
+  uint64_t batch = 0;  // batches of `epoch` already delivered in this segment
+  // Reader::fingerprint() of the dataset the state was saved on.
+  uint64_t fingerprint = 0;
+  // The plan options `batch` counts in (the saving reader's).
+  int world_size = 0;
+  int batch_size = 0;
+  Remainder remainder = Remainder::kDrop;
+  bool shuffle = true;
+  uint64_t shuffle_bytes = 0;
+  // Earlier segments of `epoch`, oldest first (empty unless the epoch was
+  // resumed with other options); at most kMaxStateSegments.
+  std::vector<ReadSegment> earlier;
+  friend bool operator==(const ReaderState&, const ReaderState&) = default;
 };
 
 // Where time goes. Each stage's wait is time that stage spent blocked on the
@@ -258,13 +293,25 @@ class Reader {
 
   // Batches per epoch on this rank (the same on every rank).
   uint64_t batches_per_epoch() const;
+  // Batches of the current epoch on this rank: batches_per_epoch(), or after
+  // an elastic Restore, what that epoch's rest gives (the same on every rank).
+  uint64_t batches_in_epoch() const;
   uint64_t records() const;  // records in the dataset
+  // The dataset's fingerprint (docs/reader.md): equal on every rank that
+  // reads the same dataset. Computed once by Open.
+  uint64_t fingerprint() const;
 
   // The position after the last batch returned by Next().
   ReaderState state() const;
-  // Continues from `state` (same options otherwise): the stream is the same
-  // as if the batches before it had been read. Costs what filling the
-  // buffers costs, not what reading the skipped batches would.
+  // Continues from `state`, saved by any rank of any job on this dataset
+  // with this seed. With the same world size and plan options, the stream is
+  // the same as if the batches before it had been read. With others
+  // (elastic resume), the ranks of this job together deliver every record
+  // that the state's epoch still owed, once, each rank the same number of
+  // batches (docs/reader.md); later epochs are ordinary ones. Costs what
+  // planning and filling the buffers cost, not what reading the skipped
+  // batches would. InvalidArgumentError naming the field for a state of
+  // another dataset or seed or with a value out of range.
   absl::Status Restore(const ReaderState& state);
 
   ReaderStats stats() const;

@@ -2,7 +2,10 @@
 
 ddp.py --check is the test of the distributed contract from Python: two
 processes (gloo, loopback) each read their rank's records, and rank 0 checks
-that the shares are disjoint and together complete. Skipped (exit 77)
+that the shares are disjoint and together complete. ddp.py --elastic is the
+test of elastic resume: 4 ranks (torchrun, gloo on loopback) read 4 steps
+and save, 3 ranks resume and finish the epoch, and the records of both jobs
+are checked to come exactly once. Skipped (exit 77)
 without torch; train_loop runs regardless.
 """
 import os
@@ -69,6 +72,18 @@ class ExamplesTest(fixtures.DatasetTest):
         self.assertIn("rank 0: epoch 0, 8 steps", p.stdout)
         self.assertIn("rank 1: epoch 0, 8 steps", p.stdout)
         self.assertIn("disjoint: True; together complete (2000 records): True", p.stdout)
+        self.assertRegex(p.stdout, r"dataset fingerprint [0-9a-f]{16} on all 2 ranks")
+
+    @unittest.skipIf(torch is None, "torch is not importable (Debian: python3-torch)")
+    def test_ddp_elastic_resume_on_three_of_four_ranks_is_exactly_once(self):
+        p = run(sys.executable, os.path.join(EXAMPLES, "ddp.py"), self.ds, "--elastic",
+                "--batch-size", "50", "--steps", "4", "--world-size", "4",
+                "--resume-world-size", "3")
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        self.assertRegex(p.stdout, r"dataset fingerprint [0-9a-f]{16} on all 4 ranks")
+        self.assertIn("job 1: 4 ranks, 4 steps of 10, state of every rank equal: True", p.stdout)
+        self.assertIn("job 2: 3 ranks, [8, 8, 8] steps; records: 800 before, 1200 after; "
+                      "exactly once: True; all but 0 of 2000: True", p.stdout)
 
 
 if __name__ == "__main__":

@@ -90,7 +90,8 @@ class ReaderTest(fixtures.DatasetTest):
         epoch0 = [lab for _, lab in r]
         epoch1 = [lab for _, lab in r]
         self.assertEqual(len(epoch0), len(r))
-        self.assertEqual(r.state_dict(), {"seed": 7, "epoch": 2, "batch": 0})
+        state = r.state_dict()
+        self.assertEqual((state["seed"], state["epoch"], state["batch"]), (7, 2, 0))
         self.assertFalse(all(np.array_equal(a, b) for a, b in zip(epoch0, epoch1)))
         r.set_epoch(1)
         again = [lab for _, lab in r]
@@ -103,7 +104,10 @@ class ReaderTest(fixtures.DatasetTest):
         for _ in range(4):
             next(r)
         state = r.state_dict()
-        self.assertEqual(state, {"seed": 7, "epoch": 3, "batch": 4})
+        self.assertEqual(state, {"seed": 7, "epoch": 3, "batch": 4, "fingerprint": r.fingerprint,
+                                 "world_size": 1, "batch_size": r.batch_size,
+                                 "remainder": "drop", "shuffle": True,
+                                 "shuffle_bytes": 256 << 20, "earlier": []})
         rest = list(r)
         resumed = self.reader(copy=True)
         resumed.load_state_dict(state)
@@ -116,21 +120,74 @@ class ReaderTest(fixtures.DatasetTest):
 
     def test_load_state_dict_refuses_while_zero_copy_arrays_live(self):
         r = self.reader()
+        start = r.state_dict()
         images, labels = next(r)
         with self.assertRaisesRegex(shardpack.Error, "destroy every Batch"):
-            r.load_state_dict({"seed": 7, "epoch": 0, "batch": 0})
+            r.load_state_dict(start)
         del images, labels
-        r.load_state_dict({"seed": 7, "epoch": 0, "batch": 0})
+        r.load_state_dict(start)
+        del start["batch"]
         with self.assertRaisesRegex(ValueError, "no 'batch'"):
-            r.load_state_dict({"seed": 7, "epoch": 0})
+            r.load_state_dict(start)
 
     def test_load_state_dict_with_bad_values_says_which_and_why(self):
         r = self.reader()
+        good = r.state_dict()
         for bad in (-1, 2**64, "3", 1.5, None, True):
             with self.subTest(bad=bad):
                 with self.assertRaisesRegex(
                         ValueError, r"state_dict\['epoch'\] is .*: it must be an int from 0 to 2\*\*64-1"):
-                    r.load_state_dict({"seed": 7, "epoch": bad, "batch": 0})
+                    r.load_state_dict(dict(good, epoch=bad))
+        # Every field of a saved state is checked: damaged or hostile values
+        # are a ValueError naming the field, never a crash or a wrong stream.
+        cases = [
+            (dict(good, fingerprint="0123456789abcdef"), r"another dataset"),
+            (dict(good, fingerprint="xyz"), r"\['fingerprint'\] is 'xyz': it must be 16 lowercase"),
+            (dict(good, fingerprint=5), r"\['fingerprint'\] is 5"),
+            (dict(good, seed=8), r"state of seed 8, reader of seed 7"),
+            (dict(good, world_size=0), r"state.world_size 0 is not 1\.\."),
+            (dict(good, world_size=2**31), r"\['world_size'\] is 2147483648: it must be an int from 0"),
+            (dict(good, batch_size=0), r"state.batch_size 0"),
+            (dict(good, remainder="most"), r"\['remainder'\] is 'most'"),
+            (dict(good, shuffle=1), r"\['shuffle'\] is 1: it must be a bool"),
+            (dict(good, batch=10**6), r"state.batch 1000000 of an epoch of"),
+            (dict(good, earlier="x"), r"\['earlier'\] is 'x': it must be a list"),
+            (dict(good, earlier=[{}] * 65), r"\['earlier'\] is .*at most 64"),
+            (dict(good, earlier=[3]), r"\['earlier'\]\[0\] is 3: it must be a dict"),
+            (dict(good, earlier=[{"world_size": 2}]), r"\['earlier'\]\[0\] has no 'batch_size'"),
+            (dict(good, earlier=[dict(world_size=2, batch_size=10, remainder="drop", shuffle=True,
+                                      shuffle_bytes=1, batches=10**9)]),
+             r"segment 0 of the epoch: 1000000000 batches delivered"),
+            ([1, 2], r"state_dict is \[1, 2\]: it must be a dict"),
+        ]
+        for state, says in cases:
+            with self.subTest(says=says):
+                with self.assertRaisesRegex(ValueError, says):
+                    r.load_state_dict(state)
+        self.assertEqual(r.state_dict(), good)
+
+    def test_elastic_resume_on_another_world_size(self):
+        # 2 ranks read 3 batches; 3 ranks finish the epoch from rank 1's state.
+        seen, state = [], None
+        for rank in range(2):
+            r = self.reader(copy=True, indices=True, rank=rank, world_size=2, remainder="partial")
+            for _ in range(3):
+                seen.extend(next(r)[2].tolist())
+            state = r.state_dict()
+        counts = set()
+        for rank in range(3):
+            r = self.reader(copy=True, indices=True, rank=rank, world_size=3, remainder="partial")
+            self.assertEqual(r.fingerprint, state["fingerprint"])
+            r.load_state_dict(state)
+            counts.add(r.batches_in_epoch)
+            for _, _, idx in r:
+                seen.extend(idx.tolist())
+            self.assertEqual(r.state_dict()["epoch"], 1)
+            self.assertEqual(r.batches_in_epoch, len(r))
+        self.assertEqual(len(counts), 1)
+        self.assertEqual(len(seen), len(set(seen)))
+        owed = r.records - 2 * 3 * r.batch_size
+        self.assertEqual(len(seen), r.records - owed % 3)
 
     def test_float_nchw_is_normalized(self):
         mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)

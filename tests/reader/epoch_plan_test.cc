@@ -170,5 +170,155 @@ TEST(EpochPlanTest, LargeClassSortedDatasetWithinBudget) {
   EXPECT_LT(std::abs(Spearman(e0, e1)), 0.2);
 }
 
+// ---- Elastic resume ---------------------------------------------------------
+
+namespace elastic {
+
+// What the ranks of a segment deliver: every rank's first `batches` batches
+// (all of its plan when `batches` is past it).
+struct Phase {
+  std::vector<uint64_t> records;  // in rank order, with repeats (padding)
+  std::set<uint64_t> batch_counts;
+};
+
+Phase Deliver(const std::vector<ReadUnit>& units, PlanOptions o, uint64_t epoch,
+              const EpochRest* rest, uint64_t batches) {
+  Phase phase;
+  for (int r = 0; r < o.world_size; ++r) {
+    o.rank = r;
+    EpochPlan plan = MakeEpochPlan(units, o, epoch, rest);
+    phase.batch_counts.insert(plan.batches);
+    uint64_t end = std::min<uint64_t>(plan.order.size(), batches * o.batch_size);
+    for (uint64_t p = 0; p < end; ++p) phase.records.push_back(RecordAt(plan, units, p));
+  }
+  return phase;
+}
+
+std::set<uint64_t> Owed(const EpochRest& rest, uint64_t n) {
+  std::set<uint64_t> owed;
+  for (uint64_t r = 0; r < n; ++r) {
+    if (rest.Owes(r)) owed.insert(r);
+  }
+  return owed;
+}
+
+std::set<uint64_t> AsSet(const std::vector<uint64_t>& v) { return {v.begin(), v.end()}; }
+
+// W ranks read `b` batches, W' ranks read the rest: every record the epoch
+// owed is delivered once (as the remainder rule allows), each rank the same
+// number of batches.
+void CheckElastic(Remainder rem, int w, int w2, uint64_t b, uint64_t budget, int batch2) {
+  SCOPED_TRACE(testing::Message() << "remainder " << int(rem) << ", " << w << " -> " << w2
+                                  << " ranks after " << b << " batches, budget " << budget
+                                  << ", batch size 10 -> " << batch2);
+  const uint64_t n = 1003;
+  std::vector<ReadUnit> units = Units(n, 37, 4096);
+  PlanOptions o{true, 7, 0, w, 10, rem, budget};
+  Phase first = Deliver(units, o, 3, nullptr, b);
+  absl::StatusOr<EpochRest> rest = RestOfEpoch(units, {{o, b}}, 3);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  std::set<uint64_t> owed = Owed(*rest, n);
+  EXPECT_EQ(rest->count, owed.size());
+  // Owed: every record the W ranks did not deliver.
+  std::set<uint64_t> expect_owed;
+  for (uint64_t r = 0; r < n; ++r) expect_owed.insert(r);
+  for (uint64_t r : first.records) expect_owed.erase(r);
+  EXPECT_EQ(owed, expect_owed);
+
+  PlanOptions o2{true, 7, 0, w2, batch2, rem, budget};
+  Phase second = Deliver(units, o2, 3, &*rest, UINT64_MAX);
+  EXPECT_EQ(second.batch_counts.size(), 1u) << "ranks disagree on the batch count";
+  std::set<uint64_t> got = AsSet(second.records);
+  for (uint64_t r : got) EXPECT_TRUE(owed.count(r)) << "record " << r << " was not owed";
+  for (uint64_t r : first.records) EXPECT_FALSE(got.count(r)) << "record " << r << " twice";
+  const uint64_t m = owed.size();
+  if (rem == Remainder::kPad) {
+    EXPECT_EQ(got, owed) << "pad delivers everything owed";
+  } else {
+    EXPECT_EQ(got.size(), second.records.size()) << "a record twice in the resumed part";
+    EXPECT_EQ(AsSet(first.records).size(), first.records.size());
+    uint64_t per_rank = m / w2;
+    if (rem == Remainder::kDrop) per_rank = per_rank / batch2 * batch2;
+    EXPECT_EQ(got.size(), per_rank * w2);
+  }
+}
+
+TEST(EpochPlanElasticTest, TheRestIsDeliveredOnceOnFewerOrMoreRanks) {
+  for (Remainder rem : {Remainder::kDrop, Remainder::kPartial, Remainder::kPad}) {
+    for (auto [w, w2] : {std::pair{4, 3}, {2, 5}, {3, 3}, {1, 4}, {4, 1}, {3, 7}}) {
+      const uint64_t batches = BatchesPerEpoch(1003, {true, 7, 0, w, 10, rem, 0});
+      // 1: inside the shuffle window's reach (the budget holds 6 of 28 units).
+      for (uint64_t b : {uint64_t{0}, uint64_t{1}, batches / 2, batches}) {
+        for (uint64_t budget : {uint64_t{6 * 4096}, uint64_t{1} << 30}) {
+          CheckElastic(rem, w, w2, b, budget, 10);
+        }
+      }
+    }
+  }
+}
+
+TEST(EpochPlanElasticTest, ABatchSizeChangeIsASegmentToo) {
+  for (Remainder rem : {Remainder::kPartial, Remainder::kPad}) {
+    CheckElastic(rem, 4, 3, 5, 6 * 4096, 16);
+    CheckElastic(rem, 2, 6, 3, uint64_t{1} << 30, 3);
+  }
+}
+
+TEST(EpochPlanElasticTest, AChainOfResumesStillDeliversEachRecordOnce) {
+  const uint64_t n = 1003;
+  std::vector<ReadUnit> units = Units(n, 37, 4096);
+  std::vector<PlanSegment> segments = {{{true, 7, 0, 4, 10, Remainder::kPartial, 6 * 4096}, 3},
+                                       {{true, 7, 0, 3, 16, Remainder::kPartial, 6 * 4096}, 4},
+                                       {{true, 7, 0, 5, 8, Remainder::kPartial, 1 << 20}, 2}};
+  std::vector<uint64_t> delivered;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    std::vector<PlanSegment> before(segments.begin(), segments.begin() + i);
+    absl::StatusOr<EpochRest> rest = RestOfEpoch(units, before, 1);
+    ASSERT_TRUE(rest.ok()) << rest.status();
+    Phase p = Deliver(units, segments[i].options, 1, i == 0 ? nullptr : &*rest,
+                      segments[i].batches);
+    EXPECT_EQ(p.batch_counts.size(), 1u);
+    delivered.insert(delivered.end(), p.records.begin(), p.records.end());
+  }
+  absl::StatusOr<EpochRest> rest = RestOfEpoch(units, segments, 1);
+  ASSERT_TRUE(rest.ok());
+  PlanOptions last{true, 7, 0, 2, 10, Remainder::kPartial, 1 << 20};
+  Phase p = Deliver(units, last, 1, &*rest, UINT64_MAX);
+  delivered.insert(delivered.end(), p.records.begin(), p.records.end());
+  std::set<uint64_t> distinct = AsSet(delivered);
+  EXPECT_EQ(distinct.size(), delivered.size()) << "a record twice";
+  // Every record but what the last segment's remainder rule leaves out (at
+  // most one: an odd count on 2 ranks).
+  EXPECT_EQ(distinct.size(), n - rest->count % 2);
+}
+
+TEST(EpochPlanElasticTest, SegmentsThatCannotBeAreRefused) {
+  std::vector<ReadUnit> units = Units(1003, 37, 4096);
+  PlanOptions o{true, 7, 0, 4, 10, Remainder::kDrop, 1 << 20};
+  absl::StatusOr<EpochRest> r = RestOfEpoch(units, {{o, 26}}, 0);  // 25 batches an epoch
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("26 batches delivered"), std::string_view::npos)
+      << r.status();
+  PlanOptions bad = o;
+  bad.world_size = 0;
+  EXPECT_FALSE(RestOfEpoch(units, {{bad, 0}}, 0).ok());
+  bad = o;
+  bad.batch_size = 0;
+  EXPECT_FALSE(RestOfEpoch(units, {{bad, 0}}, 0).ok());
+  bad = o;
+  bad.remainder = static_cast<Remainder>(7);
+  EXPECT_FALSE(RestOfEpoch(units, {{bad, 0}}, 0).ok());
+  // The largest world size allowed is planned in well under a second.
+  bad = o;
+  bad.world_size = kMaxWorldSize;
+  bad.remainder = Remainder::kPad;
+  absl::StatusOr<EpochRest> big = RestOfEpoch(units, {{bad, 1}}, 0);
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ(big->count, 0u);  // each of the 2^20 ranks delivered its one record
+}
+
+}  // namespace elastic
+
 }  // namespace
 }  // namespace shardpack::internal

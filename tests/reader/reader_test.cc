@@ -519,5 +519,177 @@ TEST_F(ReaderTest, FifoInPlaceOfAShardOrManifestIsAnErrorNotAHang) {
   }
 }
 
+// ---- Elastic resume ---------------------------------------------------------
+
+// Reads `batches` batches on every rank of `world` (all of the epoch when
+// past it), appending the records to `seen`; returns rank `world - 1`'s state.
+ReaderState ReadRanks(const ReaderOptions& base, int world, const ReaderState* from,
+                      uint64_t batches, std::vector<uint64_t>* seen,
+                      std::set<uint64_t>* batch_counts) {
+  ReaderState last;
+  for (int rank = 0; rank < world; ++rank) {
+    ReaderOptions o = base;
+    o.rank = rank;
+    o.world_size = world;
+    auto reader = Reader::Open(o);
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    if (!reader.ok()) return last;
+    if (from != nullptr) {
+      absl::Status s = (*reader)->Restore(*from);
+      EXPECT_TRUE(s.ok()) << s;
+    }
+    batch_counts->insert((*reader)->batches_in_epoch());
+    for (uint64_t b = 0; b < batches; ++b) {
+      absl::StatusOr<Batch> batch = (*reader)->Next();
+      if (absl::IsOutOfRange(batch.status())) break;
+      EXPECT_TRUE(batch.ok()) << batch.status();
+      if (!batch.ok()) break;
+      for (int i = 0; i < batch->size(); ++i) seen->push_back(batch->record_index(i));
+    }
+    last = (*reader)->state();
+  }
+  return last;
+}
+
+TEST_F(ReaderTest, ElasticResumeDeliversEveryRecordOnceOnFewerOrMoreRanks) {
+  const uint64_t n = 1500;
+  std::string path = MakeDataset(dir_, "ds", n, 4, 10, 8 << 10);  // 170 records a block
+  struct Case {
+    int w, w2;
+    uint64_t b;
+  };
+  // b = 1: inside the shuffle window's reach (the budget holds 4 of 9 blocks).
+  for (Case c : {Case{4, 3, 5}, Case{2, 5, 1}, Case{3, 4, 9}, Case{4, 1, 3}, Case{1, 3, 20}}) {
+    SCOPED_TRACE(::testing::Message() << c.w << " -> " << c.w2 << " ranks after " << c.b);
+    ReaderOptions o = Options(path, 16, 2);
+    o.remainder = Remainder::kPartial;
+    o.shuffle_bytes = 32 << 10;
+    o.read_ahead_bytes = 16 << 10;
+    std::vector<uint64_t> seen;
+    std::set<uint64_t> counts;
+    ReaderState state = ReadRanks(o, c.w, nullptr, c.b, &seen, &counts);
+    EXPECT_EQ(state.batch, c.b);
+    EXPECT_EQ(state.world_size, c.w);
+    const size_t first = seen.size();
+    counts.clear();
+    ReaderState after = ReadRanks(o, c.w2, &state, UINT64_MAX, &seen, &counts);
+    EXPECT_EQ(counts.size(), 1u) << "ranks disagree on the batch count";
+    std::set<uint64_t> distinct(seen.begin(), seen.end());
+    EXPECT_EQ(distinct.size(), seen.size()) << "a record delivered twice";
+    // Every record, but those the W' ranks' remainder rule leaves out.
+    const uint64_t owed = n - first;
+    EXPECT_EQ(seen.size(), n - owed % c.w2);
+    // The next epoch is an ordinary W'-rank epoch.
+    EXPECT_EQ(after.epoch, 1u);
+    EXPECT_TRUE(after.earlier.empty());
+  }
+}
+
+TEST_F(ReaderTest, ElasticResumeFromAnyRankAndTheSameOptionsGivesTheSameStream) {
+  std::string path = MakeDataset(dir_, "ds", 1000, 4, 10, 8 << 10);
+  ReaderOptions o = Options(path, 10, 1);
+  o.world_size = 4;
+  std::vector<ReaderState> states;
+  for (int rank = 0; rank < 4; ++rank) {
+    o.rank = rank;
+    SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+    for (int i = 0; i < 7; ++i) SP_ASSERT_OK(reader->Next().status());
+    states.push_back(reader->state());
+    EXPECT_EQ(reader->fingerprint(), states[0].fingerprint);
+  }
+  for (const ReaderState& s : states) EXPECT_TRUE(s == states[0]) << "states differ by rank";
+  // Two resumed ranks of 3 agree with each other whichever state they got.
+  o.world_size = 3;
+  o.rank = 1;
+  SP_ASSERT_OK_AND_ASSIGN(auto a, Reader::Open(o));
+  SP_ASSERT_OK_AND_ASSIGN(auto b, Reader::Open(o));
+  SP_ASSERT_OK(a->Restore(states[0]));
+  SP_ASSERT_OK(b->Restore(states[3]));
+  Delivered da = ReadEpochs(*a, 1), db = ReadEpochs(*b, 1);
+  EXPECT_EQ(da.records, db.records);
+  EXPECT_GT(da.batches, 0u);
+  // A state saved mid-way through the resumed epoch resumes it identically.
+  SP_ASSERT_OK_AND_ASSIGN(auto c, Reader::Open(o));
+  SP_ASSERT_OK(c->Restore(states[0]));
+  SP_ASSERT_OK(c->Next().status());
+  ReaderState mid = c->state();
+  EXPECT_EQ(mid.earlier.size(), 1u);
+  SP_ASSERT_OK_AND_ASSIGN(auto d, Reader::Open(o));
+  SP_ASSERT_OK(d->Restore(mid));
+  Delivered dd = ReadEpochs(*d, 1);
+  ASSERT_EQ(dd.records.size() + 10, da.records.size());
+  EXPECT_TRUE(std::equal(dd.records.begin(), dd.records.end(), da.records.begin() + 10));
+}
+
+TEST_F(ReaderTest, ElasticRestoreReadsOnlyWhatTheRestNeeds) {
+  std::string path = MakeDataset(dir_, "ds", 4000, 8, 10, 16 << 10);
+  ReaderOptions o = Options(path, 32, 2);
+  o.world_size = 2;
+  o.shuffle_bytes = 128 << 10;
+  o.read_ahead_bytes = 64 << 10;
+  SP_ASSERT_OK_AND_ASSIGN(auto full, Reader::Open(o));
+  ReadEpochs(*full, 1, false);
+  for (int i = 0; i < 50; ++i) SP_ASSERT_OK(full->Next().status());  // of 62 in epoch 1
+  ReaderState state = full->state();
+  o.world_size = 3;
+  SP_ASSERT_OK_AND_ASSIGN(auto resumed, Reader::Open(o));
+  SP_ASSERT_OK(resumed->Restore(state));
+  Delivered rest = ReadEpochs(*resumed, 1, false);
+  EXPECT_GT(rest.batches, 0u);
+  EXPECT_LT(rest.batches, resumed->batches_per_epoch());
+  EXPECT_LT(resumed->stats().bytes_read, full->stats().bytes_read / 2 * 0.7);
+}
+
+TEST_F(ReaderTest, StatesOfAnotherDatasetSeedOrWithBadFieldsAreRefused) {
+  std::string path = MakeDataset(dir_, "ds", 1000, 4, 10, 8 << 10);
+  std::string other = MakeDataset(dir_, "other", 1001, 4, 10, 8 << 10);
+  ReaderOptions o = Options(path, 10, 1);
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  ReaderOptions oo = o;
+  oo.path = other;
+  SP_ASSERT_OK_AND_ASSIGN(auto on_other, Reader::Open(oo));
+  EXPECT_NE(reader->fingerprint(), on_other->fingerprint());
+  const ReaderState good = reader->state();
+  auto refused = [&](ReaderState s, const std::string& says) {
+    EXPECT_THAT(reader->Restore(s),
+                testing::StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(says)));
+  };
+  refused(on_other->state(), "another dataset");
+  ReaderState s = good;
+  s.seed = 8;
+  refused(s, "state of seed 8");
+  s = good;
+  s.world_size = 0;
+  refused(s, "state.world_size 0");
+  s.world_size = kMaxWorldSize + 1;
+  refused(s, "state.world_size");
+  s = good;
+  s.batch_size = -3;
+  refused(s, "state.batch_size -3");
+  s = good;
+  s.remainder = static_cast<Remainder>(9);
+  refused(s, "state.remainder 9");
+  s = good;
+  s.batch = 101;  // of 100
+  refused(s, "state.batch 101");
+  s.batch = UINT64_MAX;
+  refused(s, "state.batch");
+  s = good;
+  s.world_size = 2;
+  s.batch = 51;  // of 50 on 2 ranks
+  refused(s, "51 batches delivered");
+  s = good;
+  s.earlier.assign(kMaxStateSegments + 1, {1, 10, Remainder::kDrop, true, 1 << 20, 1});
+  refused(s, "earlier segments");
+  s = good;
+  s.earlier = {{2, 0, Remainder::kDrop, true, 1 << 20, 1}};
+  refused(s, "state.earlier[0].batch_size 0");
+  s.earlier = {{2, 10, Remainder::kDrop, true, 1 << 20, 1000}};
+  refused(s, "segment 0 of the epoch: 1000 batches delivered");
+  // Nothing was changed by the refusals: the reader reads from the start.
+  SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
+  EXPECT_EQ(b.index(), 0u);
+}
+
 }  // namespace
 }  // namespace shardpack

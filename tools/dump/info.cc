@@ -241,6 +241,7 @@ std::string InfoText(const OpenedDataset& ds, Facts* f) {
   std::string backend(BackendName(m.backend));
   Line(&out, "backend", ds.has_manifest() ? backend : backend + " (lone shard)");
   Line(&out, "version", ds.version());
+  if (ds.has_manifest()) Line(&out, "fingerprint", FormatFingerprint(ManifestFingerprint(m)));
   Line(&out, "records", absl::StrCat(f->records));
   Line(&out, "shards", absl::StrCat(f->shards.size()));
   Line(&out, "bytes", absl::StrCat(cli::FormatBytes(f->bytes), " (", f->bytes, ")"));

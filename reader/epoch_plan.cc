@@ -54,6 +54,9 @@ Share ContiguousShare(const std::vector<ReadUnit>& units, const std::vector<uint
     remaining -= take;
     g = (g + take) % records;
   }
+  // Exactly `share` refs: grown by push_back the vector would peak at up to
+  // twice that (16 bytes a record) at 10^7 records and more.
+  s.refs.reserve(share);
   for (uint32_t i = 0; i < s.pieces.size(); ++i) {
     for (uint32_t r = s.pieces[i].begin; r < s.pieces[i].end; ++r) s.refs.push_back({i, r});
   }
@@ -80,6 +83,7 @@ Share RestShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>&
                 const std::vector<uint64_t>& cum, const EpochRest& rest, uint64_t share,
                 uint64_t start) {
   Share s;
+  s.refs.reserve(share);
   uint64_t g = start % rest.count;
   for (uint64_t remaining = share; remaining > 0;) {
     // The unit holding owed record g: cum[k] <= g < cum[k + 1].
@@ -141,16 +145,18 @@ std::vector<Keyed> KeyedRefs(const std::vector<ReadUnit>& units, const Share& sh
   return keyed;
 }
 
-// Orders the share's samples.
-std::vector<SampleRef> ShareOrder(const std::vector<ReadUnit>& units, const Share& share,
-                                  const PlanOptions& o, OrderKey key, bool* windowed) {
+// Orders the share's samples in place. The sort keys (16 bytes a record)
+// are the plan's one transient: the sorted refs go back into share.refs, so
+// the build peaks at 24 bytes a record (refs and keys), not 32.
+void OrderShare(const std::vector<ReadUnit>& units, Share& share, const PlanOptions& o,
+                OrderKey key, bool* windowed, uint64_t* build_bytes) {
   *windowed = false;
-  if (!o.shuffle) return share.refs;
+  *build_bytes = share.refs.capacity() * sizeof(SampleRef);
+  if (!o.shuffle) return;
   std::vector<Keyed> keyed = KeyedRefs(units, share, o, key, windowed);
+  *build_bytes += keyed.capacity() * sizeof(Keyed);
   std::sort(keyed.begin(), keyed.end(), KeyedLess);
-  std::vector<SampleRef> refs(keyed.size());
-  for (size_t i = 0; i < keyed.size(); ++i) refs[i] = keyed[i].second;
-  return refs;
+  for (size_t i = 0; i < keyed.size(); ++i) share.refs[i] = keyed[i].second;
 }
 
 void SetBit(std::vector<uint64_t>& bits, uint64_t i) { bits[i >> 6] |= uint64_t{1} << (i & 63); }
@@ -197,7 +203,28 @@ absl::Status CheckSegment(const PlanSegment& s, size_t i, uint64_t records) {
   return absl::OkStatus();
 }
 
+// Extends `order` (the share's `share` refs) to `used` positions, wrapping
+// to its start; wrapped positions use copies of their pieces.
+void PadOrder(std::vector<SampleRef>& order, std::vector<Piece>& pieces, uint64_t used,
+              uint64_t share) {
+  order.reserve(used);
+  std::vector<uint32_t> copy_of(pieces.size(), UINT32_MAX);
+  for (uint64_t p = share; p < used; ++p) {
+    SampleRef s = order[p % share];
+    if (copy_of[s.piece] == UINT32_MAX) {
+      copy_of[s.piece] = static_cast<uint32_t>(pieces.size());
+      pieces.push_back(pieces[s.piece]);
+    }
+    s.piece = copy_of[s.piece];
+    order.push_back(s);
+  }
+}
+
 }  // namespace
+
+uint64_t PlanBytes(const EpochPlan& plan) {
+  return plan.order.capacity() * sizeof(SampleRef) + plan.pieces.capacity() * sizeof(Piece);
+}
 
 uint64_t BatchesPerEpoch(uint64_t records, const PlanOptions& o) {
   uint64_t q = SamplesPerRank(records, o), b = static_cast<uint64_t>(o.batch_size);
@@ -261,27 +288,22 @@ EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o
   Share mine = rest == nullptr
                    ? ContiguousShare(units, perm, RecordPrefix(units, perm), records, share, start)
                    : RestShare(units, perm, OwedPrefix(units, perm, *rest), *rest, share, start);
-  std::vector<SampleRef> base = ShareOrder(units, mine, o, KeyOf(o, epoch, rest), &plan.windowed);
+  OrderShare(units, mine, o, KeyOf(o, epoch, rest), &plan.windowed, &plan.build_bytes);
   std::vector<Piece>& pieces = mine.pieces;
 
   // Positions used: all full batches, plus the short one (kPartial) or a
   // padded one (kPad, wrapping to the start of the share's order). Wrapped
-  // positions use copies of their pieces, loaded again when needed.
+  // positions use copies of their pieces, loaded again when needed. The
+  // order is the share's refs themselves, cut or extended: no second copy.
   uint64_t used = o.remainder == Remainder::kPartial
                       ? share
                       : plan.batches * static_cast<uint64_t>(o.batch_size);
-  plan.order.resize(used);
-  std::vector<uint32_t> copy_of(pieces.size(), UINT32_MAX);
-  for (uint64_t p = 0; p < used; ++p) {
-    SampleRef s = base[p % share];
-    if (p >= share) {
-      if (copy_of[s.piece] == UINT32_MAX) {
-        copy_of[s.piece] = static_cast<uint32_t>(pieces.size());
-        pieces.push_back(pieces[s.piece]);
-      }
-      s.piece = copy_of[s.piece];
-    }
-    plan.order[p] = s;
+  plan.order = std::move(mine.refs);
+  if (used < share) {
+    plan.order.resize(used);
+    plan.order.shrink_to_fit();  // kDrop's last partial batch: a copy of used refs
+  } else if (used > share) {
+    PadOrder(plan.order, pieces, used, share);
   }
 
   // First and last use of each piece; unused pieces are not loaded at all.
@@ -303,6 +325,7 @@ EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o
     plan.pieces.push_back(pieces[by_first[i]]);
   }
   for (SampleRef& s : plan.order) s.piece = new_index[s.piece];
+  plan.build_bytes = std::max(plan.build_bytes, PlanBytes(plan));
   return plan;
 }
 

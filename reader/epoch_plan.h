@@ -80,7 +80,14 @@ struct EpochPlan {
   uint64_t batches = 0;
   uint64_t samples_per_rank = 0;  // before padding or dropping
   bool windowed = false;          // true when the jittered sort was used
+  // The most bytes MakeEpochPlan held at once while building the plan (its
+  // refs and sort keys, 24 bytes a record when shuffled), at least
+  // PlanBytes(plan).
+  uint64_t build_bytes = 0;
 };
+
+// Bytes the plan holds: 8 a position (its order) and 40 a piece.
+uint64_t PlanBytes(const EpochPlan& plan);
 
 // A finished segment of an epoch: its plan options (rank unused) and the
 // batches each of its ranks delivered.

@@ -125,6 +125,8 @@ class Pipeline {
   void Evict(uint32_t unit);
   std::shared_ptr<EpochRun> PublishRun(uint64_t epoch);
   std::shared_ptr<EpochRun> WaitRun(uint64_t epoch);
+  // Forgets the plans of epochs before the consumer's. Caller holds mu_.
+  void DropPastRuns();
 
   // Workers.
   // The (epoch, batch) of sequence number `seq`.
@@ -171,6 +173,7 @@ class Pipeline {
 
   std::atomic<uint64_t> io_wait_ns_{0}, transform_wait_ns_{0}, consumer_wait_ns_{0};
   std::atomic<uint64_t> samples_{0}, skipped_{0}, loads_{0};
+  std::atomic<uint64_t> plan_peak_bytes_{0};  // see PublishRun
 };
 
 }  // namespace shardpack::internal

@@ -55,6 +55,13 @@ class ShardSource final : public UnitSource {
   IoEngine engine() const override { return io_->engine(); }
   size_t max_in_flight() const override { return io_->max_in_flight(); }
   uint64_t bytes_read() const override { return io_->bytes_read(); }
+  uint64_t IndexBytes() const override {
+    uint64_t bytes = units_.capacity() * sizeof(ReadUnit) + buffers_.capacity() * sizeof(uint8_t*);
+    for (const ShardIndex& index : indexes_) {
+      bytes += index.num_blocks() * sizeof(BlockInfo) + index.num_records() * sizeof(uint32_t);
+    }
+    return bytes;
+  }
   absl::Status CheckIntact() const override {
     if (ContainedMappingFaults() == 0) return absl::OkStatus();
     for (size_t f = 0; f < paths_.size(); ++f) SP_RETURN_IF_ERROR(io_->file(f).CheckIntact());

@@ -58,6 +58,10 @@ class UnitSource {
   // Bytes read from storage so far.
   virtual uint64_t bytes_read() const = 0;
 
+  // Bytes the source holds to find units and records (indexes, unit
+  // tables), for the reader's memory report.
+  virtual uint64_t IndexBytes() const { return units().capacity() * sizeof(ReadUnit); }
+
   // OK while no file the source maps has shrunk under its mapping (see
   // RandomAccessFile::CheckIntact); else the DataLossError naming it. Any
   // thread; cheap.

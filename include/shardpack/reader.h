@@ -216,7 +216,16 @@ struct ReaderStats {
   double io_wait_s = 0;
   double transform_wait_s = 0;
   double consumer_wait_s = 0;
-  uint64_t memory_budget_bytes = 0;  // shuffle window + read-ahead + ring
+  // What the reader holds: shuffle window + read-ahead + ring + index_bytes
+  // + plan_bytes (docs/reader.md, "Memory").
+  uint64_t memory_budget_bytes = 0;
+  // The dataset's index in memory: per shard its block table and 4 bytes a
+  // record (record offsets), per read unit its bookkeeping.
+  uint64_t index_bytes = 0;
+  // The most bytes epoch plans held at once so far: 8 a position per plan;
+  // at an epoch's start the next epoch's plan is built beside the current
+  // one, 24 bytes a record of the rank's share while its order is sorted.
+  uint64_t plan_bytes = 0;
 };
 
 class Reader;

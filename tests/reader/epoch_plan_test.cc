@@ -65,6 +65,25 @@ TEST(EpochPlanTest, EachRankSeesItsRecordsOnceAndRanksAreDisjointAndComplete) {
   }
 }
 
+// Issue 16: at 10^7 records and more the plan's bytes matter: 8 a position at
+// rest (no spare capacity), 24 a record while a shuffled order is sorted.
+TEST(EpochPlanTest, PlanHoldsEightBytesAPositionAndBuildsInTwentyFour) {
+  const uint64_t n = 100000;
+  auto units = Units(n, 1000, 1 << 20);
+  for (Remainder r : {Remainder::kDrop, Remainder::kPartial, Remainder::kPad}) {
+    for (bool shuffle : {true, false}) {
+      EpochPlan plan = MakeEpochPlan(units, {shuffle, 1, 1, 3, 64, r, 8 << 20}, 0);
+      const double positions = double(plan.order.size());
+      EXPECT_EQ(plan.order.capacity(), plan.order.size()) << "spare capacity, remainder "
+                                                          << int(r);
+      EXPECT_LE(double(PlanBytes(plan)) / positions, 8.5) << "remainder " << int(r);
+      const double share = double(plan.samples_per_rank);
+      EXPECT_LE(double(plan.build_bytes) / share, shuffle ? 24.5 : 8.5) << "remainder " << int(r);
+      EXPECT_GE(plan.build_bytes, PlanBytes(plan));
+    }
+  }
+}
+
 TEST(EpochPlanTest, BatchCountsFollowTheRemainderRule) {
   std::vector<ReadUnit> units = Units(1003, 100, 4096);
   auto batches = [&](Remainder r) {

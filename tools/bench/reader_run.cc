@@ -71,8 +71,10 @@ uint64_t FoldBytes(const void* p, size_t n) {
 }
 
 absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* order_out) {
+  const Clock::time_point open_start = Clock::now();
   SP_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, Reader::Open(options.reader));
   ReaderRun run;
+  run.open_s = SecondsSince(open_start);
   run.records = reader->records();
   run.batches_per_epoch = reader->batches_per_epoch();
   const bool timed = options.seconds > 0;

@@ -22,6 +22,7 @@ struct ReaderRun {
   uint64_t epochs = 0;             // finished (Next() said OutOfRange)
   uint64_t output_bytes = 0;       // image bytes of the delivered batches
   double seconds = 0;              // wall time from the first Next() to the last batch consumed
+  double open_s = 0;               // wall time of Reader::Open (manifest, indexes)
   double first_batch_s = 0;        // wall time of the first Next() (pipeline start-up)
   double consume_s = 0;            // of `seconds`, the consumer reading the batches
   double cpu_s = 0;                // user + system CPU time of the process over `seconds`

@@ -64,14 +64,17 @@ void PrintText(std::FILE* out, const Report& r) {
   absl::FPrintF(out, "batches        %d (%d per epoch), %d samples\n", run.batches,
                 run.batches_per_epoch, run.samples);
   absl::FPrintF(out, "epochs         %d\n", run.epochs);
-  absl::FPrintF(out, "time           %.3f s (first batch after %.3f s), consumer busy %.3f s\n",
-                run.seconds, run.first_batch_s, run.consume_s);
+  absl::FPrintF(out,
+                "time           %.3f s (Open %.3f s, then first batch after %.3f s), consumer "
+                "busy %.3f s\n",
+                run.seconds, run.open_s, run.first_batch_s, run.consume_s);
   absl::FPrintF(out, "cpu            %.3f s: %.2f us per image, %.2f cores busy\n", run.cpu_s,
                 r.cpu_us_per_image(), r.cores_used());
   absl::FPrintF(out, "wait (s)       io %.3f  transform %.3f  consumer %.3f\n", s.io_wait_s,
                 s.transform_wait_s, s.consumer_wait_s);
-  absl::FPrintF(out, "peak RSS       %.1f MB (reader budget %.1f MB)\n", r.peak_rss_mb,
-                static_cast<double>(s.memory_budget_bytes) / 1e6);
+  absl::FPrintF(out, "peak RSS       %.1f MB (reader budget %.1f MB: index %.1f MB, plans %.1f MB)\n",
+                r.peak_rss_mb, static_cast<double>(s.memory_budget_bytes) / 1e6,
+                static_cast<double>(s.index_bytes) / 1e6, static_cast<double>(s.plan_bytes) / 1e6);
   if (s.skipped > 0) absl::FPrintF(out, "skipped        %d damaged samples\n", s.skipped);
   if (r.raw) {
     absl::FPrintF(out, "raw read       %.1f MB/s (pread%s 4 MiB, %d pass%s, %.3f s)\n",
@@ -106,6 +109,7 @@ void PrintJson(std::FILE* out, const Report& r) {
   j["samples"] = run.samples;
   j["epochs"] = run.epochs;
   j["seconds"] = run.seconds;
+  j["open_s"] = run.open_s;
   j["first_batch_s"] = run.first_batch_s;
   j["cpu_s"] = run.cpu_s;
   j["cpu_us_per_image"] = r.cpu_us_per_image();
@@ -118,6 +122,8 @@ void PrintJson(std::FILE* out, const Report& r) {
       {"io", s.io_wait_s}, {"transform", s.transform_wait_s}, {"consumer", s.consumer_wait_s}};
   j["peak_rss_mb"] = r.peak_rss_mb;
   j["memory_budget_mb"] = static_cast<double>(s.memory_budget_bytes) / 1e6;
+  j["index_mb"] = static_cast<double>(s.index_bytes) / 1e6;
+  j["plan_mb"] = static_cast<double>(s.plan_bytes) / 1e6;
   j["xor_fold"] = absl::StrFormat("%016x", run.fold);
   if (r.raw) {
     j["raw_mb_per_s"] = r.raw_mb_per_s();

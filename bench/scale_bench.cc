@@ -1,0 +1,149 @@
+// The reader at scale (issue 16): datasets of many records, and what the
+// record count costs the reader's index and epoch plan.
+//
+//   scale_bench gen DIR --records N [--height 32 --width 32 --channels 3]
+//       Writes DIR as N raw records of that shape (label i % 10, key the
+//       decimal index), with shardpack's DatasetWriter: the default shard and
+//       block sizes. CIFAR-shaped by default; 8x8x1 gives 64-byte records.
+//   scale_bench plan DIR [--world-size 1] [--batch-size 256]
+//                        [--shuffle-bytes 256MiB] [--epochs 2]
+//       Opens DIR as the reader does (manifest, every shard's index) and builds
+//       rank 0's epoch plans: prints, as JSON, Open's time and the index's
+//       bytes, and per plan its build time, bytes per record of the share at
+//       rest and while built (as the reader reports them), and the peak RSS
+//       the build added (measured: VmHWM after resetting it).
+#include <malloc.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "reader/dataset_units.h"
+#include "reader/epoch_plan.h"
+#include "shardpack/dataset.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// A field of /proc/self/status in bytes ("VmRSS:", "VmHWM:").
+long long ProcStatus(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(field.size())) * 1024;
+  }
+  return -1;
+}
+
+// Resets VmHWM to the current RSS (proc(5), clear_refs "5").
+void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+absl::Status Generate(const std::string& dir, uint64_t records, int h, int w, int c) {
+  std::filesystem::create_directories(dir);
+  shardpack::DatasetWriterOptions o;
+  o.directory = dir;
+  o.schema.image = {shardpack::Encoding::kRaw, shardpack::Layout::kHWC, static_cast<uint32_t>(h),
+                    static_cast<uint32_t>(w), static_cast<uint8_t>(c)};
+  o.schema.labels = {{"label", {}}};
+  auto writer = shardpack::DatasetWriter::Create(o);
+  if (!writer.ok()) return writer.status();
+  std::string pixels(static_cast<size_t>(h) * w * c, '\0');
+  std::string key;
+  for (uint64_t i = 0; i < records; ++i) {
+    // Varied bytes (not compressible to nothing), cheap to make.
+    uint64_t x = i * 0x9E3779B97F4A7C15ull;
+    for (size_t k = 0; k < pixels.size(); ++k) {
+      pixels[k] = static_cast<char>(x >> ((k & 7) * 8));
+      if ((k & 7) == 7) x = x * 6364136223846793005ull + 1442695040888963407ull;
+    }
+    key = absl::StrCat(i);
+    shardpack::Record r{key,
+                        {static_cast<int64_t>(i % 10)},
+                        o.schema.image,
+                        {reinterpret_cast<const uint8_t*>(pixels.data()), pixels.size()},
+                        {}};
+    if (absl::Status s = (*writer)->Add(r); !s.ok()) return s;
+  }
+  return (*writer)->Finish().status();
+}
+
+int Plan(const std::string& dir, int world_size, int batch_size, uint64_t shuffle_bytes,
+         int epochs) {
+  namespace in = shardpack::internal;
+  const long long rss0 = ProcStatus("VmRSS:");
+  auto t = Clock::now();
+  auto dataset = in::OpenStreamDataset(dir, shardpack::IoEngine::kPread);
+  if (!dataset.ok()) {
+    std::fprintf(stderr, "scale_bench: %s\n", std::string(dataset.status().message()).c_str());
+    return 1;
+  }
+  const double open_s = Since(t);
+  const long long rss_open = ProcStatus("VmRSS:");
+  const uint64_t records = dataset->records;
+  std::printf("{\"records\": %llu, \"units\": %zu, \"open_s\": %.4f, \"index_bytes\": %llu,"
+              " \"index_bytes_per_record\": %.3f, \"open_rss_bytes\": %lld,\n \"plans\": [",
+              (unsigned long long)records, dataset->units().size(), open_s,
+              (unsigned long long)dataset->source->IndexBytes(),
+              double(dataset->source->IndexBytes()) / double(records), rss_open - rss0);
+  in::PlanOptions o{true, 0, 0, world_size, batch_size, shardpack::Remainder::kDrop,
+                    shuffle_bytes};
+  for (int e = 0; e < epochs; ++e) {
+    malloc_trim(0);
+    const long long before = ProcStatus("VmRSS:");
+    ResetPeakRss();
+    t = Clock::now();
+    in::EpochPlan plan = in::MakeEpochPlan(dataset->units(), o, static_cast<uint64_t>(e));
+    const double build_s = Since(t);
+    const long long peak = ProcStatus("VmHWM:") - before;
+    const double share = double(plan.samples_per_rank);
+    std::printf("%s\n  {\"epoch\": %d, \"world_size\": %d, \"share\": %llu, \"build_s\": %.4f,"
+                " \"bytes_per_record\": %.3f, \"build_bytes_per_record\": %.3f,"
+                " \"measured_build_peak_per_record\": %.3f, \"windowed\": %s}",
+                e ? "," : "", e, world_size, (unsigned long long)plan.samples_per_rank, build_s,
+                double(in::PlanBytes(plan)) / share, double(plan.build_bytes) / share,
+                double(peak) / share, plan.windowed ? "true" : "false");
+  }
+  std::printf("]}\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("The reader at scale: big datasets, index and plan costs");
+  app.require_subcommand(1);
+  std::string dir;
+  uint64_t records = 0, shuffle_bytes = uint64_t{256} << 20;
+  int height = 32, width = 32, channels = 3, world_size = 1, batch_size = 256, epochs = 2;
+  CLI::App* gen = app.add_subcommand("gen", "write a dataset of raw records");
+  gen->add_option("dir", dir)->required();
+  gen->add_option("--records", records)->required()->check(CLI::PositiveNumber);
+  gen->add_option("--height", height)->check(CLI::Range(1, 65535));
+  gen->add_option("--width", width)->check(CLI::Range(1, 65535));
+  gen->add_option("--channels", channels)->check(CLI::Range(1, 4));
+  CLI::App* plan = app.add_subcommand("plan", "index and epoch-plan costs");
+  plan->add_option("dir", dir)->required();
+  plan->add_option("--world-size", world_size)->check(CLI::Range(1, 1 << 16));
+  plan->add_option("--batch-size", batch_size)->check(CLI::Range(1, 1 << 20));
+  plan->add_option("--shuffle-bytes", shuffle_bytes);
+  plan->add_option("--epochs", epochs)->check(CLI::Range(1, 100));
+  CLI11_PARSE(app, argc, argv);
+  if (gen->parsed()) {
+    auto t = Clock::now();
+    if (absl::Status s = Generate(dir, records, height, width, channels); !s.ok()) {
+      std::fprintf(stderr, "scale_bench: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "scale_bench: wrote %llu records in %.1f s\n",
+                 (unsigned long long)records, Since(t));
+    return 0;
+  }
+  return Plan(dir, world_size, batch_size, shuffle_bytes, epochs);
+}

@@ -129,7 +129,7 @@ for n in $sizes; do
   measure "cifar-$n" "$n" "$side" "$side" 3
 done
 if (( tiny > 0 )); then
-  (( tiny * 88 <= max_bytes )) || { echo "run_scale_bench.sh: --tiny $tiny needs ~$((tiny * 88 / 1000000000 + 1)) GB, more than --max-gb $max_gb" >&2; exit 2; }
+  (( tiny * 110 <= max_bytes )) || { echo "run_scale_bench.sh: --tiny $tiny needs ~$((tiny * 110 / 1000000000 + 1)) GB, more than --max-gb $max_gb" >&2; exit 2; }
   measure "tiny-$tiny" "$tiny" 8 8 1
 fi
 

@@ -87,13 +87,13 @@ int Plan(const std::string& dir, int world_size, int batch_size, uint64_t shuffl
   const double open_s = Since(t);
   const long long rss_open = ProcStatus("VmRSS:");
   const uint64_t records = dataset->records;
-  std::printf("{\"records\": %llu, \"units\": %zu, \"open_s\": %.4f, \"index_bytes\": %llu,"
-              " \"index_bytes_per_record\": %.3f, \"open_rss_bytes\": %lld,\n \"plans\": [",
-              (unsigned long long)records, dataset->units().size(), open_s,
-              (unsigned long long)dataset->source->IndexBytes(),
-              double(dataset->source->IndexBytes()) / double(records), rss_open - rss0);
-  in::PlanOptions o{true, 0, 0, world_size, batch_size, shardpack::Remainder::kDrop,
-                    shuffle_bytes};
+  std::printf(
+      "{\"records\": %llu, \"units\": %zu, \"open_s\": %.4f, \"index_bytes\": %llu,"
+      " \"index_bytes_per_record\": %.3f, \"open_rss_bytes\": %lld,\n \"plans\": [",
+      (unsigned long long)records, dataset->units().size(), open_s,
+      (unsigned long long)dataset->source->IndexBytes(),
+      double(dataset->source->IndexBytes()) / double(records), rss_open - rss0);
+  in::PlanOptions o{true, 0, 0, world_size, batch_size, shardpack::Remainder::kDrop, shuffle_bytes};
   for (int e = 0; e < epochs; ++e) {
     malloc_trim(0);
     const long long before = ProcStatus("VmRSS:");
@@ -103,12 +103,13 @@ int Plan(const std::string& dir, int world_size, int batch_size, uint64_t shuffl
     const double build_s = Since(t);
     const long long peak = ProcStatus("VmHWM:") - before;
     const double share = double(plan.samples_per_rank);
-    std::printf("%s\n  {\"epoch\": %d, \"world_size\": %d, \"share\": %llu, \"build_s\": %.4f,"
-                " \"bytes_per_record\": %.3f, \"build_bytes_per_record\": %.3f,"
-                " \"measured_build_peak_per_record\": %.3f, \"windowed\": %s}",
-                e ? "," : "", e, world_size, (unsigned long long)plan.samples_per_rank, build_s,
-                double(in::PlanBytes(plan)) / share, double(plan.build_bytes) / share,
-                double(peak) / share, plan.windowed ? "true" : "false");
+    std::printf(
+        "%s\n  {\"epoch\": %d, \"world_size\": %d, \"share\": %llu, \"build_s\": %.4f,"
+        " \"bytes_per_record\": %.3f, \"build_bytes_per_record\": %.3f,"
+        " \"measured_build_peak_per_record\": %.3f, \"windowed\": %s}",
+        e ? "," : "", e, world_size, (unsigned long long)plan.samples_per_rank, build_s,
+        double(in::PlanBytes(plan)) / share, double(plan.build_bytes) / share, double(peak) / share,
+        plan.windowed ? "true" : "false");
   }
   std::printf("]}\n");
   return 0;
@@ -141,8 +142,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "scale_bench: %s\n", std::string(s.message()).c_str());
       return 1;
     }
-    std::fprintf(stderr, "scale_bench: wrote %llu records in %.1f s\n",
-                 (unsigned long long)records, Since(t));
+    std::fprintf(stderr, "scale_bench: wrote %llu records in %.1f s\n", (unsigned long long)records,
+                 Since(t));
     return 0;
   }
   return Plan(dir, world_size, batch_size, shuffle_bytes, epochs);

@@ -89,6 +89,13 @@ struct EpochPlan {
 // Bytes the plan holds: 8 a position (its order) and 40 a piece.
 uint64_t PlanBytes(const EpochPlan& plan);
 
+// The most bytes a reader's plans hold at once for a dataset of `records`
+// records in `units` units: one plan at rest (its epoch's) while the next is
+// built (MakeEpochPlan's build_bytes: 24.5 bytes a record of the share at
+// most, with the sort's bucket tables). Known before any plan is made, so
+// the reader's budget can say it at Open.
+uint64_t PlanMemoryBound(uint64_t records, size_t units, const PlanOptions& options);
+
 // A finished segment of an epoch: its plan options (rank unused) and the
 // batches each of its ranks delivered.
 struct PlanSegment {

@@ -527,12 +527,14 @@ void Pipeline::AddStats(ReaderStats* stats) const {
   stats->io_wait_s = io_wait_ns_.load() * 1e-9;
   stats->transform_wait_s = transform_wait_ns_.load() * 1e-9;
   stats->consumer_wait_s = consumer_wait_ns_.load() * 1e-9;
-  stats->index_bytes = dataset_->source->IndexBytes() +
-                       units_.size() * (sizeof(UnitSlot) + sizeof(uint8_t));
-  stats->plan_bytes = plan_peak_bytes_.load();
-  stats->memory_budget_bytes = budget_bytes_ +
-                               ring_.size() * options_.batch_size * transform_->shape().sample_bytes +
-                               stats->index_bytes + stats->plan_bytes;
+  stats->index_bytes =
+      dataset_->source->IndexBytes() + units_.size() * (sizeof(UnitSlot) + sizeof(uint8_t));
+  stats->plan_peak_bytes = plan_peak_bytes_.load();
+  stats->plan_bytes = std::max(stats->plan_peak_bytes,
+                               PlanMemoryBound(dataset_->records, units_.size(), plan_options_));
+  stats->memory_budget_bytes =
+      budget_bytes_ + ring_.size() * options_.batch_size * transform_->shape().sample_bytes +
+      stats->index_bytes + stats->plan_bytes;
 }
 
 }  // namespace shardpack::internal

@@ -222,10 +222,12 @@ struct ReaderStats {
   // The dataset's index in memory: per shard its block table and 4 bytes a
   // record (record offsets), per read unit its bookkeeping.
   uint64_t index_bytes = 0;
-  // The most bytes epoch plans held at once so far: 8 a position per plan;
-  // at an epoch's start the next epoch's plan is built beside the current
-  // one, 24 bytes a record of the rank's share while its order is sorted.
+  // The most bytes the epoch plans will hold at once: the plan of the
+  // consumer's epoch (8 bytes a position) while the next one is built (up to
+  // 24.5 bytes a record of the rank's share while its order is sorted).
   uint64_t plan_bytes = 0;
+  // The most bytes they held at once so far (<= plan_bytes).
+  uint64_t plan_peak_bytes = 0;
 };
 
 class Reader;

@@ -78,8 +78,13 @@ TEST(EpochPlanTest, PlanHoldsEightBytesAPositionAndBuildsInTwentyFour) {
                                                           << int(r);
       EXPECT_LE(double(PlanBytes(plan)) / positions, 8.5) << "remainder " << int(r);
       const double share = double(plan.samples_per_rank);
-      EXPECT_LE(double(plan.build_bytes) / share, shuffle ? 24.5 : 8.5) << "remainder " << int(r);
+      EXPECT_LE(double(plan.build_bytes) / share, shuffle ? 25 : 8.5) << "remainder " << int(r);
       EXPECT_GE(plan.build_bytes, PlanBytes(plan));
+      // The reader's budget: this plan at rest beside the next one's build.
+      PlanOptions o{shuffle, 1, 1, 3, 64, r, 8 << 20};
+      EXPECT_GE(PlanMemoryBound(n, units.size(), o), PlanBytes(plan) + plan.build_bytes)
+          << "remainder " << int(r);
+      EXPECT_LE(double(PlanMemoryBound(n, units.size(), o)) / share, 33.5);
     }
   }
 }

@@ -72,7 +72,8 @@ void PrintText(std::FILE* out, const Report& r) {
                 r.cpu_us_per_image(), r.cores_used());
   absl::FPrintF(out, "wait (s)       io %.3f  transform %.3f  consumer %.3f\n", s.io_wait_s,
                 s.transform_wait_s, s.consumer_wait_s);
-  absl::FPrintF(out, "peak RSS       %.1f MB (reader budget %.1f MB: index %.1f MB, plans %.1f MB)\n",
+  absl::FPrintF(out,
+                "peak RSS       %.1f MB (reader budget %.1f MB: index %.1f MB, plans %.1f MB)\n",
                 r.peak_rss_mb, static_cast<double>(s.memory_budget_bytes) / 1e6,
                 static_cast<double>(s.index_bytes) / 1e6, static_cast<double>(s.plan_bytes) / 1e6);
   if (s.skipped > 0) absl::FPrintF(out, "skipped        %d damaged samples\n", s.skipped);
@@ -124,6 +125,7 @@ void PrintJson(std::FILE* out, const Report& r) {
   j["memory_budget_mb"] = static_cast<double>(s.memory_budget_bytes) / 1e6;
   j["index_mb"] = static_cast<double>(s.index_bytes) / 1e6;
   j["plan_mb"] = static_cast<double>(s.plan_bytes) / 1e6;
+  j["plan_peak_mb"] = static_cast<double>(s.plan_peak_bytes) / 1e6;
   j["xor_fold"] = absl::StrFormat("%016x", run.fold);
   if (r.raw) {
     j["raw_mb_per_s"] = r.raw_mb_per_s();

@@ -145,18 +145,18 @@ std::vector<Keyed> KeyedRefs(const std::vector<ReadUnit>& units, const Share& sh
   return keyed;
 }
 
-// Sorts `keyed` exactly as std::sort with KeyedLess does, in a few linear
-// passes: an in-place counting sort (American flag sort) on the key's top
-// bits, which are monotone in the key, then a sort of each bucket (~64
-// entries). A comparison sort of 10^7 keys took 1.1 s on 2 cores, most of
-// the first batch's wait at that size. Jittered keys are nearly in order
-// already (a piece's records move at most K pieces), so the swaps stay near.
-// Returns the bytes of its bucket tables (at most half a byte a key).
+// Sorts `keyed` exactly as std::sort with KeyedLess does: an in-place
+// counting sort (American flag sort) on the key's top bits, which are
+// monotone in the key, then a sort of each bucket. Buckets of ~16,384 keys:
+// with 10^7 jittered keys (the windowed plan) this took 0.70 s against
+// std::sort's 0.93 s on the 2-core machine (and 0.83 s against 1.04 s with
+// uniform keys); buckets of ~64 keys took 4 s, their swaps all cache misses.
+// Returns the bytes of its bucket tables.
 uint64_t SortKeyed(std::vector<Keyed>& keyed) {
   const size_t n = keyed.size();
   uint64_t max_key = 0;
   for (const Keyed& k : keyed) max_key = std::max(max_key, k.first);
-  const int target_bits = std::max(1, static_cast<int>(std::bit_width(n / 64)));
+  const int target_bits = std::max(1, static_cast<int>(std::bit_width(n / 16384)));
   const int shift = std::max(0, static_cast<int>(std::bit_width(max_key)) - target_bits);
   const size_t buckets = static_cast<size_t>(max_key >> shift) + 1;
   std::vector<size_t> next(buckets + 1, 0);

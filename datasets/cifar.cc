@@ -515,8 +515,9 @@ class CifarSource : public Source {
 };
 
 // Each file's name, size and the CRC-32C of all its bytes (a truncated tail
-// included): CIFAR's files are few and small (180 MB in all), and the
-// hardware CRC reads them at memory speed, once, at open.
+// included), read once at open. The official files are 180 MB in all; an
+// input larger than memory costs one more full read (docs/benchmarks.md,
+// "Packing at scale"), and each MiB leaves the mapping once hashed.
 absl::StatusOr<std::string> Fingerprint(const CifarData& data) {
   constexpr size_t kChunk = size_t{1} << 20;
   std::vector<uint8_t> buffer(kChunk);

@@ -650,7 +650,7 @@ TEST(CifarTest, DoneWithReleasesTheMappedInputAndItemsReadTheSame) {
   SP_ASSERT_OK_AND_ASSIGN(auto source, OpenCifar(Options({dir.Join("data_batch_1.bin"),
                                                           dir.Join("data_batch_2.bin")})));
   ASSERT_EQ(source->size(), 2u * per_file);
-  // Opening reads every byte for the fingerprint, and lets it go again.
+  // Opening reads every byte for the fingerprint with pread: none mapped.
   const uint64_t opened = RssFileBytes();
   source->WillNeed(0, source->size());
   std::unique_ptr<SourceWorker> worker = source->NewWorker();

@@ -33,14 +33,10 @@ std::string PackJson(const datasets::Source& source, const PackOptions& o) {
   j["input"] = {{"items", source.size()},
                 {"bytes", source.input_bytes()},
                 {"fingerprint", source.input_fingerprint()}};
-  // Only a shape other than the default (tests) is written, so that the
-  // manifests of ordinary packs do not change; parts must agree on it.
-  const OrderShape standard;
-  if (o.order_shape.chunk_items != standard.chunk_items ||
-      o.order_shape.window_chunks != standard.window_chunks) {
-    j["order_shape"] = {{"chunk_items", o.order_shape.chunk_items},
-                        {"window_chunks", o.order_shape.window_chunks}};
-  }
+  // The shape of the pack order: parts packed by a shardpack with another
+  // order (an older one has no "order") must not be merged as one.
+  j["order"] = {{"chunk_items", o.order_shape.chunk_items},
+                {"window_chunks", o.order_shape.window_chunks}};
   j["shard_max_bytes"] = o.writer.shard_max_bytes;
   j["shard_max_records"] = o.writer.shard_max_records;
   j["format"] = std::string(BackendName(o.writer.backend));

@@ -33,7 +33,8 @@ struct PackOptions {
   bool retry_replaces = false;
   bool quiet = false;          // no progress or summary on stderr
   // The shuffle's chunks and windows (PlanPart). Not a flag: the default
-  // always, smaller in tests. Part of the order, so parts must agree on it.
+  // always, smaller in tests. Part of the order, so it is written to the
+  // manifest's "pack" as "order" and parts must agree on it.
   OrderShape order_shape;
   // Shard limits, block size and compression; schema, pack_json and
   // directory are filled in by Pack.

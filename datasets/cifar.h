@@ -70,6 +70,9 @@ struct CifarOptions {
 //   its workers; a worker keeps them alive, so it may outlive its Source.
 //   Source and workers are immutable after opening except for the worker's
 //   own buffers: NewWorker() and the const accessors are thread-safe.
+//   WillNeed / DoneWith (source.h) advise the mapping (MADV_WILLNEED,
+//   MADV_DONTNEED) on the items' bytes, so that a pack reading window by
+//   window holds about two windows of input in its RSS, not the input.
 // - Keys: "<file name>/<index>" with the index zero-padded to
 //   kCifarKeyDigits digits, e.g. "data_batch_1.bin/00042".
 // - Labels: CIFAR-10 {label}; CIFAR-100 {fine, coarse} (the file stores

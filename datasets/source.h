@@ -101,6 +101,15 @@ class Source {
   virtual std::string ParamsJson() const = 0;
 
   virtual std::unique_ptr<SourceWorker> NewWorker() const = 0;
+
+  // Hints from the packer, which reads the items window by window (see
+  // tools/pack/pack.h, OrderShape): items [begin, end) are to be prepared
+  // soon, so read them ahead in large sequential pieces; or are done with,
+  // so the memory that holds their input may go. Only a source that reads
+  // through memory acts on them (CIFAR maps its files); results never
+  // depend on them. Thread-safe. Default: nothing.
+  virtual void WillNeed(size_t /*begin*/, size_t /*end*/) const {}
+  virtual void DoneWith(size_t /*begin*/, size_t /*end*/) const {}
 };
 
 // Builds an input fingerprint: CRC-32C over length-prefixed strings and

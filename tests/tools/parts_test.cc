@@ -390,6 +390,30 @@ TEST_F(PartsTest, MergeRefusesPartsOfAnotherSeedInputOrN) {
   ExpectMergeRefused({p[0], p[1], options[2]}, "block_size is 8192, not 4194304");
 }
 
+// The pack order's shape is part of what parts agree on: a part packed by a
+// shardpack with another order (an older one wrote no "order") is refused,
+// since its records would not fit between the others'.
+TEST_F(PartsTest, MergeRefusesAPartOfAnotherPackOrder) {
+  const std::string input = WriteCifar("cifar", 30);
+  const std::vector<std::string> p = PackParts(input, 3, "p");
+  const std::string manifest = (fs::path(p[1]) / "manifest.json").string();
+  const std::string original = FileBytes(manifest);
+  const std::string order = "\"window_chunks\": 128";
+  ASSERT_NE(original.find(order), std::string::npos) << original;
+  std::ofstream(manifest, std::ios::trunc)
+      << absl::StrReplaceAll(original, {{order, "\"window_chunks\": 64"}});
+  ExpectMergeRefused(p, "was packed with other parameters than part 1 of 3 (" + p[0] +
+                            "): order.window_chunks is 64, not 128");
+  // No "order" in part 2: what a part of an older shardpack looks like.
+  std::ofstream(manifest, std::ios::trunc)
+      << absl::StrReplaceAll(original, {{"\"order\":", "\"older\":"}});
+  ExpectMergeRefused(p, "was packed with other parameters than part 1 of 3 (" + p[0] + ")");
+  std::ofstream(manifest, std::ios::trunc) << original;
+  std::vector<std::string> args = {"merge", p[0], p[1], p[2], "--check"};
+  RunResult r = Shardpack(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // Edited manifests and damaged shard files are caught before anything is linked.
 TEST_F(PartsTest, MergeRefusesATamperedPart) {
   const std::string input = WriteCifar("cifar", 30);

@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <numeric>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "reader/rng.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
 #include "tools/pack/ordered_pipeline.h"
@@ -35,6 +33,10 @@ std::string PackJson(const datasets::Source& source, const PackOptions& o) {
   j["input"] = {{"items", source.size()},
                 {"bytes", source.input_bytes()},
                 {"fingerprint", source.input_fingerprint()}};
+  // The shape of the pack order: parts packed by a shardpack with another
+  // order (an older one has no "order") must not be merged as one.
+  j["order"] = {{"chunk_items", o.order_shape.chunk_items},
+                {"window_chunks", o.order_shape.window_chunks}};
   j["shard_max_bytes"] = o.writer.shard_max_bytes;
   j["shard_max_records"] = o.writer.shard_max_records;
   j["format"] = std::string(BackendName(o.writer.backend));
@@ -81,23 +83,42 @@ datasets::Skipped SkippedItem(std::string path, const absl::Status& error) {
   return {std::move(path), std::string(reason)};
 }
 
+// Tells the source which windows of input are next and which are done, as
+// the consumer moves through the part: at most the window being consumed
+// and the one after it are wanted at any time, whatever the input's size.
+class WindowHints {
+ public:
+  WindowHints(const datasets::Source& source, const std::vector<PartPlan::Window>& windows)
+      : source_(source), windows_(windows) {
+    Advise(0, true);
+    Advise(1, true);
+  }
+  // Called with each position of the order as the consumer reaches it.
+  void Consumed(size_t position) {
+    if (current_ < windows_.size() && position + 1 == windows_[current_].end) {
+      Advise(current_, false);
+      Advise(current_ + 2, true);
+      ++current_;
+    }
+  }
+
+ private:
+  void Advise(size_t w, bool need) {
+    if (w >= windows_.size()) return;
+    for (const auto& [first, last] : windows_[w].chunks) {
+      if (need) {
+        source_.WillNeed(first, last);
+      } else {
+        source_.DoneWith(first, last);
+      }
+    }
+  }
+  const datasets::Source& source_;
+  const std::vector<PartPlan::Window>& windows_;
+  size_t current_ = 0;
+};
+
 }  // namespace
-
-uint64_t PartBegin(uint64_t n, uint64_t index, uint32_t count) {
-  // n * index / count without n * index, which may pass 2^64 for a huge
-  // input cut into many parts: (n % count) * index < count^2 fits.
-  return n / count * index + n % count * index / count;
-}
-
-std::vector<size_t> PartOrder(size_t n, bool shuffle, uint64_t seed, uint32_t index,
-                              uint32_t count) {
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
-  // The reader's counter-based shuffle: the order depends on the seed alone.
-  if (shuffle) internal::Shuffle(std::span<size_t>(order), seed, internal::kStreamPack, 0);
-  const size_t begin = PartBegin(n, index, count), end = PartBegin(n, index + 1, count);
-  return std::vector<size_t>(order.begin() + begin, order.begin() + end);
-}
 
 absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptions& o) {
   if (o.part_count == 0 || o.part_index >= o.part_count) {
@@ -121,8 +142,10 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
   w.write_manifest = false;
   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
 
-  std::vector<size_t> order = PartOrder(source.size(), o.shuffle, o.seed, o.part_index,
-                                        o.part_count);
+  const PartPlan plan = PlanPart(source.size(), o.shuffle, o.seed, o.part_index, o.part_count,
+                                 o.order_shape);
+  const std::vector<size_t>& order = plan.order;
+  WindowHints hints(source, plan.windows);
   summary.items = order.size();
   int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
   cli::ProgressLine progress("pack", 0, order.size(), "records", !o.quiet,
@@ -130,8 +153,9 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
   const auto start = std::chrono::steady_clock::now();
   absl::Status run = RunOrdered(
       source, order, threads,
-      [&](size_t, size_t item, const absl::Status& prepared,
+      [&](size_t position, size_t item, const absl::Status& prepared,
           const datasets::PreparedRecord& record) -> absl::Status {
+        hints.Consumed(position);
         if (!prepared.ok()) {
           if (o.on_error == datasets::OnError::kFail) return prepared;
           summary.skipped_inputs.push_back(SkippedItem(source.ItemPath(item), prepared));

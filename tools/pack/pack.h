@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "datasets/source.h"
 #include "shardpack/dataset.h"
+#include "tools/pack/part_order.h"
 
 namespace shardpack::pack {
 
@@ -31,6 +32,10 @@ struct PackOptions {
   // the output is refused as without this.
   bool retry_replaces = false;
   bool quiet = false;          // no progress or summary on stderr
+  // The shuffle's chunks and windows (PlanPart). Not a flag: the default
+  // always, smaller in tests. Part of the order, so it is written to the
+  // manifest's "pack" as "order" and parts must agree on it.
+  OrderShape order_shape;
   // Shard limits, block size and compression; schema, pack_json and
   // directory are filled in by Pack.
   DatasetWriterOptions writer;
@@ -61,18 +66,6 @@ struct PackSummary {
 // output lies apart from the source's paths (path_overlap.h) before it
 // opens the source, since an image-folder walk reads the folder then.
 absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptions& options);
-
-// The items of part `index` of `count` of a source of `n` items: a seeded
-// permutation of 0..n-1 (identity without shuffle), cut into `count`
-// contiguous ranges. Concatenating the parts in order gives the order of a
-// single-part pack, which is what makes `merge` of the parts equal to one
-// pack of the whole input.
-// The first item of part `index` (0-based; index == count gives n) of a
-// source of n items cut into `count` parts: n * index / count, exactly.
-uint64_t PartBegin(uint64_t n, uint64_t index, uint32_t count);
-
-std::vector<size_t> PartOrder(size_t n, bool shuffle, uint64_t seed, uint32_t index,
-                              uint32_t count);
 
 struct MergeOptions {
   std::string output;  // the dataset to make; may be empty with check_only

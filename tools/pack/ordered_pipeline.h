@@ -2,11 +2,13 @@
 // one consumer strictly in sequence order, so the output never depends on
 // the thread count or timing.
 //
-// Items live in a ring of `window` reusable slots: a worker may prepare item
-// s only once the consumer is done with item s - window, which bounds memory
-// to `window` prepared records. Slots synchronize with C++20 atomic
-// wait/notify (futexes), with no lock per item and no allocation per item
-// once the slot buffers have grown.
+// Items are handed over in groups of consecutive positions (about 1 MiB of
+// input, at most 64 items, from the source's average item size), in a ring
+// of 2 x threads + 2 reusable group slots: a worker may prepare group g only
+// once the consumer is done with group g - window, which bounds memory to
+// window x group prepared records. Slots synchronize with C++20 atomic
+// wait/notify (futexes) once per group, with no lock per item and no
+// allocation per item once the slot buffers have grown.
 #ifndef SHARDPACK_TOOLS_PACK_ORDERED_PIPELINE_H_
 #define SHARDPACK_TOOLS_PACK_ORDERED_PIPELINE_H_
 

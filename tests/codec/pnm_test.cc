@@ -13,6 +13,7 @@
 #include "format/errors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/codec/flip_sweep.h"
 #include "tests/testing/status_matchers.h"
 
 namespace shardpack::codec {
@@ -214,29 +215,7 @@ TEST(DecodePnmTest, EveryTruncationIsAnErrorWithTheOffset) {
 }
 
 TEST(DecodePnmTest, FlippedBytesGiveAnErrorOrAnImageNeverASignal) {
-  DecodeBuffers buffers;
-  DecodeSpec spec;
-  spec.max_pixels = 1 << 20;
-  int errors = 0;
-  for (const std::string& file : SmallFiles()) {
-    for (size_t i = 0; i < file.size(); ++i) {
-      for (uint8_t v : {uint8_t{1}, uint8_t{0x10}, uint8_t{0x7F}, uint8_t{0x80}, uint8_t{0xFF}}) {
-        std::string damaged = file;
-        damaged[i] = static_cast<char>(v ^ static_cast<uint8_t>(file[i]));
-        auto r = DecodePnm(Span(damaged), kName, spec, &buffers);
-        if (r.ok()) {
-          EXPECT_LE(uint64_t{r->width} * r->height, spec.max_pixels);
-          continue;
-        }
-        ++errors;
-        EXPECT_THAT(std::string(r.status().message()), StartsWith(kName));
-        EXPECT_TRUE(r.status().code() == absl::StatusCode::kDataLoss ||
-                    r.status().code() == absl::StatusCode::kInvalidArgument)
-            << r.status();
-      }
-    }
-  }
-  EXPECT_GT(errors, 50);
+  EXPECT_GT(SweepFlippedBytes(SmallFiles(), {1, 0x10, 0x7F, 0x80, 0xFF}, DecodePnm, kName), 50);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <span>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -23,11 +25,23 @@ std::vector<uint32_t> UnitOrder(size_t n, const PlanOptions& o, uint64_t epoch) 
   return perm;
 }
 
-// A rank's share: its pieces in sequence order and one ref per record.
+// A rank's share: its pieces in sequence order. A piece's records are all
+// of [begin, end) or, with `rest`, the owed ones among them.
 struct Share {
   std::vector<Piece> pieces;
-  std::vector<SampleRef> refs;
+  const EpochRest* rest = nullptr;
+  uint64_t records = 0;
 };
+
+// Calls fn(index) for each record of the share's piece `i`.
+template <typename Fn>
+void ForEachInPiece(const std::vector<ReadUnit>& units, const Share& s, uint32_t i, Fn&& fn) {
+  const Piece& p = s.pieces[i];
+  const uint64_t first = units[p.unit].first_record;
+  for (uint32_t r = p.begin; r < p.end; ++r) {
+    if (s.rest == nullptr || s.rest->Owes(first + r)) fn(r);
+  }
+}
 
 // Records before each position of `perm`: cum[k] counts those of units
 // perm[0..k).
@@ -44,6 +58,7 @@ Share ContiguousShare(const std::vector<ReadUnit>& units, const std::vector<uint
                       const std::vector<uint64_t>& cum, uint64_t records, uint64_t share,
                       uint64_t start) {
   Share s;
+  s.records = share;
   uint64_t g = start % records;
   for (uint64_t remaining = share; remaining > 0;) {
     size_t k = std::upper_bound(cum.begin(), cum.end(), g) - cum.begin() - 1;
@@ -53,12 +68,6 @@ Share ContiguousShare(const std::vector<ReadUnit>& units, const std::vector<uint
     s.pieces.push_back({perm[k], offset, offset + take, 0, 0, 0});
     remaining -= take;
     g = (g + take) % records;
-  }
-  // Exactly `share` refs: grown by push_back the vector would peak at up to
-  // twice that (16 bytes a record) at 10^7 records and more.
-  s.refs.reserve(share);
-  for (uint32_t i = 0; i < s.pieces.size(); ++i) {
-    for (uint32_t r = s.pieces[i].begin; r < s.pieces[i].end; ++r) s.refs.push_back({i, r});
   }
   return s;
 }
@@ -78,25 +87,25 @@ std::vector<uint64_t> OwedPrefix(const std::vector<ReadUnit>& units,
 }
 
 // The share of `share` owed records from position `start` of the sequence
-// of owed records (in the epoch's unit order): a piece per unit visited.
+// of owed records (in the epoch's unit order): a piece per unit visited,
+// spanning the owed records it takes (all the owed ones in its span).
 Share RestShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>& perm,
                 const std::vector<uint64_t>& cum, const EpochRest& rest, uint64_t share,
                 uint64_t start) {
   Share s;
-  s.refs.reserve(share);
+  s.rest = &rest;
+  s.records = share;
   uint64_t g = start % rest.count;
   for (uint64_t remaining = share; remaining > 0;) {
     // The unit holding owed record g: cum[k] <= g < cum[k + 1].
     size_t k = std::upper_bound(cum.begin(), cum.end(), g) - cum.begin() - 1;
     const ReadUnit& u = units[perm[k]];
-    const uint32_t piece = static_cast<uint32_t>(s.pieces.size());
     Piece p{perm[k], UINT32_MAX, 0, 0, 0, 0};
     uint64_t skip = g - cum[k], taken = 0;
     for (uint32_t r = 0; r < u.records && remaining > 0; ++r) {
       if (!rest.Owes(u.first_record + r) || (skip > 0 && skip-- > 0)) continue;
       p.begin = std::min(p.begin, r);
       p.end = r + 1;
-      s.refs.push_back({piece, r});
       --remaining;
       ++taken;
     }
@@ -118,98 +127,192 @@ OrderKey KeyOf(const PlanOptions& o, uint64_t epoch, const EpochRest* rest) {
 
 using Keyed = std::pair<uint64_t, SampleRef>;
 
-bool KeyedLess(const Keyed& a, const Keyed& b) {
-  if (a.first != b.first) return a.first < b.first;
-  return a.second.piece != b.second.piece ? a.second.piece < b.second.piece
-                                          : a.second.index < b.second.index;
-}
+// A type, not a function pointer, so that std::sort inlines it.
+struct KeyedLess {
+  bool operator()(const Keyed& a, const Keyed& b) const {
+    if (a.first != b.first) return a.first < b.first;
+    return a.second.piece != b.second.piece ? a.second.piece < b.second.piece
+                                            : a.second.index < b.second.index;
+  }
+};
 
-// The share's sort keys (see the file comment of epoch_plan.h).
-std::vector<Keyed> KeyedRefs(const std::vector<ReadUnit>& units, const Share& share,
-                             const PlanOptions& o, OrderKey key, bool* windowed) {
+// How a shuffled share is keyed (see the file comment of epoch_plan.h):
+// uniform draws when its pieces fit the budget, else piece << 32 plus a
+// uniform offset in [0, k << 32).
+struct Keying {
+  bool windowed = false;
+  uint64_t k = 0;  // pieces held while the next ones load (windowed)
+};
+
+Keying KeyingOf(const std::vector<ReadUnit>& units, const std::vector<Piece>& pieces,
+                uint64_t budget) {
   uint64_t total = 0, largest = 1;
-  for (const Piece& p : share.pieces) {
+  for (const Piece& p : pieces) {
     total += units[p.unit].bytes;
     largest = std::max(largest, units[p.unit].bytes);
   }
-  // Pieces the budget holds while the next ones load.
-  uint64_t k = o.budget_bytes / largest;
-  *windowed = total > o.budget_bytes;
-  k = k > 2 ? k - 2 : 1;
-  std::vector<Keyed> keyed(share.refs.size());
-  for (size_t i = 0; i < share.refs.size(); ++i) {
-    const SampleRef& s = share.refs[i];
-    uint64_t draw = Draw(key.a, key.b, key.c, units[share.pieces[s.piece].unit].first_record + s.index);
-    keyed[i] = {*windowed ? (uint64_t{s.piece} << 32) + Below(draw, k << 32) : draw, s};
-  }
-  return keyed;
+  const uint64_t k = budget / largest;
+  return {total > budget, k > 2 ? k - 2 : 1};
 }
 
-// Sorts `keyed` exactly as std::sort with KeyedLess does: an in-place
-// counting sort (American flag sort) on the key's top bits, which are
-// monotone in the key, then a sort of each bucket. Buckets of ~16,384 keys:
-// with 10^7 jittered keys (the windowed plan) this took 0.70 s against
-// std::sort's 0.93 s on the 2-core machine (and 0.83 s against 1.04 s with
-// uniform keys); buckets of ~64 keys took 4 s, their swaps all cache misses.
-// Returns the bytes of its bucket tables.
-uint64_t SortKeyed(std::vector<Keyed>& keyed) {
-  const size_t n = keyed.size();
-  uint64_t max_key = 0;
-  for (const Keyed& k : keyed) max_key = std::max(max_key, k.first);
-  const int target_bits = std::max(1, static_cast<int>(std::bit_width(n / 16384)));
-  const int shift = std::max(0, static_cast<int>(std::bit_width(max_key)) - target_bits);
-  const size_t buckets = static_cast<size_t>(max_key >> shift) + 1;
-  std::vector<size_t> next(buckets + 1, 0);
-  for (const Keyed& k : keyed) ++next[(k.first >> shift) + 1];
-  for (size_t b = 1; b <= buckets; ++b) next[b] += next[b - 1];
-  std::vector<size_t> end(next.begin() + 1, next.end());
-  for (size_t b = 0; b < buckets; ++b) {
-    while (next[b] < end[b]) {
-      Keyed v = keyed[next[b]];
-      for (size_t t = v.first >> shift; t != b; t = v.first >> shift)
-        std::swap(v, keyed[next[t]++]);
-      keyed[next[b]++] = v;
+// Sorts `in` by KeyedLess into `out` (the same size), given that every key
+// lies in [lo, hi]: a counting sort on ~8-key buckets of the key range,
+// then a sort of each bucket. Linear for keys spread evenly over the range
+// (both keyings are), and cache-friendly when `in` is a window's records.
+// `counts` is reused scratch.
+void SortKeyed(std::span<Keyed> in, std::span<Keyed> out, uint64_t lo, uint64_t hi,
+               std::vector<uint32_t>& counts) {
+  const size_t n = in.size();
+  if (n == 0) return;
+  const int bits = std::max(1, static_cast<int>(std::bit_width(n / 8)));
+  const int shift = std::max(0, static_cast<int>(std::bit_width(hi - lo)) - bits);
+  const size_t buckets = static_cast<size_t>((hi - lo) >> shift) + 1;
+  counts.assign(buckets + 1, 0);
+  for (const Keyed& k : in) ++counts[((k.first - lo) >> shift) + 1];
+  for (size_t b = 1; b <= buckets; ++b) counts[b] += counts[b - 1];
+  for (const Keyed& k : in) out[counts[(k.first - lo) >> shift]++] = k;
+  // counts[b] is now the end of bucket b.
+  for (size_t b = 0, begin = 0; b < buckets; begin = counts[b++]) {
+    if (counts[b] - begin > 1) std::sort(out.begin() + begin, out.begin() + counts[b], KeyedLess());
+  }
+}
+
+// Builds a share's order position by position: emit(ref) for each position
+// until it returns false. Returns the bytes of scratch held at once.
+class OrderBuilder {
+ public:
+  OrderBuilder(const std::vector<ReadUnit>& units, const Share& share, const PlanOptions& o,
+               OrderKey key)
+      : units_(units), share_(share), o_(o), key_(key) {}
+
+  bool windowed() const { return keying_.windowed; }
+
+  template <typename Emit>
+  uint64_t Build(Emit&& emit) {
+    if (!o_.shuffle) {
+      bool more = true;
+      for (uint32_t i = 0; i < share_.pieces.size() && more; ++i) {
+        ForEachInPiece(units_, share_, i, [&](uint32_t r) { more = more && emit(SampleRef{i, r}); });
+      }
+      return 0;
     }
+    keying_ = KeyingOf(units_, share_.pieces, o_.budget_bytes);
+    return keying_.windowed ? Windowed(emit) : Uniform(emit);
   }
-  for (size_t b = 0, begin = 0; b < buckets; begin = end[b++]) {
-    std::sort(keyed.begin() + static_cast<ptrdiff_t>(begin),
-              keyed.begin() + static_cast<ptrdiff_t>(end[b]), KeyedLess);
-  }
-  return (next.capacity() + end.capacity()) * sizeof(size_t);
-}
 
-// Orders the share's samples in place. The sort keys (16 bytes a record)
-// are the plan's one transient: the sorted refs go back into share.refs, so
-// the build peaks at 24 bytes a record (refs and keys), not 32.
-void OrderShare(const std::vector<ReadUnit>& units, Share& share, const PlanOptions& o,
-                OrderKey key, bool* windowed, uint64_t* build_bytes) {
-  *windowed = false;
-  *build_bytes = share.refs.capacity() * sizeof(SampleRef);
-  if (!o.shuffle) return;
-  std::vector<Keyed> keyed = KeyedRefs(units, share, o, key, windowed);
-  *build_bytes += keyed.capacity() * sizeof(Keyed);
-  *build_bytes += SortKeyed(keyed);
-  for (size_t i = 0; i < keyed.size(); ++i) share.refs[i] = keyed[i].second;
-}
+ private:
+  uint64_t DrawFor(uint32_t piece, uint32_t r) const {
+    return shardpack::internal::Draw(key_.a, key_.b, key_.c,
+                                     units_[share_.pieces[piece].unit].first_record + r);
+  }
+
+  // Pieces that fit the budget: a uniform permutation. A counting sort of
+  // the refs on ~8-key buckets of the draw's top bits, then each bucket
+  // sorted by its keys, drawn again: 10 bytes a record of scratch (the refs
+  // and the counts) instead of a 16-byte key per record.
+  template <typename Emit>
+  uint64_t Uniform(Emit& emit) {
+    const uint32_t pieces = static_cast<uint32_t>(share_.pieces.size());
+    const int bits = std::max(1, static_cast<int>(std::bit_width(share_.records / 8)));
+    const int shift = 64 - bits;
+    std::vector<uint64_t> next((size_t{1} << bits) + 1, 0);
+    for (uint32_t i = 0; i < pieces; ++i) {
+      ForEachInPiece(units_, share_, i, [&](uint32_t r) { ++next[(DrawFor(i, r) >> shift) + 1]; });
+    }
+    for (size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
+    std::vector<SampleRef> refs(share_.records);
+    for (uint32_t i = 0; i < pieces; ++i) {
+      ForEachInPiece(units_, share_, i,
+                     [&](uint32_t r) { refs[next[DrawFor(i, r) >> shift]++] = {i, r}; });
+    }
+    // next[b] is now the end of bucket b.
+    std::vector<Keyed> bucket;
+    auto emit_sorted = [&](size_t begin, size_t end) {
+      bucket.clear();
+      for (size_t p = begin; p < end; ++p) {
+        bucket.push_back({DrawFor(refs[p].piece, refs[p].index), refs[p]});
+      }
+      std::sort(bucket.begin(), bucket.end(), KeyedLess());
+      for (const Keyed& k : bucket) {
+        if (!emit(k.second)) return false;
+      }
+      return true;
+    };
+    for (size_t b = 0, begin = 0; b + 1 < next.size(); begin = next[b++]) {
+      if (!emit_sorted(begin, next[b])) break;
+    }
+    return refs.capacity() * sizeof(SampleRef) + next.capacity() * sizeof(uint64_t) +
+           bucket.capacity() * sizeof(Keyed);
+  }
+
+  // The jittered sort, k pieces at a time: piece i's keys lie in
+  // [i, i + k) << 32, so once pieces [0, c) are keyed, every key below
+  // c << 32 is known and those positions are final. Holds the keys of at
+  // most 2k pieces (those of the window just keyed and the ones the window
+  // before left for later), whatever the share's size.
+  template <typename Emit>
+  uint64_t Windowed(Emit& emit) {
+    const uint64_t k = keying_.k, pieces = share_.pieces.size();
+    // The most records two consecutive windows hold: the scratch's size.
+    uint64_t most = 0;
+    for (uint64_t c0 = 0, before = 0; c0 < pieces; c0 += k) {
+      uint64_t in_window = 0;
+      for (uint64_t i = c0; i < std::min(pieces, c0 + k); ++i) {
+        in_window += share_.pieces[i].end - share_.pieces[i].begin;
+      }
+      most = std::max(most, before + in_window);
+      before = in_window;
+    }
+    most = std::min(most, share_.records);
+    std::vector<Keyed> pending, sorted;
+    pending.reserve(most);
+    sorted.reserve(most);
+    std::vector<uint32_t> counts;
+    uint64_t scratch = 0;
+    for (uint64_t c0 = 0; c0 < pieces; c0 += k) {
+      const uint64_t c1 = std::min(pieces, c0 + k);
+      for (uint32_t i = static_cast<uint32_t>(c0); i < c1; ++i) {
+        ForEachInPiece(units_, share_, i, [&](uint32_t r) {
+          pending.push_back({(uint64_t{i} << 32) + Below(DrawFor(i, r), k << 32), {i, r}});
+        });
+      }
+      const uint64_t lo = c0 << 32, limit = c1 == pieces ? UINT64_MAX : c1 << 32;
+      auto later = std::partition(pending.begin(), pending.end(),
+                                  [&](const Keyed& x) { return x.first < limit; });
+      const size_t now = static_cast<size_t>(later - pending.begin());
+      sorted.resize(now);
+      SortKeyed(std::span(pending.data(), now), sorted, lo,
+                c1 == pieces ? (pieces - 1 + k) << 32 : limit - 1, counts);
+      scratch = std::max<uint64_t>(scratch, (pending.capacity() + sorted.capacity()) * sizeof(Keyed) +
+                                                counts.capacity() * sizeof(uint32_t));
+      for (const Keyed& x : sorted) {
+        if (!emit(x.second)) return scratch;
+      }
+      pending.erase(pending.begin(), later);
+    }
+    return scratch;
+  }
+
+  const std::vector<ReadUnit>& units_;
+  const Share& share_;
+  const PlanOptions& o_;
+  const OrderKey key_;
+  Keying keying_;
+};
 
 void SetBit(std::vector<uint64_t>& bits, uint64_t i) { bits[i >> 6] |= uint64_t{1} << (i & 63); }
 
 // Marks the records of the first `delivered` positions of the share's order
-// in `done`: a selection, not a sort, O(share). Positions past the share
-// (kPad) repeat its first records, so `delivered` <= the share's size.
+// in `done`: the order built up to there, no further. Positions past the
+// share (kPad) repeat its first records, so `delivered` <= the share's size.
 void MarkDelivered(const std::vector<ReadUnit>& units, const Share& share, const PlanOptions& o,
                    OrderKey key, uint64_t delivered, std::vector<uint64_t>& done) {
-  auto record = [&](const SampleRef& s) {
-    return units[share.pieces[s.piece].unit].first_record + s.index;
-  };
-  if (!o.shuffle) {
-    for (uint64_t p = 0; p < delivered; ++p) SetBit(done, record(share.refs[p]));
-    return;
-  }
-  bool windowed = false;
-  std::vector<Keyed> keyed = KeyedRefs(units, share, o, key, &windowed);
-  std::nth_element(keyed.begin(), keyed.begin() + delivered, keyed.end(), KeyedLess);
-  for (uint64_t p = 0; p < delivered; ++p) SetBit(done, record(keyed[p].second));
+  uint64_t p = 0;
+  OrderBuilder(units, share, o, key).Build([&](SampleRef s) {
+    if (p == delivered) return false;  // none delivered
+    SetBit(done, units[share.pieces[s.piece].unit].first_record + s.index);
+    return ++p < delivered;
+  });
 }
 
 absl::Status CheckSegment(const PlanSegment& s, size_t i, uint64_t records) {
@@ -259,17 +362,40 @@ uint64_t PlanBytes(const EpochPlan& plan) {
   return plan.order.capacity() * sizeof(SampleRef) + plan.pieces.capacity() * sizeof(Piece);
 }
 
-uint64_t PlanMemoryBound(uint64_t records, size_t units, const PlanOptions& o) {
+uint64_t PlanMemoryBound(const std::vector<ReadUnit>& units, const PlanOptions& o) {
+  uint64_t records = 0, bytes = 0, largest = 0;
+  double density = 0;  // the most records a byte of a unit holds
+  for (const ReadUnit& u : units) {
+    records += u.records;
+    bytes += u.bytes;
+    largest = std::max(largest, u.bytes);
+    density = std::max(density, u.bytes > 0 ? double(u.records) / double(u.bytes) : HUGE_VAL);
+  }
   const uint64_t share = SamplesPerRank(records, o);
-  const uint64_t positions = BatchesPerEpoch(records, o) * static_cast<uint64_t>(o.batch_size);
+  const uint64_t used = o.remainder == Remainder::kPartial
+                            ? share
+                            : BatchesPerEpoch(records, o) * static_cast<uint64_t>(o.batch_size);
   // Pieces: a unit each, two cut at the share's ends, and a copy each of
   // those kPad wraps to; each also has a ready flag in the pipeline.
-  const uint64_t pieces = 2 * (static_cast<uint64_t>(units) + 2);
-  const uint64_t at_rest = positions * sizeof(SampleRef) + pieces * (sizeof(Piece) + 4);
-  // Building: the refs and sort keys (24 bytes a record, the bucket tables at
-  // most half a byte more) or, unshuffled, the refs and their cut copy.
-  const uint64_t build = o.shuffle ? share * 49 / 2 : share * 2 * sizeof(SampleRef);
-  return at_rest + std::max(build, positions * sizeof(SampleRef)) + pieces * sizeof(Piece);
+  const uint64_t pieces = 2 * (static_cast<uint64_t>(units.size()) + 2);
+  const uint64_t at_rest = used * sizeof(SampleRef) + pieces * (sizeof(Piece) + 4);
+  // The builder's scratch, for at most the records the budget holds (two
+  // windows' worth when windowed: a share's pieces hold more than the
+  // budget; a share within it, also an elastic rest's, is uniform).
+  // Uniform: refs and counts, 10 bytes a record, and one bucket's keys (~8
+  // drawn; 4,096 allowed). Windowed: the keys of two windows of k pieces,
+  // 33 bytes a record (two copies and the counts).
+  uint64_t scratch = 0;
+  if (o.shuffle) {
+    auto at_most = [&](double n) { return n < double(share) ? static_cast<uint64_t>(n) : share; };
+    const double fits = double(o.budget_bytes) * density + 1;
+    scratch = 10 * at_most(fits) + 16 + 4096 * 16;
+    if (bytes / static_cast<uint64_t>(o.world_size) + 2 * largest > o.budget_bytes) {
+      scratch = std::max(scratch, 33 * at_most(2 * fits) + 12);
+    }
+  }
+  const uint64_t build = used * sizeof(SampleRef) + scratch + pieces * (2 * sizeof(Piece) + 8);
+  return at_rest + build;
 }
 
 uint64_t BatchesPerEpoch(uint64_t records, const PlanOptions& o) {
@@ -334,23 +460,24 @@ EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o
   Share mine = rest == nullptr
                    ? ContiguousShare(units, perm, RecordPrefix(units, perm), records, share, start)
                    : RestShare(units, perm, OwedPrefix(units, perm, *rest), *rest, share, start);
-  OrderShare(units, mine, o, KeyOf(o, epoch, rest), &plan.windowed, &plan.build_bytes);
   std::vector<Piece>& pieces = mine.pieces;
 
   // Positions used: all full batches, plus the short one (kPartial) or a
   // padded one (kPad, wrapping to the start of the share's order). Wrapped
   // positions use copies of their pieces, loaded again when needed. The
-  // order is the share's refs themselves, cut or extended: no second copy.
-  uint64_t used = o.remainder == Remainder::kPartial
-                      ? share
-                      : plan.batches * static_cast<uint64_t>(o.batch_size);
-  plan.order = std::move(mine.refs);
-  if (used < share) {
-    plan.order.resize(used);
-    plan.order.shrink_to_fit();  // kDrop's last partial batch: a copy of used refs
-  } else if (used > share) {
-    PadOrder(plan.order, pieces, used, share);
-  }
+  // order is built straight into its final size: no copy, no spare room.
+  const uint64_t used = o.remainder == Remainder::kPartial
+                            ? share
+                            : plan.batches * static_cast<uint64_t>(o.batch_size);
+  plan.order.reserve(used);
+  OrderBuilder builder(units, mine, o, KeyOf(o, epoch, rest));
+  const uint64_t scratch = builder.Build([&](SampleRef s) {
+    if (plan.order.size() == used) return false;  // kDrop with no full batch
+    plan.order.push_back(s);
+    return plan.order.size() < used;
+  });
+  plan.windowed = builder.windowed();
+  if (used > share) PadOrder(plan.order, pieces, used, share);
 
   // First and last use of each piece; unused pieces are not loaded at all.
   for (uint64_t p = 0; p < used; ++p) {
@@ -371,7 +498,10 @@ EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o
     plan.pieces.push_back(pieces[by_first[i]]);
   }
   for (SampleRef& s : plan.order) s.piece = new_index[s.piece];
-  plan.build_bytes = std::max(plan.build_bytes, PlanBytes(plan));
+  // Held at once at most: the order, the builder's scratch, both piece
+  // lists and their index tables.
+  plan.build_bytes = plan.order.capacity() * sizeof(SampleRef) + scratch +
+                     pieces.capacity() * (2 * sizeof(Piece) + 8);
   return plan;
 }
 

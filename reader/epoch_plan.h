@@ -14,6 +14,10 @@
 //    piece's position plus a uniform offset in [0, K), K the pieces the
 //    budget holds), so at most about K pieces are in use at any position and
 //    memory stays within the budget without a window boundary to stall on.
+//    The sort is built K pieces at a time: piece i's keys lie in [i, i + K),
+//    so once pieces [0, c) are keyed every position keyed below c is final.
+//    The build holds the keys of at most 2K pieces beside the order (8 bytes
+//    a position), whatever the share's size, and takes linear time.
 //
 // A plan is a pure function of (units, options, epoch): any thread count and
 // any restore point see the same plan.
@@ -80,21 +84,22 @@ struct EpochPlan {
   uint64_t batches = 0;
   uint64_t samples_per_rank = 0;  // before padding or dropping
   bool windowed = false;          // true when the jittered sort was used
-  // The most bytes MakeEpochPlan held at once while building the plan (its
-  // refs and sort keys, 24 bytes a record when shuffled), at least
-  // PlanBytes(plan).
+  // The most bytes MakeEpochPlan held at once while building the plan: the
+  // order and the shuffle's scratch (10 bytes a record within the budget,
+  // else sort keys for two windows of pieces, not for the whole share), at
+  // least PlanBytes(plan).
   uint64_t build_bytes = 0;
 };
 
 // Bytes the plan holds: 8 a position (its order) and 40 a piece.
 uint64_t PlanBytes(const EpochPlan& plan);
 
-// The most bytes a reader's plans hold at once for a dataset of `records`
-// records in `units` units: one plan at rest (its epoch's) while the next is
-// built (MakeEpochPlan's build_bytes: 24.5 bytes a record of the share at
-// most, with the sort's bucket tables). Known before any plan is made, so
-// the reader's budget can say it at Open.
-uint64_t PlanMemoryBound(uint64_t records, size_t units, const PlanOptions& options);
+// The most bytes a reader's plans hold at once for a dataset of `units`:
+// one plan at rest (its epoch's) while the next is built (build_bytes: the
+// new order, 8 bytes a position, and a shuffle's scratch, which holds at
+// most twice the records of the shuffle budget, 33 bytes each). Known
+// before any plan is made, so the reader's budget can say it at Open.
+uint64_t PlanMemoryBound(const std::vector<ReadUnit>& units, const PlanOptions& options);
 
 // A finished segment of an epoch: its plan options (rank unused) and the
 // batches each of its ranks delivered.

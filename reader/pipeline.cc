@@ -531,7 +531,7 @@ void Pipeline::AddStats(ReaderStats* stats) const {
       dataset_->source->IndexBytes() + units_.size() * (sizeof(UnitSlot) + sizeof(uint8_t));
   stats->plan_peak_bytes = plan_peak_bytes_.load();
   stats->plan_bytes = std::max(stats->plan_peak_bytes,
-                               PlanMemoryBound(dataset_->records, units_.size(), plan_options_));
+                               PlanMemoryBound(dataset_->units(), plan_options_));
   stats->memory_budget_bytes =
       budget_bytes_ + ring_.size() * options_.batch_size * transform_->shape().sample_bytes +
       stats->index_bytes + stats->plan_bytes;

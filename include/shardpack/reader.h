@@ -223,8 +223,10 @@ struct ReaderStats {
   // record (record offsets), per read unit its bookkeeping.
   uint64_t index_bytes = 0;
   // The most bytes the epoch plans will hold at once: the plan of the
-  // consumer's epoch (8 bytes a position) while the next one is built (up to
-  // 24.5 bytes a record of the rank's share while its order is sorted).
+  // consumer's epoch (8 bytes a position) while the next one is built (its
+  // order, 8 bytes a position, and the shuffle's scratch: 10 bytes a record
+  // of a share within the shuffle budget, else at most 33 bytes a record of
+  // twice what the budget holds; docs/reader.md, "Memory").
   uint64_t plan_bytes = 0;
   // The most bytes they held at once so far (<= plan_bytes).
   uint64_t plan_peak_bytes = 0;

@@ -7,9 +7,12 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <span>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "reader/rng.h"
 
 namespace shardpack::internal {
 namespace {
@@ -65,27 +68,71 @@ TEST(EpochPlanTest, EachRankSeesItsRecordsOnceAndRanksAreDisjointAndComplete) {
   }
 }
 
-// Issue 16: at 10^7 records and more the plan's bytes matter: 8 a position at
-// rest (no spare capacity), 24 a record while a shuffled order is sorted.
-TEST(EpochPlanTest, PlanHoldsEightBytesAPositionAndBuildsInTwentyFour) {
-  const uint64_t n = 100000;
-  auto units = Units(n, 1000, 1 << 20);
-  for (Remainder r : {Remainder::kDrop, Remainder::kPartial, Remainder::kPad}) {
-    for (bool shuffle : {true, false}) {
-      EpochPlan plan = MakeEpochPlan(units, {shuffle, 1, 1, 3, 64, r, 8 << 20}, 0);
-      const double positions = double(plan.order.size());
-      EXPECT_EQ(plan.order.capacity(), plan.order.size()) << "spare capacity, remainder "
-                                                          << int(r);
-      EXPECT_LE(double(PlanBytes(plan)) / positions, 8.5) << "remainder " << int(r);
+// At 10^7 records and more the plan's bytes matter: 8 a position at rest
+// (no spare capacity) and, while a shuffled order larger than the budget is
+// built, 8 a position plus the keys of two windows of pieces, not of the
+// whole share. Whatever the plan holds, the reader's bound holds it.
+TEST(EpochPlanTest, PlanHoldsEightBytesAPositionAndBuildsInAWindow) {
+  const uint64_t n = 1000000;
+  auto units = Units(n, 1000, 1 << 20);  // 1,000 units of 1 MiB
+  struct Case {
+    bool shuffle;
+    uint64_t budget;
+    bool windowed;
+    double build_per_record;  // the most build_bytes may be, a record of the share
+  };
+  // Windowed: k = 6 pieces, the keys of two windows of 6,000 records (33
+  // bytes each: 1.2 a position) beside 333,333 positions. Uniform: the
+  // share's refs and bucket counts (10 bytes a record) beside its order.
+  for (Case c : {Case{true, 8 << 20, true, 9.5}, Case{true, uint64_t{2} << 30, false, 18.5},
+                 Case{false, 8 << 20, false, 8.5}}) {
+    for (Remainder r : {Remainder::kDrop, Remainder::kPartial, Remainder::kPad}) {
+      PlanOptions o{c.shuffle, 1, 1, 3, 64, r, c.budget};
+      EpochPlan plan = MakeEpochPlan(units, o, 0);
+      SCOPED_TRACE(testing::Message() << "shuffle " << c.shuffle << " budget " << c.budget
+                                      << " remainder " << int(r));
+      EXPECT_EQ(plan.windowed, c.windowed);
+      EXPECT_EQ(plan.order.capacity(), plan.order.size()) << "spare capacity";
+      EXPECT_LE(double(PlanBytes(plan)) / double(plan.order.size()), 8.1);  // + 40 a piece
       const double share = double(plan.samples_per_rank);
-      EXPECT_LE(double(plan.build_bytes) / share, shuffle ? 25 : 8.5) << "remainder " << int(r);
+      EXPECT_LE(double(plan.build_bytes) / share, c.build_per_record);
       EXPECT_GE(plan.build_bytes, PlanBytes(plan));
       // The reader's budget: this plan at rest beside the next one's build.
-      PlanOptions o{shuffle, 1, 1, 3, 64, r, 8 << 20};
-      EXPECT_GE(PlanMemoryBound(n, units.size(), o), PlanBytes(plan) + plan.build_bytes)
-          << "remainder " << int(r);
-      EXPECT_LE(double(PlanMemoryBound(n, units.size(), o)) / share, 33.5);
+      EXPECT_GE(PlanMemoryBound(units, o), PlanBytes(plan) + plan.build_bytes);
+      EXPECT_LE(double(PlanMemoryBound(units, o)) / share, c.build_per_record + 9);
     }
+  }
+}
+
+// The order is the one epoch_plan.h defines: records sorted by (key, piece,
+// index), the key a uniform draw or, windowed, piece << 32 plus a draw below
+// k << 32. Built here the plain way (every key, one std::sort) for one rank,
+// so a saved state's positions mean the same records however the plan is built.
+TEST(EpochPlanTest, OrderIsTheSortOfTheDefinedKeys) {
+  const uint64_t seed = 5, epoch = 3, per_unit = 700, unit_bytes = 1 << 20;
+  auto units = Units(300 * per_unit + 123, per_unit, unit_bytes);
+  for (uint64_t budget : {uint64_t{16} << 20, uint64_t{1} << 30}) {
+    PlanOptions o{true, seed, 0, 1, 50, Remainder::kPartial, budget};
+    EpochPlan plan = MakeEpochPlan(units, o, epoch);
+    const bool windowed = budget < units.size() * unit_bytes;
+    ASSERT_EQ(plan.windowed, windowed);
+    std::vector<uint32_t> perm(units.size());
+    std::iota(perm.begin(), perm.end(), 0u);
+    Shuffle(std::span<uint32_t>(perm), seed, kStreamUnits, epoch);
+    const uint64_t k = budget / unit_bytes - 2;
+    std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> keyed;
+    for (uint32_t piece = 0; piece < perm.size(); ++piece) {
+      const ReadUnit& u = units[perm[piece]];
+      for (uint32_t r = 0; r < u.records; ++r) {
+        const uint64_t draw = Draw(seed, kStreamSamples, epoch, u.first_record + r);
+        keyed.emplace_back(windowed ? (uint64_t{piece} << 32) + Below(draw, k << 32) : draw,
+                           piece, r);
+      }
+    }
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<uint64_t> want;
+    for (const auto& [key, piece, r] : keyed) want.push_back(units[perm[piece]].first_record + r);
+    EXPECT_EQ(Records(plan, units), want) << "budget " << budget;
   }
 }
 

@@ -352,6 +352,9 @@ py::dict PyReader::Stats() const {
   d["transform_wait_s"] = s.transform_wait_s;
   d["consumer_wait_s"] = s.consumer_wait_s;
   d["memory_budget_bytes"] = s.memory_budget_bytes;
+  d["index_bytes"] = s.index_bytes;
+  d["plan_bytes"] = s.plan_bytes;
+  d["plan_peak_bytes"] = s.plan_peak_bytes;
   return d;
 }
 

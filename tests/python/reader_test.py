@@ -211,6 +211,12 @@ class ReaderTest(fixtures.DatasetTest):
         self.assertGreater(s["bytes_read"], 0)
         self.assertGreater(s["memory_budget_bytes"], 0)
         self.assertGreaterEqual(s["consumer_wait_s"], 0)
+        # The budget's parts that grow with the dataset: the index (4 bytes a
+        # record at least) and the plans (8 a position of the plan held).
+        self.assertGreaterEqual(s["index_bytes"], 4 * self.RECORDS)
+        self.assertGreaterEqual(s["plan_peak_bytes"], 8 * 5 * BATCH)
+        self.assertLessEqual(s["plan_peak_bytes"], s["plan_bytes"])
+        self.assertGreater(s["memory_budget_bytes"], s["index_bytes"] + s["plan_bytes"])
 
     def test_gil_is_released_while_waiting(self):
         # With a long switch interval another thread gets the GIL only when

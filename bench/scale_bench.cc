@@ -5,6 +5,14 @@
 //       Writes DIR as N raw records of that shape (label i % 10, key the
 //       decimal index), with shardpack's DatasetWriter: the default shard and
 //       block sizes. CIFAR-shaped by default; 8x8x1 gives 64-byte records.
+//   scale_bench cifar FILE --records N
+//       Writes a CIFAR-10 binary of N class-sorted records (label i * 10 / N,
+//       the hardest order for a shuffle), pixels from the index: input for
+//       `shardpack cifar`.
+//   scale_bench images ROOT --files N [--classes 1000]
+//       Writes an ImageFolder of N ImageNet-like JPEGs (500x375, ~108 KB):
+//       256 distinct photos from the demo generator, each file one of them
+//       with a comment marker naming its index, so no two files are equal.
 //   scale_bench plan DIR [--world-size 1] [--batch-size 256]
 //                        [--shuffle-bytes 256MiB] [--epochs 2]
 //       Opens DIR as the reader does (manifest, every shard's index) and builds
@@ -22,6 +30,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "datasets/demo.h"
 #include "reader/dataset_units.h"
 #include "reader/epoch_plan.h"
 #include "shardpack/dataset.h"
@@ -72,6 +82,72 @@ absl::Status Generate(const std::string& dir, uint64_t records, int h, int w, in
     if (absl::Status s = (*writer)->Add(r); !s.ok()) return s;
   }
   return (*writer)->Finish().status();
+}
+
+// Writes `bytes` to `path` (created or truncated), or says why not.
+absl::Status WriteWhole(const std::string& path, const std::string& bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return absl::InternalError(absl::StrCat(path, ": cannot create"));
+  const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  if (std::fclose(f) != 0 || !wrote) return absl::InternalError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
+
+absl::Status WriteCifar(const std::string& path, uint64_t records) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return absl::InternalError(absl::StrCat(path, ": cannot create"));
+  constexpr size_t kRecord = 3073, kPerPiece = 2730;  // 8 MiB pieces
+  std::string piece(kRecord * kPerPiece, '\0');
+  bool ok = true;
+  for (uint64_t first = 0; first < records && ok; first += kPerPiece) {
+    const uint64_t n = std::min<uint64_t>(kPerPiece, records - first);
+    for (uint64_t j = 0; j < n; ++j) {
+      const uint64_t i = first + j;
+      char* rec = piece.data() + j * kRecord;
+      rec[0] = static_cast<char>(i * 10 / records);
+      for (size_t k = 0; k < kRecord - 1; ++k) rec[1 + k] = static_cast<char>(i * 7 + k);
+    }
+    ok = std::fwrite(piece.data(), kRecord, n, f) == n;
+  }
+  if (std::fclose(f) != 0 || !ok) return absl::InternalError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
+
+absl::Status WriteImages(const std::string& root, uint64_t files, int classes) {
+  constexpr int kPool = 256;
+  const std::string pool_dir = root + ".pool";
+  shardpack::datasets::DemoImagesOptions o;
+  o.classes = 16;
+  o.images_per_class = kPool / 16;
+  if (absl::Status s = shardpack::datasets::WriteDemoImageFolder(pool_dir, o); !s.ok()) return s;
+  std::vector<std::string> pool;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(pool_dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    pool.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::filesystem::remove_all(pool_dir);
+  if (pool.size() != kPool) return absl::InternalError("the demo generator made too few photos");
+  classes = static_cast<int>(std::min<uint64_t>(classes, files));  // no empty class folder
+  for (int c = 0; c < classes; ++c) {
+    std::filesystem::create_directories(absl::StrFormat("%s/n%08d", root, c));
+  }
+  std::string bytes;
+  for (uint64_t i = 0; i < files; ++i) {
+    const std::string& photo = pool[i % kPool];
+    const std::string note = absl::StrCat("scale_bench ", i);
+    // SOI, then a COM segment (length counts its two bytes), then the rest.
+    bytes.assign(photo, 0, 2);
+    bytes += "\xFF\xFE";
+    bytes += static_cast<char>((note.size() + 2) >> 8);
+    bytes += static_cast<char>((note.size() + 2) & 0xFF);
+    bytes += note;
+    bytes.append(photo, 2);
+    const std::string path =
+        absl::StrFormat("%s/n%08d/img_%08d.JPEG", root, static_cast<int>(i % classes), i);
+    if (absl::Status s = WriteWhole(path, bytes); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 int Plan(const std::string& dir, int world_size, int batch_size, uint64_t shuffle_bytes,
@@ -129,6 +205,16 @@ int main(int argc, char** argv) {
   gen->add_option("--height", height)->check(CLI::Range(1, 65535));
   gen->add_option("--width", width)->check(CLI::Range(1, 65535));
   gen->add_option("--channels", channels)->check(CLI::Range(1, 4));
+  std::string path;
+  uint64_t files = 0;
+  int classes = 1000;
+  CLI::App* cifar = app.add_subcommand("cifar", "write a class-sorted CIFAR-10 binary");
+  cifar->add_option("file", path)->required();
+  cifar->add_option("--records", records)->required()->check(CLI::PositiveNumber);
+  CLI::App* images = app.add_subcommand("images", "write an ImageFolder of ImageNet-like JPEGs");
+  images->add_option("root", path)->required();
+  images->add_option("--files", files)->required()->check(CLI::PositiveNumber);
+  images->add_option("--classes", classes)->check(CLI::Range(1, 100000));
   CLI::App* plan = app.add_subcommand("plan", "index and epoch-plan costs");
   plan->add_option("dir", dir)->required();
   plan->add_option("--world-size", world_size)->check(CLI::Range(1, 1 << 16));
@@ -136,14 +222,18 @@ int main(int argc, char** argv) {
   plan->add_option("--shuffle-bytes", shuffle_bytes);
   plan->add_option("--epochs", epochs)->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
-  if (gen->parsed()) {
+  if (gen->parsed() || cifar->parsed() || images->parsed()) {
     auto t = Clock::now();
-    if (absl::Status s = Generate(dir, records, height, width, channels); !s.ok()) {
+    absl::Status s = gen->parsed()     ? Generate(dir, records, height, width, channels)
+                     : cifar->parsed() ? WriteCifar(path, records)
+                                       : WriteImages(path, files, classes);
+    if (!s.ok()) {
       std::fprintf(stderr, "scale_bench: %s\n", std::string(s.message()).c_str());
       return 1;
     }
-    std::fprintf(stderr, "scale_bench: wrote %llu records in %.1f s\n", (unsigned long long)records,
-                 Since(t));
+    std::fprintf(stderr, "scale_bench: wrote %llu %s in %.1f s\n",
+                 (unsigned long long)(images->parsed() ? files : records),
+                 images->parsed() ? "files" : "records", Since(t));
     return 0;
   }
   return Plan(dir, world_size, batch_size, shuffle_bytes, epochs);

@@ -26,8 +26,7 @@ absl::Status ShortReadAt(std::string_view name, uint64_t offset, uint64_t missin
       absl::StrCat("file ended ", missing, " bytes early (did it shrink after it was opened?)"));
 }
 
-absl::Status ReadPastEndAt(std::string_view name, uint64_t offset, uint64_t length,
-                           uint64_t size) {
+absl::Status ReadPastEndAt(std::string_view name, uint64_t offset, uint64_t length, uint64_t size) {
   return DataLossAt(
       name, offset,
       absl::StrCat("read of ", length, " bytes past the end of the file (", size, " bytes)"));

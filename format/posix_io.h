@@ -11,14 +11,14 @@
 #ifndef SHARDPACK_FORMAT_POSIX_IO_H_
 #define SHARDPACK_FORMAT_POSIX_IO_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include <sys/types.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -35,8 +35,7 @@ absl::Status ShortReadAt(std::string_view name, uint64_t offset, uint64_t missin
 
 // DataLossError "<name> @<offset>: read of <length> bytes past the end of
 // the file (<size> bytes)": a range that the file's known size rules out.
-absl::Status ReadPastEndAt(std::string_view name, uint64_t offset, uint64_t length,
-                           uint64_t size);
+absl::Status ReadPastEndAt(std::string_view name, uint64_t offset, uint64_t length, uint64_t size);
 
 // pread(2), retried on EINTR: -1 with errno set on failure. For callers
 // that must tell errors apart by errno (an O_DIRECT probe's EINVAL).

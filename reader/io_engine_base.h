@@ -17,9 +17,7 @@
 
 namespace shardpack::internal {
 
-inline uint64_t AlignUp(uint64_t n) {
-  return (n + kIoAlignment - 1) / kIoAlignment * kIoAlignment;
-}
+inline uint64_t AlignUp(uint64_t n) { return (n + kIoAlignment - 1) / kIoAlignment * kIoAlignment; }
 inline bool IsAligned(uint64_t n) { return n % kIoAlignment == 0; }
 inline bool IsAligned(const void* p) { return IsAligned(reinterpret_cast<uintptr_t>(p)); }
 
@@ -29,8 +27,7 @@ absl::Status CheckDirectRequest(const std::string& name, const IoRequest& r);
 using PosixFiles = std::vector<std::unique_ptr<PosixFile>>;
 
 // Opens every path (buffered); with `sequential`, advises sequential reads.
-absl::StatusOr<PosixFiles> OpenPosixFiles(const std::vector<std::string>& paths,
-                                          bool sequential);
+absl::StatusOr<PosixFiles> OpenPosixFiles(const std::vector<std::string>& paths, bool sequential);
 
 // An O_DIRECT descriptor per file; UnavailableError where the filesystem
 // refuses O_DIRECT (at open or at the first read).

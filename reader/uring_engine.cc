@@ -20,6 +20,7 @@
 namespace shardpack::internal {
 
 #ifdef SHARDPACK_HAVE_URING
+namespace {
 
 // io_uring submission queue depth: enough to keep an NVMe queue busy with
 // multi-MiB block reads without pinning many buffers.
@@ -71,8 +72,7 @@ class UringIo final : public EngineBase {
   // Bytes to ask for: O_DIRECT reads whole aligned blocks (the buffer has
   // room; at the end of the file fewer arrive, and `length` is enough).
   uint32_t Wanted(const IoRequest& r) const {
-    return direct_fds_.empty() ? r.length
-                               : static_cast<uint32_t>(AlignUp(r.length));
+    return direct_fds_.empty() ? r.length : static_cast<uint32_t>(AlignUp(r.length));
   }
 
   std::vector<UniqueFd> direct_fds_;
@@ -209,6 +209,8 @@ IoCompletion UringIo::Wait() {
   return Complete(s.request, std::move(s.status), s.request.buffer);
 }
 
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<BlockIo>> OpenUring(const std::vector<std::string>& paths) {
   SP_ASSIGN_OR_RETURN(PosixFiles files, OpenPosixFiles(paths, /*sequential=*/true));
   auto io = std::make_unique<UringIo>(std::move(files));
@@ -239,4 +241,5 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenDirect(const std::vector<std::strin
 }
 
 #endif  // SHARDPACK_HAVE_URING
+
 }  // namespace shardpack::internal

@@ -39,23 +39,20 @@ void WriteText(const std::string& path, std::string_view text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-TEST(PosixIoTest, FullReadReadsTheRange) {
-  testing::TempDir dir;
-  const std::string path = dir.Join("f");
-  WriteText(path, "0123456789");
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  ASSERT_GE(fd.get(), 0);
-  std::vector<uint8_t> dst(4);
-  SP_ASSERT_OK(PreadFull(fd.get(), path, 3, dst));
-  EXPECT_EQ(std::string(dst.begin(), dst.end()), "3456");
+// `text` written to `path`, opened for reading.
+UniqueFd OpenText(const std::string& path, std::string_view text) {
+  WriteText(path, text);
+  return UniqueFd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
 }
 
-TEST(PosixIoTest, ShortReadPastEndNamesFileAndOffset) {
+TEST(PosixIoTest, FullReadReadsTheRangeAndNamesFileAndOffsetPastTheEnd) {
   testing::TempDir dir;
   const std::string path = dir.Join("f");
-  WriteText(path, "0123456789");
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const UniqueFd fd = OpenText(path, "0123456789");
   ASSERT_GE(fd.get(), 0);
+  std::vector<uint8_t> four(4);
+  SP_ASSERT_OK(PreadFull(fd.get(), path, 3, four));
+  EXPECT_EQ(std::string(four.begin(), four.end()), "3456");
   std::vector<uint8_t> dst(8);
   // Bytes 6..9 exist, 10..13 do not: the error is at offset 10, 4 missing.
   absl::Status s = PreadFull(fd.get(), path, 6, dst);
@@ -111,18 +108,18 @@ TEST(PosixIoTest, FullWritesLandWhole) {
 TEST(PosixIoTest, WriteErrorNamesTheFile) {
   testing::TempDir dir;
   const std::string path = dir.Join("f");
-  WriteText(path, "x");
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));  // not open for writing
+  const UniqueFd fd = OpenText(path, "x");  // not open for writing
   ASSERT_GE(fd.get(), 0);
-  EXPECT_THAT(WriteFull(fd.get(), path, Bytes("y")), StatusIs(absl::StatusCode::kUnknown, HasSubstr("write " + path)));
+  EXPECT_THAT(WriteFull(fd.get(), path, Bytes("y")),
+              StatusIs(absl::StatusCode::kUnknown, HasSubstr("write " + path)));
   EXPECT_THAT(PwriteFull(fd.get(), path, 0, Bytes("y")),
               StatusIs(absl::StatusCode::kUnknown, HasSubstr("write " + path)));
 }
 
 TEST(PosixIoTest, DirectoryFsyncFailureIsReported) {
-  EXPECT_THAT(SyncDirectory("/nonexistent-dir/sub"),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("open directory /nonexistent-dir/sub")));
+  EXPECT_THAT(
+      SyncDirectory("/nonexistent-dir/sub"),
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("open directory /nonexistent-dir/sub")));
   EXPECT_THAT(SyncParentDirectory("/nonexistent-dir/x.shard"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent-dir")));
   testing::TempDir dir;
@@ -155,7 +152,8 @@ TEST(PosixIoTest, FailedAtomicFileCommitLeavesNoPartial) {
   fs::create_directories(path + "/inside");
   SP_ASSERT_OK_AND_ASSIGN(auto file, AtomicFile::Create(path));
   SP_ASSERT_OK(file->Append(Bytes("data")));
-  EXPECT_THAT(file->Commit(), StatusIs(absl::StatusCode::kUnknown, HasSubstr("rename " + path + ".partial")));
+  EXPECT_THAT(file->Commit(),
+              StatusIs(absl::StatusCode::kUnknown, HasSubstr("rename " + path + ".partial")));
   // Gone at once, not only when the object is destroyed.
   EXPECT_FALSE(fs::exists(path + ".partial"));
   EXPECT_TRUE(fs::is_directory(path + "/inside"));

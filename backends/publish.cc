@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
+#include "format/posix_io.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
@@ -24,27 +25,13 @@ absl::StatusOr<uint32_t> FileCrc(int fd, const std::string& path, uint64_t size)
   std::vector<uint8_t> buffer(std::min<uint64_t>(size, uint64_t{1} << 20) + 1);
   uint32_t crc = 0;
   for (uint64_t offset = 0; offset < size;) {
-    ssize_t n = pread(fd, buffer.data(), std::min<uint64_t>(buffer.size(), size - offset),
-                      static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("read", path, errno);
-    if (n == 0) return absl::DataLossError(absl::StrCat(path, ": shrank while being published"));
-    crc = Crc32cExtend(crc, buffer.data(), static_cast<size_t>(n));
-    offset += static_cast<uint64_t>(n);
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), size - offset));
+    SP_RETURN_IF_ERROR(
+        ::shardpack::internal::PreadFull(fd, path, offset, {buffer.data(), n}));
+    crc = Crc32cExtend(crc, buffer.data(), n);
+    offset += n;
   }
   return crc;
-}
-
-absl::Status SyncDirectory(const std::string& path) {
-  fs::path parent = fs::path(path).parent_path();
-  const std::string dir = parent.empty() ? std::string(".") : parent.string();
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open directory", dir, errno);
-  int rc = fsync(fd);
-  int err = errno;
-  close(fd);
-  if (rc != 0) return ErrnoError("fsync", dir, err);
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -62,13 +49,10 @@ absl::StatusOr<ShardEntry> PublishShardFile(const std::string& partial, const st
   if (fd < 0) return ErrnoError("open", partial, errno);
   ShardEntry entry;
   entry.records = records;
-  absl::Status status = absl::OkStatus();
-  off_t size = lseek(fd, 0, SEEK_END);
-  if (size < 0) {
-    status = ErrnoError("seek", partial, errno);
-  } else if (fsync(fd) != 0) {
-    status = ErrnoError("fsync", partial, errno);
-  } else {
+  const off_t size = lseek(fd, 0, SEEK_END);
+  absl::Status status = size < 0 ? ErrnoError("seek", partial, errno)
+                                 : ::shardpack::internal::SyncFile(fd, partial);
+  if (status.ok()) {
     entry.bytes = static_cast<uint64_t>(size);
     auto crc = FileCrc(fd, partial, entry.bytes);
     if (crc.ok()) entry.crc32c = *crc;
@@ -76,8 +60,7 @@ absl::StatusOr<ShardEntry> PublishShardFile(const std::string& partial, const st
   }
   close(fd);
   SP_RETURN_IF_ERROR(status);
-  if (rename(partial.c_str(), path.c_str()) != 0) return ErrnoError("rename", partial, errno);
-  SP_RETURN_IF_ERROR(SyncDirectory(path));
+  SP_RETURN_IF_ERROR(::shardpack::internal::PublishFile(partial, path));
   return entry;
 }
 

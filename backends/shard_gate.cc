@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "format/posix_io.h"
 #include "format/posix_open.h"
 #include "format/unique_fd.h"
 #include "shardpack/crc32c.h"
@@ -58,12 +59,10 @@ absl::StatusOr<FileDigest> DigestOpenFile(int fd, const std::string& path, uint6
   std::vector<uint8_t> buffer(std::min<uint64_t>(size, kDigestChunk) + 1);
   FileDigest d;
   while (true) {
-    ssize_t n = pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(d.bytes));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("read", path, errno);
+    SP_ASSIGN_OR_RETURN(size_t n, ::shardpack::internal::PreadSome(fd, path, d.bytes, buffer));
     if (n == 0) break;
-    d.crc32c = Crc32cExtend(d.crc32c, buffer.data(), static_cast<size_t>(n));
-    d.bytes += static_cast<uint64_t>(n);
+    d.crc32c = Crc32cExtend(d.crc32c, buffer.data(), n);
+    d.bytes += n;
   }
   return d;
 }

@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/shard_gate.h"
 #include "backends/store.h"
+#include "format/posix_io.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
 
@@ -53,16 +54,6 @@ absl::Status ScanEverything(const std::string& path, Backend backend) {
                        [](uint64_t, const Record&) { return absl::OkStatus(); });
 }
 
-void WriteAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
-}
-
 [[noreturn]] void RunChild(const std::string& path, Backend backend, int fd) {
   // Die plainly: no core file per damaged file, and the default action for
   // the signals a damaged file causes, whatever handlers the parent
@@ -73,7 +64,10 @@ void WriteAll(int fd, const std::string& bytes) {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGPIPE}) signal(sig, SIG_DFL);
   absl::Status s = ScanEverything(path, backend);
   std::string result = absl::StrCat(static_cast<int>(s.code()), ":", s.message());
-  WriteAll(fd, result.substr(0, kMaxMessage));
+  // Nothing to do if the parent is gone: it then reports the child itself.
+  const std::string message = result.substr(0, kMaxMessage);
+  (void)::shardpack::internal::WriteFull(
+      fd, "the result pipe", {reinterpret_cast<const uint8_t*>(message.data()), message.size()});
   _exit(0);
 }
 

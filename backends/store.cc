@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "format/shard_layout.h"
 #include "shardpack/file.h"
 #include "shardpack/shard.h"
 #include "shardpack/status.h"
@@ -16,7 +17,7 @@ namespace {
 
 // The first bytes of a `.shard` file (docs/format.md) and of an HDF5 file
 // at offset 0 (the HDF5 specification's format signature).
-constexpr std::array<uint8_t, 8> kShardMagic = {0x89, 'S', 'H', 'A', 'R', 'D', '\r', '\n'};
+using ::shardpack::internal::kShardMagic;  // format/shard_layout.h, the one definition
 constexpr std::array<uint8_t, 8> kHdf5Magic = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 // An LMDB file starts with a meta page: a 16-byte page header, then the
 // meta's magic 0xBEEFC0DE, stored in the machine's byte order (mdb.c).
@@ -187,12 +188,6 @@ void UseBackend(DatasetWriterOptions* options, Backend backend,
   }
 }
 
-std::optional<Backend> ParseBackend(std::string_view name) {
-  for (Backend b : {Backend::kShard, Backend::kLmdb, Backend::kHdf5}) {
-    if (BackendName(b) == name) return b;
-  }
-  return std::nullopt;
-}
 
 absl::StatusOr<std::optional<Backend>> SniffShardFile(const std::string& path) {
   SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(path));

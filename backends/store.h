@@ -34,9 +34,6 @@ struct BackendOptions {
 void UseBackend(DatasetWriterOptions* options, Backend backend,
                 const BackendOptions& backend_options = {});
 
-// "shard", "lmdb", "hdf5" -> the backend.
-std::optional<Backend> ParseBackend(std::string_view name);
-
 // What a file's first bytes say it is: the `.shard` magic, the HDF5
 // signature, or an LMDB meta page. Nullopt for anything else (and for a
 // file too short to tell). Errors only when the file cannot be read.

@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bench/bench_common.h"
+#include "format/posix_io.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/file.h"
 #include "shardpack/record.h"
@@ -253,13 +254,14 @@ double TimeWriteLoop(const std::string& path, std::span<const uint8_t> data) {
   const double start = NowSeconds();
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) Fail("cannot create " + path);
-  for (size_t done = 0; done < data.size();) {
-    const ssize_t n = write(fd, data.data() + done, std::min<size_t>(4 << 20, data.size() - done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) Fail("write to " + path + " failed");
-    done += static_cast<size_t>(n);
+  for (size_t done = 0; done < data.size(); done += 4 << 20) {
+    const auto chunk = data.subspan(done, std::min<size_t>(4 << 20, data.size() - done));
+    const absl::Status written = shardpack::internal::WriteFull(fd, path, chunk);
+    if (!written.ok()) Fail(std::string(written.message()));
   }
-  if (fsync(fd) != 0 || close(fd) != 0) Fail("fsync of " + path + " failed");
+  const absl::Status synced = shardpack::internal::SyncFile(fd, path);
+  if (!synced.ok()) Fail(std::string(synced.message()));
+  if (close(fd) != 0) Fail("close of " + path + " failed");
   return NowSeconds() - start;
 }
 

@@ -21,6 +21,7 @@
 #include "datasets/jpeg_probe.h"
 #include "datasets/transcode.h"
 #include "format/errors.h"
+#include "format/posix_io.h"
 #include "format/posix_open.h"
 #include "format/unique_fd.h"
 #include "reader/jpeg_restart.h"
@@ -238,15 +239,7 @@ absl::Status ReadWholeFile(const std::string& path, std::vector<uint8_t>* out) {
         absl::StrFormat("%s: file too large for an image (%u bytes)", path, size));
   }
   out->resize(size);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, out->data() + done, size - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("read", path, errno);
-    if (n == 0) return internal::DataLossAt(path, done, "file shrank while being read");
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
+  return internal::PreadFull(fd, path, 0, {out->data(), size});
 }
 
 class ImageWorker : public SourceWorker {

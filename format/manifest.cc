@@ -174,15 +174,9 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
         kManifestMajorVersion, ".x)"));
   }
   SP_ASSIGN_OR_RETURN(std::string backend, f.String("backend"));
-  if (backend == "shard") {
-    m.backend = Backend::kShard;
-  } else if (backend == "lmdb") {
-    m.backend = Backend::kLmdb;
-  } else if (backend == "hdf5") {
-    m.backend = Backend::kHdf5;
-  } else {
-    return f.Error("backend", absl::StrCat("unknown backend '", backend, "'"));
-  }
+  const std::optional<Backend> parsed = ParseBackend(backend);
+  if (!parsed) return f.Error("backend", absl::StrCat("unknown backend '", backend, "'"));
+  m.backend = *parsed;
   SP_ASSIGN_OR_RETURN(const Json* schema, f.Get("schema", Json::value_t::object));
   SP_ASSIGN_OR_RETURN(m.schema, ParseSchema(*schema, name + ".schema"));
   SP_ASSIGN_OR_RETURN(uint64_t records, f.Unsigned("records"));
@@ -257,6 +251,13 @@ std::string_view BackendName(Backend b) {
     case Backend::kHdf5: return "hdf5";
   }
   return "unknown";
+}
+
+std::optional<Backend> ParseBackend(std::string_view name) {
+  for (Backend b : kBackends) {
+    if (BackendName(b) == name) return b;
+  }
+  return std::nullopt;
 }
 
 uint64_t Manifest::records() const {

@@ -1,7 +1,6 @@
 // POSIX implementations of the file interface, and the in-memory ones.
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
 #include "format/mapping_guard.h"
+#include "format/posix_io.h"
 #include "format/posix_open.h"
 #include "format/unique_fd.h"
 #include "shardpack/file.h"
@@ -19,14 +19,6 @@
 
 namespace shardpack {
 namespace {
-
-absl::Status ReadPastEnd(const std::string& name, uint64_t offset, size_t n,
-                         uint64_t size) {
-  return internal::DataLossAt(
-      name, offset,
-      absl::StrCat("read of ", n, " bytes past the end of the file (",
-                   size, " bytes)"));
-}
 
 class MemoryFile : public RandomAccessFile {
  public:
@@ -37,7 +29,7 @@ class MemoryFile : public RandomAccessFile {
   const uint8_t* data() const override { return data_.data(); }
   absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override {
     if (offset > data_.size() || dst.size() > data_.size() - offset) {
-      return ReadPastEnd(name_, offset, dst.size(), data_.size());
+      return internal::ReadPastEndAt(name_, offset, dst.size(), data_.size());
     }
     if (!dst.empty()) std::memcpy(dst.data(), data_.data() + offset, dst.size());
     return absl::OkStatus();
@@ -64,34 +56,6 @@ class StringWritableFile : public WritableFile {
   std::string* out_;
 };
 
-class PosixFile : public RandomAccessFile {
- public:
-  PosixFile(std::string name, int fd, uint64_t size)
-      : name_(std::move(name)), fd_(fd), size_(size) {}
-  ~PosixFile() override { close(fd_); }
-  const std::string& name() const override { return name_; }
-  uint64_t size() const override { return size_; }
-  absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override {
-    if (offset > size_ || dst.size() > size_ - offset) {
-      return ReadPastEnd(name_, offset, dst.size(), size_);
-    }
-    size_t done = 0;
-    while (done < dst.size()) {
-      ssize_t n = pread(fd_, dst.data() + done, dst.size() - done, offset + done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoError("read", name_, errno);
-      if (n == 0) return ReadPastEnd(name_, offset + done, dst.size() - done, size_);
-      done += n;
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  std::string name_;
-  int fd_;
-  uint64_t size_;
-};
-
 // Registered with the SIGBUS guard, so that a file truncated under the
 // mapping is an error, not a signal.
 class MappedFile : public RandomAccessFile {
@@ -107,7 +71,7 @@ class MappedFile : public RandomAccessFile {
   const uint8_t* data() const override { return base_; }
   absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override {
     if (offset > size_ || dst.size() > size_ - offset) {
-      return ReadPastEnd(name_, offset, dst.size(), size_);
+      return internal::ReadPastEndAt(name_, offset, dst.size(), size_);
     }
     if (!dst.empty()) std::memcpy(dst.data(), base_ + offset, dst.size());
     return guard_.Damage();
@@ -154,9 +118,8 @@ std::unique_ptr<WritableFile> NewStringWritableFile(std::string name,
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(const std::string& path) {
-  uint64_t size;
-  SP_ASSIGN_OR_RETURN(int fd, internal::OpenRegularFile(path, 0, &size));
-  return std::make_unique<PosixFile>(path, fd, size);
+  SP_ASSIGN_OR_RETURN(auto file, internal::PosixFile::Open(path));
+  return file;
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::string& path) {
@@ -190,20 +153,14 @@ AtomicFile::~AtomicFile() {
 
 absl::Status AtomicFile::Append(std::span<const uint8_t> data) {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": already committed"));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = write(fd_, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("write", partial_, errno);
-    done += n;
-  }
+  SP_RETURN_IF_ERROR(internal::WriteFull(fd_, partial_, data));
   size_ += data.size();
   return absl::OkStatus();
 }
 
 absl::Status AtomicFile::Sync() {
-  if (fd_ >= 0 && fdatasync(fd_) != 0) return ErrnoError("fsync", partial_, errno);
-  return absl::OkStatus();
+  if (fd_ < 0) return absl::OkStatus();
+  return internal::SyncFileData(fd_, partial_);
 }
 
 absl::Status AtomicFile::Commit() {
@@ -213,18 +170,10 @@ absl::Status AtomicFile::Commit() {
     return ErrnoError("close", partial_, errno);
   }
   fd_ = -1;
-  if (rename(partial_.c_str(), path_.c_str()) != 0) {
-    return ErrnoError("rename", partial_, errno);
-  }
+  // Renamed, or removed when the rename failed: either way nothing is left
+  // at partial_ for the destructor to clean up.
   committed_ = true;
-  // Make the rename itself durable.
-  std::string dir = path_;
-  int dfd = open(dirname(dir.data()), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
-  return absl::OkStatus();
+  return internal::PublishFile(partial_, path_);
 }
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {

@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
@@ -21,6 +22,7 @@
 #include "datasets/cifar.h"
 #include "datasets/images.h"
 #include "nlohmann/json.hpp"
+#include "shardpack/manifest.h"
 #include "shardpack/status.h"
 #include "tools/common/cli.h"
 #include "tools/pack/pack.h"
@@ -29,6 +31,13 @@
 
 namespace shardpack {
 namespace {
+
+// --format's choices: the backends' own names (BackendName), listed once.
+std::vector<std::string> BackendNames() {
+  std::vector<std::string> names;
+  for (Backend b : kBackends) names.emplace_back(BackendName(b));
+  return names;
+}
 
 constexpr char kTool[] = "shardpack";
 constexpr uint64_t kMaxBlockSize = uint64_t{1} << 30;
@@ -82,7 +91,7 @@ void AddVerbose(CLI::App* app, bool* verbose) {
 void AddCommonFlags(CLI::App* app, CommonFlags* f) {
   app->add_option("-o,--output", f->output, "Output dataset directory")->required();
   app->add_option("--format", f->format, "Backend: shard (default), lmdb or hdf5")
-      ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
+      ->check(CLI::IsMember(BackendNames()));
   app->add_option("--shard-size", f->shard_size, "Close a shard after this many bytes")
       ->check(cli::SizeIn(1, kMaxU64));
   app->add_option("--shard-records", f->shard_records,
@@ -136,7 +145,7 @@ absl::Status ParseShardFlags(const std::string& format, const std::string& block
     return absl::InvalidArgumentError(
         absl::StrCat("--compress applies to --format shard only, not ", format));
   }
-  backends::UseBackend(w, *backends::ParseBackend(format));
+  backends::UseBackend(w, *ParseBackend(format));
   return absl::OkStatus();
 }
 
@@ -381,7 +390,7 @@ CLI::App* AddMergeCommand(CLI::App& app, MergeCommand* c) {
                 "Replace an existing output (only a dataset shardpack wrote, or an empty folder)");
   cmd->add_option("--format", c->format,
                   "Backend of the output (default: the parts'; others are converted)")
-      ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
+      ->check(CLI::IsMember(BackendNames()));
   AddVerbose(cmd, &c->verbose);
   return cmd;
 }
@@ -398,7 +407,7 @@ int RunMerge(const MergeCommand& c) {
   o.output = c.output;
   o.overwrite = c.overwrite;
   o.check_only = c.check;
-  if (!c.format.empty()) o.backend = backends::ParseBackend(c.format);
+  if (!c.format.empty()) o.backend = ParseBackend(c.format);
   if (c.verbose) {
     std::fprintf(stderr, "%s: %s %zu parts%s%s\n", kTool, c.check ? "checking" : "merging",
                  c.parts.size(), c.check ? "" : " into ", c.output.c_str());
@@ -426,7 +435,7 @@ CLI::App* AddConvertCommand(CLI::App& app, ConvertCommand* c) {
   cmd->add_option("-o,--output", c->options.output, "Output dataset directory")->required();
   cmd->add_option("--format", c->format, "Backend: shard, lmdb or hdf5")
       ->required()
-      ->check(CLI::IsMember({"shard", "lmdb", "hdf5"}));
+      ->check(CLI::IsMember(BackendNames()));
   cmd->add_option("--block-size", c->block, "Target block size (shard)")
       ->check(cli::SizeIn(1, kMaxBlockSize));
   cmd->add_option("--compress", c->compress, "none or zstd[:LEVEL] (shard)");

@@ -79,7 +79,10 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(
 //
 // Bytes go to `<path>.partial`. Commit() fsyncs it, renames it to `path` and
 // fsyncs the directory, so a crash leaves either nothing or the whole file at
-// `path`. Destroying an uncommitted AtomicFile removes the partial file.
+// `path`; each of those steps that fails is Commit()'s error (a failed
+// directory fsync too: the file is then at `path` but may not survive a
+// crash). A failed Commit() leaves no partial file, and destroying an
+// uncommitted AtomicFile removes it.
 class AtomicFile : public WritableFile {
  public:
   // Fails if the partial file cannot be created. An existing file at `path`

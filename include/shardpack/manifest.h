@@ -7,6 +7,7 @@
 #define SHARDPACK_MANIFEST_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,11 @@ inline constexpr int kManifestMinorVersion = 0;
 inline constexpr char kManifestFileName[] = "manifest.json";
 
 enum class Backend { kShard, kLmdb, kHdf5 };
+// Every backend, in the order the tools list them.
+inline constexpr Backend kBackends[] = {Backend::kShard, Backend::kLmdb, Backend::kHdf5};
 std::string_view BackendName(Backend b);  // "shard", "lmdb", "hdf5"
+// The inverse of BackendName; nullopt for any other name.
+std::optional<Backend> ParseBackend(std::string_view name);
 
 // One label field of the schema; record.labels[i] belongs to field i.
 struct LabelField {

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "format/posix_io.h"
 #include "format/posix_open.h"
 #include "format/unique_fd.h"
 #include "shardpack/dataset.h"
@@ -29,12 +30,6 @@ constexpr size_t kDirectAlignment = 4096;
 
 using Fd = ::shardpack::internal::UniqueFd;
 
-absl::Status ReadErrorAt(const std::string& path, uint64_t offset, int err) {
-  absl::Status coded = ErrnoError("read", path, err);
-  return absl::Status(coded.code(),
-                      absl::StrCat(path, " @", offset, ": read failed: ", std::strerror(err)));
-}
-
 // One pass over one file; returns the bytes read.
 absl::StatusOr<uint64_t> ReadFile(const std::string& path, bool direct, uint8_t* buffer) {
   SP_RETURN_IF_ERROR(CheckRegularFile(path));  // a FIFO would block the open
@@ -50,11 +45,10 @@ absl::StatusOr<uint64_t> ReadFile(const std::string& path, bool direct, uint8_t*
   if (!direct) posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   uint64_t offset = 0;
   for (;;) {
-    ssize_t n = pread(fd.get(), buffer, kRawReadSize, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ReadErrorAt(path, offset, errno);
+    SP_ASSIGN_OR_RETURN(size_t n, ::shardpack::internal::PreadSome(fd.get(), path, offset,
+                                                                   {buffer, kRawReadSize}));
     if (n == 0) break;
-    offset += static_cast<uint64_t>(n);
+    offset += n;
     // An O_DIRECT read cannot go on from an unaligned offset: that was the end.
     if (direct && offset % kDirectAlignment != 0) break;
   }

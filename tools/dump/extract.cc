@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "format/posix_io.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
 #include "tools/common/progress_line.h"
@@ -112,22 +113,11 @@ class Extractor {
     int fd =
         openat(dir_fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return ErrnoError("create", shown, errno);
-    absl::Status s =
-        WriteAll(fd, shown, {reinterpret_cast<const uint8_t*>(header.data()), header.size()});
-    if (s.ok()) s = WriteAll(fd, shown, body);
+    absl::Status s = ::shardpack::internal::WriteFull(
+        fd, shown, {reinterpret_cast<const uint8_t*>(header.data()), header.size()});
+    if (s.ok()) s = ::shardpack::internal::WriteFull(fd, shown, body);
     if (close(fd) != 0 && s.ok()) s = ErrnoError("close", shown, errno);
     return s;
-  }
-
-  static absl::Status WriteAll(int fd, const std::string& shown, std::span<const uint8_t> data) {
-    size_t done = 0;
-    while (done < data.size()) {
-      ssize_t n = write(fd, data.data() + done, data.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoError("write", shown, errno);
-      done += static_cast<size_t>(n);
-    }
-    return absl::OkStatus();
   }
 
   const OpenedDataset& ds_;

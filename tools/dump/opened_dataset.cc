@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
+#include "format/shard_layout.h"
 #include "format/posix_open.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
@@ -23,8 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The first bytes of a `.shard` file (docs/format.md).
-constexpr std::array<uint8_t, 8> kShardMagic = {0x89, 'S', 'H', 'A', 'R', 'D', '\r', '\n'};
+using ::shardpack::internal::kShardMagic;  // the first bytes of a `.shard` file
 // An LMDB environment opened without MDB_NOSUBDIR is a directory holding
 // this; ours are single files.
 constexpr char kLmdbDataFile[] = "data.mdb";

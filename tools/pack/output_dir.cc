@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "format/posix_io.h"
 #include "format/unique_fd.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
@@ -384,10 +385,14 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
   }
   SP_ASSIGN_OR_RETURN(std::string old, MoveIntoPlace(replace));
   published_ = true;
-  absl::Status status = WriteManifest(path_, manifest);
+  // The rename made durable before the manifest says the dataset is whole,
+  // and the marker's removal after it; each failure is reported.
+  absl::Status status = internal::SyncParentDirectory(path_);
+  if (status.ok()) status = WriteManifest(path_, manifest);
   if (status.ok() && ::unlink(Join(path_, kStagingMarker).c_str()) != 0) {
     status = ErrnoError("remove", Join(path_, kStagingMarker), errno);
   }
+  if (status.ok()) status = internal::SyncDirectory(path_);
   if (!old.empty()) status.Update(RemoveOldDataset(old, path_, old_files));
   return status;
 }

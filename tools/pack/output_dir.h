@@ -70,7 +70,8 @@ class OutputDir {
   const std::string& staging() const { return staging_; }
 
   // Moves the staging directory to the final path, writes the manifest into
-  // it and removes the marker. An existing dataset there is checked again
+  // it and removes the marker, fsyncing the directories after the move and
+  // after the marker's removal (internal::PublishFile's rule for a folder). An existing dataset there is checked again
   // (it may have changed during the pack), swapped out in one rename where
   // the file system can (renameat2 RENAME_EXCHANGE), and its files removed.
   absl::Status Publish(const Manifest& manifest);

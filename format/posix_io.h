@@ -1,0 +1,103 @@
+// The one POSIX I/O layer: every positional read, full write, fsync and
+// atomic publish in the project goes through here, so that EINTR, short
+// reads and failed fsyncs are handled (and reported) one way. Internal: not
+// installed; the public file interface is shardpack/file.h.
+//
+// Messages name the file and, for reads, the offset:
+//   "<name> @<offset>: read failed: <strerror>"   (code from errno)
+//   "<name> @<offset>: file ended <n> bytes early (did it shrink after it
+//    was opened?)"                                 (DataLossError)
+//   "<what> <path>: <strerror>"                    (writes, fsyncs, renames)
+#ifndef SHARDPACK_FORMAT_POSIX_IO_H_
+#define SHARDPACK_FORMAT_POSIX_IO_H_
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "format/unique_fd.h"
+#include "shardpack/file.h"
+
+namespace shardpack::internal {
+
+// "<name> @<offset>: read failed: <strerror(err)>", coded as ErrnoError codes it.
+absl::Status ReadErrorAt(std::string_view name, uint64_t offset, int err);
+
+// DataLossError "<name> @<offset>: file ended <missing> bytes early ...".
+absl::Status ShortReadAt(std::string_view name, uint64_t offset, uint64_t missing);
+
+// DataLossError "<name> @<offset>: read of <length> bytes past the end of
+// the file (<size> bytes)": a range that the file's known size rules out.
+absl::Status ReadPastEndAt(std::string_view name, uint64_t offset, uint64_t length, uint64_t size);
+
+// pread(2), retried on EINTR: -1 with errno set on failure. For callers
+// that must tell errors apart by errno (an O_DIRECT probe's EINVAL).
+ssize_t PreadRetrying(int fd, void* dst, size_t n, uint64_t offset);
+
+// One pread of up to dst.size() bytes at `offset`, retried on EINTR. Returns
+// the bytes read: 0 only at the end of the file. For loops that read to the
+// end or must stop at an unaligned count (O_DIRECT).
+absl::StatusOr<size_t> PreadSome(int fd, std::string_view name, uint64_t offset,
+                                 std::span<uint8_t> dst);
+
+// Exactly dst.size() bytes at `offset`: short reads continued, EINTR
+// retried; the end of the file before dst is full is ShortReadAt.
+absl::Status PreadFull(int fd, std::string_view name, uint64_t offset, std::span<uint8_t> dst);
+
+// All of `data` at the descriptor's position (write) or at `offset`
+// (pwrite): short writes continued, EINTR retried. "write <name>: ...".
+absl::Status WriteFull(int fd, std::string_view name, std::span<const uint8_t> data);
+absl::Status PwriteFull(int fd, std::string_view name, uint64_t offset,
+                        std::span<const uint8_t> data);
+
+// fsync (or fdatasync, data and size only) of an open file: "fsync <name>: ...".
+absl::Status SyncFile(int fd, std::string_view name);
+absl::Status SyncFileData(int fd, std::string_view name);
+
+// fsync of directory `dir`, so that the names created, renamed or removed in
+// it are durable. "open directory <dir>: ..." when it cannot be opened,
+// "fsync <dir>: ..." when the fsync fails.
+absl::Status SyncDirectory(const std::string& dir);
+
+// SyncDirectory of the directory holding `path` ("." for a bare name).
+absl::Status SyncParentDirectory(const std::string& path);
+
+// The one atomic publish: `partial`, already written and fsynced, is renamed
+// to `path` and the directory is fsynced, so a crash leaves either the old
+// state or the whole file at `path`. Every failure is reported; when the
+// rename fails, `partial` is removed, so no temporary file is left behind.
+// After a failed directory fsync the file is at `path` but may not survive a
+// crash: the error says so by naming the directory.
+absl::Status PublishFile(const std::string& partial, const std::string& path);
+
+// A RandomAccessFile over an open regular file, read with PreadFull. The
+// descriptor is also lent to the reader's block I/O engines (fd()), so a
+// path is opened once.
+class PosixFile final : public RandomAccessFile {
+ public:
+  // Through OpenRegularFile: never blocks on a FIFO, refuses non-files.
+  static absl::StatusOr<std::unique_ptr<PosixFile>> Open(const std::string& path);
+
+  PosixFile(std::string name, UniqueFd fd, uint64_t size)
+      : name_(std::move(name)), fd_(std::move(fd)), size_(size) {}
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+  int fd() const { return fd_.get(); }
+  absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override;
+
+ private:
+  std::string name_;
+  UniqueFd fd_;
+  uint64_t size_;
+};
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_FORMAT_POSIX_IO_H_

@@ -570,7 +570,7 @@ TEST(CifarTest, BadOptions) {
 // The real CIFAR-10 data: the first 258 records of data_batch_1.bin, kept in
 // ../shared beside the repository (see its README.md), never copied here.
 fs::path FragmentDir() {
-  return (fs::path(__FILE__).parent_path() / "../../../shared/data/cifar10-fragment")
+  return (fs::path(SHARDPACK_SOURCE_DIR) / "../shared/data/cifar10-fragment")
       .lexically_normal();
 }
 

@@ -44,7 +44,7 @@ using testing::OwnedRecord;
 
 // The spec, found from this file's own path (tests/format/ -> docs/).
 std::filesystem::path SpecPath() {
-  return std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "docs" / "format.md";
+  return std::filesystem::path(SHARDPACK_SOURCE_DIR) / "docs" / "format.md";
 }
 
 std::optional<std::string> ReadSpec() {

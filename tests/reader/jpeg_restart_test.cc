@@ -1,7 +1,7 @@
 // reader/jpeg_restart: the lossless re-code with a restart marker after
 // every MCU, and region decodes that cut out just the MCUs they need: the
 // same pixels as the original file's, bit for bit.
-#include "reader/jpeg_restart.h"
+#include "codec/jpeg_restart.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "datasets/jpeg_probe.h"
+#include "codec/jpeg_decoder.h"
+#include "codec/jpeg_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "reader/jpeg_decoder.h"
 #include "tests/reader/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 

@@ -14,12 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "codec/jpeg_decoder.h"
+#include "codec/jpeg_probe.h"
 #include "datasets/demo.h"
-#include "datasets/jpeg_probe.h"
-#include "reader/jpeg_decoder.h"
-#include "tests/reader/jpeg_fixtures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/reader/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 

@@ -1,4 +1,4 @@
-#include "datasets/jpeg_probe.h"
+#include "codec/jpeg_probe.h"
 
 #include <turbojpeg.h>
 

@@ -1,4 +1,4 @@
-#include "datasets/transcode.h"
+#include "codec/transcode.h"
 
 #include <turbojpeg.h>
 
@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "codec/color.h"
+#include "codec/jpeg_probe.h"
 #include "datasets/demo.h"
-#include "datasets/jpeg_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"

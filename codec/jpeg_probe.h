@@ -4,8 +4,8 @@
 // the frame's size, component count and color space, then checks that the
 // data ends with the end-of-image marker. It parses untrusted bytes: every
 // read is bounds-checked, and nothing is allocated.
-#ifndef SHARDPACK_DATASETS_JPEG_PROBE_H_
-#define SHARDPACK_DATASETS_JPEG_PROBE_H_
+#ifndef SHARDPACK_CODEC_JPEG_PROBE_H_
+#define SHARDPACK_CODEC_JPEG_PROBE_H_
 
 #include <cstdint>
 #include <string_view>
@@ -74,4 +74,4 @@ absl::StatusOr<JpegInfo> ProbeJpeg(ByteSpan data, std::string_view name,
 
 }  // namespace shardpack::datasets
 
-#endif  // SHARDPACK_DATASETS_JPEG_PROBE_H_
+#endif  // SHARDPACK_CODEC_JPEG_PROBE_H_

@@ -9,9 +9,9 @@
 //
 // Color: every decoded image is RGB (or gray, where asked to keep gray).
 // TurboJPEG decodes CMYK and YCCK JPEGs only to TJPF_CMYK; they become RGB
-// with CmykToRgbInPlace (codec/pixels.h explains the conventions).
-#ifndef SHARDPACK_DATASETS_TRANSCODE_H_
-#define SHARDPACK_DATASETS_TRANSCODE_H_
+// with CmykToRgbInPlace (codec/color.h explains the conventions).
+#ifndef SHARDPACK_CODEC_TRANSCODE_H_
+#define SHARDPACK_CODEC_TRANSCODE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -19,18 +19,19 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "codec/color.h"
 #include "codec/decode.h"
+#include "codec/jpeg_probe.h"
 #include "codec/pixels.h"
-#include "datasets/jpeg_probe.h"
-#include "reader/image_ops.h"
+#include "codec/resize.h"
 #include "shardpack/record.h"
 
 namespace shardpack::datasets {
 
-// The pixel helpers live in the reader (reader/image_ops.h), written once
+// The pixel helpers live in the reader (codec/resize.h), written once
 // for the packer and the reader's JPEG transforms.
 using internal::CmykToRgbInPlace;
 using internal::PixelView;
@@ -142,4 +143,4 @@ class Transcoder {
 
 }  // namespace shardpack::datasets
 
-#endif  // SHARDPACK_DATASETS_TRANSCODE_H_
+#endif  // SHARDPACK_CODEC_TRANSCODE_H_

@@ -1,4 +1,4 @@
-#include "datasets/transcode.h"
+#include "codec/transcode.h"
 
 #include <turbojpeg.h>
 
@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "codec/color.h"
 #include "codec/image_format.h"
+#include "codec/jpeg_error.h"
 #include "format/errors.h"
 
 namespace shardpack::datasets {

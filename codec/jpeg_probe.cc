@@ -10,7 +10,7 @@
 #include "codec/image_format.h"
 #include "format/errors.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 namespace {
 
 using internal::AsAbsl;
@@ -252,4 +252,4 @@ absl::StatusOr<JpegInfo> ProbeJpeg(ByteSpan data, std::string_view name,
   return state.info;
 }
 
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "shardpack/record.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 
 // How the components of a JPEG are to be read, decided as libjpeg decides it
 // (jdapimin.c, default_decompress_parms).
@@ -72,6 +72,6 @@ inline constexpr uint32_t kMaxJpegSide = 65500;
 absl::StatusOr<JpegInfo> ProbeJpeg(ByteSpan data, std::string_view name,
                                    const JpegProbeOptions& options = {});
 
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_JPEG_PROBE_H_

@@ -14,7 +14,7 @@
 #include "codec/jpeg_error.h"
 #include "format/errors.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 namespace {
 
 using internal::AsAbsl;
@@ -210,4 +210,4 @@ absl::StatusOr<ImageInfo> Transcoder::DecodeToRaw(ByteSpan image, std::string_vi
   return ImageInfo{Encoding::kRaw, Layout::kHWC, height, width, 3};
 }
 
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec

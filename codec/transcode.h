@@ -29,7 +29,7 @@
 #include "codec/resize.h"
 #include "shardpack/record.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 
 // The pixel helpers live in the reader (codec/resize.h), written once
 // for the packer and the reader's JPEG transforms.
@@ -141,6 +141,6 @@ class Transcoder {
   ResizeScratch scratch_;
 };
 
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_TRANSCODE_H_

@@ -22,11 +22,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "codec/jpeg_error.h"
+#include "codec/resize.h"
 #include "codec/transcode.h"
 #include "shardpack/file.h"
 
 namespace shardpack::datasets {
 namespace {
+
+using internal::PixelView;
+using internal::ResizeBilinearAA;
+using internal::ResizeScratch;
 
 // The ten CIFAR-10 class names, in label order (batches.meta.txt).
 constexpr const char* kCifar10Classes[10] = {"airplane", "automobile", "bird",  "cat",  "deer",

@@ -15,9 +15,11 @@
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 namespace {
 
+using ::shardpack::datasets::CmykJpegKind;
+using ::shardpack::datasets::EncodeCmykJpeg;
 using ::shardpack::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -378,4 +380,4 @@ TEST(TranscodeTest, BuffersAreReusedAcrossSizes) {
 }
 
 }  // namespace
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec

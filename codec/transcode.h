@@ -31,8 +31,8 @@
 
 namespace shardpack::codec {
 
-// The pixel helpers live in the reader (codec/resize.h), written once
-// for the packer and the reader's JPEG transforms.
+// The pixel helpers (codec/pixels.h, codec/color.h, codec/resize.h) are
+// shared with the reader's JPEG transforms.
 using internal::CmykToRgbInPlace;
 using internal::PixelView;
 using internal::ResizeBilinearAA;

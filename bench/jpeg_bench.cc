@@ -33,9 +33,9 @@
 #include <thread>
 #include <vector>
 
-#include "reader/image_ops.h"
-#include "reader/jpeg_decoder.h"
-#include "reader/jpeg_restart.h"
+#include "codec/jpeg_decoder.h"
+#include "codec/jpeg_restart.h"
+#include "codec/resize.h"
 #include "reader/transform.h"
 #include "shardpack/reader.h"
 

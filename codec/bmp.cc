@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "codec/bytes.h"
 #include "codec/decode.h"
 #include "format/errors.h"
 #include "shardpack/status.h"
@@ -33,6 +34,8 @@ namespace {
 
 using internal::AsAbsl;
 using internal::DataLossAt;
+using internal::Le16;
+using internal::Le32;
 
 // BITMAPFILEHEADER: "BM", u32 file size, 2 x u16 reserved, u32 bfOffBits
 // (where the pixels start). The info header follows, its u32 size first.
@@ -44,12 +47,6 @@ constexpr size_t kMasksAt = kInfoAt + 40;
 constexpr size_t kAlphaMaskAt = kMasksAt + 12;
 
 enum : uint32_t { kBiRgb = 0, kBiRle8 = 1, kBiRle4 = 2, kBiBitfields = 3 };
-
-uint16_t Le16(ByteSpan d, size_t at) { return static_cast<uint16_t>(d[at] | d[at + 1] << 8); }
-uint32_t Le32(ByteSpan d, size_t at) {
-  return uint32_t{d[at]} | uint32_t{d[at + 1]} << 8 | uint32_t{d[at + 2]} << 16 |
-         uint32_t{d[at + 3]} << 24;
-}
 
 // What the headers say, checked against what we decode.
 struct Layout {

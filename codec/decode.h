@@ -1,7 +1,7 @@
 // Decoders of the image formats beside JPEG: PNG, WebP, BMP, TIFF and PNM
 // (PBM/PGM/PPM). The packer's reencode and raw modes, and passthrough's
 // conversion of a non-JPEG item, decode through them; JPEG has its own path
-// (datasets/transcode.h) with DCT scaling.
+// (codec/transcode.h) with DCT scaling.
 //
 // The contract every decoder keeps, so that a folder of mixed formats packs
 // to the pixels torchvision's loader sees (PIL's Image.open(f).convert("RGB")):

@@ -2,12 +2,12 @@
 
 #include <cstring>
 
+#include "codec/bytes.h"
+
 namespace shardpack::codec {
 namespace {
 
-bool StartsWith(ByteSpan data, std::string_view prefix) {
-  return data.size() >= prefix.size() && std::memcmp(data.data(), prefix.data(), prefix.size()) == 0;
-}
+using internal::StartsWith;
 
 bool IsPnmSpace(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 

@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "codec/color.h"
 #include "codec/decode.h"
 #include "format/errors.h"
 #include "shardpack/status.h"

@@ -21,11 +21,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "datasets/transcode.h"
+#include "codec/jpeg_error.h"
+#include "codec/resize.h"
+#include "codec/transcode.h"
 #include "shardpack/file.h"
 
 namespace shardpack::datasets {
 namespace {
+
+using internal::PixelView;
+using internal::ResizeBilinearAA;
+using internal::ResizeScratch;
 
 // The ten CIFAR-10 class names, in label order (batches.meta.txt).
 constexpr const char* kCifar10Classes[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
@@ -421,27 +427,12 @@ absl::Status WriteOneImage(const std::string& path, const DemoImagesOptions& o, 
   return s;
 }
 
-// libjpeg reports errors through error_exit, which must not return: we
-// longjmp back to EncodeCmykInto instead of letting it exit() the process.
-struct JpegErrorManager {
-  jpeg_error_mgr pub;
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-void JpegErrorExit(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  longjmp(err->jump, 1);
-}
-
 // C-style on purpose: nothing with a destructor lives across setjmp.
 bool EncodeCmykInto(const uint8_t* cmyk, int width, int height, int quality, CmykJpegKind kind,
                     unsigned char** out, unsigned long* size, char* message) {
   jpeg_compress_struct cinfo;
-  JpegErrorManager err;
-  cinfo.err = jpeg_std_error(&err.pub);
-  err.pub.error_exit = JpegErrorExit;
+  internal::JpegErrorManager err;
+  internal::UseJpegErrorManager(&cinfo, &err);
   if (setjmp(err.jump) != 0) {
     std::memcpy(message, err.message, sizeof(err.message));
     jpeg_destroy_compress(&cinfo);

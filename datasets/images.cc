@@ -18,13 +18,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "codec/image_format.h"
-#include "datasets/jpeg_probe.h"
-#include "datasets/transcode.h"
+#include "codec/jpeg_probe.h"
+#include "codec/jpeg_restart.h"
+#include "codec/transcode.h"
 #include "format/errors.h"
 #include "format/posix_io.h"
 #include "format/posix_open.h"
 #include "format/unique_fd.h"
-#include "reader/jpeg_restart.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
@@ -302,7 +302,7 @@ class ImageWorker : public SourceWorker {
 
   // Reencode's settings; passthrough converts a non-JPEG at full size and
   // full chroma.
-  ReencodeOptions ReencodeOptionsNow() const {
+  codec::ReencodeOptions ReencodeOptionsNow() const {
     if (options_.mode == ImageMode::kReencode) {
       return {.max_side = options_.max_side, .quality = options_.quality, .full_chroma = false};
     }
@@ -310,7 +310,7 @@ class ImageWorker : public SourceWorker {
   }
 
   absl::Status PreparePassthrough(PreparedRecord* out) {
-    absl::StatusOr<JpegInfo> info = ProbeJpeg(out->payload, path_, probe_);
+    absl::StatusOr<codec::JpegInfo> info = codec::ProbeJpeg(out->payload, path_, probe_);
     if (!info.ok()) return info.status();
     if (options_.validate_decode && !options_.restart_markers) {
       absl::Status s = EnsureTranscoder();
@@ -337,7 +337,7 @@ class ImageWorker : public SourceWorker {
 
   absl::Status EnsureTranscoder() {
     if (transcoder_ != nullptr) return absl::OkStatus();
-    absl::StatusOr<std::unique_ptr<Transcoder>> made = Transcoder::Create();
+    absl::StatusOr<std::unique_ptr<codec::Transcoder>> made = codec::Transcoder::Create();
     if (!made.ok()) return made.status();
     transcoder_ = *std::move(made);
     return absl::OkStatus();
@@ -346,10 +346,10 @@ class ImageWorker : public SourceWorker {
   const ImageOptions& options_;
   const std::string& root_;
   const std::vector<Item>& items_;
-  JpegProbeOptions probe_;
+  codec::JpegProbeOptions probe_;
   std::string path_;
   std::vector<uint8_t> input_;
-  std::unique_ptr<Transcoder> transcoder_;  // made on first use
+  std::unique_ptr<codec::Transcoder> transcoder_;  // made on first use
   std::unique_ptr<internal::JpegRestartRecoder> recoder_;  // made on first use
   std::vector<uint8_t> recoded_;
 };
@@ -442,14 +442,14 @@ absl::Status CheckOptions(const ImageOptions& o) {
   if (o.convert_quality < 1 || o.convert_quality > 100) return bad("quality must be in 1..100");
   if (o.mode == ImageMode::kReencode) {
     if (o.quality < 1 || o.quality > 100) return bad("quality must be in 1..100");
-    if (o.max_side < 0 || o.max_side > static_cast<int>(kMaxJpegSide)) {
+    if (o.max_side < 0 || o.max_side > static_cast<int>(codec::kMaxJpegSide)) {
       return bad("max_side must be in 0..65500");
     }
   }
   if (o.mode == ImageMode::kRaw) {
     if (o.restart_markers) return bad("raw mode stores pixels: restart markers do not apply");
     if (o.raw_width == 0 || o.raw_height == 0) return bad("raw mode needs --size WxH");
-    if (o.raw_width > kMaxJpegSide || o.raw_height > kMaxJpegSide ||
+    if (o.raw_width > codec::kMaxJpegSide || o.raw_height > codec::kMaxJpegSide ||
         uint64_t{o.raw_width} * o.raw_height > o.max_pixels) {
       return bad("raw size too large");
     }

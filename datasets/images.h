@@ -71,7 +71,7 @@ struct ImageOptions {
   bool validate_decode = false;
   // Passthrough and reencode: re-code each stored JPEG losslessly with a
   // restart marker after every MCU and optimized Huffman tables (the same
-  // DCT coefficients, so the same pixels bit for bit: reader/jpeg_restart.h),
+  // DCT coefficients, so the same pixels bit for bit: codec/jpeg_restart.h),
   // so that the reader's crops decode only the blocks they need. The stored
   // bytes are no longer the input file's. Every image's entropy data is
   // decoded on the way, so corrupt data is caught as with validate_decode.

@@ -7,9 +7,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/rng.h"
 #include "reader/dataset_units.h"
 #include "reader/pipeline.h"
-#include "reader/rng.h"
 #include "reader/staging.h"
 #include "reader/transform.h"
 #include "shardpack/status.h"

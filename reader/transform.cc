@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "reader/image_ops.h"
-#include "reader/jpeg_decoder.h"
-#include "reader/rng.h"
+#include "codec/jpeg_decoder.h"
+#include "codec/resize.h"
+#include "common/rng.h"
 
 namespace shardpack::internal {
 

@@ -1,6 +1,6 @@
 // Sample transforms, writing each sample straight into its row of a batch
 // slot: crops and flips of raw-pixel records, and for JPEG records a
-// DCT-scaled, region-only decode (reader/jpeg_decoder.h) and an antialiased
+// DCT-scaled, region-only decode (codec/jpeg_decoder.h) and an antialiased
 // resize (RandomResizedCrop, CenterCrop).
 //
 // Augmentation parameters come from the counter-based generator keyed by

@@ -14,12 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "codec/jpeg_decoder.h"
+#include "codec/jpeg_probe.h"
 #include "datasets/demo.h"
-#include "datasets/jpeg_probe.h"
-#include "reader/jpeg_decoder.h"
-#include "tests/reader/jpeg_fixtures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/reader/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -384,7 +384,7 @@ TEST(ImagesModeTest, ReencodeAndRaw) {
   PreparedRecord record;
   SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kReencode, &record));
   EXPECT_EQ(record.image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 16, 32, 3}));
-  SP_ASSERT_OK_AND_ASSIGN(JpegInfo info, ProbeJpeg(record.payload, "out"));
+  SP_ASSERT_OK_AND_ASSIGN(codec::JpegInfo info, codec::ProbeJpeg(record.payload, "out"));
   EXPECT_EQ(info.width, 32u);
 
   SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kRaw, &record));
@@ -538,7 +538,7 @@ TEST(ImagesBadInputTest, CorruptJpeg) {
   // Damaged entropy data that still ends in EOI: only a decode can tell.
   TempDir dir;
   std::vector<uint8_t> jpeg = NoisyJpeg(96, 96);
-  SP_ASSERT_OK_AND_ASSIGN(JpegInfo info, ProbeJpeg(jpeg, "x"));
+  SP_ASSERT_OK_AND_ASSIGN(codec::JpegInfo info, codec::ProbeJpeg(jpeg, "x"));
   jpeg.resize(info.sos_offset + 14 + 300);
   jpeg.insert(jpeg.end(), {0xFF, 0xD9});
   const fs::path path = dir.path() / "c/corrupt.jpg";
@@ -577,8 +577,8 @@ TEST(ImagesBadInputTest, CmykJpeg) {
   // Reencode: an RGB JPEG.
   SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kReencode, &record));
   EXPECT_EQ(record.image.channels, 3);
-  SP_ASSERT_OK_AND_ASSIGN(JpegInfo info, ProbeJpeg(record.payload, "out"));
-  EXPECT_EQ(info.color_space, JpegColorSpace::kYCbCr);
+  SP_ASSERT_OK_AND_ASSIGN(codec::JpegInfo info, codec::ProbeJpeg(record.payload, "out"));
+  EXPECT_EQ(info.color_space, codec::JpegColorSpace::kYCbCr);
   // Raw: RGB pixels, R = C*K/255 etc. (Adobe convention).
   SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kRaw, &record));
   ASSERT_EQ(record.payload.size(), 16u * 12 * 3);
@@ -622,7 +622,7 @@ TEST(ImagesFormatsTest, PngNamedJpgIsConvertedByItsContent) {
   EXPECT_EQ(record.left_out, "");
   EXPECT_EQ(record.image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 20, 40, 3}));
   // Stored as a JPEG at full size and full chroma, near the source's pixels.
-  SP_ASSERT_OK_AND_ASSIGN(JpegInfo info, ProbeJpeg(record.payload, "stored"));
+  SP_ASSERT_OK_AND_ASSIGN(codec::JpegInfo info, codec::ProbeJpeg(record.payload, "stored"));
   EXPECT_EQ(info.width, 40u);
   EXPECT_EQ(info.height, 20u);
   SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kRaw, &record));

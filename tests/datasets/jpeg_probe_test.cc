@@ -1,4 +1,4 @@
-#include "datasets/jpeg_probe.h"
+#include "codec/jpeg_probe.h"
 
 #include <turbojpeg.h>
 
@@ -11,9 +11,11 @@
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 namespace {
 
+using ::shardpack::datasets::CmykJpegKind;
+using ::shardpack::datasets::EncodeCmykJpeg;
 using ::shardpack::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -346,4 +348,4 @@ TEST(JpegProbeTest, EveryPrefixAndByteFlipIsHandled) {
 }
 
 }  // namespace
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec

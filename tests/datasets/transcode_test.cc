@@ -1,4 +1,4 @@
-#include "datasets/transcode.h"
+#include "codec/transcode.h"
 
 #include <turbojpeg.h>
 
@@ -8,15 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "codec/color.h"
+#include "codec/jpeg_probe.h"
 #include "datasets/demo.h"
-#include "datasets/jpeg_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 namespace {
 
+using ::shardpack::datasets::CmykJpegKind;
+using ::shardpack::datasets::EncodeCmykJpeg;
 using ::shardpack::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -377,4 +380,4 @@ TEST(TranscodeTest, BuffersAreReusedAcrossSizes) {
 }
 
 }  // namespace
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec

@@ -1,6 +1,6 @@
 // reader/jpeg_decoder: full decodes against TurboJPEG, region and scaled
 // decodes against the full decode, real-world color spaces and damage.
-#include "reader/jpeg_decoder.h"
+#include "codec/jpeg_decoder.h"
 
 #include <cmath>
 #include <algorithm>
@@ -8,9 +8,10 @@
 #include <cstring>
 #include <vector>
 
+#include "codec/color.h"
+#include "codec/resize.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "reader/image_ops.h"
 #include "tests/reader/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 

@@ -1,7 +1,7 @@
 // reader/jpeg_restart: the lossless re-code with a restart marker after
 // every MCU, and region decodes that cut out just the MCUs they need: the
 // same pixels as the original file's, bit for bit.
-#include "reader/jpeg_restart.h"
+#include "codec/jpeg_restart.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "datasets/jpeg_probe.h"
+#include "codec/jpeg_decoder.h"
+#include "codec/jpeg_probe.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "reader/jpeg_decoder.h"
 #include "tests/reader/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
@@ -307,7 +307,7 @@ TEST(JpegRestartCutTest, CutIsAJpegOfTheRectangle) {
     EXPECT_EQ(done->row1, std::min(rect.row1, 5u));
     const uint32_t x0 = rect.col0 * 16, y0 = rect.row0 * 16;
     const uint32_t w = std::min(done->col1 * 16, 100u) - x0, h = std::min(done->row1 * 16, 70u) - y0;
-    SP_ASSERT_OK_AND_ASSIGN(datasets::JpegInfo info, datasets::ProbeJpeg(cut, "cut", {}));
+    SP_ASSERT_OK_AND_ASSIGN(codec::JpegInfo info, codec::ProbeJpeg(cut, "cut", {}));
     ASSERT_EQ(info.width, w);
     ASSERT_EQ(info.height, h);
     const std::vector<uint8_t> pixels = testing::TjDecode(cut, int(w), int(h), TJPF_RGB);

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "codec/jpeg_restart.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "reader/jpeg_restart.h"
 #include "reader/transform.h"
 #include "shardpack/dataset.h"
 #include "shardpack/reader.h"

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "codec/jpeg_decoder.h"
 #include "datasets/demo.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "reader/jpeg_decoder.h"
 #include "shardpack/dataset.h"
 #include "shardpack/shard.h"
 #include "tests/testing/shard_fixtures.h"

@@ -3,7 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "reader/jpeg_decoder.h"
+#include "codec/jpeg_decoder.h"
 
 namespace shardpack::dump {
 namespace {

@@ -1,5 +1,5 @@
 // JPEG checks for `sharddump verify --decode`, with the reader's decoder
-// (reader/jpeg_decoder.h), so verify accepts and rejects exactly what the
+// (codec/jpeg_decoder.h), so verify accepts and rejects exactly what the
 // reader does.
 #ifndef SHARDPACK_TOOLS_DUMP_JPEG_CHECK_H_
 #define SHARDPACK_TOOLS_DUMP_JPEG_CHECK_H_

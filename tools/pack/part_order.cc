@@ -4,7 +4,7 @@
 #include <numeric>
 #include <span>
 
-#include "reader/rng.h"
+#include "common/rng.h"
 
 namespace shardpack::pack {
 

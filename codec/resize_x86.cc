@@ -1,7 +1,9 @@
-#include "reader/image_ops.h"
-
+// The resize's SIMD loops (SSE2 on any x86-64; SSSE3 and AVX2 compiled for
+// their target alone and chosen at run time, so the build stays plain
+// x86-64) and the choice between them and the portable loops of
+// codec/resize_scalar.cc. Elsewhere than x86 only the choice is compiled:
+// every pass is portable.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #if defined(__SSE2__)
@@ -20,127 +22,10 @@
 #define SHARDPACK_AVX2_LAMBDA __attribute__((target("avx2"), always_inline))
 #endif
 
+#include "codec/resize_kernels.h"
+
 namespace shardpack::internal {
 namespace {
-
-// Fixed-point precision of the resize taps: 16-bit weights, as Pillow-SIMD,
-// so that pairs of taps go through one multiply-add of 16-bit lanes
-// (pmaddwd). 14 bits keeps a weight of 1.0 (upscaling) inside int16 and
-// 255 * 2^14 summed over a normalized kernel far inside int32.
-constexpr int kWeightBits = 14;
-constexpr int32_t kWeightOne = int32_t{1} << kWeightBits;
-constexpr int32_t kHalf = kWeightOne / 2;
-
-uint8_t Clip8(int32_t v) { return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v)); }
-
-// 1 - |x| for |x| < 1, else 0 (+0: 1 - 1 is +0 too), without a branch.
-double Triangle(double x) { return std::max(1.0 - std::fabs(x), 0.0); }
-
-// std::lround (halves away from zero) of v in [0, 2^31), inline: the
-// library call costs more than the rest of a tap's arithmetic. v minus its
-// truncation is exact.
-int32_t RoundNonNegative(double v) {
-  const auto t = static_cast<int32_t>(v);
-  return v - t >= 0.5 ? t + 1 : t;
-}
-
-// Rounds taps[0, count) (summing to 1) to fixed point summing to exactly
-// kWeightOne: the rounding error goes to the largest tap, so a flat image
-// stays exactly flat.
-void Quantize(const double* taps, int count, int16_t* w) {
-  int32_t sum = 0, max = -1;
-  int largest = 0;
-  for (int x = 0; x < count; ++x) {
-    const int32_t v = RoundNonNegative(taps[x] * kWeightOne);
-    w[x] = static_cast<int16_t>(v);
-    sum += v;
-    if (v > max) largest = x, max = v;  // the first of equals
-  }
-  w[largest] = static_cast<int16_t>(max + (kWeightOne - sum));
-}
-
-// Taps of a triangle filter resampling [in0, in1) of `in` samples to `out`
-// (Pillow's precompute_coeffs with the bilinear filter): for output i, taps
-// weights[i * taps, +count) apply to inputs [first, first + count). With
-// `clamp` the taps stay inside [floor(in0), ceil(in1)). `taps` is even; the
-// weights past `count` are zero.
-void ComputeTaps(uint32_t in, double in0, double in1, uint32_t out, bool clamp,
-                 std::vector<uint32_t>* bounds, std::vector<int16_t>* weights, int* taps) {
-  const double scale = (in1 - in0) / out;
-  const double filter_scale = std::max(scale, 1.0);
-  const double support = filter_scale;  // the triangle's support is 1
-  const int lo = clamp ? std::max(static_cast<int>(std::floor(in0)), 0) : 0;
-  const int hi = clamp ? std::min(static_cast<int>(std::ceil(in1)), static_cast<int>(in))
-                       : static_cast<int>(in);
-  const int max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
-  *taps = max_taps + 1;  // even
-  bounds->resize(size_t{out} * 2);
-  weights->assign(size_t{out} * static_cast<size_t>(*taps), 0);
-  // Outputs go in blocks, each step for the whole block before the next:
-  // one output's taps are a chain of dependent divisions, sums and
-  // roundings, and a block's chains overlap. Each output's arithmetic, and
-  // its order, is that of one output at a time.
-  constexpr uint32_t kBlock = 8;
-  double stack[kBlock * 64];
-  std::vector<double> big;
-  double* t = stack;
-  if (max_taps > 64) {
-    big.resize(size_t{kBlock} * static_cast<size_t>(max_taps));
-    t = big.data();
-  }
-  for (uint32_t i0 = 0; i0 < out; i0 += kBlock) {
-    const uint32_t n = std::min(kBlock, out - i0);
-    double center[kBlock], sum[kBlock];
-    int first[kBlock], count[kBlock];
-    for (uint32_t j = 0; j < n; ++j) {
-      center[j] = in0 + (i0 + j + 0.5) * scale;
-      first[j] = std::min(std::max(static_cast<int>(center[j] - support + 0.5), lo), hi - 1);
-      const int last = std::min(static_cast<int>(center[j] + support + 0.5), hi);
-      count[j] = std::min(std::max(last - first[j], 1), max_taps);
-    }
-    for (uint32_t j = 0; j < n; ++j) {
-      double* tj = t + j * static_cast<size_t>(max_taps);
-      for (int x = 0; x < count[j]; ++x) {
-        tj[x] = Triangle((x + first[j] - center[j] + 0.5) / filter_scale);
-      }
-    }
-    for (uint32_t j = 0; j < n; ++j) {
-      const double* tj = t + j * static_cast<size_t>(max_taps);
-      double s = 0;
-      for (int x = 0; x < count[j]; ++x) s += tj[x];
-      sum[j] = s;
-    }
-    for (uint32_t j = 0; j < n; ++j) {
-      double* tj = t + j * static_cast<size_t>(max_taps);
-      if (sum[j] > 0) {
-        for (int x = 0; x < count[j]; ++x) tj[x] /= sum[j];
-      }
-    }
-    for (uint32_t j = 0; j < n; ++j) {
-      const uint32_t i = i0 + j;
-      int16_t* w = weights->data() + size_t{i} * static_cast<size_t>(*taps);
-      if (sum[j] > 0) {
-        Quantize(t + j * static_cast<size_t>(max_taps), count[j], w);
-      } else {
-        w[0] = static_cast<int16_t>(kWeightOne);
-        count[j] = 1;
-      }
-      (*bounds)[2 * i] = static_cast<uint32_t>(first[j]);
-      (*bounds)[2 * i + 1] = static_cast<uint32_t>(count[j]);
-    }
-  }
-}
-
-// One output pixel of the horizontal pass, portable: `in` is its first tap.
-template <int CH>
-void HorizontalPixel(const uint8_t* in, uint32_t count, const int16_t* w, int ch, uint8_t* px) {
-  for (int c = 0; c < (CH > 0 ? CH : ch); ++c) {
-    int32_t sum = kHalf;
-    for (uint32_t k = 0; k < count; ++k)
-      sum += in[k * static_cast<uint32_t>(CH > 0 ? CH : ch) + static_cast<uint32_t>(c)] * w[k];
-    px[c] = Clip8(sum >> kWeightBits);
-  }
-}
 
 #if defined(__SSE2__)
 // The RGB horizontal pass with SSE2: taps go in pairs, pixels k and k+1 as
@@ -435,26 +320,15 @@ SHARDPACK_AVX2 void ColumnsRowAvx2(const uint8_t* first, size_t stride, size_t b
 }
 #endif
 
-// A bound on how far past a pixel's first tap the SIMD horizontal loops
-// read (SSE2 3 * taps + 1, SSSE3 3 * taps + 2, AVX2 3 * taps + 4 or 16).
-size_t SimdReach(int taps) { return 3 * static_cast<size_t>(taps) + 16; }
+}  // namespace
 
-// At least n bytes in *v. Never shrinks it: resize zeroes what it adds,
-// which would be again and again as image sizes go up and down.
-void GrowTo(std::vector<uint8_t>* v, size_t n) {
-  if (v->size() < n) v->resize(n);
-}
-
-// Horizontal pass over source rows [y0, y1) into `dst` (rows packed, width
-// columns), mirrored when asked, with the instructions `isa` allows. CH is
-// the channel count (0: any).
-template <int CH>
+// The RGB rows go through the widest SIMD loop `isa` allows; other channel
+// counts, and builds without SSE2, through the portable loop.
 void ResizeRows(const PixelView& src, uint32_t y0, uint32_t y1, uint32_t width, bool mirror,
                 ResizeIsa isa, ResizeScratch& s, uint8_t* dst) {
-  const int ch = CH > 0 ? CH : src.channels;
-  const size_t out_stride = size_t{width} * static_cast<size_t>(ch);
 #if defined(__SSE2__)
-  if (CH == 3 && isa >= ResizeIsa::kSse2) {
+  if (src.channels == 3 && isa >= ResizeIsa::kSse2) {
+    const size_t out_stride = size_t{width} * 3;
     // The SIMD loads of a row's last pixels read past the row: a row with
     // fewer than `reach` bytes from its start to the buffer's end (the last
     // one or few) is read from a copy padded to `reach` (up to four at a
@@ -515,21 +389,9 @@ void ResizeRows(const PixelView& src, uint32_t y0, uint32_t y1, uint32_t width, 
     return;
   }
 #endif
-  for (uint32_t y = y0; y < y1; ++y) {
-    const uint8_t* row = src.data + y * src.stride();
-    uint8_t* out = dst + size_t{y - y0} * out_stride;
-    for (uint32_t x = 0; x < width; ++x) {
-      const uint8_t* in = row + size_t{s.bounds_x[2 * x]} * static_cast<size_t>(ch);
-      const uint32_t count = s.bounds_x[2 * x + 1];
-      const int16_t* w = s.weights_x.data() + size_t{x} * static_cast<size_t>(s.taps_x);
-      uint8_t* px = out + size_t{mirror ? width - 1 - x : x} * static_cast<size_t>(ch);
-      HorizontalPixel<CH>(in, count, w, ch, px);
-    }
-  }
+  ResizeRowsScalar(src, y0, y1, width, mirror, s, dst);
 }
 
-// Vertical pass: `rows` holds source rows [row0, ...), `stride` bytes
-// apart, of which the first `bytes` are resized into `dst` (rows packed).
 void ResizeColumns(const uint8_t* rows, uint32_t row0, size_t stride, size_t bytes,
                    uint32_t height, ResizeIsa isa, const ResizeScratch& s, uint8_t* dst) {
   for (uint32_t y = 0; y < height; ++y) {
@@ -572,35 +434,9 @@ void ResizeColumns(const uint8_t* rows, uint32_t row0, size_t stride, size_t byt
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x), _mm_packus_epi16(p0, p1));
     }
 #endif
-    for (; x < bytes; ++x) {
-      int32_t sum = kHalf;
-      for (uint32_t k = 0; k < count; ++k) sum += first[k * stride + x] * w[k];
-      out[x] = Clip8(sum >> kWeightBits);
-    }
+    ResizeColumnsScalar(first, stride, x, bytes, count, w, out);
   }
 }
-
-// [lo, hi) of the inputs any output's taps read.
-void TapRange(const std::vector<uint32_t>& bounds, uint32_t out, uint32_t* lo, uint32_t* hi) {
-  *lo = bounds[0];
-  *hi = 0;
-  for (uint32_t i = 0; i < out; ++i) {
-    *lo = std::min(*lo, bounds[2 * i]);
-    *hi = std::max(*hi, bounds[2 * i] + bounds[2 * i + 1]);
-  }
-}
-
-// Rough cost of each pass, in instructions of the SSE2 loops: a horizontal
-// output pixel costs ~12 plus ~10 per pair of taps, a vertical 16-byte
-// chunk ~10 plus ~10 per pair of taps.
-double HorizontalCost(uint32_t rows, uint32_t width, int taps) {
-  return double(rows) * width * (12 + 5 * taps);
-}
-double VerticalCost(uint32_t height, size_t bytes, int taps) {
-  return double(height) * double(bytes) / 16 * (10 + 5 * taps);
-}
-
-}  // namespace
 
 ResizeIsa WidestResizeIsa() {
 #if defined(SHARDPACK_HAVE_AVX2_PATH)
@@ -616,71 +452,6 @@ ResizeIsa WidestResizeIsa() {
 #else
   return ResizeIsa::kPortable;
 #endif
-}
-
-void ResizeBoxAA(const PixelView& src, const ResizeBox& box, uint32_t width, uint32_t height,
-                 const ResizeOptions& options, uint8_t* dst, ResizeScratch* scratch) {
-  const bool same_x = !options.mirror && box.x0 == 0 && box.x1 == src.width && width == src.width;
-  const bool same_y = box.y0 == 0 && box.y1 == src.height && height == src.height;
-  const auto ch = static_cast<size_t>(src.channels);
-  const size_t out_stride = size_t{width} * ch;
-  if (same_x && same_y) {
-    std::memcpy(dst, src.data, src.bytes());
-    return;
-  }
-  ResizeScratch& s = *scratch;
-  const ResizeIsa isa = std::min(options.max_isa, WidestResizeIsa());
-  uint32_t row0 = 0, row1 = src.height, col0 = 0, col1 = src.width;
-  if (!same_y) {
-    ComputeTaps(src.height, box.y0, box.y1, height, options.clamp_to_box, &s.bounds_y,
-                &s.weights_y, &s.taps_y);
-    TapRange(s.bounds_y, height, &row0, &row1);
-  }
-  if (!same_x) {
-    ComputeTaps(src.width, box.x0, box.x1, width, options.clamp_to_box, &s.bounds_x,
-                &s.weights_x, &s.taps_x);
-    TapRange(s.bounds_x, width, &col0, &col1);
-  }
-  auto horizontal = [&](const PixelView& in, uint32_t y0, uint32_t y1, uint8_t* out) {
-    if (in.channels == 3) {
-      ResizeRows<3>(in, y0, y1, width, options.mirror, isa, s, out);
-    } else {
-      ResizeRows<0>(in, y0, y1, width, options.mirror, isa, s, out);
-    }
-  };
-  if (same_y) return horizontal(src, 0, src.height, dst);
-  if (same_x) return ResizeColumns(src.data, 0, src.stride(), src.stride(), height, isa, s, dst);
-  // Both passes. Horizontal first resizes only the rows the vertical taps
-  // read; vertical first only the columns the horizontal taps read, so the
-  // horizontal pass (the costlier per byte) runs on `height` rows. The
-  // choice depends on the taps alone, never on the thread or the machine.
-  const double h_first = HorizontalCost(row1 - row0, width, s.taps_x) +
-                         VerticalCost(height, out_stride, s.taps_y);
-  const double v_first = VerticalCost(height, (col1 - col0) * ch, s.taps_y) +
-                         HorizontalCost(height, width, s.taps_x);
-  if (h_first <= v_first) {
-    GrowTo(&s.rows, out_stride * (row1 - row0));
-    horizontal(src, row0, row1, s.rows.data());
-    ResizeColumns(s.rows.data(), row0, out_stride, out_stride, height, isa, s, dst);
-    return;
-  }
-  const size_t bytes = (col1 - col0) * ch;
-  GrowTo(&s.rows, bytes * height);
-  ResizeColumns(src.data + col0 * ch, 0, src.stride(), bytes, height, isa, s, s.rows.data());
-  for (uint32_t x = 0; x < width; ++x) s.bounds_x[2 * x] -= col0;
-  horizontal(PixelView{s.rows.data(), col1 - col0, height, src.channels}, 0, height, dst);
-}
-
-void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uint8_t* dst,
-                      ResizeScratch* scratch) {
-  ResizeBoxAA(src, ResizeBox{0, 0, double(src.width), double(src.height)}, width, height,
-              ResizeOptions{}, dst, scratch);
-}
-
-bool IsBenignJpegWarning(std::string_view message) {
-  return message.find("extraneous bytes before marker 0xd9") != std::string_view::npos ||
-         message.find("unknown JFIF revision") != std::string_view::npos ||
-         message.find("thumbnail image size does not match") != std::string_view::npos;
 }
 
 }  // namespace shardpack::internal

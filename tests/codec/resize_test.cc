@@ -3,7 +3,7 @@
 // with the source ending at an unreadable page and the destination
 // followed by guard bytes; and the output pinned to what the resize
 // computed before its AVX2 path.
-#include "reader/image_ops.h"
+#include "codec/resize.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -10,7 +10,7 @@
 // per-image work memory is its business, as it is inside TurboJPEG).
 //
 // Output is always RGB: grayscale becomes three equal channels; CMYK and
-// YCCK become RGB as reader/image_ops.h describes. Progressive, restart
+// YCCK become RGB as codec/color.h describes. Progressive, restart
 // markers and arithmetic coding work as libjpeg-turbo decodes them.
 //
 // Errors never abort the process: libjpeg's error_exit is replaced by a
@@ -19,15 +19,15 @@
 // decoded region of a baseline JPEG is not seen (its bytes are not read):
 // the price of decoding only what is needed; `sharddump verify --decode`
 // decodes whole images.
-#ifndef SHARDPACK_READER_JPEG_DECODER_H_
-#define SHARDPACK_READER_JPEG_DECODER_H_
+#ifndef SHARDPACK_CODEC_JPEG_DECODER_H_
+#define SHARDPACK_CODEC_JPEG_DECODER_H_
 
 #include <cstdint>
 #include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "reader/image_ops.h"
+#include "codec/resize.h"
 #include "shardpack/record.h"
 
 namespace shardpack::internal {
@@ -135,4 +135,4 @@ int ChooseDctScale(uint32_t width, uint32_t height, uint32_t min_width, uint32_t
 
 }  // namespace shardpack::internal
 
-#endif  // SHARDPACK_READER_JPEG_DECODER_H_
+#endif  // SHARDPACK_CODEC_JPEG_DECODER_H_

@@ -1,4 +1,4 @@
-#include "datasets/transcode.h"
+#include "codec/transcode.h"
 
 #include <turbojpeg.h>
 
@@ -9,10 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "codec/color.h"
 #include "codec/image_format.h"
+#include "codec/jpeg_error.h"
 #include "format/errors.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 namespace {
 
 using internal::AsAbsl;
@@ -208,4 +210,4 @@ absl::StatusOr<ImageInfo> Transcoder::DecodeToRaw(ByteSpan image, std::string_vi
   return ImageInfo{Encoding::kRaw, Layout::kHWC, height, width, 3};
 }
 
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec

@@ -4,8 +4,8 @@
 // the frame's size, component count and color space, then checks that the
 // data ends with the end-of-image marker. It parses untrusted bytes: every
 // read is bounds-checked, and nothing is allocated.
-#ifndef SHARDPACK_DATASETS_JPEG_PROBE_H_
-#define SHARDPACK_DATASETS_JPEG_PROBE_H_
+#ifndef SHARDPACK_CODEC_JPEG_PROBE_H_
+#define SHARDPACK_CODEC_JPEG_PROBE_H_
 
 #include <cstdint>
 #include <string_view>
@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "shardpack/record.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 
 // How the components of a JPEG are to be read, decided as libjpeg decides it
 // (jdapimin.c, default_decompress_parms).
@@ -72,6 +72,6 @@ inline constexpr uint32_t kMaxJpegSide = 65500;
 absl::StatusOr<JpegInfo> ProbeJpeg(ByteSpan data, std::string_view name,
                                    const JpegProbeOptions& options = {});
 
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec
 
-#endif  // SHARDPACK_DATASETS_JPEG_PROBE_H_
+#endif  // SHARDPACK_CODEC_JPEG_PROBE_H_

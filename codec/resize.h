@@ -1,16 +1,15 @@
-// Pixel operations shared by the reader's JPEG transforms and the packer
-// (datasets/transcode): an antialiased separable resize with an optional
-// source box and mirror, CMYK -> RGB, and the libjpeg warnings that leave a
-// correct image. Written once here; datasets/ uses them from here.
+// The antialiased separable resize, with an optional source box and mirror,
+// shared by the reader's JPEG transforms and the packer (codec/transcode).
+// The driver is codec/resize.cc, its loops codec/resize_scalar.cc and
+// codec/resize_x86.cc.
 //
 // Everything is a pure function of its arguments plus a caller-owned scratch
 // that keeps its capacity, so a long-lived caller allocates nothing per image.
-#ifndef SHARDPACK_READER_IMAGE_OPS_H_
-#define SHARDPACK_READER_IMAGE_OPS_H_
+#ifndef SHARDPACK_CODEC_RESIZE_H_
+#define SHARDPACK_CODEC_RESIZE_H_
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
 #include "codec/pixels.h"
@@ -73,15 +72,6 @@ ResizeIsa WidestResizeIsa();
 void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uint8_t* dst,
                       ResizeScratch* scratch);
 
-// CmykToRgbInPlace, shared with the TIFF decoder, is in codec/pixels.h.
-
-// libjpeg warnings that leave a complete, correct image: trailing bytes
-// before EOI (common in camera and ImageNet files), an unknown JFIF minor
-// version, and a JFIF thumbnail whose size does not match. Every other
-// warning (premature end of data, bad Huffman code, ...) means the pixels
-// are damaged.
-bool IsBenignJpegWarning(std::string_view message);
-
 }  // namespace shardpack::internal
 
-#endif  // SHARDPACK_READER_IMAGE_OPS_H_
+#endif  // SHARDPACK_CODEC_RESIZE_H_

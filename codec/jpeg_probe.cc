@@ -1,4 +1,4 @@
-#include "datasets/jpeg_probe.h"
+#include "codec/jpeg_probe.h"
 
 #include <cstring>
 #include <string>
@@ -6,14 +6,17 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "codec/bytes.h"
 #include "codec/image_format.h"
 #include "format/errors.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 namespace {
 
 using internal::AsAbsl;
+using internal::Be16;
 using internal::DataLossAt;
+using internal::StartsWith;
 
 // Marker codes (ITU T.81, table B.1). A marker is 0xFF then the code.
 constexpr uint8_t kSOI = 0xD8;
@@ -32,8 +35,6 @@ constexpr uint8_t kAPP14 = 0xEE;
 // as Adobe only with at least 12 (jdmarker.c, APP0_DATA_LEN, APP14_DATA_LEN).
 constexpr size_t kJfifMinData = 14;
 constexpr size_t kAdobeMinData = 12;
-
-uint16_t LoadBE16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
 
 bool IsSof(uint8_t m) { return m >= 0xC0 && m <= 0xCF && m != kDHT && m != kJPG && m != kDAC; }
 
@@ -54,11 +55,6 @@ std::string_view SofName(uint8_t m) {
   }
 }
 
-bool StartsWith(ByteSpan data, std::string_view prefix) {
-  return data.size() >= prefix.size() &&
-         std::memcmp(data.data(), prefix.data(), prefix.size()) == 0;
-}
-
 // What the segments before the first scan told us.
 struct HeaderState {
   JpegInfo info;
@@ -73,8 +69,8 @@ absl::Status ParseFrame(ByteSpan body, uint8_t marker, uint64_t offset, std::str
   if (state->have_frame) return DataLossAt(name, offset, "second frame header (SOF)");
   if (body.size() < 6) return DataLossAt(name, offset, "frame header (SOF) too short");
   const int precision = body[0];
-  const uint32_t height = LoadBE16(&body[1]);
-  const uint32_t width = LoadBE16(&body[3]);
+  const uint32_t height = Be16(&body[1]);
+  const uint32_t width = Be16(&body[3]);
   const int components = body[5];
   if (body.size() < 6 + 3 * size_t(components)) {
     return DataLossAt(name, offset, "frame header (SOF) shorter than its component list");
@@ -165,7 +161,7 @@ absl::Status WalkHeader(ByteSpan data, std::string_view name, const JpegProbeOpt
     }
     if (pos + 2 > data.size())
       return DataLossAt(name, pos, "truncated JPEG header in a segment length");
-    const size_t length = LoadBE16(&data[pos]);
+    const size_t length = Be16(&data[pos]);
     if (length < 2) return DataLossAt(name, pos, absl::StrCat("bad JPEG segment length ", length));
     if (pos + length > data.size()) {
       return DataLossAt(
@@ -256,4 +252,4 @@ absl::StatusOr<JpegInfo> ProbeJpeg(ByteSpan data, std::string_view name,
   return state.info;
 }
 
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec

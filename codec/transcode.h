@@ -9,9 +9,9 @@
 //
 // Color: every decoded image is RGB (or gray, where asked to keep gray).
 // TurboJPEG decodes CMYK and YCCK JPEGs only to TJPF_CMYK; they become RGB
-// with CmykToRgbInPlace (codec/pixels.h explains the conventions).
-#ifndef SHARDPACK_DATASETS_TRANSCODE_H_
-#define SHARDPACK_DATASETS_TRANSCODE_H_
+// with CmykToRgbInPlace (codec/color.h explains the conventions).
+#ifndef SHARDPACK_CODEC_TRANSCODE_H_
+#define SHARDPACK_CODEC_TRANSCODE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -19,19 +19,20 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "codec/color.h"
 #include "codec/decode.h"
+#include "codec/jpeg_probe.h"
 #include "codec/pixels.h"
-#include "datasets/jpeg_probe.h"
-#include "reader/image_ops.h"
+#include "codec/resize.h"
 #include "shardpack/record.h"
 
-namespace shardpack::datasets {
+namespace shardpack::codec {
 
-// The pixel helpers live in the reader (reader/image_ops.h), written once
-// for the packer and the reader's JPEG transforms.
+// The pixel helpers (codec/pixels.h, codec/color.h, codec/resize.h) are
+// shared with the reader's JPEG transforms.
 using internal::CmykToRgbInPlace;
 using internal::PixelView;
 using internal::ResizeBilinearAA;
@@ -140,6 +141,6 @@ class Transcoder {
   ResizeScratch scratch_;
 };
 
-}  // namespace shardpack::datasets
+}  // namespace shardpack::codec
 
-#endif  // SHARDPACK_DATASETS_TRANSCODE_H_
+#endif  // SHARDPACK_CODEC_TRANSCODE_H_

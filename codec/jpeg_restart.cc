@@ -1,4 +1,4 @@
-#include "reader/jpeg_restart.h"
+#include "codec/jpeg_restart.h"
 
 // jpeglib.h needs size_t and FILE declared first.
 #include <stdio.h>
@@ -10,7 +10,8 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
-#include "reader/jpeg_error.h"
+#include "codec/bytes.h"
+#include "codec/jpeg_error.h"
 
 namespace shardpack::internal {
 namespace {
@@ -52,8 +53,6 @@ void TermDestination(j_compress_ptr c) {
   std::vector<uint8_t>* out = DestOf(c)->out;
   out->resize(out->size() - c->dest->free_in_buffer);
 }
-
-uint32_t Be16(const uint8_t* p) { return uint32_t{p[0]} << 8 | p[1]; }
 
 }  // namespace
 

@@ -1,18 +1,30 @@
-// libjpeg's error handling for the reader's JPEG code (jpeg_decoder.cc,
-// jpeg_restart.cc): errors and damaging warnings never abort the process or
-// print; they longjmp back to the setjmp of the libjpeg call that is running,
-// with libjpeg's message kept.
+// libjpeg's error handling for every libjpeg user (codec/jpeg_decoder.cc,
+// codec/jpeg_restart.cc, datasets/demo.cc's CMYK encoder): errors and
+// damaging warnings never abort the process or print; they longjmp back to
+// the setjmp of the libjpeg call that is running, with libjpeg's message
+// kept. IsBenignJpegWarning also serves TurboJPEG's callers
+// (codec/transcode.cc).
 //
-// Include after <stdio.h> and <jpeglib.h>. Functions that call setjmp must
-// be kept free of C++ objects with destructors: a longjmp passes over them.
-#ifndef SHARDPACK_READER_JPEG_ERROR_H_
-#define SHARDPACK_READER_JPEG_ERROR_H_
+// Functions that call setjmp must be kept free of C++ objects with
+// destructors: a longjmp passes over them.
+#ifndef SHARDPACK_CODEC_JPEG_ERROR_H_
+#define SHARDPACK_CODEC_JPEG_ERROR_H_
 
 #include <setjmp.h>
+#include <stdio.h>  // jpeglib.h needs FILE
 
-#include "reader/image_ops.h"
+#include <string_view>
+
+#include <jpeglib.h>
 
 namespace shardpack::internal {
+
+// libjpeg warnings that leave a complete, correct image: trailing bytes
+// before EOI (common in camera and ImageNet files), an unknown JFIF minor
+// version, and a JFIF thumbnail whose size does not match. Every other
+// warning (premature end of data, bad Huffman code, ...) means the pixels
+// are damaged.
+bool IsBenignJpegWarning(std::string_view message);
 
 // libjpeg's error manager with a way back. `pub` comes first: libjpeg sees
 // a jpeg_error_mgr.
@@ -52,4 +64,4 @@ void UseJpegErrorManager(CInfo* cinfo, JpegErrorManager* err) {
 
 }  // namespace shardpack::internal
 
-#endif  // SHARDPACK_READER_JPEG_ERROR_H_
+#endif  // SHARDPACK_CODEC_JPEG_ERROR_H_

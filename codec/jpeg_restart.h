@@ -21,8 +21,8 @@
 //   JPEG; its pixels are those of the rectangle in the original, except
 //   where chroma upsampling reads across the rectangle's cut edges (the
 //   caller keeps a margin: JpegDecoder::DecodeRegion).
-#ifndef SHARDPACK_READER_JPEG_RESTART_H_
-#define SHARDPACK_READER_JPEG_RESTART_H_
+#ifndef SHARDPACK_CODEC_JPEG_RESTART_H_
+#define SHARDPACK_CODEC_JPEG_RESTART_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -100,4 +100,4 @@ std::optional<McuRect> CutJpegWindow(ByteSpan jpeg, const JpegSeekLayout& layout
 
 }  // namespace shardpack::internal
 
-#endif  // SHARDPACK_READER_JPEG_RESTART_H_
+#endif  // SHARDPACK_CODEC_JPEG_RESTART_H_

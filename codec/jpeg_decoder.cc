@@ -1,4 +1,4 @@
-#include "reader/jpeg_decoder.h"
+#include "codec/jpeg_decoder.h"
 
 // jpeglib.h needs size_t and FILE declared first.
 #include <setjmp.h>
@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "reader/jpeg_error.h"
-#include "reader/jpeg_restart.h"
+#include "codec/color.h"
+#include "codec/jpeg_error.h"
+#include "codec/jpeg_restart.h"
 
 namespace shardpack::internal {
 namespace {

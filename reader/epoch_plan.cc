@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "reader/rng.h"
+#include "common/rng.h"
 
 namespace shardpack::internal {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "format/coding.h"
 #include "format/mapping_guard.h"
-#include "reader/rng.h"
+#include "common/rng.h"
 #include "reader/staging.h"
 #include "reader/wait.h"
 

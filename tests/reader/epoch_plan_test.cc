@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "reader/rng.h"
+#include "common/rng.h"
 
 namespace shardpack::internal {
 namespace {

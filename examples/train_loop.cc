@@ -73,6 +73,9 @@ absl::Status Train(const Args& a) {
   absl::StatusOr<std::unique_ptr<shardpack::Reader>> opened = shardpack::Reader::Open(a.reader);
   if (!opened.ok()) return opened.status();
   shardpack::Reader& reader = **opened;
+  if (!reader.device_fallback().empty()) {
+    std::fprintf(stderr, "train_loop: %s\n", reader.device_fallback().c_str());
+  }
   int64_t checksum = 0;
   for (int epoch = 0; epoch < a.epochs; ++epoch) {
     double wait_s = 0, total_s = 0;

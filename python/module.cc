@@ -73,16 +73,9 @@ std::unique_ptr<PyReader> MakeReader(const Args& a) {
   o.shuffle_bytes = a.shuffle_bytes;
   o.read_ahead_bytes = a.read_ahead_bytes;
   o.io = Unwrap(ParseIoEngine(a.io));
-  const std::string remainder = Lower(a.remainder), layout = Lower(a.layout),
-                    dtype = Lower(a.dtype), on_corrupt = Lower(a.on_corrupt),
-                    output = Lower(a.output);
-  if (remainder == "drop") o.remainder = Remainder::kDrop;
-  else if (remainder == "partial") o.remainder = Remainder::kPartial;
-  else if (remainder == "pad") o.remainder = Remainder::kPad;
-  else BadChoice("remainder", a.remainder, "drop, partial, pad");
-  if (layout == "nhwc") o.layout = OutputLayout::kNHWC;
-  else if (layout == "nchw") o.layout = OutputLayout::kNCHW;
-  else BadChoice("layout", a.layout, "NHWC, NCHW");
+  const std::string dtype = Lower(a.dtype), output = Lower(a.output);
+  o.remainder = Unwrap(ParseRemainder(a.remainder));
+  o.layout = Unwrap(ParseOutputLayout(a.layout));
   o.device = ParseDevice(a.device);
   // On a device, float output is made there by the finish kernel from uint8
   // (a quarter of the bytes on the bus); on the host, by the transform.
@@ -93,9 +86,7 @@ std::unique_ptr<PyReader> MakeReader(const Args& a) {
   else BadChoice("dtype", a.dtype, "uint8, float32, float16 (float16 with device='cuda')");
   o.mean = a.mean;
   o.std = a.std;
-  if (on_corrupt == "error") o.on_corrupt = OnCorrupt::kError;
-  else if (on_corrupt == "skip") o.on_corrupt = OnCorrupt::kSkip;
-  else BadChoice("on_corrupt", a.on_corrupt, "error, skip");
+  o.on_corrupt = Unwrap(ParseOnCorrupt(a.on_corrupt));
   Output out = Output::kNumpy;
   if (output == "torch") out = Output::kTorch;
   else if (output != "numpy") BadChoice("output", a.output, "numpy, torch");
@@ -131,8 +122,8 @@ torchrun sets them), else 0 / 1. threads=0: all cores. transform: "none",
 io: "auto", "pread", "direct", "mmap", "uring". device: "cpu", or "cuda" /
 "cuda:N" with output="torch": images are CUDA tensors, copied from pinned
 slots on the reader's own stream (labels stay on the CPU); dtype "float32" or
-"float16" is then made on the GPU from uint8. Without a GPU the reader says
-so once and the tensors stay on the CPU. docs/python.md and docs/reader.md
+"float16" is then made on the GPU from uint8. Without a GPU the reader warns
+(RuntimeWarning, saying why) and the tensors stay on the CPU. docs/python.md and docs/reader.md
 explain every option.
 
 Errors raise ValueError (bad options), FileNotFoundError, shardpack.DataLossError
@@ -200,6 +191,17 @@ PYBIND11_MODULE(shardpack, m) {
       .def_property_readonly("batches_in_epoch", &PyReader::batches_in_epoch,
                              "Batches of the current epoch on this rank: len(reader), or after\n"
                              "an elastic load_state_dict what the epoch's rest gives.")
+      .def_property_readonly("classes", &PyReader::Classes,
+                             "Class names of the (first) label field: classes[label]; [] when\n"
+                             "the dataset has none.")
+      .def_property_readonly("schema", &PyReader::Schema,
+                             "The dataset's schema: {'image': {'encoding', 'layout', 'height',\n"
+                             "'width', 'channels'}, 'labels': [{'name', 'classes'}]}.")
+      .def_property_readonly("output_shape", &PyReader::OutputShape,
+                             "Shape of a full batch's images, before the first batch:\n"
+                             "(batch, H, W, C) for NHWC, (batch, C, H, W) for NCHW.")
+      .def_property_readonly("engine", &PyReader::Engine,
+                             "The I/O engine in use: what io='auto' chose.")
       .def_property_readonly("fingerprint", &PyReader::fingerprint,
                              "The dataset's fingerprint (16 hex digits): equal on every rank\n"
                              "that reads the same dataset; compare it across ranks.");

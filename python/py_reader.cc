@@ -60,7 +60,6 @@ absl::StatusOr<Batch> ReaderCore::Next() {
       return absl::FailedPreconditionError("next() is already running in another thread");
     }
     in_next_ = true;
-    pending_.reserve(16);
   }
   absl::StatusOr<Batch> batch;
   {
@@ -69,17 +68,7 @@ absl::StatusOr<Batch> ReaderCore::Next() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   in_next_ = false;
-  pending_.clear();  // the slots freed while Next() ran go back now
   return batch;
-}
-
-void ReaderCore::Drop(Batch batch) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (in_next_) {
-    pending_.push_back(std::move(batch));
-    return;
-  }
-  batch = Batch();  // the slot returns to the ring under the lock
 }
 
 absl::Status ReaderCore::Restore(const ReaderState& state) {
@@ -122,6 +111,9 @@ PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output
     reader = Reader::Open(options_);
   }
   if (!reader.ok()) ThrowStatus(reader.status());
+  if (const std::string& why = (*reader)->device_fallback(); !why.empty()) {
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, why.c_str(), 1) != 0) throw py::error_already_set();
+  }
   core_ = std::make_shared<ReaderCore>(*std::move(reader));
 }
 
@@ -201,21 +193,12 @@ void PyReader::LoadState(const ReaderState& state) {
 
 namespace {
 
-const char* RemainderName(Remainder r) {
-  switch (r) {
-    case Remainder::kDrop: return "drop";
-    case Remainder::kPartial: return "partial";
-    case Remainder::kPad: return "pad";
-  }
-  return "?";
-}
-
 // The plan options of a segment, as the keys of state_dict() name them.
 void PutPlan(py::dict& d, int world_size, int batch_size, Remainder remainder, bool shuffle,
              uint64_t shuffle_bytes) {
   d["world_size"] = world_size;
   d["batch_size"] = batch_size;
-  d["remainder"] = RemainderName(remainder);
+  d["remainder"] = std::string(RemainderName(remainder));
   d["shuffle"] = shuffle;
   d["shuffle_bytes"] = shuffle_bytes;
 }
@@ -261,7 +244,7 @@ Remainder StateRemainder(const py::dict& d, const std::string& where) {
   if (py::isinstance<py::str>(v)) {
     const std::string name = v.cast<std::string>();
     for (Remainder r : {Remainder::kDrop, Remainder::kPartial, Remainder::kPad}) {
-      if (name == RemainderName(r)) return r;
+      if (name == RemainderName(r)) return r;  // exactly: a state is data, not a user's spelling
     }
   }
   BadState(where + "['remainder']", v, "'drop', 'partial' or 'pad'");
@@ -280,6 +263,41 @@ ReadSegment StateSegment(const py::dict& d, const std::string& where) {
 }
 
 }  // namespace
+
+py::list PyReader::Classes() const {
+  py::list out;
+  const shardpack::Schema& schema = core_->reader().schema();
+  if (!schema.labels.empty()) {
+    for (const std::string& name : schema.labels[0].classes) out.append(name);
+  }
+  return out;
+}
+
+py::dict PyReader::Schema() const {
+  const shardpack::Schema& schema = core_->reader().schema();
+  py::dict image;
+  image["encoding"] = std::string(EncodingName(schema.image.encoding));
+  image["layout"] = std::string(LayoutName(schema.image.layout));
+  image["height"] = schema.image.height;  // 0 when the shape varies (JPEG)
+  image["width"] = schema.image.width;
+  image["channels"] = schema.image.channels;
+  py::list labels;
+  for (const LabelField& f : schema.labels) {
+    py::dict field;
+    field["name"] = f.name;
+    field["classes"] = f.classes;
+    labels.append(field);
+  }
+  py::dict d;
+  d["image"] = image;
+  d["labels"] = labels;
+  return d;
+}
+
+py::tuple PyReader::OutputShape() const {
+  const std::array<int64_t, 4> s = core_->reader().output_shape();
+  return py::make_tuple(s[0], s[1], s[2], s[3]);
+}
 
 std::string PyReader::fingerprint() const {
   return FormatFingerprint(core_->reader().fingerprint());

@@ -36,16 +36,13 @@ void RegisterExceptions(py::module_& m);
 
 // The C++ reader, shared by the Python Reader and every live BatchRef.
 // Batches may be freed by any Python thread, also while next() waits with
-// the GIL released: such a release is deferred until next() returns, since
-// the Reader is not thread-safe.
+// the GIL released: destroying a Batch is safe on any thread (reader.h).
 class ReaderCore {
  public:
   explicit ReaderCore(std::unique_ptr<Reader> reader) : reader_(std::move(reader)) {}
   Reader& reader() { return *reader_; }
   // Reader::Next() without the GIL.
   absl::StatusOr<Batch> Next();
-  // Frees `batch` now, or when the running Next() returns.
-  void Drop(Batch batch);
   // Reader::Restore(), refused while next() runs in another thread.
   absl::Status Restore(const ReaderState& state);
 
@@ -53,7 +50,6 @@ class ReaderCore {
   std::unique_ptr<Reader> reader_;
   std::mutex mu_;
   bool in_next_ = false;
-  std::vector<Batch> pending_;  // dropped while Next() ran
 };
 
 // Owns one delivered Batch: the base object of its zero-copy arrays.
@@ -61,7 +57,8 @@ class BatchRef {
  public:
   BatchRef(std::shared_ptr<ReaderCore> core, Batch batch)
       : core_(std::move(core)), batch_(std::move(batch)) {}
-  ~BatchRef() { core_->Drop(std::move(batch_)); }
+  // batch_ goes before core_ (reverse declaration order): the Reader
+  // outlives the Batch.
   BatchRef(const BatchRef&) = delete;
   BatchRef& operator=(const BatchRef&) = delete;
   const Batch& batch() const { return batch_; }
@@ -87,6 +84,13 @@ class PyReader {
   py::dict Stats() const;
   const ReaderOptions& options() const { return options_; }
   uint64_t records() const { return core_->reader().records(); }
+  // The first label field's class names (empty when the dataset has none).
+  py::list Classes() const;
+  // The dataset's schema: image encoding, layout and shape, label fields.
+  py::dict Schema() const;
+  // A full batch's images shape, known before the first batch.
+  py::tuple OutputShape() const;
+  std::string Engine() const { return std::string(IoEngineName(core_->reader().io_engine())); }
   uint64_t batches_in_epoch() const { return core_->reader().batches_in_epoch(); }
   std::string fingerprint() const;
 

@@ -396,6 +396,7 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
   slot.size = static_cast<int>(std::min<uint64_t>(batch_size, plan.order.size() - first));
   slot.skipped = 0;
   slot.status = absl::OkStatus();
+  slot.corrupt.clear();
   const size_t row_bytes = transform_->shape().sample_bytes;
 
   // Damaged samples (with kSkip): their rows are refilled from good ones
@@ -454,6 +455,7 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
         if (slot.status.ok()) slot.status = s;
       } else {
         bad.push_back(i);
+        slot.corrupt.push_back({i, record_index, std::move(s)});
       }
     }
   }
@@ -461,6 +463,7 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
     if (absl::Status intact = dataset_->source->CheckIntact(); !intact.ok()) {
       slot.status = std::move(intact);
       bad.clear();
+      slot.corrupt.clear();
     }
   }
   if (!bad.empty()) {

@@ -71,6 +71,13 @@ struct SlotFree {
   void operator()(uint8_t* p) const;
 };
 
+// A damaged sample that OnCorrupt::kSkip replaced in a batch.
+struct CorruptInBatch {
+  int position = 0;
+  uint64_t record = 0;
+  absl::Status error;
+};
+
 // A staging slot of the ring.
 struct RingSlot {
   std::atomic<uint64_t> ready{0};     // 1 + sequence number built into it
@@ -82,6 +89,7 @@ struct RingSlot {
   std::vector<int64_t> labels;
   std::vector<uint64_t> records;
   std::vector<std::string> keys;
+  std::vector<CorruptInBatch> corrupt;  // with kSkip; empty unless damaged (rare)
 };
 
 class Pipeline {

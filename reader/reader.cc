@@ -1,10 +1,10 @@
 // Reader and Batch: the public face of the pipeline.
 #include "shardpack/reader.h"
 
+#include <atomic>
 #include <cstdlib>
-#include <iostream>
-#include <mutex>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/rng.h"
@@ -28,7 +28,8 @@ struct Batch::Slot {
   size_t sample_bytes = 0;    // of images() or, on a device, device_images()
   void* device = nullptr;     // the device buffer, when staged
   void* event = nullptr;
-  bool held = false;          // a live Batch has it
+  // A live Batch has it. Atomic: a Batch may be destroyed on any thread.
+  std::atomic<bool> held{false};
 };
 
 class Reader::Impl {
@@ -38,10 +39,11 @@ class Reader::Impl {
   // made for options.device when it is >= 0.
   absl::Status Init(const ReaderOptions& options, std::unique_ptr<internal::CopyEngine> engine);
   absl::StatusOr<Batch> Next(Reader* reader);
-  void Release(Batch::Slot* slot) {  // ~Batch
-    slot->held = false;
-    --outstanding_;
+  // ~Batch, on any thread: the slot goes back through atomics only.
+  void Release(Batch::Slot* slot) {
     GiveBack(slot);
+    outstanding_.fetch_sub(1, std::memory_order_relaxed);
+    slot->held.store(false, std::memory_order_release);
   }
   ReaderState state() const;
   absl::Status Restore(const ReaderState& state);
@@ -50,6 +52,10 @@ class Reader::Impl {
   uint64_t batches_in_epoch() const { return epoch_batches_; }
   uint64_t records() const { return dataset_.records; }
   uint64_t fingerprint() const { return fingerprint_; }
+  const Schema& schema() const { return dataset_.manifest.schema; }
+  std::array<int64_t, 4> output_shape() const;
+  IoEngine io_engine() const { return dataset_.source->engine(); }
+  const std::string& device_fallback() const { return no_device_; }
 
  private:
   // The options the pipeline builds with: a device finish's input is uint8
@@ -57,6 +63,12 @@ class Reader::Impl {
   absl::Status HostOptions(ReaderOptions* host);
   absl::Status InitStaging(int num_labels);
   void GiveBack(Batch::Slot* slot);
+  void ResizeSlots(int n) {
+    slots_ = std::make_unique<Batch::Slot[]>(static_cast<size_t>(n));
+    num_slots_ = static_cast<size_t>(n);
+  }
+  // Tells options_.corrupt_reporter of the samples `ring` replaced.
+  void ReportCorrupt(const RingSlot& ring) const;
   void Stop();
   // The segments `state` says its epoch was read in, oldest first, ending
   // with the state's own; InvalidArgumentError naming a bad field.
@@ -74,7 +86,8 @@ class Reader::Impl {
   std::unique_ptr<internal::Stager> stager_;  // null: batches stay on the host
   size_t device_sample_bytes_ = 0;
   std::string no_device_;  // why there is no engine for options_.device
-  std::vector<Batch::Slot> slots_;
+  std::unique_ptr<Batch::Slot[]> slots_;  // ring_slots or device_buffers of them
+  size_t num_slots_ = 0;
   bool started_ = false;
   uint64_t epoch_ = 0, batch_ = 0;  // the next batch Next() delivers
   uint64_t epoch_batches_ = 0;      // batches of epoch_
@@ -82,7 +95,7 @@ class Reader::Impl {
   // (null otherwise). Cleared when epoch_ ends.
   std::vector<ReadSegment> earlier_;
   std::shared_ptr<const internal::EpochRest> rest_;  uint64_t seq_ = 0;                // its pipeline sequence number
-  int outstanding_ = 0;
+  std::atomic<int> outstanding_{0};  // live Batches
   // Counted as batches are delivered: workers run ahead into the next epoch,
   // so counts of what was built would depend on timing.
   uint64_t delivered_ = 0;
@@ -157,18 +170,14 @@ uint64_t DatasetFingerprint(const internal::StreamDataset& d) {
   return h;
 }
 
-// The CUDA engine for `device`, or null after saying once why batches stay
-// in host memory.
+// The CUDA engine for `device`, or null with why batches stay in host
+// memory in `why` (Reader::device_fallback(): the tools print it).
 std::unique_ptr<internal::CopyEngine> DeviceEngine(const ReaderOptions& o, std::string* why) {
   absl::StatusOr<std::unique_ptr<internal::CopyEngine>> engine =
       internal::MakeCudaCopyEngine(o.device, o.consumer_stream);
   if (engine.ok()) return *std::move(engine);
-  *why = std::string(engine.status().message());
-  static std::once_flag once;
-  std::call_once(once, [&] {
-    std::cerr << "shardpack: no CUDA device " << o.device << " (" << *why
-              << "): batches stay in host memory\n";
-  });
+  *why = absl::StrCat("no CUDA device ", o.device, " (", engine.status().message(),
+                      "): batches stay in host memory");
   return nullptr;
 }
 
@@ -216,7 +225,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   pipeline_ = std::make_unique<Pipeline>(host, &dataset_, transform_.get(), plan, num_labels,
                                          engine_.get());
   SP_RETURN_IF_ERROR(pipeline_->CheckRing(options_.path));
-  slots_.resize(options_.ring_slots);
+  ResizeSlots(options_.ring_slots);
   if (engine_ != nullptr) SP_RETURN_IF_ERROR(InitStaging(num_labels));
   return absl::OkStatus();
 }
@@ -247,7 +256,7 @@ absl::Status Reader::Impl::InitStaging(int num_labels) {
   stager_ = std::make_unique<internal::Stager>(pipeline_.get(), engine_.get(),
                                                options_.device_buffers, shape.sample_bytes,
                                                options_.batch_size, num_labels, options_.keys);
-  slots_.resize(options_.device_buffers);
+  ResizeSlots(options_.device_buffers);
   return absl::OkStatus();
 }
 
@@ -270,13 +279,14 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
   // The next batch goes into the slot (or device buffer) of the one
   // delivered slots_.size() calls ago: waiting while a Batch still holds it
   // would never end.
-  if (const Batch::Slot& reused = slots_[seq_ % slots_.size()]; reused.held) {
+  if (const Batch::Slot& reused = slots_[seq_ % num_slots_];
+      reused.held.load(std::memory_order_acquire)) {
     const char* what = stager_ ? " device buffers" : " ring slots";
     return absl::FailedPreconditionError(absl::StrCat(
         "the Batch of epoch ", reused.ring->epoch, " batch ", reused.ring->batch,
-        " still holds the", what, "[", reused.seq % slots_.size(),
-        "] the next batch needs (", slots_.size(), what, "): destroy it first; at most ",
-        slots_.size() - 1, " Batches may be held across Next()"));
+        " still holds the", what, "[", reused.seq % num_slots_,
+        "] the next batch needs (", num_slots_, what, "): destroy it first; at most ",
+        num_slots_ - 1, " Batches may be held across Next()"));
   }
   if (!started_) {
     pipeline_->Start(epoch_, batch_, rest_);
@@ -284,15 +294,15 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
     started_ = true;
   }
   RingSlot& ring = stager_ ? stager_->Take(seq_) : pipeline_->WaitBuilt(seq_);
-  Batch::Slot& slot = slots_[seq_ % slots_.size()];
-  slot = {&ring,
-          seq_,
-          &transform_->shape(),
-          static_cast<int>(ring.labels.size() / options_.batch_size),
-          options_.layout,
-          stager_ ? device_sample_bytes_ : transform_->shape().sample_bytes,
-          stager_ ? stager_->buffer(seq_) : nullptr,
-          stager_ ? stager_->event(seq_) : nullptr};
+  Batch::Slot& slot = slots_[seq_ % num_slots_];
+  slot.ring = &ring;
+  slot.seq = seq_;
+  slot.shape = &transform_->shape();
+  slot.num_labels = static_cast<int>(ring.labels.size() / options_.batch_size);
+  slot.layout = options_.layout;
+  slot.sample_bytes = stager_ ? device_sample_bytes_ : transform_->shape().sample_bytes;
+  slot.device = stager_ ? stager_->buffer(seq_) : nullptr;
+  slot.event = stager_ ? stager_->event(seq_) : nullptr;
   ++seq_;
   ++batch_;
   if (!ring.status.ok()) {
@@ -300,8 +310,9 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
     GiveBack(&slot);
     return error;
   }
-  slot.held = true;
-  ++outstanding_;
+  if (!ring.corrupt.empty()) ReportCorrupt(ring);
+  slot.held.store(true, std::memory_order_relaxed);
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
   ++delivered_;
   delivered_samples_ += ring.size;
   delivered_skipped_ += ring.skipped;
@@ -380,7 +391,7 @@ absl::StatusOr<std::vector<internal::PlanSegment>> Reader::Impl::SegmentsOf(
 }
 
 absl::Status Reader::Impl::Restore(const ReaderState& state) {
-  if (outstanding_ > 0) {
+  if (outstanding_.load(std::memory_order_acquire) > 0) {
     return absl::FailedPreconditionError("destroy every Batch before Restore");
   }
   SP_ASSIGN_OR_RETURN(std::vector<internal::PlanSegment> segments, SegmentsOf(state));
@@ -418,6 +429,20 @@ absl::Status Reader::Impl::Restore(const ReaderState& state) {
   return absl::OkStatus();
 }
 
+void Reader::Impl::ReportCorrupt(const RingSlot& ring) const {
+  if (!options_.corrupt_reporter) return;
+  for (const internal::CorruptInBatch& c : ring.corrupt) {
+    options_.corrupt_reporter({ring.epoch, ring.batch, c.position, c.record, c.error});
+  }
+}
+
+std::array<int64_t, 4> Reader::Impl::output_shape() const {
+  const internal::OutputShape& s = transform_->shape();
+  const int64_t n = options_.batch_size;
+  if (options_.layout == OutputLayout::kNCHW) return {n, s.channels, s.height, s.width};
+  return {n, s.height, s.width, s.channels};
+}
+
 ReaderStats Reader::Impl::stats() const {
   ReaderStats s;
   pipeline_->AddStats(&s);
@@ -449,6 +474,10 @@ uint64_t Reader::batches_per_epoch() const { return impl_->batches_per_epoch(); 
 uint64_t Reader::batches_in_epoch() const { return impl_->batches_in_epoch(); }
 uint64_t Reader::records() const { return impl_->records(); }
 uint64_t Reader::fingerprint() const { return impl_->fingerprint(); }
+const Schema& Reader::schema() const { return impl_->schema(); }
+std::array<int64_t, 4> Reader::output_shape() const { return impl_->output_shape(); }
+IoEngine Reader::io_engine() const { return impl_->io_engine(); }
+const std::string& Reader::device_fallback() const { return impl_->device_fallback(); }
 ReaderState Reader::state() const { return impl_->state(); }
 absl::Status Reader::Restore(const ReaderState& state) { return impl_->Restore(state); }
 ReaderStats Reader::stats() const { return impl_->stats(); }
@@ -500,24 +529,75 @@ int Batch::skipped() const { return slot_->ring->skipped; }
 
 // ---- Option names -----------------------------------------------------------
 
-std::string_view IoEngineName(IoEngine e) {
-  switch (e) {
-    case IoEngine::kAuto: return "auto";
-    case IoEngine::kPread: return "pread";
-    case IoEngine::kDirect: return "direct";
-    case IoEngine::kMmap: return "mmap";
-    case IoEngine::kUring: return "uring";
+namespace {
+
+// An option enum's names, in declaration order.
+template <typename E>
+using Name = std::pair<E, std::string_view>;
+
+template <typename E, size_t N>
+std::string_view NameIn(const Name<E> (&names)[N], E e) {
+  for (const auto& [value, name] : names) {
+    if (value == e) return name;
   }
   return "unknown";
 }
 
-absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name) {
-  for (IoEngine e : {IoEngine::kAuto, IoEngine::kPread, IoEngine::kDirect, IoEngine::kMmap,
-                     IoEngine::kUring}) {
-    if (IoEngineName(e) == name) return e;
+// The value named `name` (in any case), or an error listing the names.
+template <typename E, size_t N>
+absl::StatusOr<E> ParseIn(const Name<E> (&names)[N], std::string_view what,
+                          std::string_view name) {
+  std::string listed;
+  for (const auto& [value, n] : names) {
+    if (absl::EqualsIgnoreCase(absl::string_view(n.data(), n.size()),
+                               absl::string_view(name.data(), name.size()))) {
+      return value;
+    }
+    listed += (listed.empty() ? "" : ", ") + std::string(n);
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown I/O engine '", std::string(name),
-                                                 "' (auto, pread, direct, mmap, uring)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown ", std::string(what), " '",
+                                                 std::string(name), "' (", listed, ")"));
+}
+
+constexpr Name<IoEngine> kIoEngines[] = {{IoEngine::kAuto, "auto"},
+                                        {IoEngine::kPread, "pread"},
+                                        {IoEngine::kDirect, "direct"},
+                                        {IoEngine::kMmap, "mmap"},
+                                        {IoEngine::kUring, "uring"}};
+constexpr Name<OutputLayout> kLayouts[] = {{OutputLayout::kNHWC, "nhwc"},
+                                          {OutputLayout::kNCHW, "nchw"}};
+constexpr Name<DType> kDTypes[] = {{DType::kUint8, "uint8"}, {DType::kFloat32, "float32"}};
+constexpr Name<DeviceDType> kDeviceDTypes[] = {{DeviceDType::kAsHost, "as-host"},
+                                              {DeviceDType::kFloat32, "float32"},
+                                              {DeviceDType::kFloat16, "float16"}};
+constexpr Name<Remainder> kRemainders[] = {
+    {Remainder::kDrop, "drop"}, {Remainder::kPartial, "partial"}, {Remainder::kPad, "pad"}};
+constexpr Name<OnCorrupt> kOnCorrupt[] = {{OnCorrupt::kError, "error"},
+                                         {OnCorrupt::kSkip, "skip"}};
+
+}  // namespace
+
+std::string_view IoEngineName(IoEngine e) { return NameIn(kIoEngines, e); }
+absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name) {
+  return ParseIn(kIoEngines, "I/O engine", name);
+}
+std::string_view OutputLayoutName(OutputLayout l) { return NameIn(kLayouts, l); }
+absl::StatusOr<OutputLayout> ParseOutputLayout(std::string_view name) {
+  return ParseIn(kLayouts, "layout", name);
+}
+std::string_view DTypeName(DType d) { return NameIn(kDTypes, d); }
+absl::StatusOr<DType> ParseDType(std::string_view name) { return ParseIn(kDTypes, "dtype", name); }
+std::string_view DeviceDTypeName(DeviceDType d) { return NameIn(kDeviceDTypes, d); }
+absl::StatusOr<DeviceDType> ParseDeviceDType(std::string_view name) {
+  return ParseIn(kDeviceDTypes, "device dtype", name);
+}
+std::string_view RemainderName(Remainder r) { return NameIn(kRemainders, r); }
+absl::StatusOr<Remainder> ParseRemainder(std::string_view name) {
+  return ParseIn(kRemainders, "remainder", name);
+}
+std::string_view OnCorruptName(OnCorrupt c) { return NameIn(kOnCorrupt, c); }
+absl::StatusOr<OnCorrupt> ParseOnCorrupt(std::string_view name) {
+  return ParseIn(kOnCorrupt, "on_corrupt", name);
 }
 
 absl::StatusOr<Transform> ParseTransform(std::string_view text) {

@@ -17,6 +17,7 @@
 #define SHARDPACK_READER_H_
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "shardpack/manifest.h"
 
 namespace shardpack {
 
@@ -83,12 +85,19 @@ struct Transform {
 absl::StatusOr<Transform> ParseTransform(std::string_view text);
 
 enum class OutputLayout { kNHWC, kNCHW };
+std::string_view OutputLayoutName(OutputLayout l);  // "nhwc", "nchw"
+absl::StatusOr<OutputLayout> ParseOutputLayout(std::string_view name);  // any case
+
 enum class DType { kUint8, kFloat32 };
+std::string_view DTypeName(DType d);  // "uint8", "float32"
+absl::StatusOr<DType> ParseDType(std::string_view name);
 
 // What the device's small kernel makes of a uint8 NHWC batch after its copy
 // (docs/reader.md, GPU staging). kAsHost: no kernel, the device holds the
 // host batch's bytes.
 enum class DeviceDType { kAsHost, kFloat32, kFloat16 };
+std::string_view DeviceDTypeName(DeviceDType d);  // "as-host", "float32", "float16"
+absl::StatusOr<DeviceDType> ParseDeviceDType(std::string_view name);
 
 // Records left over when the records do not divide evenly.
 enum class Remainder {
@@ -100,6 +109,8 @@ enum class Remainder {
              // records from the start of the epoch order; the last batch is
              // padded the same way, so every batch is full
 };
+std::string_view RemainderName(Remainder r);  // "drop", "partial", "pad"
+absl::StatusOr<Remainder> ParseRemainder(std::string_view name);
 
 // What a damaged block or sample does.
 enum class OnCorrupt {
@@ -107,6 +118,18 @@ enum class OnCorrupt {
   kSkip,   // the sample is replaced by another record of the same batch
            // position chosen deterministically, and counted in
            // Batch::skipped() and ReaderStats::skipped
+};
+std::string_view OnCorruptName(OnCorrupt c);  // "error", "skip"
+absl::StatusOr<OnCorrupt> ParseOnCorrupt(std::string_view name);
+
+// A damaged sample that OnCorrupt::kSkip replaced, as told to
+// ReaderOptions::corrupt_reporter.
+struct CorruptSample {
+  uint64_t epoch = 0;
+  uint64_t batch = 0;      // within the epoch
+  int position = 0;        // in the batch
+  uint64_t record = 0;     // the damaged record's global index
+  absl::Status error;      // what was wrong, naming the shard and offset
 };
 
 // Bounds of ReaderOptions: values past them are an InvalidArgumentError from
@@ -121,9 +144,11 @@ inline constexpr size_t kMaxStateSegments = 64;
 struct ReaderOptions {
   std::string path;            // dataset directory or a single .shard file
   int batch_size = 256;        // 1..kMaxBatchSize
-  bool shuffle = true;         // per-epoch permutation of blocks + window shuffle
-  // Bytes of blocks held for the shuffle window (records are permuted within
-  // a window of whole blocks). Default 256 MiB. Also the read-ahead depth.
+  bool shuffle = true;         // per-epoch permutation of blocks and of records
+  // Bytes of blocks the shuffle may hold at once (docs/reader.md, Shuffle):
+  // a dataset share within it is permuted uniformly; a larger one by a
+  // jittered sort that keeps about this many bytes of blocks in use at any
+  // position. Default 256 MiB. Reads ahead are read_ahead_bytes, apart.
   uint64_t shuffle_bytes = uint64_t{256} << 20;
   uint64_t seed = 0;
   // Distributed reading: this process is `rank` of `world_size`. -1 (the
@@ -132,7 +157,7 @@ struct ReaderOptions {
   int world_size = -1;         // -1 or 1..kMaxWorldSize
   Remainder remainder = Remainder::kDrop;
   IoEngine io = IoEngine::kAuto;
-  // Bytes of reads kept in flight ahead of the shuffle window. Default 32 MiB.
+  // Bytes of reads kept in flight ahead of the blocks in use. Default 32 MiB.
   uint64_t read_ahead_bytes = uint64_t{32} << 20;
   int threads = 0;             // transform workers; 0: all cores; at most kMaxThreads
   int ring_slots = 4;          // batches in flight (staging slots); 2..kMaxRingSlots
@@ -144,13 +169,17 @@ struct ReaderOptions {
   std::array<float, 3> std = {1.f, 1.f, 1.f};
   bool keys = false;           // fill Batch::key(i) (off: no per-sample copies)
   OnCorrupt on_corrupt = OnCorrupt::kError;
+  // With kSkip: told of each damaged sample that was replaced, as LevelDB's
+  // log reader reports the bytes it drops. Called by Next(), on its thread,
+  // before it returns the batch, in the batch's order.
+  std::function<void(const CorruptSample&)> corrupt_reporter;
 
   // GPU staging (docs/reader.md). `device` -1 (the default): batches stay in
   // host memory. 0 or more: ring slots are pinned and each batch is copied
   // to that CUDA device on the reader's own stream, into one of
   // `device_buffers` device buffers (default 3, at least 2). Without CUDA or
-  // without that device at run time, the reader says so once on stderr and
-  // serves host memory (Batch::on_device() is false).
+  // without that device at run time, the reader serves host memory
+  // (Batch::on_device() is false) and Reader::device_fallback() says why.
   int device = -1;
   int device_buffers = 3;
   // kFloat32 / kFloat16: the host batch is built as uint8 NHWC (`dtype` must
@@ -216,7 +245,7 @@ struct ReaderStats {
   double io_wait_s = 0;
   double transform_wait_s = 0;
   double consumer_wait_s = 0;
-  // What the reader holds: shuffle window + read-ahead + ring + index_bytes
+  // What the reader holds: shuffle_bytes + read_ahead_bytes + ring + index_bytes
   // + plan_bytes (docs/reader.md, "Memory").
   uint64_t memory_budget_bytes = 0;
   // The dataset's index in memory: per shard its block table and 4 bytes a
@@ -240,7 +269,9 @@ struct ReaderAccess;  // tests and benchmarks: a reader on a given copy engine
 // A finished batch in a staging slot. Move-only; destroying it returns the
 // slot to the ring. Views are valid while the Batch lives. Batch k is built
 // into the slot of batch k - ring_slots: Next() returns FailedPreconditionError
-// rather than wait while that older Batch is still alive.
+// rather than wait while that older Batch is still alive. A Batch may be
+// destroyed on any thread, also while Next() runs on another (a training
+// thread freeing what a loading thread fetched); the Reader must outlive it.
 class Batch {
  public:
   Batch() = default;
@@ -291,7 +322,8 @@ class Batch {
   Slot* slot_ = nullptr;
 };
 
-// Thread-compatible: call Next/state/Restore from one thread.
+// Thread-compatible: call Next/state/Restore from one thread (a Batch may be
+// destroyed on any).
 class Reader {
  public:
   static absl::StatusOr<std::unique_ptr<Reader>> Open(const ReaderOptions& options);
@@ -310,6 +342,20 @@ class Reader {
   // an elastic Restore, what that epoch's rest gives (the same on every rank).
   uint64_t batches_in_epoch() const;
   uint64_t records() const;  // records in the dataset
+  // The dataset's schema: its image encoding and shape (when fixed) and its
+  // label fields with their class names (LabelField::classes, may be empty).
+  // A lone `.shard` file carries none: its schema is made up from its first
+  // record and has no class names.
+  const Schema& schema() const;
+  // The shape of a full batch's images(), as Batch::shape() gives it, known
+  // before the first batch: batch_size x H x W x C (NHWC) or x C x H x W.
+  std::array<int64_t, 4> output_shape() const;
+  // The I/O engine in use: what kAuto chose (never kAuto).
+  IoEngine io_engine() const;
+  // Why batches stay in host memory though ReaderOptions::device >= 0 (no
+  // CUDA built in, no such device); empty otherwise. The library never
+  // prints: the tools print this.
+  const std::string& device_fallback() const;
   // The dataset's fingerprint (docs/reader.md): equal on every rank that
   // reads the same dataset. Computed once by Open.
   uint64_t fingerprint() const;

@@ -259,7 +259,7 @@ class ReaderTest(fixtures.DatasetTest):
             self.reader(threads=10**6)
         with self.assertRaisesRegex(ValueError, "ring_slots 100000 must be 2..1024"):
             self.reader(ring_slots=100000)
-        with self.assertRaisesRegex(ValueError, "layout='NWHC' is not one of"):
+        with self.assertRaisesRegex(ValueError, r"unknown layout 'NWHC' \(nhwc, nchw\)"):
             self.reader(layout="NWHC")
         with self.assertRaisesRegex(ValueError, "needs output='torch'"):
             self.reader(device="cuda")

@@ -5,6 +5,11 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <numeric>
+#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -715,6 +720,143 @@ TEST_F(ReaderTest, StatesOfAnotherDatasetSeedOrWithBadFieldsAreRefused) {
   // Nothing was changed by the refusals: the reader reads from the start.
   SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
   EXPECT_EQ(b.index(), 0u);
+}
+
+
+// ---- What an embedding program can ask --------------------------------------
+
+TEST_F(ReaderTest, SchemaOutputShapeAndEngineAreKnownBeforeTheFirstBatch) {
+  std::string path = MakeDataset(dir_, "ds", 100, 6, 10);
+  ReaderOptions o = Options(path, 20, 1);
+  o.transform = Transform::CifarTrain(4, 0);
+  o.layout = OutputLayout::kNCHW;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  EXPECT_EQ(reader->schema().image.height, 6u);
+  ASSERT_EQ(reader->schema().labels.size(), 1u);
+  EXPECT_EQ(reader->schema().labels[0].name, "label");
+  EXPECT_EQ(reader->output_shape(), (std::array<int64_t, 4>{20, 3, 4, 4}));
+  EXPECT_NE(reader->io_engine(), IoEngine::kAuto) << "auto names what it chose";
+  EXPECT_EQ(reader->device_fallback(), "");
+  SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
+  EXPECT_EQ(b.shape(), reader->output_shape());
+  for (IoEngine e : {IoEngine::kPread, IoEngine::kMmap}) {
+    o.io = e;
+    SP_ASSERT_OK_AND_ASSIGN(auto r, Reader::Open(o));
+    EXPECT_EQ(r->io_engine(), e);
+  }
+}
+
+TEST_F(ReaderTest, CorruptReporterIsToldOfEachReplacedSample) {
+  std::string path = MakeDataset(dir_, "ds", 500, 8, 10, 16 << 10);
+  DamageFirstBlock(path);
+  ReaderOptions o = Options(path, 50, 2);
+  o.on_corrupt = OnCorrupt::kSkip;
+  std::vector<CorruptSample> told;
+  const std::thread::id consumer = std::this_thread::get_id();
+  o.corrupt_reporter = [&](const CorruptSample& c) {
+    EXPECT_EQ(std::this_thread::get_id(), consumer) << "called on Next()'s thread";
+    told.push_back(c);
+  };
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  uint64_t skipped_in_batches = 0;
+  std::set<uint64_t> delivered;
+  for (;;) {
+    absl::StatusOr<Batch> batch = reader->Next();
+    if (absl::IsOutOfRange(batch.status())) break;
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    skipped_in_batches += batch->skipped();
+    size_t from_this_batch = 0;
+    for (const CorruptSample& c : told) {
+      if (c.epoch == batch->epoch() && c.batch == batch->index()) ++from_this_batch;
+    }
+    EXPECT_EQ(from_this_batch, size_t(batch->skipped())) << "told before Next() returned";
+    for (int i = 0; i < batch->size(); ++i) delivered.insert(batch->record_index(i));
+  }
+  ASSERT_GT(told.size(), 0u);
+  EXPECT_EQ(told.size(), skipped_in_batches);
+  EXPECT_EQ(told.size(), reader->stats().skipped);
+  for (const CorruptSample& c : told) {
+    EXPECT_EQ(c.error.code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(c.error.message()), HasSubstr(".shard")) << "names the shard";
+    EXPECT_LT(c.position, 50);
+    EXPECT_EQ(delivered.count(c.record), 0u) << "record " << c.record << " was replaced";
+  }
+}
+
+TEST_F(ReaderTest, BatchesMayBeDestroyedOnAnotherThreadWhileNextRuns) {
+  std::string path = MakeDataset(dir_, "ds", 2000, 4, 10);
+  ReaderOptions o = Options(path, 10, 2);
+  o.ring_slots = 3;
+  o.shuffle = false;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Batch> handed;
+  bool done = false;
+  std::thread trainer([&] {  // frees what the loading thread fetched
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      cv.wait(lock, [&] { return done || !handed.empty(); });
+      if (handed.empty()) return;
+      Batch b = std::move(handed.front());
+      handed.pop_front();
+      lock.unlock();
+      b = Batch();  // destroyed on this thread, maybe while Next() runs
+      lock.lock();
+    }
+  });
+  std::vector<uint64_t> records;
+  int refused = 0;
+  for (;;) {
+    absl::StatusOr<Batch> batch = reader->Next();
+    if (absl::IsOutOfRange(batch.status())) break;
+    if (absl::IsFailedPrecondition(batch.status())) {  // the trainer is behind
+      ++refused;
+      std::this_thread::yield();
+      continue;
+    }
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    for (int i = 0; i < batch->size(); ++i) records.push_back(batch->record_index(i));
+    std::lock_guard<std::mutex> lock(mu);
+    handed.push_back(*std::move(batch));
+    cv.notify_one();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_one();
+  }
+  trainer.join();
+  std::vector<uint64_t> want(2000);
+  std::iota(want.begin(), want.end(), 0u);
+  EXPECT_EQ(records, want) << "every batch once, in order (" << refused << " refusals)";
+  EXPECT_TRUE(reader->Restore(reader->state()).ok()) << "no Batch is counted as alive";
+}
+
+TEST(ReaderOptionNamesTest, EveryOptionEnumHasANameAndParsesBack) {
+  for (IoEngine e : {IoEngine::kAuto, IoEngine::kPread, IoEngine::kDirect, IoEngine::kMmap,
+                     IoEngine::kUring}) {
+    EXPECT_EQ(*ParseIoEngine(IoEngineName(e)), e);
+  }
+  for (Remainder r : {Remainder::kDrop, Remainder::kPartial, Remainder::kPad}) {
+    EXPECT_EQ(*ParseRemainder(RemainderName(r)), r);
+  }
+  for (OnCorrupt c : {OnCorrupt::kError, OnCorrupt::kSkip}) {
+    EXPECT_EQ(*ParseOnCorrupt(OnCorruptName(c)), c);
+  }
+  for (OutputLayout l : {OutputLayout::kNHWC, OutputLayout::kNCHW}) {
+    EXPECT_EQ(*ParseOutputLayout(OutputLayoutName(l)), l);
+  }
+  for (DType d : {DType::kUint8, DType::kFloat32}) EXPECT_EQ(*ParseDType(DTypeName(d)), d);
+  for (DeviceDType d : {DeviceDType::kAsHost, DeviceDType::kFloat32, DeviceDType::kFloat16}) {
+    EXPECT_EQ(*ParseDeviceDType(DeviceDTypeName(d)), d);
+  }
+  EXPECT_EQ(*ParseOutputLayout("NCHW"), OutputLayout::kNCHW) << "any case";
+  EXPECT_THAT(ParseRemainder("wrap").status(),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("unknown remainder 'wrap' (drop, partial, pad)")));
+  EXPECT_THAT(ParseIoEngine("").status(),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("auto, pread")));
 }
 
 }  // namespace

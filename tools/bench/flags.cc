@@ -62,10 +62,8 @@ void AddFlags(CLI::App* app, Flags* f) {
       ->check(cli::SizeIn(0, std::numeric_limits<uint64_t>::max()));
   app->add_option("--ring-slots", f->ring_slots, "Batches in flight (default 4)")
       ->transform(cli::WholeNumberIn(2, 1024));
-  app->add_option("--layout", f->layout, "Output layout: nhwc or nchw (default nhwc)")
-      ->check(CLI::IsMember({"nhwc", "nchw"}));
-  app->add_option("--dtype", f->dtype, "Output type: uint8 or float32 (default uint8)")
-      ->check(CLI::IsMember({"uint8", "float32"}));
+  app->add_option("--layout", f->layout, "Output layout: nhwc or nchw (default nhwc)");
+  app->add_option("--dtype", f->dtype, "Output type: uint8 or float32 (default uint8)");
   app->add_flag("--json", f->json, "Print one JSON object on stdout");
   app->add_option("--order-out", f->order_out,
                   "Write 'epoch batch slot record_index label' per sample to FILE "
@@ -97,8 +95,8 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   SP_ASSIGN_OR_RETURN(r.shuffle_bytes, cli::ParseSize(f.shuffle_bytes));
   SP_ASSIGN_OR_RETURN(r.read_ahead_bytes, cli::ParseSize(f.read_ahead));
   r.ring_slots = f.ring_slots;
-  r.layout = f.layout == "nchw" ? OutputLayout::kNCHW : OutputLayout::kNHWC;
-  r.dtype = f.dtype == "float32" ? DType::kFloat32 : DType::kUint8;
+  SP_ASSIGN_OR_RETURN(r.layout, ParseOutputLayout(f.layout));
+  SP_ASSIGN_OR_RETURN(r.dtype, ParseDType(f.dtype));
   o.epochs = f.epochs > 0 ? f.epochs : 1;
   o.seconds = f.seconds;
   o.json = f.json;

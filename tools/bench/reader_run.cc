@@ -73,6 +73,9 @@ uint64_t FoldBytes(const void* p, size_t n) {
 absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* order_out) {
   const Clock::time_point open_start = Clock::now();
   SP_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, Reader::Open(options.reader));
+  if (!reader->device_fallback().empty()) {
+    std::fprintf(stderr, "shardbench: %s\n", reader->device_fallback().c_str());
+  }
   ReaderRun run;
   run.open_s = SecondsSince(open_start);
   run.records = reader->records();

@@ -264,13 +264,19 @@ ReadSegment StateSegment(const py::dict& d, const std::string& where) {
 
 }  // namespace
 
-py::list PyReader::Classes() const {
+namespace {
+
+py::list ListOf(const std::vector<std::string>& names) {
   py::list out;
-  const shardpack::Schema& schema = core_->reader().schema();
-  if (!schema.labels.empty()) {
-    for (const std::string& name : schema.labels[0].classes) out.append(name);
-  }
+  for (const std::string& name : names) out.append(name);
   return out;
+}
+
+}  // namespace
+
+py::list PyReader::Classes() const {
+  const shardpack::Schema& schema = core_->reader().schema();
+  return schema.labels.empty() ? py::list() : ListOf(schema.labels[0].classes);
 }
 
 py::dict PyReader::Schema() const {
@@ -285,7 +291,7 @@ py::dict PyReader::Schema() const {
   for (const LabelField& f : schema.labels) {
     py::dict field;
     field["name"] = f.name;
-    field["classes"] = f.classes;
+    field["classes"] = ListOf(f.classes);
     labels.append(field);
   }
   py::dict d;

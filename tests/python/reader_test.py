@@ -52,6 +52,20 @@ class ReaderTest(fixtures.DatasetTest):
             np.testing.assert_array_equal(vi, ci)
             np.testing.assert_array_equal(vl, cl)
 
+    def test_the_reader_tells_classes_schema_shape_and_engine_before_a_batch(self):
+        r = self.reader(transform="cifar-eval:28", layout="NCHW")
+        # The demo CIFAR-10 file has its batches.meta.txt beside it.
+        self.assertEqual(r.classes[:3], ["airplane", "automobile", "bird"])
+        self.assertEqual(len(r.classes), 10)
+        self.assertEqual(r.schema["image"], {"encoding": "raw", "layout": "hwc", "height": 32,
+                                             "width": 32, "channels": 3})
+        self.assertEqual(r.schema["labels"], [{"name": "label", "classes": r.classes}])
+        self.assertEqual(r.output_shape, (BATCH, 3, 28, 28))
+        self.assertIn(r.engine, ("pread", "mmap", "direct", "uring"))
+        self.assertEqual(self.reader(io="pread").engine, "pread")
+        images, _ = next(iter(r))
+        self.assertEqual(images.shape, r.output_shape)
+
     def test_an_epoch_delivers_every_record_once(self):
         r = self.reader(remainder="partial", indices=True)
         seen, labels = [], {}

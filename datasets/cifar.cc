@@ -299,12 +299,44 @@ absl::StatusOr<CifarFile> OpenDataFile(const std::string& path, int variant, OnE
 
 // --- Class names --------------------------------------------------------------
 
-// The class names in `file_name` in the first of `dirs` that has it; an empty
-// list when none has. A file with the wrong number of names is a problem.
+// CIFAR's own class names, in label order, as its meta files list them
+// (batches.meta.txt; fine_label_names.txt and coarse_label_names.txt of the
+// binary CIFAR-100, the same as the Python version's meta): used when no
+// meta file sits beside the input.
+constexpr std::string_view kCifar10Classes[] = {
+    "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+constexpr std::string_view kCifar100Fine[] = {
+    "apple", "aquarium_fish", "baby", "bear", "beaver", "bed", "bee", "beetle", "bicycle",
+    "bottle", "bowl", "boy", "bridge", "bus", "butterfly", "camel", "can", "castle",
+    "caterpillar", "cattle", "chair", "chimpanzee", "clock", "cloud", "cockroach", "couch",
+    "crab", "crocodile", "cup", "dinosaur", "dolphin", "elephant", "flatfish", "forest", "fox",
+    "girl", "hamster", "house", "kangaroo", "keyboard", "lamp", "lawn_mower", "leopard", "lion",
+    "lizard", "lobster", "man", "maple_tree", "motorcycle", "mountain", "mouse", "mushroom",
+    "oak_tree", "orange", "orchid", "otter", "palm_tree", "pear", "pickup_truck", "pine_tree",
+    "plain", "plate", "poppy", "porcupine", "possum", "rabbit", "raccoon", "ray", "road",
+    "rocket", "rose", "sea", "seal", "shark", "shrew", "skunk", "skyscraper", "snail", "snake",
+    "spider", "squirrel", "streetcar", "sunflower", "sweet_pepper", "table", "tank",
+    "telephone", "television", "tiger", "tractor", "train", "trout", "tulip", "turtle",
+    "wardrobe", "whale", "willow_tree", "wolf", "woman", "worm"};
+constexpr std::string_view kCifar100Coarse[] = {
+    "aquatic_mammals", "fish", "flowers", "food_containers", "fruit_and_vegetables",
+    "household_electrical_devices", "household_furniture", "insects", "large_carnivores",
+    "large_man-made_outdoor_things", "large_natural_outdoor_scenes",
+    "large_omnivores_and_herbivores", "medium_mammals", "non-insect_invertebrates", "people",
+    "reptiles", "small_mammals", "trees", "vehicles_1", "vehicles_2"};
+static_assert(std::size(kCifar10Classes) == 10 && std::size(kCifar100Fine) == 100 &&
+              std::size(kCifar100Coarse) == 20);
+
+// The class names in `file_name` in the first of `dirs` that has it, else
+// CIFAR's own (`builtin`). A file with the wrong number of names is a
+// problem, and its names are left out.
+template <size_t N>
 absl::StatusOr<std::vector<std::string>> ReadClassNames(const std::vector<fs::path>& dirs,
-                                                        std::string_view file_name, size_t expected,
+                                                        std::string_view file_name,
+                                                        const std::string_view (&builtin)[N],
                                                         OnError on_error,
                                                         std::vector<Skipped>* problems) {
+  constexpr size_t expected = N;
   for (const fs::path& dir : dirs) {
     fs::path p = dir / file_name;
     if (!IsFile(p)) continue;
@@ -327,7 +359,7 @@ absl::StatusOr<std::vector<std::string>> ReadClassNames(const std::vector<fs::pa
                                p.string(), reason, problems));
     return std::vector<std::string>{};
   }
-  return std::vector<std::string>{};
+  return std::vector<std::string>(std::begin(builtin), std::end(builtin));
 }
 
 absl::StatusOr<std::vector<LabelField>> ReadLabelFields(const std::vector<CifarFile>& files,
@@ -341,13 +373,13 @@ absl::StatusOr<std::vector<LabelField>> ReadLabelFields(const std::vector<CifarF
   }
   std::vector<LabelField> fields;
   if (variant == 10) {
-    SP_ASSIGN_OR_RETURN(auto names, ReadClassNames(dirs, kCifar10Names, 10, on_error, problems));
+    SP_ASSIGN_OR_RETURN(auto names, ReadClassNames(dirs, kCifar10Names, kCifar10Classes, on_error, problems));
     fields.push_back({"label", std::move(names)});
     return fields;
   }
-  SP_ASSIGN_OR_RETURN(auto fine, ReadClassNames(dirs, kCifar100FineNames, 100, on_error, problems));
+  SP_ASSIGN_OR_RETURN(auto fine, ReadClassNames(dirs, kCifar100FineNames, kCifar100Fine, on_error, problems));
   SP_ASSIGN_OR_RETURN(auto coarse,
-                      ReadClassNames(dirs, kCifar100CoarseNames, 20, on_error, problems));
+                      ReadClassNames(dirs, kCifar100CoarseNames, kCifar100Coarse, on_error, problems));
   fields.push_back({"fine", std::move(fine)});
   fields.push_back({"coarse", std::move(coarse)});
   return fields;

@@ -25,11 +25,11 @@ CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2470, 0.2435, 0.2616)
 
 
-def small_cnn(classes=10):
+def small_cnn(classes, channels=3):
     def block(cin, cout):
         return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout),
                              nn.ReLU(inplace=True), nn.MaxPool2d(2))
-    return nn.Sequential(block(3, 16), block(16, 32), block(32, 64),
+    return nn.Sequential(block(channels, 16), block(16, 32), block(32, 64),
                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes))
 
 
@@ -48,10 +48,14 @@ def main():
     reader = shardpack.Reader(args.dataset, batch_size=args.batch_size, seed=args.seed,
                               transform="cifar-train", threads=args.threads, dtype="float32",
                               layout="NCHW", mean=CIFAR_MEAN, std=CIFAR_STD, output="torch")
-    model = small_cnn()
+    # The classifier's size comes from the dataset: its class names (CIFAR's
+    # own when packed without a meta file) and the batch shape (N, C, H, W).
+    if not reader.classes:
+        raise SystemExit(f"{args.dataset}: no class names in its schema, so no class count")
+    model = small_cnn(len(reader.classes), channels=reader.output_shape[1])
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
     loss_fn = nn.CrossEntropyLoss()
-    print(f"{reader.records} records, {len(reader)} batches of {args.batch_size} per epoch, "
+    print(f"{reader.records} records of {len(reader.classes)} classes, {len(reader)} batches of {args.batch_size} per epoch, "
           f"{args.steps} steps, torch {torch.__version__} on CPU ({torch.get_num_threads()} "
           f"threads)", flush=True)
 

@@ -2,6 +2,7 @@
 // real CIFAR-10 fragment in ../shared when it is there.
 #include "datasets/cifar.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -114,7 +115,10 @@ TEST(CifarTest, Cifar10ConvertsChwToHwc) {
   EXPECT_EQ(schema.image, (ImageInfo{Encoding::kRaw, Layout::kHWC, 32, 32, 3}));
   ASSERT_THAT(schema.labels, SizeIs(1));
   EXPECT_EQ(schema.labels[0].name, "label");
-  EXPECT_THAT(schema.labels[0].classes, IsEmpty());  // no batches.meta.txt
+  // No batches.meta.txt: CIFAR-10's own names.
+  EXPECT_THAT(schema.labels[0].classes,
+              ElementsAre("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                          "ship", "truck"));
 
   std::unique_ptr<SourceWorker> worker = source->NewWorker();
   PreparedRecord r;
@@ -360,8 +364,19 @@ TEST(CifarTest, FolderWithAnotherNameIsDetectedByItsContents) {
   SP_ASSERT_OK_AND_ASSIGN(PreparedRecord r, PrepareOne(*source, 0));
   EXPECT_EQ(r.key, "test.bin/00000");
   EXPECT_EQ(r.labels, (Labels{2, 1}));
-  EXPECT_THAT(source->schema().labels[0].classes, IsEmpty());
-  EXPECT_THAT(source->schema().labels[1].classes, IsEmpty());
+  // No name files: CIFAR-100's own, fine then coarse, in label order.
+  const std::vector<std::string>& fine = source->schema().labels[0].classes;
+  const std::vector<std::string>& coarse = source->schema().labels[1].classes;
+  ASSERT_THAT(fine, SizeIs(100));
+  ASSERT_THAT(coarse, SizeIs(20));
+  EXPECT_EQ(fine[0], "apple");
+  EXPECT_EQ(fine[2], "baby");  // fine label 2, as the record above has
+  EXPECT_EQ(fine[58], "pickup_truck");
+  EXPECT_EQ(fine[99], "worm");
+  EXPECT_EQ(coarse[1], "fish");  // coarse label 1
+  EXPECT_EQ(coarse[19], "vehicles_2");
+  EXPECT_TRUE(std::is_sorted(fine.begin(), fine.end())) << "CIFAR-100 lists them sorted";
+  EXPECT_TRUE(std::is_sorted(coarse.begin(), coarse.end()));
 }
 
 TEST(CifarTest, FolderMissingABatchIsNotFound) {

@@ -59,6 +59,7 @@ class ExamplesTest(fixtures.DatasetTest):
         p = run(sys.executable, os.path.join(EXAMPLES, "train_cifar.py"), self.ds,
                 "--steps", "40", "--batch-size", "32", "--threads", "1", "--log-every", "10")
         self.assertEqual(p.returncode, 0)
+        self.assertIn("records of 10 classes", p.stdout)  # the class count from the reader
         losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", p.stdout)]
         self.assertEqual(len(losses), 4)
         self.assertLess(losses[-1], losses[0])

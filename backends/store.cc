@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/shard_layout.h"
+#include "shardpack/backends.h"
 #include "shardpack/file.h"
 #include "shardpack/shard.h"
 #include "shardpack/status.h"
@@ -165,6 +166,18 @@ absl::Status Hdf5Scanner::ScanStep(uint64_t begin, uint64_t end, ShardRecordVisi
 }
 
 }  // namespace
+
+}  // namespace shardpack::backends
+
+namespace shardpack {
+
+void UseBackend(DatasetWriterOptions* options, Backend backend) {
+  backends::UseBackend(options, backend, {});
+}
+
+}  // namespace shardpack
+
+namespace shardpack::backends {
 
 void UseBackend(DatasetWriterOptions* options, Backend backend,
                 const BackendOptions& backend_options) {

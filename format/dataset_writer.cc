@@ -145,7 +145,7 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(
   if (options.backend != Backend::kShard && !options.open_shard) {
     return absl::InvalidArgumentError(absl::StrCat(
         "backend ", internal::AsAbsl(BackendName(options.backend)),
-        ": no shard writer given (link shardpack::backends and call backends::UseBackend)"));
+        ": no shard writer given (link shardpack::backends and call UseBackend of shardpack/backends.h)"));
   }
   return std::unique_ptr<DatasetWriter>(new DatasetWriter(std::make_unique<Impl>(options)));
 }

@@ -1,9 +1,10 @@
 // Datasets: a directory holding manifest.json and its shards.
 //
 // DatasetWriter fills a directory shard by shard and writes the manifest
-// last. It writes `.shard` files itself; the LMDB and HDF5 backends (the
-// backends/ library) plug in through a ShardSinkFactory: call
-// backends::UseBackend(&options, backend) before DatasetWriter::Create.
+// last. It writes `.shard` files itself; the LMDB and HDF5 backends (library
+// shardpack::backends) plug in through a ShardSinkFactory: call
+// UseBackend(&options, backend) of shardpack/backends.h before
+// DatasetWriter::Create.
 #ifndef SHARDPACK_DATASET_H_
 #define SHARDPACK_DATASET_H_
 
@@ -64,7 +65,7 @@ struct DatasetWriterOptions {
   // "shard".
   std::string shard_prefix = kDefaultShardPrefix;
   // The backend of the shards. Default kShard. Any other needs
-  // `open_shard`, which backends::UseBackend fills in.
+  // `open_shard`, which UseBackend (shardpack/backends.h) fills in.
   Backend backend = Backend::kShard;
   ShardSinkFactory open_shard;
   // A shard is closed once it holds this many bytes of records (0: no

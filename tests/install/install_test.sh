@@ -13,7 +13,8 @@ trap 'rm -rf "$tmp"' EXIT
 prefix="$tmp/prefix"
 
 cmake --install "$build" --prefix "$prefix" > "$tmp/install.log"
-for f in bin/shardpack bin/sharddump bin/shardbench include/shardpack/reader.h; do
+for f in bin/shardpack bin/sharddump bin/shardbench include/shardpack/reader.h \
+         include/shardpack/backends.h; do
   [[ -e "$prefix/$f" ]] || { echo "install_test: $prefix/$f was not installed" >&2; exit 1; }
 done
 
@@ -22,6 +23,9 @@ cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" -G Ninja \
   -DCMAKE_PREFIX_PATH="$prefix" -DSHARDPACK_EXAMPLES="$src/examples" > "$tmp/configure.log" ||
   { cat "$tmp/configure.log" >&2; exit 1; }
 cmake --build "$tmp/consumer" >&2
+
+"$tmp/consumer/write_backend" "$tmp/lmdb-ds" ||
+  { echo "install_test: the installed backends did not write and read an LMDB dataset" >&2; exit 1; }
 
 echo "--- pkg-config" >&2
 pc=$(find "$prefix" -name shardpack.pc)

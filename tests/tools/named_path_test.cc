@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/open_path.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/reader.h"
@@ -180,6 +181,40 @@ TEST_F(NamedPathTest, FileCutInsideTheShardMagic) {
   in.read(head.data(), 5);
   WriteFile(Path("cut.shard"), head);
   ExpectBothRefuse(Path("cut.shard"), "cut.shard @5: truncated inside the magic");
+}
+
+// The one opener both use: what it resolved, and codes that mean something.
+TEST_F(NamedPathTest, OpenerSaysWhatThePathIs) {
+  for (Backend b : kBackends) {
+    SP_ASSERT_OK_AND_ASSIGN(backends::NamedPath ds, backends::OpenNamedPath(Dataset(b)));
+    EXPECT_EQ(ds.kind, backends::PathKind::kDataset);
+    EXPECT_EQ(ds.backend(), b);
+    EXPECT_EQ(ds.shard_paths, std::vector<std::string>{Shard(b)});
+    EXPECT_TRUE(ds.checksummed());
+    SP_ASSERT_OK_AND_ASSIGN(backends::NamedPath lone, backends::OpenNamedPath(Shard(b)));
+    EXPECT_EQ(lone.kind, backends::PathKind::kLoneShard);
+    EXPECT_EQ(lone.backend(), b);
+    EXPECT_EQ(lone.directory, Dataset(b));
+    EXPECT_EQ(lone.shard_paths, std::vector<std::string>{Shard(b)});
+    // A lone LMDB or HDF5 file is checked against its entry beside it.
+    EXPECT_EQ(lone.checksummed(), b != Backend::kShard);
+    EXPECT_EQ(lone.schema_known(), b != Backend::kShard);
+  }
+  fs::create_directories(Path("env"));
+  fs::copy_file(Shard(Backend::kLmdb), Path("env/data.mdb"));
+  fs::create_directories(Path("bare"));
+  ASSERT_EQ(mkfifo(Path("fifo").c_str(), 0600), 0);
+  WriteFile(Path("empty"), "");
+  WriteFile(Path("text.h5"), "not an HDF5 file, whatever its name says");
+  using Code = absl::StatusCode;
+  for (const auto& [name, code] : std::vector<std::pair<std::string, Code>>{
+           {"missing", Code::kNotFound},        {"bare", Code::kNotFound},
+           {"env", Code::kUnimplemented},       {"fifo", Code::kFailedPrecondition},
+           {"empty", Code::kInvalidArgument},   {"text.h5", Code::kInvalidArgument}}) {
+    EXPECT_THAT(backends::OpenNamedPath(Path(name)),
+                testing::StatusIs(code, HasSubstr(Path(name))))
+        << name;
+  }
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 #include "format/errors.h"
 #include "shardpack/dataset.h"
 #include "shardpack/status.h"
-#include "tools/dump/backend_shards.h"
-#include "tools/dump/shard_backend.h"
+#include "tools/dump/lmdb_hdf5_records.h"
+#include "tools/dump/shard_file_records.h"
 
 namespace shardpack::dump {
 namespace {

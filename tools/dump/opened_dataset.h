@@ -5,7 +5,7 @@
 // The commands never look at a backend's files themselves: they go through
 // OpenedDataset::OpenShard (records, in order, with where each lives) and
 // OpenedDataset::CheckShard (every byte of one shard). The `.shard` backend
-// is in shard_backend.h, LMDB and HDF5 in backend_shards.h.
+// is in shard_file_records.h, LMDB and HDF5 in lmdb_hdf5_records.h.
 #ifndef SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_
 #define SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_
 

@@ -1,13 +1,10 @@
 #include "backends/store.h"
 
 #include <algorithm>
-#include <array>
-#include <cstring>
 #include <new>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "format/shard_layout.h"
 #include "shardpack/backends.h"
 #include "shardpack/file.h"
 #include "shardpack/shard.h"
@@ -15,15 +12,6 @@
 
 namespace shardpack::backends {
 namespace {
-
-// The first bytes of a `.shard` file (docs/format.md) and of an HDF5 file
-// at offset 0 (the HDF5 specification's format signature).
-using ::shardpack::internal::kShardMagic;  // format/shard_layout.h, the one definition
-constexpr std::array<uint8_t, 8> kHdf5Magic = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-// An LMDB file starts with a meta page: a 16-byte page header, then the
-// meta's magic 0xBEEFC0DE, stored in the machine's byte order (mdb.c).
-constexpr uint64_t kLmdbMagicOffset = 16;
-constexpr uint32_t kLmdbMagic = 0xBEEFC0DE;
 
 class ShardFileScanner : public ShardScanner {
  public:
@@ -199,20 +187,6 @@ void UseBackend(DatasetWriterOptions* options, Backend backend,
       options->open_shard = nullptr;
       break;
   }
-}
-
-
-absl::StatusOr<std::optional<Backend>> SniffShardFile(const std::string& path) {
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(path));
-  std::array<uint8_t, 20> head{};
-  if (file->size() < head.size()) return std::nullopt;
-  SP_RETURN_IF_ERROR(file->ReadExact(0, head));
-  if (std::memcmp(head.data(), kShardMagic.data(), kShardMagic.size()) == 0) return Backend::kShard;
-  if (std::memcmp(head.data(), kHdf5Magic.data(), kHdf5Magic.size()) == 0) return Backend::kHdf5;
-  uint32_t magic;
-  std::memcpy(&magic, head.data() + kLmdbMagicOffset, sizeof(magic));
-  if (magic == kLmdbMagic) return Backend::kLmdb;
-  return std::nullopt;
 }
 
 absl::StatusOr<std::unique_ptr<ShardScanner>> ShardScanner::Open(const std::string& path,

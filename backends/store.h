@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,11 +32,6 @@ struct BackendOptions {
 // Sets options->backend and, for LMDB and HDF5, options->open_shard.
 void UseBackend(DatasetWriterOptions* options, Backend backend,
                 const BackendOptions& backend_options = {});
-
-// What a file's first bytes say it is: the `.shard` magic, the HDF5
-// signature, or an LMDB meta page. Nullopt for anything else (and for a
-// file too short to tell). Errors only when the file cannot be read.
-absl::StatusOr<std::optional<Backend>> SniffShardFile(const std::string& path);
 
 // Visits one record: its index in the shard and the record, whose views are
 // valid during the call only.

@@ -5,14 +5,13 @@
 // The commands never look at a backend's files themselves: they go through
 // OpenedDataset::OpenShard (records, in order, with where each lives) and
 // OpenedDataset::CheckShard (every byte of one shard). The `.shard` backend
-// is in shard_backend.h, LMDB and HDF5 in backend_shards.h.
+// is in shard_file_records.h, LMDB and HDF5 in lmdb_hdf5_records.h.
 #ifndef SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_
 #define SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_
 
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "backends/open_path.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
 #include "shardpack/shard.h"
@@ -105,29 +105,28 @@ class OpenedDataset {
     kCheckLater,
   };
 
-  // Opens PATH, detected: a directory holding manifest.json (of any
-  // backend), a manifest.json file, or one shard file of any backend (a
-  // "lone shard": the manifest is made up from its index or metadata and
-  // has_manifest() is false), including a plain HDF5 file with `images` and
-  // `labels`. Errors are one line naming PATH.
+  // Opens PATH: whatever backends::OpenNamedPath resolves it to (a dataset
+  // directory or its manifest.json, of any backend, or one shard file of any
+  // backend, a "lone shard": the manifest is made up from its index or
+  // metadata and has_manifest() is false). Errors are one line naming PATH.
   static absl::StatusOr<OpenedDataset> Open(const std::string& path, ShardPolicy policy);
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return named_.path; }
   // The dataset directory (for a lone shard, the directory holding it).
-  const std::string& directory() const { return directory_; }
-  bool has_manifest() const { return has_manifest_; }
+  const std::string& directory() const { return named_.directory; }
+  bool has_manifest() const { return named_.has_manifest(); }
   // Whether the schema is known: from the manifest, or from a lone LMDB or
   // HDF5 shard's own metadata (a lone `.shard` file has none).
-  bool has_schema() const { return has_manifest_ || manifest_.backend != Backend::kShard; }
-  const Manifest& manifest() const { return manifest_; }
+  bool has_schema() const { return named_.schema_known(); }
+  const Manifest& manifest() const { return named_.manifest; }
   // The version to show: the manifest's, or for a lone shard the shard
   // format's, as "MAJOR.MINOR".
   std::string version() const;
 
-  size_t num_shards() const { return manifest_.shards.size(); }
+  size_t num_shards() const { return manifest().shards.size(); }
   uint64_t records() const { return first_record_.back(); }
   // Path of shard k (the directory joined with the manifest's path).
-  std::string ShardPath(size_t k) const;
+  const std::string& ShardPath(size_t k) const { return named_.shard_paths[k]; }
   // Dataset index of shard k's first record (from the manifest's counts).
   uint64_t first_record(size_t k) const { return first_record_[k]; }
   // The shard holding dataset record `index` and the record's index in it.
@@ -152,29 +151,11 @@ class OpenedDataset {
 
  private:
   OpenedDataset() = default;
-  // A lone shard's dataset before its manifest is filled in.
-  static OpenedDataset Lone(const std::string& path);
-  static absl::StatusOr<OpenedDataset> OpenLoneShard(const std::string& path, ShardPolicy policy);
-  static absl::StatusOr<OpenedDataset> OpenLoneBackendShard(const std::string& path,
-                                                            Backend backend);
-  // `path` as given (a directory or its manifest.json), `directory` the
-  // dataset directory.
-  static absl::StatusOr<OpenedDataset> OpenDirectory(const std::string& path,
-                                                     const std::string& directory,
-                                                     ShardPolicy policy);
+  absl::Status LoadLoneShardIndex(ShardPolicy policy);
   void CountRecords();
-  // Shard k's size and CRC-32C as a manifest.json gives them (the
-  // dataset's, or the one beside a lone LMDB or HDF5 file that lists it):
-  // what the gate checks before liblmdb or libhdf5 sees the file. Nullopt
-  // when nobody checksummed it (the gate then vets it).
-  std::optional<ShardEntry> ExpectedEntry(size_t k) const;
 
-  std::string path_;
-  std::string directory_;
-  bool has_manifest_ = false;
-  Manifest manifest_;
+  backends::NamedPath named_;
   std::string lone_version_;            // the lone shard's format version
-  std::optional<ShardEntry> lone_entry_;  // a lone LMDB/HDF5 file's entry beside it
   std::vector<uint64_t> first_record_;  // num_shards() + 1 entries
 };
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "backends/open_path.h"
 #include "backends/shard_gate.h"
 #include "backends/store.h"
 #include "nlohmann/json.hpp"
@@ -24,30 +25,15 @@ using Json = nlohmann::ordered_json;
 }  // namespace
 
 absl::StatusOr<InputDataset> OpenInputDataset(const std::string& path) {
-  InputDataset in;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    SP_ASSIGN_OR_RETURN(in.manifest, ReadManifest(path));
-    in.checksummed = true;
-    for (const ShardEntry& s : in.manifest.shards) {
-      in.shard_paths.push_back((fs::path(path) / s.path).string());
-    }
-    return in;
-  }
-  if (!fs::exists(path, ec)) {
-    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
-  }
-  SP_ASSIGN_OR_RETURN(std::optional<Backend> backend, backends::SniffShardFile(path));
-  if (backend == Backend::kHdf5 || backend == Backend::kLmdb) {
-    SP_ASSIGN_OR_RETURN(backends::LoneShard lone, backends::OpenLoneShard(path, *backend));
-    in.manifest = std::move(lone.manifest);
-    in.checksummed = lone.entry.has_value();
-  } else {
+  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
+  if (!named.schema_known()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": not a dataset directory, nor an LMDB or HDF5 shard file (a lone .shard file "
-              "has no schema: convert its dataset directory)"));
+        path, ": a lone .shard file has no schema: convert its dataset directory"));
   }
-  in.shard_paths.push_back(path);
+  InputDataset in;
+  in.manifest = std::move(named.manifest);
+  in.shard_paths = std::move(named.shard_paths);
+  in.checksummed = named.checksummed();
   return in;
 }
 

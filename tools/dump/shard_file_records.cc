@@ -1,4 +1,4 @@
-#include "tools/dump/shard_backend.h"
+#include "tools/dump/shard_file_records.h"
 
 #include <algorithm>
 

@@ -1,7 +1,10 @@
-// The LMDB and HDF5 backends of OpenedDataset: record access and checks of
-// one shard file, through backends::ShardScanner.
-#ifndef SHARDPACK_TOOLS_DUMP_BACKEND_SHARDS_H_
-#define SHARDPACK_TOOLS_DUMP_BACKEND_SHARDS_H_
+// The LMDB and HDF5 backends of OpenedDataset: records of one LMDB or HDF5
+// shard file through the gate (backends/shard_gate.h) and
+// backends::ShardScanner, with no file offsets of their own, and a check of
+// the whole file's size and CRC-32C against its manifest entry plus a decode
+// of every record. `.shard` files are in shard_file_records.h.
+#ifndef SHARDPACK_TOOLS_DUMP_LMDB_HDF5_RECORDS_H_
+#define SHARDPACK_TOOLS_DUMP_LMDB_HDF5_RECORDS_H_
 
 #include <memory>
 #include <optional>
@@ -34,4 +37,4 @@ ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
 
 }  // namespace shardpack::dump
 
-#endif  // SHARDPACK_TOOLS_DUMP_BACKEND_SHARDS_H_
+#endif  // SHARDPACK_TOOLS_DUMP_LMDB_HDF5_RECORDS_H_

@@ -1,4 +1,4 @@
-#include "tools/dump/backend_shards.h"
+#include "tools/dump/lmdb_hdf5_records.h"
 
 #include <vector>
 

@@ -1,7 +1,10 @@
-// The `.shard` backend of OpenedDataset: record access and byte checks of
-// one shard file.
-#ifndef SHARDPACK_TOOLS_DUMP_SHARD_BACKEND_H_
-#define SHARDPACK_TOOLS_DUMP_SHARD_BACKEND_H_
+// The `.shard` backend of OpenedDataset: records of one `.shard` file read
+// block by block from its mapping, each with its file offset and the
+// blocks' storage stats, and a check of every byte against the format's own
+// CRC-32Cs (VerifyShard). LMDB and HDF5 shards, which carry no offsets or
+// checksums of their own, are in lmdb_hdf5_records.h.
+#ifndef SHARDPACK_TOOLS_DUMP_SHARD_FILE_RECORDS_H_
+#define SHARDPACK_TOOLS_DUMP_SHARD_FILE_RECORDS_H_
 
 #include <memory>
 #include <string>
@@ -26,4 +29,4 @@ ShardCheck CheckShardFile(const std::string& path, const Schema* schema);
 
 }  // namespace shardpack::dump
 
-#endif  // SHARDPACK_TOOLS_DUMP_SHARD_BACKEND_H_
+#endif  // SHARDPACK_TOOLS_DUMP_SHARD_FILE_RECORDS_H_

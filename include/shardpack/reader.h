@@ -142,7 +142,9 @@ inline constexpr int kMaxWorldSize = 1 << 20;
 inline constexpr size_t kMaxStateSegments = 64;
 
 struct ReaderOptions {
-  std::string path;            // dataset directory or a single .shard file
+  // A dataset folder, its manifest.json, or a lone shard of any backend
+  // (docs/cli.md, "PATH": what a path may name, for the tools too).
+  std::string path;
   int batch_size = 256;        // 1..kMaxBatchSize
   bool shuffle = true;         // per-epoch permutation of blocks and of records
   // Bytes of blocks the shuffle may hold at once (docs/reader.md, Shuffle):

@@ -15,6 +15,7 @@
 #include "format/posix_open.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
+#include "format/errors.h"
 
 namespace shardpack::backends {
 namespace {
@@ -265,7 +266,7 @@ Hdf5ShardReader::~Hdf5ShardReader() = default;
 
 absl::Status Hdf5ShardReader::CheckSize() const {
   struct stat st;
-  if (stat(path_.c_str(), &st) != 0) return ErrnoError("stat", path_, errno);
+  if (stat(path_.c_str(), &st) != 0) return shardpack::internal::ErrnoError("stat", path_, errno);
   if (static_cast<uint64_t>(st.st_size) == file_bytes_) return absl::OkStatus();
   return absl::DataLossError(absl::StrCat(path_, ": ", st.st_size, " bytes now, ", file_bytes_,
                                           " when it was opened: the file changed while it was "

@@ -46,11 +46,11 @@ void RemoveIfExists(const std::string& path) {
 absl::StatusOr<ShardEntry> PublishShardFile(const std::string& partial, const std::string& path,
                                             uint64_t records) {
   int fd = open(partial.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open", partial, errno);
+  if (fd < 0) return shardpack::internal::ErrnoError("open", partial, errno);
   ShardEntry entry;
   entry.records = records;
   const off_t size = lseek(fd, 0, SEEK_END);
-  absl::Status status = size < 0 ? ErrnoError("seek", partial, errno)
+  absl::Status status = size < 0 ? shardpack::internal::ErrnoError("seek", partial, errno)
                                  : ::shardpack::internal::SyncFile(fd, partial);
   if (status.ok()) {
     entry.bytes = static_cast<uint64_t>(size);

@@ -33,6 +33,7 @@
 #include "format/posix_io.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
+#include "format/errors.h"
 
 namespace shardpack::backends {
 namespace {
@@ -136,11 +137,11 @@ absl::Status Damaged(const std::string& path, const std::string& what) {
 
 absl::Status VetShardFile(const std::string& path, Backend backend, const VetOptions& options) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
+  if (stat(path.c_str(), &st) != 0) return shardpack::internal::ErrnoError("open", path, errno);
   const double seconds =
       options.base_seconds + static_cast<double>(st.st_size) / options.bytes_per_second;
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe (to check)", path, errno);
+  if (pipe2(fds, O_CLOEXEC) != 0) return shardpack::internal::ErrnoError("pipe (to check)", path, errno);
   const Clock::time_point deadline =
       Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   pid_t pid = fork();
@@ -148,7 +149,7 @@ absl::Status VetShardFile(const std::string& path, Backend backend, const VetOpt
     int err = errno;
     close(fds[0]);
     close(fds[1]);
-    return ErrnoError("fork (to check)", path, err);
+    return shardpack::internal::ErrnoError("fork (to check)", path, err);
   }
   if (pid == 0) {
     close(fds[0]);

@@ -25,6 +25,7 @@
 #include "codec/resize.h"
 #include "codec/transcode.h"
 #include "shardpack/file.h"
+#include "format/errors.h"
 
 namespace shardpack::datasets {
 namespace {
@@ -387,7 +388,7 @@ void FinishRow(const Scene& s, int y, const RowBuffers& row, uint8_t* out) {
 
 absl::Status WriteWholeFile(const std::string& path, const uint8_t* data, size_t size) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("create", path, errno);
+  if (fd < 0) return internal::ErrnoError("create", path, errno);
   size_t done = 0;
   while (done < size) {
     const ssize_t n = ::write(fd, data + done, size - done);
@@ -395,18 +396,18 @@ absl::Status WriteWholeFile(const std::string& path, const uint8_t* data, size_t
     if (n < 0) {
       const int err = errno;
       ::close(fd);
-      return ErrnoError("write", path, err);
+      return internal::ErrnoError("write", path, err);
     }
     done += static_cast<size_t>(n);
   }
-  if (::close(fd) != 0) return ErrnoError("close", path, errno);
+  if (::close(fd) != 0) return internal::ErrnoError("close", path, errno);
   return absl::OkStatus();
 }
 
 absl::Status MakeDirs(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return ErrnoError("create directory", dir, ec.value());
+  if (ec) return internal::ErrnoError("create directory", dir, ec.value());
   return absl::OkStatus();
 }
 

@@ -107,7 +107,7 @@ absl::Status WalkDir(const fs::path& dir, const std::string& rel, std::vector<Di
   fs::directory_iterator it(dir, ec);
   if (ec) {
     return problems->Add(dir.string(), absl::StrCat("cannot list directory: ", ec.message()),
-                         ErrnoError("list", dir.string(), ec.value()).code());
+                         internal::ErrnoError("list", dir.string(), ec.value()).code());
   }
   Listing listing{rel, {}};
   std::vector<std::string> subdirs;
@@ -122,7 +122,7 @@ absl::Status WalkDir(const fs::path& dir, const std::string& rel, std::vector<Di
   }
   if (ec) {
     return problems->Add(dir.string(), absl::StrCat("cannot list directory: ", ec.message()),
-                         ErrnoError("list", dir.string(), ec.value()).code());
+                         internal::ErrnoError("list", dir.string(), ec.value()).code());
   }
   listings->push_back(std::move(listing));
   ancestors->push_back(id);
@@ -172,7 +172,7 @@ absl::Status FindClasses(const fs::path& root, std::vector<std::string>* classes
     std::error_code type_ec;
     if (it->is_directory(type_ec)) classes->push_back(it->path().filename().string());
   }
-  if (ec) return ErrnoError("list", root.string(), ec.value());
+  if (ec) return internal::ErrnoError("list", root.string(), ec.value());
   std::sort(classes->begin(), classes->end());
   if (classes->empty()) {
     return absl::NotFoundError(
@@ -499,7 +499,7 @@ absl::StatusOr<std::unique_ptr<Source>> OpenImages(const ImageOptions& options) 
   if (!s.ok()) return s;
   const std::string root = NormalizeRoot(options);
   struct stat st;
-  if (::stat(root.c_str(), &st) != 0) return ErrnoError("image folder", root, errno);
+  if (::stat(root.c_str(), &st) != 0) return internal::ErrnoError("image folder", root, errno);
   if (!S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(root, ": image folder is not a directory"));
   }

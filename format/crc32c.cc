@@ -5,6 +5,8 @@
 // multiplying by x^(8*chunk) with precomputed tables.
 #include "shardpack/crc32c.h"
 
+#include "format/crc32c_portable.h"
+
 #include <array>
 #include <cstring>
 

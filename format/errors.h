@@ -23,6 +23,10 @@ absl::Status DataLossAt(std::string_view name, uint64_t offset,
 // DataLossError "<path>: holds <held> records, the manifest says <says>".
 absl::Status CheckManifestRecords(std::string_view path, uint64_t held, uint64_t says);
 
+// "<what> <path>: <strerror(err)>", with a code that matches errno
+// (NotFound for ENOENT, PermissionDenied for EACCES, ...).
+absl::Status ErrnoError(std::string_view what, std::string_view path, int err);
+
 // The offset attached by DataLossAt, if any.
 std::optional<uint64_t> ErrorOffset(const absl::Status& status);
 

@@ -216,8 +216,7 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
   return m;
 }
 
-}  // namespace
-
+// Whether `s` is valid UTF-8 (JSON text holds nothing else).
 bool IsUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
@@ -230,6 +229,8 @@ bool IsUtf8(std::string_view s) {
   }
   return true;
 }
+
+}  // namespace
 
 absl::Status CheckSchemaNames(const Schema& schema) {
   for (const LabelField& field : schema.labels) {

@@ -87,7 +87,7 @@ class MappedFile : public RandomAccessFile {
 
 }  // namespace
 
-absl::Status ErrnoError(std::string_view what, std::string_view path, int err) {
+absl::Status internal::ErrnoError(std::string_view what, std::string_view path, int err) {
   std::string message =
       absl::StrCat(internal::AsAbsl(what), " ", internal::AsAbsl(path), ": ", strerror(err));
   switch (err) {
@@ -131,7 +131,7 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::stri
     if (base == MAP_FAILED) {
       int err = errno;
       close(fd);
-      return ErrnoError("mmap", path, err);
+      return internal::ErrnoError("mmap", path, err);
     }
     madvise(base, size, MADV_SEQUENTIAL);
   }
@@ -142,7 +142,7 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::stri
 absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(std::string path) {
   std::string partial = path + ".partial";
   int fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("create", partial, errno);
+  if (fd < 0) return internal::ErrnoError("create", partial, errno);
   return std::unique_ptr<AtomicFile>(new AtomicFile(std::move(path), std::move(partial), fd));
 }
 
@@ -167,7 +167,7 @@ absl::Status AtomicFile::Commit() {
   SP_RETURN_IF_ERROR(Sync());
   if (close(fd_) != 0) {
     fd_ = -1;
-    return ErrnoError("close", partial_, errno);
+    return internal::ErrnoError("close", partial_, errno);
   }
   fd_ = -1;
   // Renamed, or removed when the rename failed: either way nothing is left
@@ -221,12 +221,12 @@ absl::Status NotRegular(const std::string& path, uint32_t st_mode) {
 absl::StatusOr<int> OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_flags);
-  if (fd < 0) return ErrnoError("open", path, errno);
+  if (fd < 0) return internal::ErrnoError("open", path, errno);
   struct stat st;
   if (fstat(fd, &st) != 0) {
     const int err = errno;
     close(fd);
-    return ErrnoError("stat", path, err);
+    return internal::ErrnoError("stat", path, err);
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
@@ -236,7 +236,7 @@ absl::StatusOr<int> OpenRegularFile(const std::string& path, int extra_flags, ui
   if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
     const int err = errno;
     close(fd);
-    return ErrnoError("fcntl", path, err);
+    return internal::ErrnoError("fcntl", path, err);
   }
   *size = static_cast<uint64_t>(st.st_size);
   return fd;
@@ -244,18 +244,18 @@ absl::StatusOr<int> OpenRegularFile(const std::string& path, int extra_flags, ui
 
 absl::StatusOr<std::string> ReadStream(const std::string& path, uint64_t max_bytes) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
+  if (stat(path.c_str(), &st) != 0) return internal::ErrnoError("open", path, errno);
   if (S_ISREG(st.st_mode)) return ReadSmallFile(path);
   if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) return NotRegular(path, st.st_mode);
   // A pipe: read to its end. With no writer attached, the end is at once.
   const UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoError("open", path, errno);
+  if (fd.get() < 0) return internal::ErrnoError("open", path, errno);
   std::string contents;
   char chunk[1 << 16];
   for (;;) {
     const ssize_t n = read(fd.get(), chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("read", path, errno);
+    if (n < 0) return internal::ErrnoError("read", path, errno);
     if (n == 0) break;
     if (contents.size() + static_cast<size_t>(n) > max_bytes) {
       return absl::InvalidArgumentError(
@@ -268,7 +268,7 @@ absl::StatusOr<std::string> ReadStream(const std::string& path, uint64_t max_byt
 
 absl::Status CheckRegularFile(const std::string& path, uint64_t* size) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return ErrnoError("open", path, errno);
+  if (stat(path.c_str(), &st) != 0) return internal::ErrnoError("open", path, errno);
   if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
   if (size != nullptr) *size = static_cast<uint64_t>(st.st_size);
   return absl::OkStatus();

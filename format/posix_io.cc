@@ -15,7 +15,7 @@
 namespace shardpack::internal {
 
 absl::Status ReadErrorAt(std::string_view name, uint64_t offset, int err) {
-  absl::Status coded = ErrnoError("read", name, err);
+  absl::Status coded = internal::ErrnoError("read", name, err);
   return absl::Status(coded.code(),
                       absl::StrCat(AsAbsl(name), " @", offset, ": read failed: ", strerror(err)));
 }
@@ -62,7 +62,7 @@ absl::Status WriteFull(int fd, std::string_view name, std::span<const uint8_t> d
   while (done < data.size()) {
     const ssize_t n = write(fd, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("write", name, errno);
+    if (n < 0) return internal::ErrnoError("write", name, errno);
     done += static_cast<size_t>(n);
   }
   return absl::OkStatus();
@@ -75,25 +75,25 @@ absl::Status PwriteFull(int fd, std::string_view name, uint64_t offset,
     const ssize_t n =
         pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("write", name, errno);
+    if (n < 0) return internal::ErrnoError("write", name, errno);
     done += static_cast<size_t>(n);
   }
   return absl::OkStatus();
 }
 
 absl::Status SyncFile(int fd, std::string_view name) {
-  if (fsync(fd) != 0) return ErrnoError("fsync", name, errno);
+  if (fsync(fd) != 0) return internal::ErrnoError("fsync", name, errno);
   return absl::OkStatus();
 }
 
 absl::Status SyncFileData(int fd, std::string_view name) {
-  if (fdatasync(fd) != 0) return ErrnoError("fsync", name, errno);
+  if (fdatasync(fd) != 0) return internal::ErrnoError("fsync", name, errno);
   return absl::OkStatus();
 }
 
 absl::Status SyncDirectory(const std::string& dir) {
   const UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoError("open directory", dir, errno);
+  if (fd.get() < 0) return internal::ErrnoError("open directory", dir, errno);
   return SyncFile(fd.get(), dir);
 }
 
@@ -106,7 +106,7 @@ absl::Status PublishFile(const std::string& partial, const std::string& path) {
   if (rename(partial.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(partial.c_str());
-    return ErrnoError("rename", partial, err);
+    return internal::ErrnoError("rename", partial, err);
   }
   return SyncParentDirectory(path);
 }

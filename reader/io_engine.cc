@@ -189,7 +189,7 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenMmap(const std::vector<std::string>
 absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths) {
   if (paths.empty()) return IoEngine::kPread;
   struct statfs st;
-  if (statfs(paths[0].c_str(), &st) != 0) return ErrnoError("statfs", paths[0], errno);
+  if (statfs(paths[0].c_str(), &st) != 0) return internal::ErrnoError("statfs", paths[0], errno);
   auto type = static_cast<uint32_t>(st.f_type);
   if (type == uint32_t{TMPFS_MAGIC} || type == uint32_t{RAMFS_MAGIC}) return IoEngine::kMmap;
   return IoEngine::kPread;
@@ -262,7 +262,7 @@ absl::StatusOr<std::vector<UniqueFd>> OpenDirectFds(const PosixFiles& files) {
     // The file is known to be regular (OpenPosixFiles checked it).
     UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
     if (fd.get() < 0 && errno == EINVAL) return DirectUnsupported(path);
-    if (fd.get() < 0) return ErrnoError("open (O_DIRECT)", path, errno);
+    if (fd.get() < 0) return internal::ErrnoError("open (O_DIRECT)", path, errno);
     if (fds.empty()) SP_RETURN_IF_ERROR(ProbeDirect(fd.get(), path));
     fds.push_back(std::move(fd));
   }

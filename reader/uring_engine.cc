@@ -12,6 +12,7 @@
 #include "reader/io_engine_base.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
+#include "format/errors.h"
 
 #ifdef SHARDPACK_HAVE_URING
 #include <liburing.h>
@@ -132,7 +133,7 @@ absl::Status UringIo::Queue(const Slot& s) {
   if (rc < 0) {
     // The SQE stays queued and may go out with a later submit; Apply() then
     // ignores its completion (the slot is already complete or reused).
-    absl::Status coded = ErrnoError("io_uring_submit", name, -rc);
+    absl::Status coded = internal::ErrnoError("io_uring_submit", name, -rc);
     return absl::Status(coded.code(), absl::StrCat(name, " @", r.offset + s.done,
                                                    ": io_uring_submit failed: ", strerror(-rc)));
   }

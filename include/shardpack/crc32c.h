@@ -32,11 +32,6 @@ uint32_t Crc32cExtendZeros(uint32_t crc, uint64_t n);
 // True when the hardware path is in use (for benchmarks and logs).
 bool Crc32cIsHardwareAccelerated();
 
-namespace internal {
-// The portable table implementation, exposed so tests can compare the two.
-uint32_t Crc32cExtendPortable(uint32_t crc, const uint8_t* data, size_t n);
-}  // namespace internal
-
 }  // namespace shardpack
 
 #endif  // SHARDPACK_CRC32C_H_

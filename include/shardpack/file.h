@@ -121,10 +121,6 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
 absl::Status WriteFileAtomically(const std::string& path,
                                  std::string_view contents);
 
-// Appends ": <strerror(err)>" context: "<what> <path>: <reason>", with a code
-// that matches errno (NotFound for ENOENT, PermissionDenied for EACCES, ...).
-absl::Status ErrnoError(std::string_view what, std::string_view path, int err);
-
 }  // namespace shardpack
 
 #endif  // SHARDPACK_FILE_H_

@@ -68,9 +68,6 @@ struct Manifest {
   friend bool operator==(const Manifest&, const Manifest&) = default;
 };
 
-// Whether `s` is valid UTF-8.
-bool IsUtf8(std::string_view s);
-
 // InvalidArgumentError naming the class when a label field or class name is
 // not UTF-8 (JSON text can only hold UTF-8).
 absl::Status CheckSchemaNames(const Schema& schema);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "format/crc32c_portable.h"
 #include "gtest/gtest.h"
 #include "tests/testing/shard_fixtures.h"
 

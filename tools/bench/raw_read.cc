@@ -17,6 +17,7 @@
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
+#include "format/errors.h"
 
 namespace shardpack::shardbench {
 namespace {
@@ -39,7 +40,7 @@ absl::StatusOr<uint64_t> ReadFile(const std::string& path, bool direct, uint8_t*
       return absl::UnavailableError(
           absl::StrCat(path, ": O_DIRECT is not supported on this filesystem"));
     }
-    return ErrnoError(direct ? "open (O_DIRECT)" : "open", path, errno);
+    return internal::ErrnoError(direct ? "open (O_DIRECT)" : "open", path, errno);
   }
   // What dd does not do, but the reader's pread engine does too; advice only.
   if (!direct) posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -72,11 +73,11 @@ absl::Status DropCaches(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     SP_RETURN_IF_ERROR(CheckRegularFile(path));
     Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) return ErrnoError("open", path, errno);
+    if (fd.get() < 0) return internal::ErrnoError("open", path, errno);
     // Dirty pages are not dropped; a freshly packed file may still have some.
     fdatasync(fd.get());
     int rc = posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
-    if (rc != 0) return ErrnoError("posix_fadvise(DONTNEED)", path, rc);
+    if (rc != 0) return internal::ErrnoError("posix_fadvise(DONTNEED)", path, rc);
   }
   return absl::OkStatus();
 }

@@ -18,6 +18,7 @@
 #include "tools/bench/raw_read.h"
 #include "tools/bench/reader_run.h"
 #include "tools/bench/report.h"
+#include "format/errors.h"
 
 namespace shardpack::shardbench {
 namespace {
@@ -45,7 +46,7 @@ absl::StatusOr<uint64_t> TotalBytes(const std::vector<std::string>& paths) {
   uint64_t total = 0;
   for (const std::string& path : paths) {
     struct stat st;
-    if (stat(path.c_str(), &st) != 0) return ErrnoError("stat", path, errno);
+    if (stat(path.c_str(), &st) != 0) return internal::ErrnoError("stat", path, errno);
     total += static_cast<uint64_t>(st.st_size);
   }
   return total;
@@ -78,7 +79,7 @@ absl::Status RunShardbench(const BenchOptions& options) {
   std::unique_ptr<std::FILE, FileCloser> order_out;
   if (!options.order_out.empty()) {
     order_out.reset(std::fopen(options.order_out.c_str(), "w"));
-    if (order_out == nullptr) return ErrnoError("open", options.order_out, errno);
+    if (order_out == nullptr) return internal::ErrnoError("open", options.order_out, errno);
   }
 
   if (options.drop_caches) SP_RETURN_IF_ERROR(DropCaches(files));

@@ -23,6 +23,7 @@
 #include "tools/dump/opened_dataset.h"
 #include "tools/dump/selection.h"
 #include "tools/dump/text.h"
+#include "format/errors.h"
 
 namespace shardpack::dump {
 namespace {
@@ -108,15 +109,15 @@ class Extractor {
                            std::span<const uint8_t> body) {
     const std::string shown = absl::StrCat(output_, "/", name);
     if (unlinkat(dir_fd_, name.c_str(), 0) != 0 && errno != ENOENT) {
-      return ErrnoError("replace", shown, errno);
+      return internal::ErrnoError("replace", shown, errno);
     }
     int fd =
         openat(dir_fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return ErrnoError("create", shown, errno);
+    if (fd < 0) return internal::ErrnoError("create", shown, errno);
     absl::Status s = ::shardpack::internal::WriteFull(
         fd, shown, {reinterpret_cast<const uint8_t*>(header.data()), header.size()});
     if (s.ok()) s = ::shardpack::internal::WriteFull(fd, shown, body);
-    if (close(fd) != 0 && s.ok()) s = ErrnoError("close", shown, errno);
+    if (close(fd) != 0 && s.ok()) s = internal::ErrnoError("close", shown, errno);
     return s;
   }
 
@@ -139,7 +140,7 @@ absl::StatusOr<int> OpenOutputDirectory(const std::string& output) {
         absl::StrCat("create directory ", output, ": ", ec.message()));
   }
   int fd = open(output.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open directory", output, errno);
+  if (fd < 0) return internal::ErrnoError("open directory", output, errno);
   return fd;
 }
 

@@ -12,6 +12,7 @@
 #include "tools/pack/pack.h"
 #include "tools/pack/part_check.h"
 #include "tools/pack/path_overlap.h"
+#include "format/errors.h"
 
 namespace shardpack::pack {
 namespace {
@@ -24,7 +25,7 @@ absl::Status LinkOrCopy(const fs::path& from, const fs::path& to) {
   fs::create_hard_link(from, to, ec);
   if (!ec) return absl::OkStatus();
   fs::copy_file(from, to, ec);
-  if (ec) return ErrnoError("copy", from.string(), ec.value());
+  if (ec) return internal::ErrnoError("copy", from.string(), ec.value());
   return absl::OkStatus();
 }
 

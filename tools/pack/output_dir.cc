@@ -24,6 +24,7 @@
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/status.h"
+#include "format/errors.h"
 
 namespace shardpack::pack {
 namespace {
@@ -51,12 +52,12 @@ enum class LockResult { kLocked, kBusy, kUnsupported };
 // tries to lock it; the lock lives as long as `fd`.
 absl::StatusOr<LockResult> TryLockDir(const std::string& dir, Fd* fd) {
   const int opened = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (opened < 0) return ErrnoError("open", dir, errno);
+  if (opened < 0) return internal::ErrnoError("open", dir, errno);
   *fd = Fd(opened);
   if (::flock(fd->get(), LOCK_EX | LOCK_NB) == 0) return LockResult::kLocked;
   if (errno == EWOULDBLOCK) return LockResult::kBusy;
   if (LocksUnsupported(errno)) return LockResult::kUnsupported;
-  return ErrnoError("lock", dir, errno);
+  return internal::ErrnoError("lock", dir, errno);
 }
 
 struct Entry {
@@ -66,7 +67,7 @@ struct Entry {
 
 absl::StatusOr<std::vector<Entry>> ListDir(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return ErrnoError("list", dir, errno);
+  if (d == nullptr) return internal::ErrnoError("list", dir, errno);
   std::vector<Entry> entries;
   absl::Status status;
   errno = 0;
@@ -75,13 +76,13 @@ absl::StatusOr<std::vector<Entry>> ListDir(const std::string& dir) {
     if (name == "." || name == "..") continue;
     struct stat st;
     if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      status = ErrnoError("stat", Join(dir, name), errno);
+      status = internal::ErrnoError("stat", Join(dir, name), errno);
       break;
     }
     entries.push_back({std::move(name), st.st_mode});
     errno = 0;
   }
-  if (status.ok() && errno != 0) status = ErrnoError("list", dir, errno);
+  if (status.ok() && errno != 0) status = internal::ErrnoError("list", dir, errno);
   ::closedir(d);
   if (!status.ok()) return status;
   return entries;
@@ -197,7 +198,7 @@ absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
                                  const std::string& identity) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
-    return errno == ENOENT ? absl::OkStatus() : ErrnoError("stat", path, errno);
+    return errno == ENOENT ? absl::OkStatus() : internal::ErrnoError("stat", path, errno);
   }
   std::vector<std::string> files;
   const std::string why = NotOursReason(path, &files);
@@ -245,7 +246,7 @@ absl::Status ClearDirectory(const std::string& dir) {
   for (const Entry& e : entries) {
     std::error_code ec;
     fs::remove_all(Join(dir, e.name), ec);
-    if (ec) return ErrnoError("remove", Join(dir, e.name), ec.value());
+    if (ec) return internal::ErrnoError("remove", Join(dir, e.name), ec.value());
   }
   return absl::OkStatus();
 }
@@ -255,7 +256,7 @@ absl::Status ClearDirectory(const std::string& dir) {
 absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::string& out,
                                        const std::string& identity) {
   struct stat st;
-  if (::lstat(staging.c_str(), &st) != 0) return ErrnoError("stat", staging, errno);
+  if (::lstat(staging.c_str(), &st) != 0) return internal::ErrnoError("stat", staging, errno);
   if (!S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(
         staging, " exists and is not a directory shardpack made: nothing was deleted; move it "
@@ -290,19 +291,19 @@ absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& ou
   std::error_code ec;
   const fs::path parent = fs::path(staging).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
-  if (ec) return ErrnoError("create", parent.string(), ec.value());
+  if (ec) return internal::ErrnoError("create", parent.string(), ec.value());
   if (::mkdir(staging.c_str(), 0777) != 0) {
     if (errno == EEXIST) return TakeExistingStaging(staging, out, identity);
-    return ErrnoError("create", staging, errno);
+    return internal::ErrnoError("create", staging, errno);
   }
   Fd fd(::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  absl::Status status = fd.get() < 0 ? ErrnoError("open", staging, errno) : absl::OkStatus();
+  absl::Status status = fd.get() < 0 ? internal::ErrnoError("open", staging, errno) : absl::OkStatus();
   // Blocking: another pack that found the new directory may hold the lock
   // for a moment, to see that it has no marker yet and give up. The marker
   // is written only under the lock, so a marker seen under the lock always
   // belongs to a pack that is gone.
   if (status.ok() && ::flock(fd.get(), LOCK_EX) != 0 && !LocksUnsupported(errno)) {
-    status = ErrnoError("lock", staging, errno);
+    status = internal::ErrnoError("lock", staging, errno);
   }
   if (status.ok()) status = WriteMarker(staging, identity);
   if (!status.ok()) {
@@ -324,7 +325,7 @@ absl::Status RemoveOldDataset(const std::string& old, const std::string& path,
                               const std::vector<std::string>& files) {
   for (const std::string& name : files) {
     if (::unlink(Join(old, name).c_str()) != 0 && errno != ENOENT) {
-      return ErrnoError("remove", Join(old, name), errno);
+      return internal::ErrnoError("remove", Join(old, name), errno);
     }
   }
   if (::rmdir(old.c_str()) == 0) return absl::OkStatus();
@@ -333,7 +334,7 @@ absl::Status RemoveOldDataset(const std::string& old, const std::string& path,
         path, " was replaced, but its old folder, moved to ", old,
         ", holds files that shardpack did not write: left there for you"));
   }
-  return ErrnoError("remove", old, errno);
+  return internal::ErrnoError("remove", old, errno);
 }
 
 }  // namespace
@@ -390,7 +391,7 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
   absl::Status status = internal::SyncParentDirectory(path_);
   if (status.ok()) status = WriteManifest(path_, manifest);
   if (status.ok() && ::unlink(Join(path_, kStagingMarker).c_str()) != 0) {
-    status = ErrnoError("remove", Join(path_, kStagingMarker), errno);
+    status = internal::ErrnoError("remove", Join(path_, kStagingMarker), errno);
   }
   if (status.ok()) status = internal::SyncDirectory(path_);
   if (!old.empty()) status.Update(RemoveOldDataset(old, path_, old_files));
@@ -404,22 +405,22 @@ absl::StatusOr<std::string> OutputDir::MoveIntoPlace(bool replace) {
     if ((errno == EINVAL || errno == ENOSYS) && ::rename(staging_.c_str(), path_.c_str()) == 0) {
       return std::string();
     }
-    return ErrnoError("rename", staging_, errno);
+    return internal::ErrnoError("rename", staging_, errno);
   }
   if (Rename2(staging_, path_, RENAME_EXCHANGE) == 0) {
     return staging_;  // the swap put the old dataset where the staging was
   }
-  if (errno != EINVAL && errno != ENOSYS) return ErrnoError("rename", staging_, errno);
+  if (errno != EINVAL && errno != ENOSYS) return internal::ErrnoError("rename", staging_, errno);
   // No atomic swap on this file system: move the old one aside first.
   std::string old = absl::StrCat(path_, ".old-", ::getpid());
   if (::access(old.c_str(), F_OK) == 0) {
     return absl::AlreadyExistsError(absl::StrCat(old, " exists: move it away"));
   }
-  if (::rename(path_.c_str(), old.c_str()) != 0) return ErrnoError("move aside", path_, errno);
+  if (::rename(path_.c_str(), old.c_str()) != 0) return internal::ErrnoError("move aside", path_, errno);
   if (::rename(staging_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     ::rename(old.c_str(), path_.c_str());
-    return ErrnoError("rename", staging_, err);
+    return internal::ErrnoError("rename", staging_, err);
   }
   return old;
 }

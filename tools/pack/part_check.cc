@@ -14,6 +14,7 @@
 #include "shardpack/status.h"
 #include "tools/pack/pack.h"
 #include "tools/pack/scheduler_part.h"
+#include "format/errors.h"
 
 namespace shardpack::pack {
 namespace {
@@ -94,7 +95,7 @@ absl::Status CheckShardFiles(const PartDataset& p) {
   for (const ShardEntry& s : p.manifest.shards) {
     const std::string file = (std::filesystem::path(p.path) / s.path).string();
     struct stat st;
-    if (::lstat(file.c_str(), &st) != 0) return ErrnoError("stat", file, errno);
+    if (::lstat(file.c_str(), &st) != 0) return internal::ErrnoError("stat", file, errno);
     if (!S_ISREG(st.st_mode)) {
       return absl::FailedPreconditionError(absl::StrCat(file, ": not a regular file"));
     }

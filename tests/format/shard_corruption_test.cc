@@ -21,6 +21,7 @@
 #include "shardpack/shard.h"
 #include "tests/fuzz/refresh_checksums.h"
 #include "tests/testing/shard_fixtures.h"
+#include "tests/testing/write_shard.h"
 #include "tests/testing/status_matchers.h"
 
 namespace shardpack {

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "shardpack/reader.h"
 #include "tests/testing/shard_fixtures.h"
+#include "tests/testing/write_shard.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 

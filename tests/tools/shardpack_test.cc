@@ -225,20 +225,42 @@ TEST_F(ShardpackTest, TruncatedCifarIsSkippedWithAWarningKeepingWholeRecords) {
   EXPECT_THAT(skipped, HasSubstr(std::to_string(7 * kCifarRecord)));
 }
 
+// Shard files (finished or being written) in a pack's staging folder.
+int ShardFilesIn(const fs::path& staging) {
+  std::error_code ec;
+  int n = 0;
+  for (fs::directory_iterator it(staging, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().starts_with("shard-")) ++n;
+  }
+  return n;
+}
+
+// Kills a pack at points it has provably reached (before it starts, once its
+// staging folder exists, once it writes its 1st, 3rd and 6th shard of 10):
+// each kill must land on a running pack, or the test fails, since a pack that
+// finished first would prove nothing about being killed.
 TEST_F(ShardpackTest, KilledPackNeverLeavesADataset) {
   std::string input = WriteCifar10("data_batch_1.bin", 20000);
-  for (int delay_ms : {0, 5, 20, 60, 150}) {
-    std::string out = Out(absl::StrCat("killed", delay_ms));
+  for (int stage : {-1, 0, 1, 3, 6}) {
+    SCOPED_TRACE(absl::StrCat("killed at stage ", stage));
+    std::string out = Out(absl::StrCat("killed", stage + 1));
+    const fs::path staging = out + ".partial";
     int pid = testing::Spawn({SHARDPACK_PATH, "cifar", input, "-o", out, "--threads", "2",
                               "--block-size", "64KiB", "--shard-records", "2000"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-    if (WIFEXITED(status)) continue;  // finished before the kill: a whole dataset is fine
-    EXPECT_THAT(ReadManifest(out), testing::StatusIs(absl::StatusCode::kNotFound,
-                                                     HasSubstr("not a dataset")))
-        << "killed after " << delay_ms << " ms";
+    // Polls for the stage (no timing is asserted); a pack that ends first
+    // leaves `out` and stops the wait.
+    for (int ms = 0; stage >= 0 && ms < 60000 && !fs::exists(out); ++ms) {
+      if (fs::exists(staging) && ShardFilesIn(staging) >= stage) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    const bool killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    ASSERT_TRUE(killed) << "the pack was not killed (it finished or failed first): status "
+                        << status;
+    EXPECT_THAT(ReadManifest(out),
+                testing::StatusIs(absl::StatusCode::kNotFound, HasSubstr("not a dataset")));
   }
 }
 

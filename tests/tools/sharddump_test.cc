@@ -871,39 +871,6 @@ TEST_F(SharddumpTest, UsageErrorsExitTwo) {
   EXPECT_THAT(help.out, AllOf(HasSubstr("info"), HasSubstr("verify"), HasSubstr("extract")));
 }
 
-// ---------------------------------------------------------------------------
-// Benchmark data (not a test): writes a dataset for docs/benchmarks.md's
-// "sharddump verify vs cat". Run with
-//   SHARDDUMP_BENCH_DIR=/tmp/bench SHARDDUMP_BENCH_MB=1536 SHARDDUMP_BENCH_KIND=imagenet
-//     sharddump_test --gtest_also_run_disabled_tests --gtest_filter='*MakeBenchDataset'
-// KIND imagenet: 110 KiB JPEG-sized payloads; cifar: 32x32x3 raw records.
-
-TEST(SharddumpBench, DISABLED_MakeBenchDataset) {
-  const char* dir = std::getenv("SHARDDUMP_BENCH_DIR");
-  ASSERT_NE(dir, nullptr) << "set SHARDDUMP_BENCH_DIR";
-  const char* mb = std::getenv("SHARDDUMP_BENCH_MB");
-  const char* kind = std::getenv("SHARDDUMP_BENCH_KIND");
-  const uint64_t bytes = (mb ? std::strtoull(mb, nullptr, 10) : 1536) << 20;
-  const bool cifar = kind != nullptr && std::string(kind) == "cifar";
-  fs::create_directories(dir);
-  DatasetWriterOptions options;
-  options.directory = dir;
-  options.schema = cifar ? RawSchema(32, 32, 3, 10) : Schema{};
-  if (!cifar) {
-    options.schema.image.encoding = Encoding::kJpeg;
-    options.schema.labels.push_back({"label", {"a", "b", "c"}});
-  }
-  options.pack_json = R"({"source":"sharddump_test MakeBenchDataset"})";
-  auto writer = DatasetWriter::Create(options);
-  ASSERT_THAT(writer, testing::IsOk());
-  for (uint64_t i = 0; (*writer)->bytes() < bytes; ++i) {
-    OwnedRecord r = cifar ? testing::RawRecord(i, 32, 32, 3)
-                          : testing::JpegLikeRecord(i, 100 * 1024 + (i * 7919) % 20480);
-    SP_ASSERT_OK((*writer)->Add(r.record()));
-  }
-  SP_ASSERT_OK((*writer)->Finish().status());
-}
-
 // A FIFO in place of a shard or the manifest: every command says so at once
 // (no open blocks waiting for a writer).
 TEST_F(SharddumpTest, FifoInPlaceOfAShardOrManifestIsAnErrorNotAHang) {

@@ -13,10 +13,11 @@ pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng16)
 pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)
 pkg_check_modules(WEBPDEMUX REQUIRED IMPORTED_TARGET libwebpdemux)
 pkg_check_modules(TIFF REQUIRED IMPORTED_TARGET libtiff-4)
+# The codec library's JPEG side (libjpeg, TurboJPEG): fuzz mode builds it too.
+pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
+pkg_check_modules(LIBJPEG REQUIRED IMPORTED_TARGET libjpeg)
 
 if(NOT SHARDPACK_FUZZ)
-  pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
-  pkg_check_modules(LIBJPEG REQUIRED IMPORTED_TARGET libjpeg)
   find_package(CLI11 CONFIG REQUIRED)
   find_package(GTest CONFIG REQUIRED)
   pkg_check_modules(URING IMPORTED_TARGET liburing)

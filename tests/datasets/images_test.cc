@@ -1,7 +1,7 @@
 #include "datasets/images.h"
 
-#include <sys/stat.h>
 #include <png.h>
+#include <sys/stat.h>
 #include <turbojpeg.h>
 #include <unistd.h>
 
@@ -19,7 +19,7 @@
 #include "datasets/demo.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/reader/jpeg_fixtures.h"
+#include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -43,16 +43,7 @@ std::vector<uint8_t> MakeJpeg(int width, int height, uint8_t value = 128,
   const int subsamp = pixel_format == TJPF_GRAY   ? TJSAMP_GRAY
                       : pixel_format == TJPF_CMYK ? TJSAMP_444
                                                   : TJSAMP_420;
-  tjhandle h = tjInitCompress();
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  EXPECT_EQ(
-      tjCompress2(h, pixels.data(), width, 0, height, pixel_format, &out, &size, subsamp, 90, 0),
-      0);
-  std::vector<uint8_t> jpeg(out, out + size);
-  tjFree(out);
-  tjDestroy(h);
-  return jpeg;
+  return testing::EncodeJpeg(pixels, width, height, pixel_format, subsamp);
 }
 
 // A JPEG of pseudo-random pixels: most of its bytes are entropy-coded data.
@@ -61,15 +52,7 @@ std::vector<uint8_t> NoisyJpeg(int width, int height) {
   for (size_t i = 0; i < pixels.size(); ++i) {
     pixels[i] = static_cast<uint8_t>((i * 2654435761u) >> 24);
   }
-  tjhandle h = tjInitCompress();
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  EXPECT_EQ(
-      tjCompress2(h, pixels.data(), width, 0, height, TJPF_RGB, &out, &size, TJSAMP_420, 90, 0), 0);
-  std::vector<uint8_t> jpeg(out, out + size);
-  tjFree(out);
-  tjDestroy(h);
-  return jpeg;
+  return testing::EncodeJpeg(pixels, width, height, TJPF_RGB, TJSAMP_420);
 }
 
 void WriteBytes(const fs::path& path, const std::vector<uint8_t>& bytes) {

@@ -35,6 +35,7 @@
 #include "shardpack/shard.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/write_shard.h"
 
 namespace shardpack {
 namespace {

@@ -210,20 +210,19 @@ INSTANTIATE_TEST_SUITE_P(
                   "manifest.json.pack: expected object"}),
     [](const auto& param_info) { return std::string(param_info.param.what); });
 
-// Found while testing issue 2 (see its report); enable once format/ is fixed.
-// SerializeManifest throws nlohmann's type_error 316 for a string that is not
-// UTF-8 (a class name taken from a Latin-1 directory name, say): an exception
-// across the API, which ends a CLI with std::terminate.
-TEST(ManifestBugTest, NonUtf8ClassNameDoesNotThrow) {
+// SerializeManifest once threw nlohmann's type_error 316 for a string that
+// is not UTF-8 (a class name taken from a Latin-1 directory name, say): an
+// exception across the API, which ends a CLI with std::terminate.
+TEST(ManifestTest, NonUtf8ClassNameDoesNotThrow) {
   Manifest m = ImageFolder();
   m.schema.labels[0].classes.push_back("caf\xe9");
   EXPECT_NO_THROW(SerializeManifest(m));
 }
 
-// ParseManifest copies "pack" with dump(), which recurses once per nesting
-// level: a 200 KB manifest whose pack holds arrays nested 100000 deep
-// overflows the stack (SIGSEGV) instead of being a DataLossError.
-TEST(ManifestBugTest, DeeplyNestedPackIsDataLossNotACrash) {
+// ParseManifest once copied "pack" with dump(), which recurses once per
+// nesting level: a 200 KB manifest whose pack holds arrays nested 100000
+// deep overflowed the stack (SIGSEGV) instead of being a DataLossError.
+TEST(ManifestTest, DeeplyNestedPackIsDataLossNotACrash) {
   std::string deep = std::string(100000, '[') + std::string(100000, ']');
   std::string text =
       Edit(SerializeManifest(Cifar100()), "\"pack\": {", "\"pack\": {\"x\": " + deep + ", ");

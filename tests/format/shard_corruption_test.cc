@@ -22,6 +22,7 @@
 #include "tests/fuzz/refresh_checksums.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/write_shard.h"
 
 namespace shardpack {
 namespace {
@@ -640,11 +641,10 @@ TEST_F(RefreshedChecksumsTest, ZstdFrameClaimingAGibibyteIsRefusedBeforeAllocati
                                            "frame of 10 bytes can hold at most 4096")));
 }
 
-// Found by this test suite (see the report of issue 2): ImageInfo::RawBytes()
-// multiplies in 64 bits, so 2^31 x 2^31 x 4 wraps to 0 and an empty payload
-// "matches" an absurd shape; the writer accepts such a record and the reader
-// returns it as good, to code that will trust height * width * channels.
-// Enable once format/ checks the product for overflow.
+// ImageInfo::RawBytes() multiplies in 64 bits, so 2^31 x 2^31 x 4 would wrap
+// to 0 and an empty payload "match" an absurd shape, which the writer would
+// accept and the reader return as good, to code that trusts height * width *
+// channels: both refuse it.
 TEST(RawShapeOverflowTest, ShapeWhoseByteCountWrapsIsRejected) {
   Record huge{"huge", {}, {Encoding::kRaw, Layout::kHWC, 1u << 31, 1u << 31, 4}, {}, {}};
   std::string out;

@@ -21,55 +21,29 @@
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
 #include "shardpack/shard.h"
+#include "tests/testing/shard_fixtures.h"
 
 namespace shardpack {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct OwnedRecord {
-  std::string key;
-  Labels labels;
-  ImageInfo image;
-  std::vector<uint8_t> payload;
-  std::vector<uint8_t> extra;
-  Record view() const { return {key, labels, image, payload, extra}; }
-};
+using testing::OwnedRecord;
 
-// splitmix64 bytes: incompressible, deterministic.
-std::vector<uint8_t> Noise(uint64_t seed, size_t n) {
-  std::vector<uint8_t> out(n);
-  uint64_t x = seed;
-  for (size_t i = 0; i < n; ++i) {
-    x += 0x9e3779b97f4a7c15ULL;
-    uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    out[i] = static_cast<uint8_t>(z ^ (z >> 31));
-  }
-  return out;
-}
-
+// tests/testing's raw record; `smooth` pixels (a ramp) let zstd shrink it.
 OwnedRecord Raw(uint64_t i, uint32_t h, uint32_t w, uint8_t c, Layout layout, bool smooth) {
-  OwnedRecord r;
-  r.key = "raw/" + std::to_string(i);
-  r.labels = {static_cast<int64_t>(i % 10)};
-  r.image = {Encoding::kRaw, layout, h, w, c};
-  r.payload = Noise(i, size_t{h} * w * c);
+  OwnedRecord r = testing::RawRecord(i, h, w, c, layout);
   if (smooth) {
     for (size_t j = 0; j < r.payload.size(); ++j) r.payload[j] = static_cast<uint8_t>(j / 5);
   }
   return r;
 }
 
+// tests/testing's jpeg-like record, starting as a JPEG does (FF D8).
 OwnedRecord JpegLike(uint64_t i, size_t n) {
-  OwnedRecord r;
-  r.key = "class_" + std::to_string(i % 3) + "/img_" + std::to_string(i) + ".JPEG";
-  r.labels = {static_cast<int64_t>(i % 3), -static_cast<int64_t>(i)};
-  r.image = {Encoding::kJpeg, Layout::kHWC, 375, 500, 3};
-  r.payload = Noise(i + 1000, n);
+  OwnedRecord r = testing::JpegLikeRecord(i, n);
   r.payload[0] = 0xff;
   if (n > 1) r.payload[1] = 0xd8;
-  r.extra = Noise(i + 7, i % 5);
   return r;
 }
 
@@ -82,17 +56,11 @@ bool WriteFile(const fs::path& path, const std::string& bytes) {
 
 bool WriteShard(const fs::path& path, const std::vector<OwnedRecord>& records,
                 Compression compression, uint32_t block_size) {
-  std::string bytes;
-  auto file = NewStringWritableFile(path.filename().string(), &bytes);
   ShardWriterOptions options;
   options.compression = compression;
   options.block_size = block_size;
-  auto writer = ShardWriter::Create(file.get(), options);
-  if (!writer.ok()) return false;
-  for (const OwnedRecord& r : records) {
-    if (!(*writer)->Add(r.view()).ok()) return false;
-  }
-  return (*writer)->Finish().ok() && WriteFile(path, bytes);
+  absl::StatusOr<std::string> bytes = testing::EncodeShard(records, options);
+  return bytes.ok() && WriteFile(path, *bytes);
 }
 
 bool WriteShards(const fs::path& dir) {
@@ -139,7 +107,7 @@ bool WriteBackendShard(Backend backend, const fs::path& tmp, const fs::path& to,
   auto writer = DatasetWriter::Create(o);
   if (!writer.ok()) return false;
   for (const OwnedRecord& r : records) {
-    if (!(*writer)->Add(r.view()).ok()) return false;
+    if (!(*writer)->Add(r.record()).ok()) return false;
   }
   auto manifest = (*writer)->Finish();
   if (!manifest.ok() || manifest->shards.size() != 1) return false;

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "shardpack/reader.h"
 #include "tests/backends/backend_fixtures.h"
-#include "tests/reader/jpeg_fixtures.h"
+#include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -44,8 +44,8 @@ std::vector<testing::OwnedRecord> JpegRecords() {
     r.key = absl::StrCat("img", i);
     r.labels = {i % 3, i % 2};
     r.image = {Encoding::kJpeg, Layout::kHWC, uint32_t(h), uint32_t(w), 3};
-    r.payload = testing::TjEncode(testing::Scene(w, h, i % 4, i), w, h, TJSAMP_420, 85,
-                                  i % 5 == 1 ? TJFLAG_PROGRESSIVE : 0);
+    r.payload = testing::EncodeJpeg(testing::Scene(w, h, i % 4, i), w, h, TJPF_RGB, TJSAMP_420, 85,
+                                    i % 5 == 1 ? TJFLAG_PROGRESSIVE : 0);
     records.push_back(std::move(r));
   }
   return records;

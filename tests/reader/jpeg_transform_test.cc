@@ -10,12 +10,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/jpeg_restart.h"
+#include "datasets/demo.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "reader/transform.h"
 #include "shardpack/dataset.h"
 #include "shardpack/reader.h"
-#include "tests/reader/jpeg_fixtures.h"
+#include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -182,11 +183,12 @@ std::string MakeJpegDataset(const testing::TempDir& dir, const std::string& name
     if (i % 10 == 3) {
       std::vector<uint8_t> gray(size_t(w) * h);
       for (size_t p = 0; p < gray.size(); ++p) gray[p] = rgb[3 * p];
-      jpeg = testing::TjEncode(gray, w, h, TJSAMP_GRAY);
+      jpeg = testing::EncodeJpeg(gray, w, h, TJPF_GRAY, TJSAMP_GRAY);
     } else if (i % 10 == 7) {
       jpeg = testing::RestartJpeg(w, h, 1);
     } else {
-      jpeg = testing::TjEncode(rgb, w, h, TJSAMP_420, 85, i % 10 == 5 ? TJFLAG_PROGRESSIVE : 0);
+      jpeg = testing::EncodeJpeg(rgb, w, h, TJPF_RGB, TJSAMP_420, 85,
+                                 i % 10 == 5 ? TJFLAG_PROGRESSIVE : 0);
     }
     if (restart_markers) {
       absl::StatusOr<bool> done = recoder.Recode(jpeg, &recoded);

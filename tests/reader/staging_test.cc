@@ -1,9 +1,13 @@
 // GPU staging (reader/staging.h). The ring's logic runs through a fake copy
-// engine (a thread that "copies" with memcpy after a delay and can fail a
-// copy), so it is tested without a GPU; the CUDA tests skip without one.
+// engine (a thread that "copies" with memcpy after a delay, can fail a copy,
+// and holds copies at a gate the test opens), so it is tested without a GPU;
+// the CUDA tests skip without one. No test asserts what happened during a
+// sleep: they wait on the fake's latches (AwaitIssued) and hold copies at its
+// gate instead.
 #include "reader/staging.h"
 
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -19,6 +23,7 @@
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/write_shard.h"
 
 namespace shardpack::internal {
 namespace {
@@ -32,6 +37,35 @@ struct FakeLog {
   std::atomic<int> in_flight{0}, max_in_flight{0};
   std::atomic<int> issued{0}, completed{0}, released{0};
   std::atomic<int> overwritten{0};  // a host slot changed while its copy was in flight
+  // A device buffer issued again while the consumer still held its batch.
+  std::atomic<int> overruns{0};
+
+  // The gate: copy number `i` (in issue order) completes only once
+  // i < open_below. Open by default.
+  void OpenGate(int below) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      open_below = below;
+    }
+    cv.notify_all();
+  }
+  // The latch: waits until `n` copies were issued (false after a minute).
+  bool AwaitIssued(int n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(60), [&] { return issued >= n; });
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  int open_below = INT_MAX;  // guarded by mu
+};
+
+// Opens the gate when it goes, so that a failed assertion does not leave a
+// reader to be destroyed waiting on copies held at the gate. Declare it
+// after the reader: it goes first.
+struct GateOpener {
+  ~GateOpener() { log->OpenGate(INT_MAX); }
+  FakeLog* log;
 };
 
 uint64_t Hash(const uint8_t* p, size_t n) {
@@ -52,6 +86,7 @@ class FakeCopyEngine final : public CopyEngine {
       stop_ = true;
     }
     cv_.notify_all();
+    log_->OpenGate(INT_MAX);  // a copy held at the gate must not hang the join
     thread_.join();
   }
   std::string name() const override { return "fake"; }
@@ -77,10 +112,16 @@ class FakeCopyEngine final : public CopyEngine {
     int n = ++log_->in_flight;
     for (int m = log_->max_in_flight; n > m && !log_->max_in_flight.compare_exchange_weak(m, n);) {
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    ++state_[b].issued;
-    queue_.push_back({b, src, bytes, samples, done, arg, Hash(src, bytes), log_->issued++});
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (state_[b].held) ++log_->overruns;
+      state_[b].held = true;
+      ++state_[b].issued;
+      std::lock_guard<std::mutex> log_lock(log_->mu);
+      queue_.push_back({b, src, bytes, samples, done, arg, Hash(src, bytes), log_->issued++});
+    }
     cv_.notify_all();
+    log_->cv.notify_all();
     return absl::OkStatus();
   }
   absl::Status Wait(int b) override {
@@ -88,7 +129,11 @@ class FakeCopyEngine final : public CopyEngine {
     cv_.wait(lock, [&] { return state_[b].completed == state_[b].issued; });
     return state_[b].status;
   }
-  void Released(int) override { ++log_->released; }
+  void Released(int b) override {
+    ++log_->released;
+    std::lock_guard<std::mutex> lock(mu_);
+    state_[b].held = false;
+  }
 
  private:
   struct Job {
@@ -103,6 +148,7 @@ class FakeCopyEngine final : public CopyEngine {
   };
   struct Buffer {
     uint64_t issued = 0, completed = 0;
+    bool held = false;  // issued, and not yet Released by the consumer
     absl::Status status;
   };
 
@@ -116,7 +162,11 @@ class FakeCopyEngine final : public CopyEngine {
         job = queue_.front();
         queue_.pop_front();
       }
-      std::this_thread::sleep_for(delay_);
+      {
+        std::unique_lock<std::mutex> lock(log_->mu);
+        log_->cv.wait(lock, [&] { return job.index < log_->open_below; });
+      }
+      std::this_thread::sleep_for(delay_);  // a slow copy, never a test's clock
       absl::Status s;
       if (job.index == fail_copy_) {
         s = absl::InternalError("injected copy failure");
@@ -224,29 +274,42 @@ TEST_F(StagingTest, HostSlotIsReusedOnlyAfterItsCopyCompleted) {
 TEST_F(StagingTest, SlowCopiesStallTheBuildersWithinBoundedMemory) {
   ReaderOptions o = Options(200);
   auto log = std::make_shared<FakeLog>();
-  SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(30)));
+  log->OpenGate(1);  // copy 0 completes; the others wait for the test
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(1)));
+  GateOpener opener{log.get()};
   {
     SP_ASSERT_OK_AND_ASSIGN(Batch first, reader->Next());
-    std::this_thread::sleep_for(milliseconds(300));
-    // The consumer holds batch 0: copies stop at the device buffers'
-    // depth, the pipeline at its ring, and nothing else is allocated.
-    EXPECT_LE(log->issued, o.device_buffers);
+    // The consumer holds batch 0 and copies 1 and 2 cannot finish: the
+    // stager fills every device buffer, then must stop (a buffer issued
+    // again while held counts as an overrun, whenever it happens), and the
+    // builders, whose host slots are still being copied, must wait (a slot
+    // rebuilt under its copy counts as overwritten).
+    ASSERT_TRUE(log->AwaitIssued(o.device_buffers));
+    EXPECT_EQ(log->overruns, 0);
     EXPECT_LE(log->max_in_flight, o.device_buffers);
+    log->OpenGate(INT_MAX);
   }
   ReadEpoch(*reader, true);
+  EXPECT_EQ(log->overruns, 0);
+  EXPECT_EQ(log->overwritten, 0);
+  EXPECT_LE(log->max_in_flight, o.device_buffers);
   EXPECT_EQ(log->host_allocs, o.ring_slots);
-  EXPECT_GT(reader->stats().transform_wait_s, 0.1);  // the builders waited for slots
+  EXPECT_GT(reader->stats().transform_wait_s, 0);  // the builders waited for slots
 }
 
 TEST_F(StagingTest, DestroyingTheReaderWithCopiesInFlightNeitherHangsNorLeaks) {
   ReaderOptions o = Options(200);
   auto log = std::make_shared<FakeLog>();
   {
+    log->OpenGate(1);  // copies 1 and up wait at the gate
     SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(50)));
+    GateOpener opener{log.get()};
     { SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next()); }
-    // Batches 1 and 2 are built and their copies issued (50 ms each).
-    for (int i = 0; i < 500 && log->issued < 3; ++i) std::this_thread::sleep_for(milliseconds(10));
+    // Batches 1 and 2 are built and their copies issued, held at the gate.
+    ASSERT_TRUE(log->AwaitIssued(3));
     EXPECT_GT(log->in_flight, 0);
+    // Let them go: they take 50 ms each, so the reader dies under them.
+    log->OpenGate(INT_MAX);
   }
   EXPECT_EQ(log->in_flight, 0);
   EXPECT_EQ(log->host_alive, 0);

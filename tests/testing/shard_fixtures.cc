@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
+#include "shardpack/status.h"
 
 namespace shardpack::testing {
 
@@ -42,18 +42,14 @@ OwnedRecord JpegLikeRecord(uint64_t i, size_t n) {
   return r;
 }
 
-std::string WriteShard(const std::vector<OwnedRecord>& records,
-                       const ShardWriterOptions& options) {
+absl::StatusOr<std::string> EncodeShard(const std::vector<OwnedRecord>& records,
+                                        const ShardWriterOptions& options) {
   std::string out;
   auto file = NewStringWritableFile("mem.shard", &out);
-  auto writer = ShardWriter::Create(file.get(), options);
-  EXPECT_TRUE(writer.ok()) << writer.status();
-  for (const OwnedRecord& r : records) {
-    absl::Status s = (*writer)->Add(r.record());
-    EXPECT_TRUE(s.ok()) << s;
-  }
-  absl::Status s = (*writer)->Finish();
-  EXPECT_TRUE(s.ok()) << s;
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
+                      ShardWriter::Create(file.get(), options));
+  for (const OwnedRecord& r : records) SP_RETURN_IF_ERROR(writer->Add(r.record()));
+  SP_RETURN_IF_ERROR(writer->Finish());
   return out;
 }
 

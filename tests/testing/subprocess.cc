@@ -66,6 +66,12 @@ RunResult Run(const std::vector<std::string>& argv, const std::function<void()>&
   return result;
 }
 
+RunResult RunTool(const std::string& path, std::vector<std::string> args,
+                  const std::function<void()>& in_child) {
+  args.insert(args.begin(), path);
+  return Run(args, in_child);
+}
+
 int Spawn(const std::vector<std::string>& argv) {
   pid_t pid = fork();
   if (pid == 0) {

@@ -19,6 +19,12 @@ struct RunResult {
 RunResult Run(const std::vector<std::string>& argv,
               const std::function<void()>& in_child = nullptr);
 
+// Runs the tool at `path` (SHARDPACK_PATH, SHARDDUMP_PATH, SHARDBENCH_PATH:
+// the built binary CMake names for the test) on `args`: the one way the CLI
+// tests run a tool.
+RunResult RunTool(const std::string& path, std::vector<std::string> args,
+                  const std::function<void()>& in_child = nullptr);
+
 // Starts argv in the background and returns its pid (stdout and stderr go to
 // /dev/null). For tests that kill a process midway.
 int Spawn(const std::vector<std::string>& argv);

@@ -16,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "tests/backends/backend_fixtures.h"
+#include "tests/testing/cli_expect.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
@@ -25,30 +26,17 @@ namespace shardpack {
 namespace {
 
 namespace fs = std::filesystem;
+using ::shardpack::testing::ExpectOneLineFailure;
 using ::shardpack::testing::OwnedRecord;
 using ::shardpack::testing::RunResult;
+using ::shardpack::testing::RunTool;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using Json = nlohmann::json;
 
-RunResult Tool(const char* tool, std::vector<std::string> args) {
-  args.insert(args.begin(), tool);
-  return testing::Run(args);
-}
-RunResult Shardpack(std::vector<std::string> args) { return Tool(SHARDPACK_PATH, std::move(args)); }
-RunResult Sharddump(std::vector<std::string> args) { return Tool(SHARDDUMP_PATH, std::move(args)); }
-
 std::string FileBytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// One clear line on stderr, exit 1.
-void ExpectOneLineFailure(const RunResult& r, const std::string& tool, const std::string& needle) {
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_THAT(r.err, StartsWith(tool + ": "));
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_THAT(r.err, HasSubstr(needle));
 }
 
 class BackendCliTest : public ::testing::Test {
@@ -104,17 +92,25 @@ TEST_F(BackendCliTest, ConvertChainShardLmdbHdf5ShardIsByteForByte) {
   for (const std::string& input :
        {WriteJpegLikeDataset("jpeg", 30), [&] {
           std::string cifar = WriteCifar10(40);
-          EXPECT_EQ(Shardpack({"cifar", cifar, "-o", Out("cifar"), "--shard-records", "15",
-                               "-q"}).exit_code, 0);
+          EXPECT_EQ(RunTool(SHARDPACK_PATH,
+                            {"cifar", cifar, "-o", Out("cifar"), "--shard-records", "15", "-q"})
+                        .exit_code,
+                    0);
           return Out("cifar");
         }()}) {
     SCOPED_TRACE(input);
     std::vector<std::string> original = RecordBytes(input);
     ASSERT_FALSE(original.empty());
     std::string lmdb = input + "-lmdb", hdf5 = input + "-h5", back = input + "-back";
-    ASSERT_EQ(Shardpack({"convert", input, "-o", lmdb, "--format", "lmdb", "-q"}).exit_code, 0);
-    ASSERT_EQ(Shardpack({"convert", lmdb, "-o", hdf5, "--format", "hdf5", "-q"}).exit_code, 0);
-    ASSERT_EQ(Shardpack({"convert", hdf5, "-o", back, "--format", "shard", "-q"}).exit_code, 0);
+    ASSERT_EQ(
+        RunTool(SHARDPACK_PATH, {"convert", input, "-o", lmdb, "--format", "lmdb", "-q"}).exit_code,
+        0);
+    ASSERT_EQ(
+        RunTool(SHARDPACK_PATH, {"convert", lmdb, "-o", hdf5, "--format", "hdf5", "-q"}).exit_code,
+        0);
+    ASSERT_EQ(
+        RunTool(SHARDPACK_PATH, {"convert", hdf5, "-o", back, "--format", "shard", "-q"}).exit_code,
+        0);
     EXPECT_EQ(RecordBytes(lmdb), original);
     EXPECT_EQ(RecordBytes(hdf5), original);
     EXPECT_EQ(RecordBytes(back), original);
@@ -136,10 +132,11 @@ TEST_F(BackendCliTest, ConvertChainShardLmdbHdf5ShardIsByteForByte) {
 
 TEST_F(BackendCliTest, PackWithFormatGivesTheSameRecordsAsShard) {
   std::string cifar = WriteCifar10(25);
-  ASSERT_EQ(Shardpack({"cifar", cifar, "-o", Out("s"), "--seed", "3", "-q"}).exit_code, 0);
+  ASSERT_EQ(
+      RunTool(SHARDPACK_PATH, {"cifar", cifar, "-o", Out("s"), "--seed", "3", "-q"}).exit_code, 0);
   for (std::string format : {"lmdb", "hdf5"}) {
-    RunResult r = Shardpack({"cifar", cifar, "-o", Out(format), "--seed", "3", "--format", format,
-                             "--shard-records", "10", "-q"});
+    RunResult r = RunTool(SHARDPACK_PATH, {"cifar", cifar, "-o", Out(format), "--seed", "3",
+                                           "--format", format, "--shard-records", "10", "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(Out(format)));
     EXPECT_EQ(std::string(BackendName(m.backend)), format);
@@ -149,8 +146,8 @@ TEST_F(BackendCliTest, PackWithFormatGivesTheSameRecordsAsShard) {
     EXPECT_FALSE(fs::exists(Out(format + ".partial")));
   }
   // Flags that do not go together: a usage error (exit 2), nothing written.
-  RunResult usage = Shardpack({"cifar", cifar, "-o", Out("z"), "--format", "lmdb", "--compress",
-                               "zstd", "-q"});
+  RunResult usage = RunTool(SHARDPACK_PATH, {"cifar", cifar, "-o", Out("z"), "--format", "lmdb",
+                                             "--compress", "zstd", "-q"});
   EXPECT_EQ(usage.exit_code, 2);
   EXPECT_THAT(usage.err, StartsWith("shardpack: --compress applies to --format shard only"));
   EXPECT_FALSE(fs::exists(Out("z")));
@@ -159,17 +156,21 @@ TEST_F(BackendCliTest, PackWithFormatGivesTheSameRecordsAsShard) {
 TEST_F(BackendCliTest, MergeKeepsOrConvertsTheBackend) {
   std::string cifar = WriteCifar10(20);
   for (int p = 1; p <= 2; ++p) {
-    ASSERT_EQ(Shardpack({"cifar", cifar, "-o", Out(absl::StrCat("p", p)), "--format", "lmdb",
-                         "--part", absl::StrCat(p, "/2"), "-q"}).exit_code, 0);
+    ASSERT_EQ(RunTool(SHARDPACK_PATH, {"cifar", cifar, "-o", Out(absl::StrCat("p", p)), "--format",
+                                       "lmdb", "--part", absl::StrCat(p, "/2"), "-q"})
+                  .exit_code,
+              0);
   }
-  ASSERT_EQ(Shardpack({"cifar", cifar, "-o", Out("whole"), "-q"}).exit_code, 0);
-  ASSERT_EQ(Shardpack({"merge", Out("p1"), Out("p2"), "-o", Out("m")}).exit_code, 0);
+  ASSERT_EQ(RunTool(SHARDPACK_PATH, {"cifar", cifar, "-o", Out("whole"), "-q"}).exit_code, 0);
+  ASSERT_EQ(RunTool(SHARDPACK_PATH, {"merge", Out("p1"), Out("p2"), "-o", Out("m")}).exit_code, 0);
   SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(Out("m")));
   EXPECT_EQ(m.backend, Backend::kLmdb);
   EXPECT_EQ(m.shards[1].path, "shard-00001.lmdb");
   EXPECT_EQ(RecordBytes(Out("m")), RecordBytes(Out("whole")));
-  ASSERT_EQ(Shardpack({"merge", Out("p1"), Out("p2"), "-o", Out("mh"), "--format", "hdf5"})
-                .exit_code, 0);
+  ASSERT_EQ(
+      RunTool(SHARDPACK_PATH, {"merge", Out("p1"), Out("p2"), "-o", Out("mh"), "--format", "hdf5"})
+          .exit_code,
+      0);
   SP_ASSERT_OK_AND_ASSIGN(Manifest mh, ReadManifest(Out("mh")));
   EXPECT_EQ(mh.backend, Backend::kHdf5);
   EXPECT_EQ(RecordBytes(Out("mh")), RecordBytes(Out("whole")));
@@ -180,24 +181,27 @@ TEST_F(BackendCliTest, SharddumpInfoLsVerifyExtractOnEveryBackend) {
   for (std::string format : {"lmdb", "hdf5"}) {
     SCOPED_TRACE(format);
     std::string ds = Out(format);
-    ASSERT_EQ(Shardpack({"convert", jpeg, "-o", ds, "--format", format, "-q"}).exit_code, 0);
-    RunResult info = Sharddump({"info", "--json", ds});
+    ASSERT_EQ(
+        RunTool(SHARDPACK_PATH, {"convert", jpeg, "-o", ds, "--format", format, "-q"}).exit_code,
+        0);
+    RunResult info = RunTool(SHARDDUMP_PATH, {"info", "--json", ds});
     ASSERT_EQ(info.exit_code, 0) << info.err;
     Json j = Json::parse(info.out);
     EXPECT_EQ(j["backend"], format);
     EXPECT_EQ(j["records"], 20);
     EXPECT_EQ(j["shards"].size(), 3u);
 
-    RunResult ls = Sharddump({"ls", "--range", "9:11", ds});
+    RunResult ls = RunTool(SHARDDUMP_PATH, {"ls", "--range", "9:11", ds});
     ASSERT_EQ(ls.exit_code, 0) << ls.err;
     std::vector<std::string> lines = absl::StrSplit(ls.out, '\n', absl::SkipEmpty());
     ASSERT_EQ(lines.size(), 2u);
     EXPECT_THAT(lines[0], StartsWith("9\tclass_0/img_9.JPEG\t"));
 
-    RunResult verify = Sharddump({"verify", ds});
+    RunResult verify = RunTool(SHARDDUMP_PATH, {"verify", ds});
     EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 
-    RunResult extract = Sharddump({"extract", "--range", "3:4", "-o", Out(format + "-x"), ds});
+    RunResult extract =
+        RunTool(SHARDDUMP_PATH, {"extract", "--range", "3:4", "-o", Out(format + "-x"), ds});
     ASSERT_EQ(extract.exit_code, 0) << extract.err;
     std::vector<std::string> files;
     for (const auto& e : fs::recursive_directory_iterator(Out(format + "-x"))) {
@@ -214,7 +218,7 @@ TEST_F(BackendCliTest, SharddumpInfoLsVerifyExtractOnEveryBackend) {
     std::string bytes = FileBytes(shard);
     bytes[bytes.size() / 2] ^= 0x40;
     std::ofstream(shard, std::ios::binary | std::ios::trunc) << bytes;
-    RunResult bad = Sharddump({"verify", ds});
+    RunResult bad = RunTool(SHARDDUMP_PATH, {"verify", ds});
     EXPECT_EQ(bad.exit_code, 1) << bad.out;
     EXPECT_THAT(bad.out + bad.err, HasSubstr(shard.string() + ": CRC-32C of the whole file"));
   }
@@ -228,11 +232,13 @@ TEST_F(BackendCliTest, VerifyChecksBackendRecordsAgainstTheSchema) {
   for (std::string format : {"lmdb", "hdf5"}) {
     SCOPED_TRACE(format);
     std::string ds = Out(format);
-    ASSERT_EQ(Shardpack({"convert", jpeg, "-o", ds, "--format", format, "-q"}).exit_code, 0);
+    ASSERT_EQ(
+        RunTool(SHARDPACK_PATH, {"convert", jpeg, "-o", ds, "--format", format, "-q"}).exit_code,
+        0);
     SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(ds));
     m.schema.labels[0].classes = {"x", "y"};  // the records' labels are 0..2
     SP_ASSERT_OK(WriteManifest(ds, m));
-    RunResult r = Sharddump({"verify", "--json", ds});
+    RunResult r = RunTool(SHARDDUMP_PATH, {"verify", "--json", ds});
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     Json doc = Json::parse(r.out);
     ASSERT_FALSE(doc["problems"].empty()) << r.out;
@@ -258,17 +264,19 @@ with h5py.File(sys.argv[1], "w") as f:
     f["labels"] = np.arange(12) % 4
 )", path});
   ASSERT_EQ(w.exit_code, 0) << w.err;
-  RunResult info = Sharddump({"info", "--json", path});
+  RunResult info = RunTool(SHARDDUMP_PATH, {"info", "--json", path});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   Json j = Json::parse(info.out);
   EXPECT_EQ(j["backend"], "hdf5");
   EXPECT_EQ(j["records"], 12);
   EXPECT_EQ(j["schema"]["height"], 32);
-  RunResult text = Sharddump({"info", path});
+  RunResult text = RunTool(SHARDDUMP_PATH, {"info", path});
   EXPECT_THAT(text.out, HasSubstr("raw/hwc 32x32x3"));
 
-  ASSERT_EQ(Shardpack({"convert", path, "-o", Out("from-plain"), "--format", "shard", "-q"})
-                .exit_code, 0);
+  ASSERT_EQ(
+      RunTool(SHARDPACK_PATH, {"convert", path, "-o", Out("from-plain"), "--format", "shard", "-q"})
+          .exit_code,
+      0);
   auto records = testing::ReadDataset(Out("from-plain"));
   ASSERT_TRUE(records.ok()) << records.status();
   ASSERT_EQ(records->size(), 12u);
@@ -278,17 +286,21 @@ with h5py.File(sys.argv[1], "w") as f:
 
 TEST_F(BackendCliTest, BadShardFilesGetOneLineNamingThePath) {
   std::string jpeg = WriteJpegLikeDataset("jpeg", 20);
-  ASSERT_EQ(Shardpack({"convert", jpeg, "-o", Out("h"), "--format", "hdf5", "-q"}).exit_code, 0);
-  ASSERT_EQ(Shardpack({"convert", jpeg, "-o", Out("l"), "--format", "lmdb", "-q"}).exit_code, 0);
+  ASSERT_EQ(RunTool(SHARDPACK_PATH, {"convert", jpeg, "-o", Out("h"), "--format", "hdf5", "-q"})
+                .exit_code,
+            0);
+  ASSERT_EQ(RunTool(SHARDPACK_PATH, {"convert", jpeg, "-o", Out("l"), "--format", "lmdb", "-q"})
+                .exit_code,
+            0);
   for (std::string shard : {Out("h/shard-00000.h5"), Out("l/shard-00000.lmdb")}) {
     fs::resize_file(shard, fs::file_size(shard) / 2);
-    ExpectOneLineFailure(Sharddump({"info", shard}), "sharddump", shard);
-    ExpectOneLineFailure(Sharddump({"ls", fs::path(shard).parent_path().string()}), "sharddump",
-                         shard);
+    ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"info", shard}), "sharddump", shard);
+    ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"ls", fs::path(shard).parent_path().string()}),
+                         "sharddump", shard);
   }
   std::string junk = Out("junk.h5");
   std::ofstream(junk) << "\x89HDF\r\n\x1a\n" << std::string(100, 'x');
-  RunResult r = Sharddump({"info", junk});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"info", junk});
   ExpectOneLineFailure(r, "sharddump", junk);
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("HDF5-DIAG")));
 }
@@ -300,28 +312,32 @@ TEST_F(BackendCliTest, SharddumpNamesASizeOrCrcThatDisagreesWithTheManifest) {
   std::string jpeg = WriteJpegLikeDataset("jpeg", 12);
   for (const char* format : {"lmdb", "hdf5"}) {
     const std::string out = Out(format);
-    ASSERT_EQ(Shardpack({"convert", jpeg, "-o", out, "--format", format, "-q"}).exit_code, 0);
+    ASSERT_EQ(
+        RunTool(SHARDPACK_PATH, {"convert", jpeg, "-o", out, "--format", format, "-q"}).exit_code,
+        0);
     auto m = ReadManifest(out);
     ASSERT_TRUE(m.ok()) << m.status();
     const std::string shard = (fs::path(out) / m->shards[0].path).string();
     std::ofstream(shard, std::ios::binary | std::ios::app) << "x";
-    RunResult r = Sharddump({"verify", out});
+    RunResult r = RunTool(SHARDDUMP_PATH, {"verify", out});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_THAT(r.out, HasSubstr(absl::StrCat(shard, ": ", m->shards[0].bytes + 1,
                                               " bytes, the manifest says ", m->shards[0].bytes)));
-    ExpectOneLineFailure(Sharddump({"ls", out}), "sharddump", "bytes, the manifest says");
+    ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"ls", out}), "sharddump",
+                         "bytes, the manifest says");
     fs::resize_file(shard, m->shards[0].bytes);
     Manifest wrong = *m;
     wrong.shards[0].crc32c ^= 1;
     std::ofstream(fs::path(out) / kManifestFileName, std::ios::trunc) << SerializeManifest(wrong);
-    r = Sharddump({"verify", out});
+    r = RunTool(SHARDDUMP_PATH, {"verify", out});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_THAT(r.out, HasSubstr(absl::StrFormat("%s: CRC-32C of the whole file is %08x, the "
                                                  "manifest says %08x",
                                                  shard, m->shards[0].crc32c, wrong.shards[0].crc32c)));
-    ExpectOneLineFailure(Sharddump({"info", out}), "sharddump", "CRC-32C of the whole file");
-    ExpectOneLineFailure(Sharddump({"extract", out, "-o", Out("x"), "--index", "0"}), "sharddump",
+    ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"info", out}), "sharddump",
                          "CRC-32C of the whole file");
+    ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"extract", out, "-o", Out("x"), "--index", "0"}),
+                         "sharddump", "CRC-32C of the whole file");
   }
 }
 

@@ -69,16 +69,10 @@ class PartsTest : public ::testing::Test {
 
   // shardpack with exactly `env` of the scheduler's variables set.
   RunResult Shardpack(std::vector<std::string> args, const Env& env = {}) {
-    args.insert(args.begin(), SHARDPACK_PATH);
-    return testing::Run(args, [env] {
+    return testing::RunTool(SHARDPACK_PATH, std::move(args), [env] {
       for (const char* name : kSchedulerVars) unsetenv(name);
       for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     });
-  }
-
-  RunResult Sharddump(std::vector<std::string> args) {
-    args.insert(args.begin(), SHARDDUMP_PATH);
-    return testing::Run(args);
   }
 
   // Packs `input` as `count` parts with `extra` flags; returns their paths.
@@ -326,7 +320,8 @@ TEST_F(PartsTest, MergeInAnyOrderEqualsOnePackAndSaysItWasMerged) {
   EXPECT_FALSE(fs::exists(Out("merged")));
   RunResult r = Shardpack({"merge", parts[2], parts[0], parts[3], parts[1], "-o", Out("merged")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  RunResult whole = Sharddump({"ls", Out("whole")}), merged = Sharddump({"ls", Out("merged")});
+  RunResult whole = testing::RunTool(SHARDDUMP_PATH, {"ls", Out("whole")}),
+            merged = testing::RunTool(SHARDDUMP_PATH, {"ls", Out("merged")});
   ASSERT_EQ(whole.exit_code, 0);
   ASSERT_EQ(merged.exit_code, 0);
   EXPECT_EQ(Listing(merged), Listing(whole));
@@ -336,7 +331,7 @@ TEST_F(PartsTest, MergeInAnyOrderEqualsOnePackAndSaysItWasMerged) {
   EXPECT_EQ(pack["merged"]["count"], 4);
   EXPECT_EQ(pack["merged"]["parts"][1]["path"], parts[1]);
   EXPECT_EQ(pack["input"], PackOf(parts[0])["input"]);
-  RunResult info = Sharddump({"info", Out("merged")});
+  RunResult info = testing::RunTool(SHARDDUMP_PATH, {"info", Out("merged")});
   EXPECT_THAT(info.out, HasSubstr("merged         from 4 parts (by shardpack"));
   EXPECT_THAT(info.out, HasSubstr("1 " + parts[0] + " (25 records), 2 " + parts[1]));
   // A merged dataset is not a part of anything.
@@ -355,7 +350,8 @@ TEST_F(PartsTest, MergeTakesAPartConvertedToAnotherBackend) {
   ASSERT_EQ(convert.exit_code, 0) << convert.err;
   RunResult r = Shardpack({"merge", p[2], Out("p2-lmdb"), p[0], "-o", Out("merged")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Listing(Sharddump({"ls", Out("merged")})), Listing(Sharddump({"ls", Out("whole")})));
+  EXPECT_EQ(Listing(testing::RunTool(SHARDDUMP_PATH, {"ls", Out("merged")})),
+            Listing(testing::RunTool(SHARDDUMP_PATH, {"ls", Out("whole")})));
   EXPECT_EQ(PackOf(Out("merged"))["merged"]["parts"][1]["path"], Out("p2-lmdb"));
 }
 

@@ -11,8 +11,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,6 +25,8 @@
 #include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
+#include "tests/testing/cli_expect.h"
+#include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
@@ -47,7 +49,9 @@ using Json = nlohmann::json;
 // ---------------------------------------------------------------------------
 // Running the tool
 
+using ::shardpack::testing::Lines;
 using ::shardpack::testing::RunResult;
+using ::shardpack::testing::RunTool;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -59,13 +63,6 @@ std::string ReadFile(const std::string& path) {
 void WriteFile(const std::string& path, std::string_view contents) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-}
-
-// Runs the sharddump binary built with this test on `args`.
-RunResult RunSharddump(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {SHARDDUMP_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return testing::Run(argv);
 }
 
 // Runs sharddump with stderr on a pseudo-terminal and returns what it drew
@@ -99,20 +96,11 @@ std::string RunWithTerminalStderr(const std::vector<std::string>& args) {
   return drawn;
 }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines = absl::StrSplit(text, '\n');
-  if (!lines.empty() && lines.back().empty()) lines.pop_back();
-  return lines;
-}
-
-// Expects the failure contract: exit 1, nothing on stdout, one line on
-// stderr "sharddump: ..." containing `needle`.
+// Expects the failure contract (exit 1, one line on stderr "sharddump: ..."
+// containing `needle`) and nothing on stdout.
 void ExpectOneLineFailure(const RunResult& r, const std::string& needle) {
-  EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.out, IsEmpty());
-  EXPECT_THAT(r.err, StartsWith("sharddump: "));
-  EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
-  EXPECT_THAT(r.err, HasSubstr(needle));
+  testing::ExpectOneLineFailure(r, "sharddump", needle);
 }
 
 // ---------------------------------------------------------------------------
@@ -122,16 +110,8 @@ void ExpectOneLineFailure(const RunResult& r, const std::string& needle) {
 std::vector<uint8_t> MakeJpeg(int w, int h, int channels, uint64_t seed) {
   std::vector<uint8_t> pixels(size_t(w) * h * channels);
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7 + seed * 13);
-  tjhandle tj = tjInitCompress();
-  unsigned char* jpeg = nullptr;
-  unsigned long size = 0;
-  int rc = tjCompress2(tj, pixels.data(), w, 0, h, channels == 1 ? TJPF_GRAY : TJPF_RGB, &jpeg,
-                       &size, channels == 1 ? TJSAMP_GRAY : TJSAMP_420, 90, 0);
-  EXPECT_EQ(rc, 0) << tjGetErrorStr2(tj);
-  std::vector<uint8_t> out(jpeg, jpeg + size);
-  tjFree(jpeg);
-  tjDestroy(tj);
-  return out;
+  return testing::EncodeJpeg(pixels, w, h, channels == 1 ? TJPF_GRAY : TJPF_RGB,
+                             channels == 1 ? TJSAMP_GRAY : TJSAMP_420);
 }
 
 OwnedRecord JpegRecord(uint64_t i, int w, int h, int channels) {
@@ -195,7 +175,7 @@ class SharddumpTest : public ::testing::Test {
 // info
 
 TEST_F(SharddumpTest, InfoJsonHasCountsShardsClassesAndHistogram) {
-  RunResult r = RunSharddump({"info", "--json", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"info", "--json", Dataset()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, IsEmpty());
   Json j = Json::parse(r.out);
@@ -226,7 +206,7 @@ TEST_F(SharddumpTest, InfoJsonHasCountsShardsClassesAndHistogram) {
 }
 
 TEST_F(SharddumpTest, InfoTextNamesTheNumbers) {
-  RunResult r = RunSharddump({"info", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"info", Dataset()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("records        25\n"));
   EXPECT_THAT(r.out, HasSubstr("shards         3\n"));
@@ -238,7 +218,7 @@ TEST_F(SharddumpTest, InfoTextNamesTheNumbers) {
 }
 
 TEST_F(SharddumpTest, InfoOnALoneShardAndOnTheManifestFile) {
-  RunResult r = RunSharddump({"info", "--json", Shard(1)});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"info", "--json", Shard(1)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Json j = Json::parse(r.out);
   EXPECT_EQ(j["backend"], "shard");
@@ -247,7 +227,7 @@ TEST_F(SharddumpTest, InfoOnALoneShardAndOnTheManifestFile) {
   EXPECT_TRUE(j["schema"].is_null());
   EXPECT_EQ(j["shards"][0]["bytes"], fs::file_size(Shard(1)));
 
-  RunResult m = RunSharddump({"info", "--json", tmp_.Join("ds/manifest.json")});
+  RunResult m = RunTool(SHARDDUMP_PATH, {"info", "--json", tmp_.Join("ds/manifest.json")});
   ASSERT_EQ(m.exit_code, 0) << m.err;
   EXPECT_EQ(Json::parse(m.out)["records"], 25);
 }
@@ -261,19 +241,19 @@ TEST(SharddumpCompressionTest, InfoReportsTheRatioAndLsTheBlockOffsets) {
     records.push_back(r);
   }
   WriteDataset(tmp.Join("z"), records, RawSchema(32, 32, 3, 10), 0, Compression::kZstd);
-  RunResult info = RunSharddump({"info", "--json", tmp.Join("z")});
+  RunResult info = RunTool(SHARDDUMP_PATH, {"info", "--json", tmp.Join("z")});
   ASSERT_EQ(info.exit_code, 0) << info.err;
   Json j = Json::parse(info.out);
   EXPECT_GT(j["compression_ratio"].get<double>(), 5.0);
   EXPECT_LT(j["stored_bytes"].get<uint64_t>(), j["raw_bytes"].get<uint64_t>());
 
-  RunResult ls = RunSharddump({"ls", tmp.Join("z")});
+  RunResult ls = RunTool(SHARDDUMP_PATH, {"ls", tmp.Join("z")});
   ASSERT_EQ(ls.exit_code, 0) << ls.err;
   std::vector<std::string> lines = Lines(ls.out);
   ASSERT_EQ(lines.size(), 8u);
   // Record 0 is at the start of the block's decompressed payload.
   EXPECT_EQ(lines[0], "0\traw/0\t0\traw/hwc\t32x32x3\t3072\t0\t4096:0");
-  RunResult json = RunSharddump({"ls", "--json", "--range", "1:2", tmp.Join("z")});
+  RunResult json = RunTool(SHARDDUMP_PATH, {"ls", "--json", "--range", "1:2", tmp.Join("z")});
   Json line = Json::parse(json.out);
   EXPECT_EQ(line["compressed"], true);
   EXPECT_EQ(line["offset"], 4096);
@@ -285,7 +265,7 @@ TEST(SharddumpCompressionTest, InfoReportsTheRatioAndLsTheBlockOffsets) {
 // ls
 
 TEST_F(SharddumpTest, LsPrintsOneLinePerRecord) {
-  RunResult r = RunSharddump({"ls", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"ls", Dataset()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_EQ(lines.size(), 25u);
@@ -298,7 +278,7 @@ TEST_F(SharddumpTest, LsPrintsOneLinePerRecord) {
 }
 
 TEST_F(SharddumpTest, LsOffsetsPointAtTheRecordHeaders) {
-  RunResult r = RunSharddump({"ls", "--json", "--range", "12:14", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"ls", "--json", "--range", "12:14", Dataset()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string shard = ReadFile(Shard(1));
   for (const std::string& line : Lines(r.out)) {
@@ -319,21 +299,23 @@ TEST_F(SharddumpTest, LsRangeAndShardSelect) {
     for (const std::string& line : Lines(r.out)) out.push_back(line.substr(0, line.find('\t')));
     return out;
   };
-  EXPECT_THAT(indexes(RunSharddump({"ls", "--range", "8:12", Dataset()})),
+  EXPECT_THAT(indexes(RunTool(SHARDDUMP_PATH, {"ls", "--range", "8:12", Dataset()})),
               ElementsAre("8", "9", "10", "11"));
-  RunResult shard = RunSharddump({"ls", "--shard", "2", Dataset()});
+  RunResult shard = RunTool(SHARDDUMP_PATH, {"ls", "--shard", "2", Dataset()});
   EXPECT_THAT(indexes(shard), ElementsAre("20", "21", "22", "23", "24"));
-  EXPECT_THAT(indexes(RunSharddump({"ls", "--shard", "1", "--range", "18:", Dataset()})),
+  EXPECT_THAT(indexes(RunTool(SHARDDUMP_PATH, {"ls", "--shard", "1", "--range", "18:", Dataset()})),
               ElementsAre("18", "19"));
-  EXPECT_THAT(indexes(RunSharddump({"ls", "--range", ":2", Dataset()})), ElementsAre("0", "1"));
-  EXPECT_THAT(RunSharddump({"ls", "--range", "5:5", Dataset()}).out, IsEmpty());
+  EXPECT_THAT(indexes(RunTool(SHARDDUMP_PATH, {"ls", "--range", ":2", Dataset()})),
+              ElementsAre("0", "1"));
+  EXPECT_THAT(RunTool(SHARDDUMP_PATH, {"ls", "--range", "5:5", Dataset()}).out, IsEmpty());
 
-  ExpectOneLineFailure(RunSharddump({"ls", "--range", "20:30", Dataset()}), "25 records");
-  ExpectOneLineFailure(RunSharddump({"ls", "--shard", "3", Dataset()}), "has 3 shards");
+  ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"ls", "--range", "20:30", Dataset()}),
+                       "25 records");
+  ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"ls", "--shard", "3", Dataset()}), "has 3 shards");
 }
 
 TEST_F(SharddumpTest, LsJsonLinesHaveTheDocumentedFields) {
-  RunResult r = RunSharddump({"ls", "--json", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"ls", "--json", Dataset()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_EQ(lines.size(), 25u);
@@ -366,7 +348,7 @@ TEST(SharddumpKeysTest, LsEscapesKeysInTextAndJson) {
     records.push_back(r);
   }
   WriteDataset(tmp.Join("ds"), records, RawSchema(1, 1, 1, 10), 0);
-  RunResult text = RunSharddump({"ls", tmp.Join("ds")});
+  RunResult text = RunTool(SHARDDUMP_PATH, {"ls", tmp.Join("ds")});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   std::vector<std::string> keys;
   for (const std::string& line : Lines(text.out)) {
@@ -378,7 +360,7 @@ TEST(SharddumpKeysTest, LsEscapesKeysInTextAndJson) {
                                 "back\\\\slash", "caf\xc3\xa9", "esc\\x1b[31m",
                                 "evil\\u{202e}gpj.exe", "zw\\u{200b}sp\\u{2066}"));
 
-  RunResult json = RunSharddump({"ls", "--json", tmp.Join("ds")});
+  RunResult json = RunTool(SHARDDUMP_PATH, {"ls", "--json", tmp.Join("ds")});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   std::vector<std::string> lines = Lines(json.out);
   ASSERT_EQ(lines.size(), records.size());
@@ -398,12 +380,12 @@ TEST(SharddumpKeysTest, LsEscapesKeysInTextAndJson) {
 // verify
 
 TEST_F(SharddumpTest, VerifyCleanDatasetExitsZero) {
-  RunResult r = RunSharddump({"verify", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"verify", Dataset()});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, StartsWith("ok: 3 shards, 25 records, "));
   EXPECT_THAT(r.err, IsEmpty());  // no progress line when stderr is not a terminal
 
-  RunResult j = RunSharddump({"verify", "--json", "--threads", "2", Dataset()});
+  RunResult j = RunTool(SHARDDUMP_PATH, {"verify", "--json", "--threads", "2", Dataset()});
   EXPECT_EQ(j.exit_code, 0) << j.err;
   Json doc = Json::parse(j.out);
   EXPECT_EQ(doc["ok"], true);
@@ -412,7 +394,7 @@ TEST_F(SharddumpTest, VerifyCleanDatasetExitsZero) {
   EXPECT_EQ(doc["shards"].size(), 3u);
   EXPECT_EQ(doc["shards"][1]["ok"], true);
 
-  RunResult lone = RunSharddump({"verify", "-q", Shard(0)});
+  RunResult lone = RunTool(SHARDDUMP_PATH, {"verify", "-q", Shard(0)});
   EXPECT_EQ(lone.exit_code, 0) << lone.out << lone.err;
   EXPECT_THAT(lone.out, IsEmpty());
 }
@@ -445,7 +427,7 @@ TEST_F(SharddumpTest, VerifyChecksEveryRecordAgainstTheSchema) {
     Json edited = original;
     c.edit(edited);
     WriteManifestJson(edited);
-    RunResult r = RunSharddump({"verify", "--json", Dataset()});
+    RunResult r = RunTool(SHARDDUMP_PATH, {"verify", "--json", Dataset()});
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     Json doc = Json::parse(r.out);
     ASSERT_FALSE(doc["problems"].empty()) << r.out;
@@ -453,7 +435,7 @@ TEST_F(SharddumpTest, VerifyChecksEveryRecordAgainstTheSchema) {
     EXPECT_FALSE(doc["problems"][0]["record"].is_null());
   }
   WriteManifestJson(original);
-  EXPECT_EQ(RunSharddump({"verify", Dataset()}).exit_code, 0);
+  EXPECT_EQ(RunTool(SHARDDUMP_PATH, {"verify", Dataset()}).exit_code, 0);
 }
 
 TEST_F(SharddumpTest, ProgressLineOnlyOnATerminal) {
@@ -473,7 +455,7 @@ void FlipByte(const std::string& path, uint64_t offset) {
 
 TEST_F(SharddumpTest, VerifyFlippedPayloadByteNamesShardRecordAndOffset) {
   FlipByte(Shard(1), 4096 + 32 + 112 * 3 + 40);  // in record 13's payload
-  RunResult r = RunSharddump({"verify", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"verify", Dataset()});
   EXPECT_EQ(r.exit_code, 1);
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_EQ(lines.size(), 2u) << r.out;
@@ -483,7 +465,7 @@ TEST_F(SharddumpTest, VerifyFlippedPayloadByteNamesShardRecordAndOffset) {
   EXPECT_THAT(lines[1], StartsWith("FAILED: 1 problem"));
   EXPECT_EQ(r.err, "sharddump: " + Dataset() + ": 1 problem found\n");
 
-  RunResult j = RunSharddump({"verify", "--json", Dataset()});
+  RunResult j = RunTool(SHARDDUMP_PATH, {"verify", "--json", Dataset()});
   EXPECT_EQ(j.exit_code, 1);
   Json doc = Json::parse(j.out);
   EXPECT_EQ(doc["ok"], false);
@@ -509,7 +491,7 @@ TEST_F(SharddumpTest, VerifyFindsAFlipInEveryRegionOfTheFile) {
     WriteDataset(tmp_.Join("fresh"), RawRecords(), RawSchema(4, 6, 3, 10), 10);
     const std::string shard = tmp_.Join("fresh/shard-00000.shard");
     FlipByte(shard, offset);
-    RunResult r = RunSharddump({"verify", "--json", tmp_.Join("fresh")});
+    RunResult r = RunTool(SHARDDUMP_PATH, {"verify", "--json", tmp_.Join("fresh")});
     EXPECT_EQ(r.exit_code, 1);
     Json doc = Json::parse(r.out);
     ASSERT_FALSE(doc["problems"].empty());
@@ -523,8 +505,8 @@ TEST_F(SharddumpTest, VerifyReportsTheSameProblemsWhateverTheThreads) {
   FlipByte(Shard(0), 4200);
   FlipByte(Shard(2), 4300);
   fs::remove(Shard(1));
-  RunResult one = RunSharddump({"verify", "-q", "--threads", "1", Dataset()});
-  RunResult many = RunSharddump({"verify", "-q", "--threads", "3", Dataset()});
+  RunResult one = RunTool(SHARDDUMP_PATH, {"verify", "-q", "--threads", "1", Dataset()});
+  RunResult many = RunTool(SHARDDUMP_PATH, {"verify", "-q", "--threads", "3", Dataset()});
   EXPECT_EQ(one.exit_code, 1);
   EXPECT_EQ(many.exit_code, 1);
   EXPECT_EQ(one.out, many.out);
@@ -540,7 +522,7 @@ TEST_F(SharddumpTest, VerifyComparesTheManifestChecksum) {
   Json m = ReadManifestJson();
   m["shards"][2]["crc32c"] = "00000000";
   WriteManifestJson(m);
-  RunResult r = RunSharddump({"verify", "--json", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"verify", "--json", Dataset()});
   EXPECT_EQ(r.exit_code, 1);
   Json doc = Json::parse(r.out);
   ASSERT_EQ(doc["problems"].size(), 1u) << r.out;
@@ -556,7 +538,7 @@ TEST_F(SharddumpTest, VerifyComparesTheManifestCountsAndSizes) {
   m["records"] = 26;
   m["shards"][1]["bytes"] = m["shards"][1]["bytes"].get<uint64_t>() + 4096;
   WriteManifestJson(m);
-  RunResult r = RunSharddump({"verify", "--json", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"verify", "--json", Dataset()});
   EXPECT_EQ(r.exit_code, 1);
   Json doc = Json::parse(r.out);
   ASSERT_EQ(doc["problems"].size(), 2u) << r.out;
@@ -566,12 +548,13 @@ TEST_F(SharddumpTest, VerifyComparesTheManifestCountsAndSizes) {
   EXPECT_EQ(doc["problems"][1]["shard"], 1);
   EXPECT_THAT(doc["problems"][1]["message"].get<std::string>(), HasSubstr("the manifest says"));
   // Commands that need dataset indexes refuse a shard of the wrong size.
-  ExpectOneLineFailure(RunSharddump({"ls", Dataset()}), "holds 10 records, the manifest says 11");
+  ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"ls", Dataset()}),
+                       "holds 10 records, the manifest says 11");
 }
 
 TEST_F(SharddumpTest, VerifyReportsAShardFileTheManifestDoesNotList) {
   fs::copy_file(Shard(0), tmp_.Join("ds/shard-00009.shard"));
-  RunResult r = RunSharddump({"verify", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"verify", Dataset()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr("shard-00009.shard: a .shard file the manifest does not list"));
 }
@@ -579,7 +562,7 @@ TEST_F(SharddumpTest, VerifyReportsAShardFileTheManifestDoesNotList) {
 TEST_F(SharddumpTest, VerifyTruncatedShards) {
   std::string bytes = ReadFile(Shard(1));
   WriteFile(Shard(1), bytes.substr(0, 5000));
-  RunResult r = RunSharddump({"verify", "--json", Dataset()});
+  RunResult r = RunTool(SHARDDUMP_PATH, {"verify", "--json", Dataset()});
   EXPECT_EQ(r.exit_code, 1);
   Json doc = Json::parse(r.out);
   ASSERT_GE(doc["problems"].size(), 2u);
@@ -588,12 +571,12 @@ TEST_F(SharddumpTest, VerifyTruncatedShards) {
   EXPECT_THAT(doc["problems"][1]["message"].get<std::string>(),
               HasSubstr("5000 bytes, the manifest says"));
 
-  RunResult lone = RunSharddump({"verify", Shard(1)});
+  RunResult lone = RunTool(SHARDDUMP_PATH, {"verify", Shard(1)});
   EXPECT_EQ(lone.exit_code, 1);
   EXPECT_THAT(lone.out, HasSubstr(Shard(1) + " @4968: no trailer"));
-  ExpectOneLineFailure(RunSharddump({"info", Shard(1)}), Shard(1));
+  ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"info", Shard(1)}), Shard(1));
   WriteFile(Shard(2), bytes.substr(0, 20));
-  ExpectOneLineFailure(RunSharddump({"info", Shard(2)}), Shard(2));
+  ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"info", Shard(2)}), Shard(2));
 }
 
 // Six real JPEGs (one gray), one cut short and one that is not a JPEG.
@@ -618,16 +601,16 @@ class SharddumpJpegTest : public ::testing::Test {
 };
 
 TEST_F(SharddumpJpegTest, VerifyDecodeFindsBrokenJpegs) {
-  RunResult clean = RunSharddump({"verify", "--decode", tmp_.Join("good")});
+  RunResult clean = RunTool(SHARDDUMP_PATH, {"verify", "--decode", tmp_.Join("good")});
   EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
   EXPECT_THAT(clean.out, HasSubstr(", 6 JPEGs decoded"));
 
   // Without --decode the damaged JPEGs are intact records.
-  EXPECT_EQ(RunSharddump({"verify", tmp_.Join("bad")}).exit_code, 0);
+  EXPECT_EQ(RunTool(SHARDDUMP_PATH, {"verify", tmp_.Join("bad")}).exit_code, 0);
 
   for (const char* threads : {"1", "2"}) {
-    RunResult r =
-        RunSharddump({"verify", "--decode", "--json", "--threads", threads, tmp_.Join("bad")});
+    RunResult r = RunTool(SHARDDUMP_PATH,
+                          {"verify", "--decode", "--json", "--threads", threads, tmp_.Join("bad")});
     EXPECT_EQ(r.exit_code, 1);
     Json doc = Json::parse(r.out);
     EXPECT_EQ(doc["decoded"], 6);
@@ -650,8 +633,8 @@ TEST_F(SharddumpJpegTest, VerifyDecodeFindsBrokenJpegs) {
 }
 
 TEST_F(SharddumpJpegTest, ExtractWritesJpegBytesUnchanged) {
-  RunResult r =
-      RunSharddump({"extract", tmp_.Join("good"), "--index", "4,1", "-o", tmp_.Join("out")});
+  RunResult r = RunTool(SHARDDUMP_PATH,
+                        {"extract", tmp_.Join("good"), "--index", "4,1", "-o", tmp_.Join("out")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string jpeg = ReadFile(tmp_.Join("out/4_class_0_img_4.jpg"));
   EXPECT_EQ(jpeg, std::string(records_[4].payload.begin(), records_[4].payload.end()));
@@ -665,7 +648,8 @@ TEST_F(SharddumpJpegTest, ExtractWritesJpegBytesUnchanged) {
 // extract
 
 TEST_F(SharddumpTest, ExtractRawAsPpmWithLabels) {
-  RunResult r = RunSharddump({"extract", Dataset(), "--range", "9:11", "-o", tmp_.Join("out")});
+  RunResult r =
+      RunTool(SHARDDUMP_PATH, {"extract", Dataset(), "--range", "9:11", "-o", tmp_.Join("out")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, IsEmpty());
   EXPECT_EQ(r.err, "extracted 2 records to " + tmp_.Join("out") + "\n");
@@ -681,16 +665,19 @@ TEST_F(SharddumpTest, ExtractRawAsPpmWithLabels) {
 }
 
 TEST_F(SharddumpTest, ExtractByKeyAndBadSelections) {
-  RunResult r = RunSharddump({"extract", Dataset(), "--key", "raw/17", "-o", tmp_.Join("k")});
+  RunResult r =
+      RunTool(SHARDDUMP_PATH, {"extract", Dataset(), "--key", "raw/17", "-o", tmp_.Join("k")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(tmp_.Join("k/17_raw_17.ppm")));
   ExpectOneLineFailure(
-      RunSharddump({"extract", Dataset(), "--key", "nope\n", "-o", tmp_.Join("k")}),
+      RunTool(SHARDDUMP_PATH, {"extract", Dataset(), "--key", "nope\n", "-o", tmp_.Join("k")}),
       "no record has the key 'nope\\n'");
   ExpectOneLineFailure(
-      RunSharddump({"extract", Dataset(), "--index", "3,25", "-o", tmp_.Join("k")}), "--index 25");
+      RunTool(SHARDDUMP_PATH, {"extract", Dataset(), "--index", "3,25", "-o", tmp_.Join("k")}),
+      "--index 25");
   ExpectOneLineFailure(
-      RunSharddump({"extract", Dataset(), "--range", "24:26", "-o", tmp_.Join("k")}), "25 records");
+      RunTool(SHARDDUMP_PATH, {"extract", Dataset(), "--range", "24:26", "-o", tmp_.Join("k")}),
+      "25 records");
 }
 
 TEST(SharddumpExtractTest, ConvertsChwGrayAndOtherChannelCounts) {
@@ -707,8 +694,8 @@ TEST(SharddumpExtractTest, ConvertsChwGrayAndOtherChannelCounts) {
     for (int j = 0; j <= i; ++j) padded.push_back(testing::RawRecord(j, 2, 3, rec.image.channels,
                                                                      rec.image.layout));
     WriteDataset(ds, padded, RawSchema(2, 3, rec.image.channels, 10, rec.image.layout), 0);
-    RunResult r = RunSharddump({"extract", "-q", ds, "--range", absl::StrCat(i, ":", i + 1),
-                                "-o", tmp.Join("out")});
+    RunResult r = RunTool(SHARDDUMP_PATH, {"extract", "-q", ds, "--range",
+                                           absl::StrCat(i, ":", i + 1), "-o", tmp.Join("out")});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.err, IsEmpty());
   }
@@ -763,7 +750,8 @@ TEST(SharddumpExtractTest, HostileKeysNeverLeaveTheOutputDirectory) {
   }
   const std::string work = tmp.Join("a/b/c");  // room for ../.. to land in
   WriteDataset(work + "/ds", records, RawSchema(2, 2, 1, 10), 0);
-  RunResult r = RunSharddump({"extract", work + "/ds", "--range", ":", "-o", work + "/out"});
+  RunResult r =
+      RunTool(SHARDDUMP_PATH, {"extract", work + "/ds", "--range", ":", "-o", work + "/out"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   std::vector<std::string> names;
@@ -801,7 +789,8 @@ TEST_F(SharddumpTest, ExtractReplacesASymlinkInsteadOfWritingThroughIt) {
   fs::create_directories(tmp_.Join("out"));
   fs::create_symlink(outside, tmp_.Join("out/03_raw_3.ppm"));
   fs::create_hard_link(outside, tmp_.Join("out/labels.tsv"));
-  RunResult r = RunSharddump({"extract", "-q", Dataset(), "--index", "3", "-o", tmp_.Join("out")});
+  RunResult r =
+      RunTool(SHARDDUMP_PATH, {"extract", "-q", Dataset(), "--index", "3", "-o", tmp_.Join("out")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ReadFile(outside), "keep");
   EXPECT_FALSE(fs::is_symlink(tmp_.Join("out/03_raw_3.ppm")));
@@ -843,11 +832,12 @@ TEST_F(SharddumpTest, BadInputsGetOneLineNamingThePath) {
                                          {missing, "no such file or directory"}}) {
     for (const char* command : {"info", "ls", "verify"}) {
       SCOPED_TRACE(std::string(command) + " " + c.path);
-      RunResult r = RunSharddump({command, c.path});
+      RunResult r = RunTool(SHARDDUMP_PATH, {command, c.path});
       ExpectOneLineFailure(r, c.path);
       EXPECT_THAT(r.err, HasSubstr(c.needle));
     }
-    RunResult x = RunSharddump({"extract", c.path, "--index", "0", "-o", tmp_.Join("x")});
+    RunResult x =
+        RunTool(SHARDDUMP_PATH, {"extract", c.path, "--index", "0", "-o", tmp_.Join("x")});
     ExpectOneLineFailure(x, c.needle);
   }
 }
@@ -856,61 +846,29 @@ TEST_F(SharddumpTest, ManifestPointingAtAMissingShard) {
   fs::remove(Shard(2));
   for (const char* command : {"info", "ls"}) {
     SCOPED_TRACE(command);
-    ExpectOneLineFailure(RunSharddump({command, Dataset()}), Shard(2) + ": missing");
+    ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {command, Dataset()}), Shard(2) + ": missing");
   }
-  RunResult v = RunSharddump({"verify", Dataset()});
+  RunResult v = RunTool(SHARDDUMP_PATH, {"verify", Dataset()});
   EXPECT_EQ(v.exit_code, 1);
   EXPECT_THAT(v.out, HasSubstr("shard 2, offset 0: " + Shard(2) + ": missing"));
 }
 
 TEST_F(SharddumpTest, UsageErrorsExitTwo) {
-  EXPECT_EQ(RunSharddump({}).exit_code, 2);
-  EXPECT_EQ(RunSharddump({"info"}).exit_code, 2);
-  EXPECT_EQ(RunSharddump({"frobnicate", Dataset()}).exit_code, 2);
-  EXPECT_EQ(RunSharddump({"ls", "--range", "abc", Dataset()}).exit_code, 2);
-  EXPECT_EQ(RunSharddump({"ls", "--range", "5:2", Dataset()}).exit_code, 2);
-  EXPECT_EQ(RunSharddump({"extract", Dataset(), "-o", tmp_.Join("o")}).exit_code, 2);
+  EXPECT_EQ(RunTool(SHARDDUMP_PATH, {}).exit_code, 2);
+  EXPECT_EQ(RunTool(SHARDDUMP_PATH, {"info"}).exit_code, 2);
+  EXPECT_EQ(RunTool(SHARDDUMP_PATH, {"frobnicate", Dataset()}).exit_code, 2);
+  EXPECT_EQ(RunTool(SHARDDUMP_PATH, {"ls", "--range", "abc", Dataset()}).exit_code, 2);
+  EXPECT_EQ(RunTool(SHARDDUMP_PATH, {"ls", "--range", "5:2", Dataset()}).exit_code, 2);
+  EXPECT_EQ(RunTool(SHARDDUMP_PATH, {"extract", Dataset(), "-o", tmp_.Join("o")}).exit_code, 2);
   EXPECT_EQ(
-      RunSharddump({"extract", Dataset(), "--index", "1", "--range", "0:2", "-o", "o"}).exit_code,
+      RunTool(SHARDDUMP_PATH, {"extract", Dataset(), "--index", "1", "--range", "0:2", "-o", "o"})
+          .exit_code,
       2);
-  EXPECT_EQ(RunSharddump({"extract", Dataset(), "--index", "1"}).exit_code, 2);
-  EXPECT_EQ(RunSharddump({"verify", "--threads", "-1", Dataset()}).exit_code, 2);
-  RunResult help = RunSharddump({"--help"});
+  EXPECT_EQ(RunTool(SHARDDUMP_PATH, {"extract", Dataset(), "--index", "1"}).exit_code, 2);
+  EXPECT_EQ(RunTool(SHARDDUMP_PATH, {"verify", "--threads", "-1", Dataset()}).exit_code, 2);
+  RunResult help = RunTool(SHARDDUMP_PATH, {"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.out, AllOf(HasSubstr("info"), HasSubstr("verify"), HasSubstr("extract")));
-}
-
-// ---------------------------------------------------------------------------
-// Benchmark data (not a test): writes a dataset for docs/benchmarks.md's
-// "sharddump verify vs cat". Run with
-//   SHARDDUMP_BENCH_DIR=/tmp/bench SHARDDUMP_BENCH_MB=1536 SHARDDUMP_BENCH_KIND=imagenet
-//     sharddump_test --gtest_also_run_disabled_tests --gtest_filter='*MakeBenchDataset'
-// KIND imagenet: 110 KiB JPEG-sized payloads; cifar: 32x32x3 raw records.
-
-TEST(SharddumpBench, DISABLED_MakeBenchDataset) {
-  const char* dir = std::getenv("SHARDDUMP_BENCH_DIR");
-  ASSERT_NE(dir, nullptr) << "set SHARDDUMP_BENCH_DIR";
-  const char* mb = std::getenv("SHARDDUMP_BENCH_MB");
-  const char* kind = std::getenv("SHARDDUMP_BENCH_KIND");
-  const uint64_t bytes = (mb ? std::strtoull(mb, nullptr, 10) : 1536) << 20;
-  const bool cifar = kind != nullptr && std::string(kind) == "cifar";
-  fs::create_directories(dir);
-  DatasetWriterOptions options;
-  options.directory = dir;
-  options.schema = cifar ? RawSchema(32, 32, 3, 10) : Schema{};
-  if (!cifar) {
-    options.schema.image.encoding = Encoding::kJpeg;
-    options.schema.labels.push_back({"label", {"a", "b", "c"}});
-  }
-  options.pack_json = R"({"source":"sharddump_test MakeBenchDataset"})";
-  auto writer = DatasetWriter::Create(options);
-  ASSERT_THAT(writer, testing::IsOk());
-  for (uint64_t i = 0; (*writer)->bytes() < bytes; ++i) {
-    OwnedRecord r = cifar ? testing::RawRecord(i, 32, 32, 3)
-                          : testing::JpegLikeRecord(i, 100 * 1024 + (i * 7919) % 20480);
-    SP_ASSERT_OK((*writer)->Add(r.record()));
-  }
-  SP_ASSERT_OK((*writer)->Finish().status());
 }
 
 // A FIFO in place of a shard or the manifest: every command says so at once
@@ -926,7 +884,7 @@ TEST_F(SharddumpTest, FifoInPlaceOfAShardOrManifestIsAnErrorNotAHang) {
          {std::vector<std::string>{"verify", Dataset()}, {"info", Dataset()}, {"ls", Dataset()},
           {"extract", Dataset(), "--range", "12:13", "-o", tmp_.Join("x")}}) {
       SCOPED_TRACE(args[0]);
-      RunResult r = RunSharddump(args);
+      RunResult r = RunTool(SHARDDUMP_PATH, args);
       EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
       EXPECT_THAT(r.out + r.err, HasSubstr("a FIFO"));
     }
@@ -936,7 +894,7 @@ TEST_F(SharddumpTest, FifoInPlaceOfAShardOrManifestIsAnErrorNotAHang) {
   // Named directly, too.
   const std::string fifo = tmp_.Join("lone.shard");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  ExpectOneLineFailure(RunSharddump({"info", fifo}), "a FIFO");
+  ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"info", fifo}), "a FIFO");
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using testing::RunResult;
+using testing::RunTool;
 
 constexpr int kCifarRecord = 1 + 3072;
 
@@ -94,11 +95,6 @@ class ShardpackTest : public ::testing::Test {
     return path;
   }
 
-  RunResult Shardpack(std::vector<std::string> args) {
-    args.insert(args.begin(), SHARDPACK_PATH);
-    return testing::Run(args);
-  }
-
   std::string Out(const std::string& name) const { return dir_.Join(name); }
 
   // An ImageFolder of demo JPEGs under Out("images"); empty on failure.
@@ -119,7 +115,7 @@ class ShardpackTest : public ::testing::Test {
 
 TEST_F(ShardpackTest, CifarIsStoredAsHwcPixelsWithLabelsAndClassNames) {
   std::string input = WriteCifar10("data_batch_1.bin", 30);
-  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "--no-shuffle", "-q"});
+  RunResult r = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "--no-shuffle", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<Stored> records = ReadAll(Out("ds"));
   ASSERT_EQ(records.size(), 30u);
@@ -142,8 +138,10 @@ TEST_F(ShardpackTest, CifarIsStoredAsHwcPixelsWithLabelsAndClassNames) {
 
 TEST_F(ShardpackTest, ShuffleIsASeededPermutation) {
   std::string input = WriteCifar10("data_batch_1.bin", 200);
-  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("a"), "--seed", "1", "-q"}).exit_code, 0);
-  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("b"), "--seed", "2", "-q"}).exit_code, 0);
+  ASSERT_EQ(
+      RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("a"), "--seed", "1", "-q"}).exit_code, 0);
+  ASSERT_EQ(
+      RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("b"), "--seed", "2", "-q"}).exit_code, 0);
   std::vector<Stored> a = ReadAll(Out("a")), b = ReadAll(Out("b"));
   std::set<std::string> keys_a, keys_b;
   for (const Stored& s : a) keys_a.insert(s.key);
@@ -156,8 +154,9 @@ TEST_F(ShardpackTest, ShuffleIsASeededPermutation) {
 TEST_F(ShardpackTest, OutputIsByteIdenticalWhateverTheThreadCount) {
   std::string input = WriteCifar10("data_batch_1.bin", 500);
   for (std::string threads : {"1", "2", "8"}) {
-    RunResult r = Shardpack({"cifar", input, "-o", Out("t" + threads), "--threads", threads,
-                             "--shard-records", "128", "--block-size", "64KiB", "-q"});
+    RunResult r =
+        RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("t" + threads), "--threads", threads,
+                                 "--shard-records", "128", "--block-size", "64KiB", "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   for (const auto& entry : fs::directory_iterator(Out("t1"))) {
@@ -171,17 +170,19 @@ TEST_F(ShardpackTest, OutputIsByteIdenticalWhateverTheThreadCount) {
 
 TEST_F(ShardpackTest, MergedPartsEqualASinglePackRecordForRecord) {
   std::string input = WriteCifar10("data_batch_1.bin", 301);
-  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("whole"), "--seed", "9", "-q"}).exit_code, 0);
+  ASSERT_EQ(
+      RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("whole"), "--seed", "9", "-q"}).exit_code,
+      0);
   std::vector<std::string> merge = {"merge"};
   for (int i = 1; i <= 3; ++i) {
     std::string part = Out(absl::StrCat("part", i));
-    RunResult r = Shardpack({"cifar", input, "-o", part, "--seed", "9", "--part",
-                             absl::StrCat(i, "/3"), "-q"});
+    RunResult r = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", part, "--seed", "9", "--part",
+                                           absl::StrCat(i, "/3"), "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     merge.push_back(part);
   }
   merge.insert(merge.end(), {"-o", Out("merged")});
-  RunResult r = Shardpack(merge);
+  RunResult r = RunTool(SHARDPACK_PATH, merge);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<Stored> whole = ReadAll(Out("whole")), merged = ReadAll(Out("merged"));
   ASSERT_EQ(merged.size(), 301u);
@@ -192,18 +193,19 @@ TEST_F(ShardpackTest, MergedPartsEqualASinglePackRecordForRecord) {
 
 TEST_F(ShardpackTest, ExistingOutputIsRefusedWithoutOverwrite) {
   std::string input = WriteCifar10("data_batch_1.bin", 10);
-  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
-  RunResult again = Shardpack({"cifar", input, "-o", Out("ds"), "-q"});
+  ASSERT_EQ(RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
+  RunResult again = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q"});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_THAT(again.err, HasSubstr("already exists; use --overwrite"));
-  RunResult over = Shardpack({"cifar", input, "-o", Out("ds"), "--overwrite", "--no-shuffle", "-q"});
+  RunResult over = RunTool(SHARDPACK_PATH,
+                           {"cifar", input, "-o", Out("ds"), "--overwrite", "--no-shuffle", "-q"});
   EXPECT_EQ(over.exit_code, 0) << over.err;
   EXPECT_EQ(ReadAll(Out("ds")).size(), 10u);
 }
 
 TEST_F(ShardpackTest, TruncatedCifarFailsNamingTheOffsetAndLeavesNothing) {
   std::string input = WriteCifar10("data_batch_1.bin", 7, 100);
-  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "--on-error", "fail"});
+  RunResult r = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "--on-error", "fail"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("data_batch_1.bin"));
   EXPECT_THAT(r.err, HasSubstr(std::to_string(7 * kCifarRecord)));
@@ -213,7 +215,7 @@ TEST_F(ShardpackTest, TruncatedCifarFailsNamingTheOffsetAndLeavesNothing) {
 
 TEST_F(ShardpackTest, TruncatedCifarIsSkippedWithAWarningKeepingWholeRecords) {
   std::string input = WriteCifar10("data_batch_1.bin", 7, 100);
-  RunResult r = Shardpack({"cifar", input, "-o", Out("ds")});
+  RunResult r = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("warning"));
   EXPECT_THAT(r.err, HasSubstr("skipped 1 input"));
@@ -223,20 +225,42 @@ TEST_F(ShardpackTest, TruncatedCifarIsSkippedWithAWarningKeepingWholeRecords) {
   EXPECT_THAT(skipped, HasSubstr(std::to_string(7 * kCifarRecord)));
 }
 
+// Shard files (finished or being written) in a pack's staging folder.
+int ShardFilesIn(const fs::path& staging) {
+  std::error_code ec;
+  int n = 0;
+  for (fs::directory_iterator it(staging, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().starts_with("shard-")) ++n;
+  }
+  return n;
+}
+
+// Kills a pack at points it has provably reached (before it starts, once its
+// staging folder exists, once it writes its 1st, 3rd and 6th shard of 10):
+// each kill must land on a running pack, or the test fails, since a pack that
+// finished first would prove nothing about being killed.
 TEST_F(ShardpackTest, KilledPackNeverLeavesADataset) {
   std::string input = WriteCifar10("data_batch_1.bin", 20000);
-  for (int delay_ms : {0, 5, 20, 60, 150}) {
-    std::string out = Out(absl::StrCat("killed", delay_ms));
+  for (int stage : {-1, 0, 1, 3, 6}) {
+    SCOPED_TRACE(absl::StrCat("killed at stage ", stage));
+    std::string out = Out(absl::StrCat("killed", stage + 1));
+    const fs::path staging = out + ".partial";
     int pid = testing::Spawn({SHARDPACK_PATH, "cifar", input, "-o", out, "--threads", "2",
                               "--block-size", "64KiB", "--shard-records", "2000"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-    if (WIFEXITED(status)) continue;  // finished before the kill: a whole dataset is fine
-    EXPECT_THAT(ReadManifest(out), testing::StatusIs(absl::StatusCode::kNotFound,
-                                                     HasSubstr("not a dataset")))
-        << "killed after " << delay_ms << " ms";
+    // Polls for the stage (no timing is asserted); a pack that ends first
+    // leaves `out` and stops the wait.
+    for (int ms = 0; stage >= 0 && ms < 60000 && !fs::exists(out); ++ms) {
+      if (fs::exists(staging) && ShardFilesIn(staging) >= stage) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    const bool killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    ASSERT_TRUE(killed) << "the pack was not killed (it finished or failed first): status "
+                        << status;
+    EXPECT_THAT(ReadManifest(out),
+                testing::StatusIs(absl::StatusCode::kNotFound, HasSubstr("not a dataset")));
   }
 }
 
@@ -274,7 +298,7 @@ TEST_F(ShardpackTest, RealFullDiskIsAClearErrorAndLeavesNothing) {
 
 TEST_F(ShardpackTest, JsonSummaryAndUnknownBackends) {
   std::string input = WriteCifar10("data_batch_1.bin", 12);
-  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "--json", "-q"});
+  RunResult r = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "--json", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["records"], 12);
@@ -282,12 +306,14 @@ TEST_F(ShardpackTest, JsonSummaryAndUnknownBackends) {
   EXPECT_EQ(j["shards"], 1);
   EXPECT_EQ(j["skipped"], 0);
   EXPECT_GT(j["bytes_out"].get<uint64_t>(), 12u * 3072);
-  RunResult lmdb = Shardpack({"cifar", input, "-o", Out("l"), "--format", "lmdb", "--json", "-q"});
+  RunResult lmdb =
+      RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("l"), "--format", "lmdb", "--json", "-q"});
   ASSERT_EQ(lmdb.exit_code, 0) << lmdb.err;
   EXPECT_EQ(nlohmann::json::parse(lmdb.out)["records"], 12);
-  RunResult tfrecord = Shardpack({"cifar", input, "-o", Out("t"), "--format", "tfrecord"});
+  RunResult tfrecord =
+      RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("t"), "--format", "tfrecord"});
   EXPECT_EQ(tfrecord.exit_code, 2);
-  RunResult usage = Shardpack({"cifar", input});
+  RunResult usage = RunTool(SHARDPACK_PATH, {"cifar", input});
   EXPECT_EQ(usage.exit_code, 2);
 }
 
@@ -295,7 +321,7 @@ TEST_F(ShardpackTest, ImageFolderPassthroughStoresTheFilesUntouched) {
   const std::string root = DemoImages(3, 4, 64, 48);
   ASSERT_FALSE(root.empty());
   std::ofstream(fs::path(root) / fs::directory_iterator(root)->path().filename() / "empty.jpg");
-  RunResult r = Shardpack({"images", root, "-o", Out("ds"), "--no-shuffle"});
+  RunResult r = RunTool(SHARDPACK_PATH, {"images", root, "-o", Out("ds"), "--no-shuffle"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("skipped 1 input"));
   std::vector<Stored> records = ReadAll(Out("ds"));
@@ -308,7 +334,7 @@ TEST_F(ShardpackTest, ImageFolderPassthroughStoresTheFilesUntouched) {
     EXPECT_EQ(std::string(s.payload.begin(), s.payload.end()), file) << s.key;
   }
   EXPECT_THAT(FileBytes(Out("ds/skipped.tsv")), HasSubstr("empty.jpg"));
-  RunResult fail = Shardpack({"images", root, "-o", Out("f"), "--on-error", "fail"});
+  RunResult fail = RunTool(SHARDPACK_PATH, {"images", root, "-o", Out("f"), "--on-error", "fail"});
   EXPECT_EQ(fail.exit_code, 1);
   EXPECT_THAT(fail.err, HasSubstr("empty.jpg"));
   EXPECT_FALSE(fs::exists(Out("f")));
@@ -320,7 +346,8 @@ TEST_F(ShardpackTest, ImageFolderPassthroughStoresTheFilesUntouched) {
 TEST_F(ShardpackTest, RestartMarkersRecodeEveryImageKeepingItsPixels) {
   const std::string root = DemoImages(2, 3, 120, 90);
   ASSERT_FALSE(root.empty());
-  RunResult r = Shardpack({"images", root, "-o", Out("ds"), "--restart-markers", "-q"});
+  RunResult r =
+      RunTool(SHARDPACK_PATH, {"images", root, "-o", Out("ds"), "--restart-markers", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string dri = "\xFF\xDD\x00\x04\x00\x01";
   internal::JpegDecoder decoder;
@@ -338,8 +365,8 @@ TEST_F(ShardpackTest, RestartMarkersRecodeEveryImageKeepingItsPixels) {
     EXPECT_TRUE(std::vector<uint8_t>(got.data, got.data + got.bytes()) == want_pixels) << s.key;
   }
   EXPECT_THAT(FileBytes(Out("ds/manifest.json")), HasSubstr("\"restart_markers\": true"));
-  RunResult raw = Shardpack(
-      {"images", root, "-o", Out("raw"), "--mode", "raw", "--size", "8x8", "--restart-markers"});
+  RunResult raw = RunTool(SHARDPACK_PATH, {"images", root, "-o", Out("raw"), "--mode", "raw",
+                                           "--size", "8x8", "--restart-markers"});
   EXPECT_NE(raw.exit_code, 0);
   EXPECT_THAT(raw.err, HasSubstr("raw mode stores pixels: restart markers do not apply"));
   EXPECT_FALSE(fs::exists(Out("raw")));
@@ -380,7 +407,7 @@ TEST_F(ShardpackTest, OverwriteRefusesAFolderOfTheUsersFiles) {
   for (bool overwrite : {false, true}) {
     std::vector<std::string> args = {"cifar", input, "-o", Out("mine"), "-q"};
     if (overwrite) args.push_back("--overwrite");
-    RunResult r = Shardpack(args);
+    RunResult r = RunTool(SHARDPACK_PATH, args);
     EXPECT_EQ(r.exit_code, 1) << overwrite;
     EXPECT_THAT(r.err, HasSubstr(Out("mine") + " "));
     EXPECT_THAT(r.err, HasSubstr("no manifest.json"));
@@ -392,10 +419,10 @@ TEST_F(ShardpackTest, OverwriteRefusesAFolderOfTheUsersFiles) {
 
 TEST_F(ShardpackTest, OverwriteRefusesADatasetHoldingAFileOfTheUsers) {
   std::string input = WriteCifar10("data_batch_1.bin", 10);
-  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
+  ASSERT_EQ(RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
   std::ofstream(Out("ds/README")) << "my notes on this dataset";
   const auto before = Snapshot(Out("ds"));
-  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "-q", "--overwrite"});
+  RunResult r = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q", "--overwrite"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("holds README, which shardpack did not write"));
   EXPECT_THAT(r.err, HasSubstr("nothing was deleted"));
@@ -404,21 +431,24 @@ TEST_F(ShardpackTest, OverwriteRefusesADatasetHoldingAFileOfTheUsers) {
   fs::remove(Out("ds/README"));
   fs::create_directories(Out("other"));
   std::ofstream(Out("other/manifest.json")) << "{\"name\": \"someone else's\"}";
-  EXPECT_THAT(Shardpack({"cifar", input, "-o", Out("other"), "-q", "--overwrite"}).err,
-              HasSubstr("not one of shardpack's"));
+  EXPECT_THAT(
+      RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("other"), "-q", "--overwrite"}).err,
+      HasSubstr("not one of shardpack's"));
   EXPECT_TRUE(fs::exists(Out("other/manifest.json")));
 }
 
 TEST_F(ShardpackTest, OverwriteRefusesAFileAndASymlink) {
   std::string input = WriteCifar10("data_batch_1.bin", 10);
   std::ofstream(Out("file")) << "a file of mine";
-  RunResult file = Shardpack({"cifar", input, "-o", Out("file"), "-q", "--overwrite"});
+  RunResult file =
+      RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("file"), "-q", "--overwrite"});
   EXPECT_EQ(file.exit_code, 1);
   EXPECT_THAT(file.err, HasSubstr(Out("file") + " is not a directory"));
   EXPECT_EQ(FileBytes(Out("file")), "a file of mine");
-  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
+  ASSERT_EQ(RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
   fs::create_directory_symlink(Out("ds"), Out("link"));
-  RunResult link = Shardpack({"cifar", input, "-o", Out("link"), "-q", "--overwrite"});
+  RunResult link =
+      RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("link"), "-q", "--overwrite"});
   EXPECT_EQ(link.exit_code, 1);
   EXPECT_THAT(link.err, HasSubstr("is a symbolic link"));
   EXPECT_TRUE(fs::is_symlink(Out("link")));
@@ -430,16 +460,19 @@ TEST_F(ShardpackTest, OverwriteRefusesAFileAndASymlink) {
 TEST_F(ShardpackTest, OverwriteReplacesOnlyWhatShardpackWrote) {
   std::string input = WriteCifar10("data_batch_1.bin", 10);
   fs::create_directories(Out("empty"));
-  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("lmdb"), "--format", "lmdb", "-q"}).exit_code, 0);
+  ASSERT_EQ(RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("lmdb"), "--format", "lmdb", "-q"})
+                .exit_code,
+            0);
   std::ofstream(Out("lmdb/shard-00000.lmdb-lock")) << "lock";
   fs::create_directories(Out("cut"));
   std::ofstream(Out("cut/.shardpack-staging")) << "";
   std::ofstream(Out("cut/shard-00000.shard")) << "";
   std::ofstream(Out("cut/skipped.tsv")) << "";
-  RunResult cut = Shardpack({"cifar", input, "-o", Out("cut"), "-q"});
+  RunResult cut = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("cut"), "-q"});
   EXPECT_THAT(cut.err, HasSubstr("without a manifest: an interrupted pack?"));
   for (std::string out : {"empty", "lmdb", "cut"}) {
-    RunResult r = Shardpack({"cifar", input, "-o", Out(out), "-q", "--overwrite", "--no-shuffle"});
+    RunResult r = RunTool(SHARDPACK_PATH,
+                          {"cifar", input, "-o", Out(out), "-q", "--overwrite", "--no-shuffle"});
     ASSERT_EQ(r.exit_code, 0) << out << ": " << r.err;
     EXPECT_EQ(ReadAll(Out(out)).size(), 10u);
     std::set<std::string> names;
@@ -460,7 +493,7 @@ TEST_F(ShardpackTest, StagingFolderOfTheUsersIsRefusedNotDeleted) {
   for (bool overwrite : {false, true}) {
     std::vector<std::string> args = {"cifar", input, "-o", Out("ds"), "-q"};
     if (overwrite) args.push_back("--overwrite");
-    RunResult r = Shardpack(args);
+    RunResult r = RunTool(SHARDPACK_PATH, args);
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_THAT(r.err, HasSubstr(Out("ds.partial") + " exists and was not made by shardpack"));
     EXPECT_EQ(FileBytes(Out("ds.partial/thesis.tex")), "years of work");
@@ -468,7 +501,7 @@ TEST_F(ShardpackTest, StagingFolderOfTheUsersIsRefusedNotDeleted) {
   }
   fs::remove_all(Out("ds.partial"));
   std::ofstream(Out("ds.partial")) << "a file";
-  EXPECT_THAT(Shardpack({"cifar", input, "-o", Out("ds"), "-q"}).err,
+  EXPECT_THAT(RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q"}).err,
               HasSubstr("exists and is not a directory shardpack made"));
   EXPECT_EQ(FileBytes(Out("ds.partial")), "a file");
 }
@@ -478,7 +511,7 @@ TEST_F(ShardpackTest, StagingLeftByAKilledPackIsCleared) {
   fs::create_directories(Out("ds.partial"));
   std::ofstream(Out("ds.partial/.shardpack-staging")) << "";
   std::ofstream(Out("ds.partial/shard-00000.shard.partial")) << "half a shard";
-  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "-q"});
+  RunResult r = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ReadAll(Out("ds")).size(), 10u);
   EXPECT_FALSE(fs::exists(Out("ds.partial")));
@@ -497,7 +530,7 @@ TEST_F(ShardpackTest, OutputInUseIsSaidAtOnce) {
     for (bool overwrite : {false, true}) {
       std::vector<std::string> args = {"cifar", input, "-o", Out("ds"), "-q"};
       if (overwrite) args.push_back("--overwrite");
-      RunResult r = Shardpack(args);
+      RunResult r = RunTool(SHARDPACK_PATH, args);
       EXPECT_EQ(r.exit_code, 1);
       EXPECT_THAT(r.err, HasSubstr(Out("ds") + " is in use: another shardpack is writing it"));
       EXPECT_EQ(FileBytes(Out("ds.partial/shard-00000.shard.partial")), "being written");
@@ -506,7 +539,7 @@ TEST_F(ShardpackTest, OutputInUseIsSaidAtOnce) {
   // A pack publishing into OUT (renamed, manifest not yet written) holds OUT.
   fs::rename(Out("ds.partial"), Out("ds"));
   DirLock publishing(Out("ds"));
-  RunResult r = Shardpack({"cifar", input, "-o", Out("ds"), "-q", "--overwrite"});
+  RunResult r = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q", "--overwrite"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("is in use"));
   EXPECT_FALSE(fs::exists(Out("ds.partial")));
@@ -525,7 +558,7 @@ TEST_F(ShardpackTest, TwoPacksIntoOneOutputOneGoesOn) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ASSERT_FALSE(fs::exists(Out("ds"))) << "the first pack ended too soon for this test";
-  RunResult second = Shardpack({"cifar", input, "-o", Out("ds"), "-q"});
+  RunResult second = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q"});
   int status;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
@@ -538,7 +571,7 @@ TEST_F(ShardpackTest, TwoPacksIntoOneOutputOneGoesOn) {
 
 TEST_F(ShardpackTest, OutputIsNeverTheInputNorAroundIt) {
   std::string input = WriteCifar10("data_batch_1.bin", 10);
-  ASSERT_EQ(Shardpack({"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
+  ASSERT_EQ(RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q"}).exit_code, 0);
   fs::create_directory_symlink(Out("ds"), Out("alias"));
   const auto before = Snapshot(Out("ds"));
   const std::vector<std::vector<std::string>> commands = {
@@ -550,14 +583,15 @@ TEST_F(ShardpackTest, OutputIsNeverTheInputNorAroundIt) {
       {"cifar", Out("cifar"), "-o", dir_.path().string(), "--overwrite", "-q"},
       {"cifar", Out("cifar"), "-o", Out("cifar/out"), "-q"}};
   for (const auto& args : commands) {
-    RunResult r = Shardpack(args);
+    RunResult r = RunTool(SHARDPACK_PATH, args);
     EXPECT_EQ(r.exit_code, 1) << args[0] << " " << args[1] << " -o " << args[3];
     EXPECT_THAT(r.err, ::testing::AnyOf(HasSubstr("is the input"), HasSubstr("lies inside")));
   }
   EXPECT_EQ(Snapshot(Out("ds")), before);
   EXPECT_FALSE(fs::exists(Out("ds/inner")));
   // A CIFAR file's folder is not read as a whole: an output beside the file is fine.
-  EXPECT_EQ(Shardpack({"cifar", input, "-o", Out("cifar/packed"), "-q"}).exit_code, 0);
+  EXPECT_EQ(RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("cifar/packed"), "-q"}).exit_code,
+            0);
 }
 
 // The old failure: an output inside the image folder became a class on the
@@ -573,7 +607,7 @@ TEST_F(ShardpackTest, ImagesOutputInsideTheRootIsRefused) {
     for (bool overwrite : {false, true}) {
       std::vector<std::string> args = {"images", in, "-o", out, "-q"};
       if (overwrite) args.push_back("--overwrite");
-      RunResult r = Shardpack(args);
+      RunResult r = RunTool(SHARDPACK_PATH, args);
       EXPECT_EQ(r.exit_code, 1) << in << " -o " << out;
       EXPECT_THAT(r.err, ::testing::AnyOf(HasSubstr("lies inside the input folder " + in),
                                         HasSubstr("input " + in + " lies inside the output")));
@@ -582,8 +616,8 @@ TEST_F(ShardpackTest, ImagesOutputInsideTheRootIsRefused) {
   EXPECT_EQ(std::distance(fs::directory_iterator(root), {}), 3);
   // A list file's root is only where its paths start: an output inside is fine.
   std::ofstream(Out("list.txt")) << "class_00/img_0000.JPEG 0\n";
-  RunResult list = Shardpack({"images", "--list", Out("list.txt"), "--root", root, "-o",
-                              root + "/packed", "-q"});
+  RunResult list = RunTool(SHARDPACK_PATH, {"images", "--list", Out("list.txt"), "--root", root,
+                                            "-o", root + "/packed", "-q"});
   EXPECT_EQ(list.exit_code, 0) << list.err;
 }
 
@@ -593,7 +627,8 @@ TEST_F(ShardpackTest, EmptyClassFolderIsRefusedInBothModes) {
   fs::create_directories(fs::path(root) / "class_01a");
   std::ofstream(fs::path(root) / "class_01a" / "notes.txt") << "no images";
   for (std::string on_error : {"skip", "fail"}) {
-    RunResult r = Shardpack({"images", root, "-o", Out("ds"), "--on-error", on_error, "-q"});
+    RunResult r =
+        RunTool(SHARDPACK_PATH, {"images", root, "-o", Out("ds"), "--on-error", on_error, "-q"});
     EXPECT_EQ(r.exit_code, 1) << on_error;
     EXPECT_THAT(r.err, HasSubstr(root + "/class_01a: empty class folder"));
     EXPECT_THAT(r.err, HasSubstr("torchvision"));
@@ -606,17 +641,19 @@ TEST_F(ShardpackTest, ListRootIsUsedOrRefusedNeverIgnored) {
   ASSERT_FALSE(root.empty());
   std::ofstream(Out("list.txt")) << "class_00/img_0000.JPEG 0\nclass_01/img_0000.JPEG 1\n";
   // ROOT before --list is the list's root, as --root is.
-  RunResult positional = Shardpack({"images", root, "--list", Out("list.txt"), "-o", Out("a"), "-q"});
+  RunResult positional =
+      RunTool(SHARDPACK_PATH, {"images", root, "--list", Out("list.txt"), "-o", Out("a"), "-q"});
   ASSERT_EQ(positional.exit_code, 0) << positional.err;
   EXPECT_EQ(ReadAll(Out("a")).size(), 2u);
-  RunResult both = Shardpack({"images", Out("elsewhere"), "--list", Out("list.txt"), "--root", root,
-                              "-o", Out("b"), "-q"});
+  RunResult both = RunTool(SHARDPACK_PATH, {"images", Out("elsewhere"), "--list", Out("list.txt"),
+                                            "--root", root, "-o", Out("b"), "-q"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_THAT(both.err, HasSubstr("given twice"));
-  RunResult no_list = Shardpack({"images", "--root", root, "-o", Out("c"), "-q"});
+  RunResult no_list = RunTool(SHARDPACK_PATH, {"images", "--root", root, "-o", Out("c"), "-q"});
   EXPECT_EQ(no_list.exit_code, 2);
   EXPECT_THAT(no_list.err, HasSubstr("--list"));
-  RunResult no_root = Shardpack({"images", "--list", Out("list.txt"), "-o", Out("d"), "-q"});
+  RunResult no_root =
+      RunTool(SHARDPACK_PATH, {"images", "--list", Out("list.txt"), "-o", Out("d"), "-q"});
   EXPECT_EQ(no_root.exit_code, 2);
   EXPECT_THAT(no_root.err, HasSubstr("give ROOT, or --list FILE --root DIR"));
 }
@@ -631,7 +668,8 @@ TEST_F(ShardpackTest, PipesAndFifosAreReadWithABoundOrRefusedNeverHang) {
   const int writer = testing::Spawn(
       {"/bin/sh", "-c",
        "printf 'class_00/img_0000.JPEG 0\\nclass_01/img_0000.JPEG 1\\n' > " + fifo});
-  RunResult listed = Shardpack({"images", root, "--list", fifo, "-o", Out("a"), "-q"});
+  RunResult listed =
+      RunTool(SHARDPACK_PATH, {"images", root, "--list", fifo, "-o", Out("a"), "-q"});
   waitpid(writer, nullptr, 0);
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_EQ(ReadAll(Out("a")).size(), 2u);
@@ -639,7 +677,7 @@ TEST_F(ShardpackTest, PipesAndFifosAreReadWithABoundOrRefusedNeverHang) {
   WriteCifar10("data_batch_1.bin", 10);
   const std::string cifar_fifo = (dir_.path() / "cifar" / "test_batch.bin").string();
   ASSERT_EQ(mkfifo(cifar_fifo.c_str(), 0600), 0);
-  RunResult cifar = Shardpack({"cifar", cifar_fifo, "-o", Out("c"), "-q"});
+  RunResult cifar = RunTool(SHARDPACK_PATH, {"cifar", cifar_fifo, "-o", Out("c"), "-q"});
   EXPECT_EQ(cifar.exit_code, 1) << cifar.err;
   EXPECT_THAT(cifar.err, HasSubstr("a FIFO, not a regular file"));
   EXPECT_FALSE(fs::exists(Out("c")));
@@ -648,14 +686,16 @@ TEST_F(ShardpackTest, PipesAndFifosAreReadWithABoundOrRefusedNeverHang) {
 // convert of a dataset whose shard is a FIFO: an error, not a hang.
 TEST_F(ShardpackTest, ConvertOfAFifoShardIsAnError) {
   WriteCifar10("data_batch_1.bin", 10);
-  ASSERT_EQ(Shardpack({"cifar", Out("cifar/data_batch_1.bin"), "-o", Out("ds"), "-q"}).exit_code, 0);
+  ASSERT_EQ(RunTool(SHARDPACK_PATH, {"cifar", Out("cifar/data_batch_1.bin"), "-o", Out("ds"), "-q"})
+                .exit_code,
+            0);
   const std::string shard = Out("ds/shard-00000.shard");
   ASSERT_TRUE(fs::remove(shard));
   ASSERT_EQ(mkfifo(shard.c_str(), 0600), 0);
   for (const char* format : {"shard", "lmdb", "hdf5"}) {
     SCOPED_TRACE(format);
-    RunResult r = Shardpack({"convert", Out("ds"), "--format", format, "-o",
-                             Out(std::string("conv-") + format), "-q"});
+    RunResult r = RunTool(SHARDPACK_PATH, {"convert", Out("ds"), "--format", format, "-o",
+                                           Out(std::string("conv-") + format), "-q"});
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_THAT(r.err, HasSubstr("a FIFO"));
   }

@@ -17,9 +17,10 @@
 
 #include "codec/jpeg_decoder.h"
 #include "codec/jpeg_probe.h"
+#include "datasets/demo.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/reader/jpeg_fixtures.h"
+#include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
 namespace shardpack::internal {

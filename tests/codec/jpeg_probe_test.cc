@@ -9,6 +9,7 @@
 #include "datasets/demo.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
 namespace shardpack::codec {
@@ -26,17 +27,7 @@ std::vector<uint8_t> MakeJpeg(int width, int height, int pixel_format, int subsa
   const int channels = tjPixelSize[pixel_format];
   std::vector<uint8_t> pixels(static_cast<size_t>(width) * height * channels);
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 7) / 5);
-  tjhandle h = tjInitCompress();
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  EXPECT_EQ(tjCompress2(h, pixels.data(), width, 0, height, pixel_format, &out, &size, subsamp, 90,
-                        flags),
-            0)
-      << tjGetErrorStr2(h);
-  std::vector<uint8_t> jpeg(out, out + size);
-  tjFree(out);
-  tjDestroy(h);
-  return jpeg;
+  return testing::EncodeJpeg(pixels, width, height, pixel_format, subsamp, 90, flags);
 }
 
 std::vector<uint8_t> MakeRgbJpeg(int width = 64, int height = 48) {

@@ -13,6 +13,7 @@
 #include "datasets/demo.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
 namespace shardpack::codec {
@@ -25,21 +26,6 @@ using ::testing::HasSubstr;
 
 constexpr char kName[] = "dir/photo.jpg";
 
-std::vector<uint8_t> Compress(const std::vector<uint8_t>& pixels, int width, int height,
-                              int pixel_format, int subsamp, int quality = 95, int flags = 0) {
-  tjhandle h = tjInitCompress();
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  EXPECT_EQ(tjCompress2(h, pixels.data(), width, 0, height, pixel_format, &out, &size, subsamp,
-                        quality, flags),
-            0)
-      << tjGetErrorStr2(h);
-  std::vector<uint8_t> jpeg(out, out + size);
-  tjFree(out);
-  tjDestroy(h);
-  return jpeg;
-}
-
 // A flat RGB JPEG of one color.
 std::vector<uint8_t> FlatRgbJpeg(int width, int height, uint8_t r, uint8_t g, uint8_t b,
                                  int flags = 0) {
@@ -49,7 +35,7 @@ std::vector<uint8_t> FlatRgbJpeg(int width, int height, uint8_t r, uint8_t g, ui
     pixels[i + 1] = g;
     pixels[i + 2] = b;
   }
-  return Compress(pixels, width, height, TJPF_RGB, TJSAMP_420, 95, flags);
+  return testing::EncodeJpeg(pixels, width, height, TJPF_RGB, TJSAMP_420, 95, flags);
 }
 
 std::vector<uint8_t> FlatCmyk(int width, int height, uint8_t c, uint8_t m, uint8_t y, uint8_t k) {
@@ -97,7 +83,7 @@ TEST(TranscodeTest, DecodesRgbAtFullSize) {
 TEST(TranscodeTest, GrayscaleBecomesRgbUnlessKept) {
   auto t = NewTranscoder();
   std::vector<uint8_t> gray(40 * 30, 77);
-  const std::vector<uint8_t> jpeg = Compress(gray, 40, 30, TJPF_GRAY, TJSAMP_GRAY);
+  const std::vector<uint8_t> jpeg = testing::EncodeJpeg(gray, 40, 30, TJPF_GRAY, TJSAMP_GRAY, 95);
   SP_ASSERT_OK_AND_ASSIGN(PixelView rgb, t->Decode(jpeg, kName, {}));
   EXPECT_EQ(rgb.channels, 3);
   ExpectFlat(rgb.data, 40 * 30, {77, 77, 77}, 1);
@@ -138,7 +124,7 @@ TEST(TranscodeTest, DecodesAtTheSmallestDctScaleNotBelowTheTarget) {
 // an Adobe file are inverted, so white paper is 255 and R = C * K / 255.
 TEST(TranscodeTest, TurboJpegReturnsCmykSamplesAsGiven) {
   const std::vector<uint8_t> cmyk = FlatCmyk(32, 32, 200, 100, 50, 180);
-  const std::vector<uint8_t> jpeg = Compress(cmyk, 32, 32, TJPF_CMYK, TJSAMP_444);
+  const std::vector<uint8_t> jpeg = testing::EncodeJpeg(cmyk, 32, 32, TJPF_CMYK, TJSAMP_444, 95);
   tjhandle h = tjInitDecompress();
   std::vector<uint8_t> back(cmyk.size());
   ASSERT_EQ(tjDecompress2(h, jpeg.data(), jpeg.size(), back.data(), 32, 0, 32, TJPF_CMYK, 0), 0);
@@ -158,7 +144,7 @@ TEST(TranscodeTest, CmykToRgbConventions) {
 TEST(TranscodeTest, YcckFromTurboJpegDecodesToRgb) {
   auto t = NewTranscoder();
   const std::vector<uint8_t> jpeg =
-      Compress(FlatCmyk(48, 32, 200, 100, 50, 180), 48, 32, TJPF_CMYK, TJSAMP_444);
+      testing::EncodeJpeg(FlatCmyk(48, 32, 200, 100, 50, 180), 48, 32, TJPF_CMYK, TJSAMP_444, 95);
   JpegInfo info;
   SP_ASSERT_OK_AND_ASSIGN(PixelView v, t->Decode(jpeg, kName, {}, &info));
   EXPECT_EQ(info.color_space, JpegColorSpace::kYCCK);
@@ -258,15 +244,15 @@ TEST(TranscodeTest, ReencodeDownscalesAndKeepsColor) {
 TEST(TranscodeTest, ReencodeKeepsGrayAndConvertsCmyk) {
   auto t = NewTranscoder();
   std::vector<uint8_t> out;
-  const std::vector<uint8_t> gray =
-      Compress(std::vector<uint8_t>(300 * 100, 99), 300, 100, TJPF_GRAY, TJSAMP_GRAY);
+  const std::vector<uint8_t> gray = testing::EncodeJpeg(std::vector<uint8_t>(300 * 100, 99), 300,
+                                                        100, TJPF_GRAY, TJSAMP_GRAY, 95);
   SP_ASSERT_OK_AND_ASSIGN(ImageInfo image, t->Reencode(gray, kName, {.max_side = 0, .quality = 90}, {}, &out));
   EXPECT_EQ(image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 100, 300, 1}));
   SP_ASSERT_OK_AND_ASSIGN(JpegInfo info, ProbeJpeg(out, "out"));
   EXPECT_EQ(info.components, 1);
 
   const std::vector<uint8_t> cmyk =
-      Compress(FlatCmyk(64, 64, 200, 100, 50, 180), 64, 64, TJPF_CMYK, TJSAMP_444);
+      testing::EncodeJpeg(FlatCmyk(64, 64, 200, 100, 50, 180), 64, 64, TJPF_CMYK, TJSAMP_444, 95);
   SP_ASSERT_OK_AND_ASSIGN(image, t->Reencode(cmyk, kName, {.max_side = 32, .quality = 95}, {}, &out));
   EXPECT_EQ(image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 32, 32, 3}));
   SP_ASSERT_OK_AND_ASSIGN(PixelView v, t->Decode(out, "out", {}));
@@ -283,7 +269,7 @@ TEST(TranscodeTest, DecodeToRawResizesToTheExactSize) {
   ExpectFlat(out.data(), 64 * 40, {250, 20, 90}, 3);
   // Upscaling a small gray image.
   const std::vector<uint8_t> gray =
-      Compress(std::vector<uint8_t>(8 * 8, 60), 8, 8, TJPF_GRAY, TJSAMP_GRAY);
+      testing::EncodeJpeg(std::vector<uint8_t>(8 * 8, 60), 8, 8, TJPF_GRAY, TJSAMP_GRAY, 95);
   SP_ASSERT_OK_AND_ASSIGN(image, t->DecodeToRaw(gray, kName, 33, 17, {}, &out));
   EXPECT_EQ(image.channels, 3);
   ASSERT_EQ(out.size(), 33u * 17 * 3);
@@ -306,7 +292,7 @@ std::vector<uint8_t> NoisyJpeg(int width, int height) {
   std::vector<uint8_t> pixels(static_cast<size_t>(width) * height * 3);
   uint32_t x = 12345;
   for (uint8_t& p : pixels) p = static_cast<uint8_t>((x = x * 1103515245 + 12345) >> 24);
-  return Compress(pixels, width, height, TJPF_RGB, TJSAMP_420, 90);
+  return testing::EncodeJpeg(pixels, width, height, TJPF_RGB, TJSAMP_420, 90);
 }
 
 TEST(TranscodeTest, TruncatedEntropyDataIsCorrupt) {

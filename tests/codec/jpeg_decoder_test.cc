@@ -10,9 +10,10 @@
 
 #include "codec/color.h"
 #include "codec/resize.h"
+#include "datasets/demo.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/reader/jpeg_fixtures.h"
+#include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
 namespace shardpack::internal {

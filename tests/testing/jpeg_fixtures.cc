@@ -1,65 +1,54 @@
-// JPEG fixtures made at test time: natural-looking scenes (the demo
-// generator's) compressed with TurboJPEG, or with libjpeg where TurboJPEG
-// 2.1 has no knob (restart markers).
-#ifndef SHARDPACK_TESTS_READER_JPEG_FIXTURES_H_
-#define SHARDPACK_TESTS_READER_JPEG_FIXTURES_H_
+#include "tests/testing/jpeg_fixtures.h"
 
-#include <setjmp.h>
-#include <stdio.h>
-
+#include <stdio.h>  // before jpeglib.h, which needs FILE and size_t
+// clang-format off
 #include <jpeglib.h>
-#include <turbojpeg.h>
+// clang-format on
 
-#include <cstdint>
+#include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "datasets/demo.h"
+#include "gtest/gtest.h"
 
 namespace shardpack::testing {
 
-inline std::vector<uint8_t> Scene(int w, int h, int cls = 3, uint64_t seed = 7) {
+std::vector<uint8_t> Scene(int w, int h, int cls, uint64_t seed) {
   std::vector<uint8_t> rgb(size_t(w) * h * 3);
   datasets::RenderDemoScene(w, h, cls, seed, rgb.data());
   return rgb;
 }
 
-// `pixels` holds w x h x (gray ? 1 : 3) bytes.
-inline std::vector<uint8_t> TjEncode(const std::vector<uint8_t>& pixels, int w, int h, int subsamp,
-                                     int quality = 90, int flags = 0) {
+std::vector<uint8_t> EncodeJpeg(const std::vector<uint8_t>& pixels, int w, int h, int pixel_format,
+                                int subsamp, int quality, int flags) {
   tjhandle tj = tjInitCompress();
   unsigned char* out = nullptr;
   unsigned long size = 0;
-  const int pf = subsamp == TJSAMP_GRAY ? TJPF_GRAY : TJPF_RGB;
-  int rc = tjCompress2(tj, pixels.data(), w, 0, h, pf, &out, &size, subsamp, quality, flags);
+  const int rc =
+      tjCompress2(tj, pixels.data(), w, 0, h, pixel_format, &out, &size, subsamp, quality, flags);
   std::vector<uint8_t> jpeg;
-  if (rc == 0) jpeg.assign(out, out + size);
+  if (rc == 0) {
+    jpeg.assign(out, out + size);
+  } else {
+    ADD_FAILURE() << "tjCompress2 of a " << w << "x" << h << " fixture: " << tjGetErrorStr2(tj);
+  }
   tjFree(out);
   tjDestroy(tj);
   return jpeg;
 }
 
-inline std::vector<uint8_t> TjSceneJpeg(int w, int h, int subsamp, int flags = 0) {
+std::vector<uint8_t> TjSceneJpeg(int w, int h, int subsamp, int flags) {
   std::vector<uint8_t> rgb = Scene(w, h);
   if (subsamp == TJSAMP_GRAY) {
     std::vector<uint8_t> gray(size_t(w) * h);
     for (size_t i = 0; i < gray.size(); ++i) gray[i] = rgb[3 * i + 1];
-    return TjEncode(gray, w, h, subsamp, 90, flags);
+    return EncodeJpeg(gray, w, h, TJPF_GRAY, subsamp, 90, flags);
   }
-  return TjEncode(rgb, w, h, subsamp, 90, flags);
+  return EncodeJpeg(rgb, w, h, TJPF_RGB, subsamp, 90, flags);
 }
 
-// What libjpeg can write that TurboJPEG 2.1 cannot.
-struct LibjpegOptions {
-  int restart_rows = 0;  // a restart marker every this many MCU rows
-  bool arithmetic = false;
-  int scans = 1;  // 3: one non-interleaved scan per component
-  const char* comment = nullptr;  // a COM marker
-};
-
-// 4:2:0 RGB scene through libjpeg (the test's own error handling: fixtures
-// are valid).
-inline std::vector<uint8_t> LibjpegSceneJpeg(int w, int h, const LibjpegOptions& o) {
+// libjpeg's own error handling (exit on error): the fixtures are valid.
+std::vector<uint8_t> LibjpegSceneJpeg(int w, int h, const LibjpegOptions& o) {
   std::vector<uint8_t> rgb = Scene(w, h);
   jpeg_compress_struct c;
   jpeg_error_mgr err;
@@ -98,14 +87,7 @@ inline std::vector<uint8_t> LibjpegSceneJpeg(int w, int h, const LibjpegOptions&
   return jpeg;
 }
 
-// 4:2:0 RGB scene with a restart marker every `restart_rows` MCU rows.
-inline std::vector<uint8_t> RestartJpeg(int w, int h, int restart_rows) {
-  return LibjpegSceneJpeg(w, h, {.restart_rows = restart_rows});
-}
-
-// TurboJPEG's decode of `jpeg` at (w, h) (a scaled size, or full), in
-// pixel format `pf`.
-inline std::vector<uint8_t> TjDecode(const std::vector<uint8_t>& jpeg, int w, int h, int pf) {
+std::vector<uint8_t> TjDecode(const std::vector<uint8_t>& jpeg, int w, int h, int pf) {
   tjhandle tj = tjInitDecompress();
   std::vector<uint8_t> out(size_t(w) * h * tjPixelSize[pf]);
   int rc = tjDecompress2(tj, jpeg.data(), jpeg.size(), out.data(), w, 0, h, pf, 0);
@@ -115,5 +97,3 @@ inline std::vector<uint8_t> TjDecode(const std::vector<uint8_t>& jpeg, int w, in
 }
 
 }  // namespace shardpack::testing
-
-#endif  // SHARDPACK_TESTS_READER_JPEG_FIXTURES_H_

@@ -164,6 +164,54 @@ absl::StatusOr<PixelView> BatchSample(const BatchImages& b, int64_t i, std::vect
                    static_cast<int>(b.c)};
 }
 
+uint32_t DefaultBatchTile(const BatchImages& batch) {
+  const int64_t side = std::max(batch.h, batch.w);
+  return static_cast<uint32_t>(std::clamp<int64_t>(side, kMinSheetTile, kMaxSheetTile));
+}
+
+namespace {
+
+// Class names of sample i's labels, "/"-joined, "-" where a value has none.
+std::string BatchClassCaption(const BatchCaptions& c, int64_t i) {
+  std::string s;
+  for (int j = 0; j < c.num_labels; ++j) {
+    const int64_t v = c.labels[i * c.num_labels + j];
+    const bool named = static_cast<size_t>(j) < c.classes.size() && v >= 0 &&
+                       static_cast<uint64_t>(v) < c.classes[static_cast<size_t>(j)].size();
+    absl::StrAppend(&s, j == 0 ? "" : "/",
+                    named ? c.classes[static_cast<size_t>(j)][static_cast<size_t>(v)] : "-");
+  }
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<ContactSheet> BatchSheet(const BatchImages& batch, const BatchCaptions& captions,
+                                        SheetOptions options) {
+  if (batch.n <= 0 || batch.h <= 0 || batch.w <= 0 || batch.h > kMaxSheetSide ||
+      batch.w > kMaxSheetSide) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot show a batch of ", batch.n, " images of ",
+                                                   batch.h, "x", batch.w, " pixels"));
+  }
+  if (options.tile == 0) options.tile = DefaultBatchTile(batch);
+  absl::StatusOr<ContactSheet> sheet = ContactSheet::Create(static_cast<size_t>(batch.n), options);
+  if (!sheet.ok()) return sheet.status();
+  std::vector<uint8_t> pixels;
+  for (int64_t i = 0; i < batch.n; ++i) {
+    absl::StatusOr<PixelView> sample = BatchSample(batch, i, &pixels);
+    if (!sample.ok()) return sample.status();
+    const uint64_t index = captions.record_indexes.empty()
+                               ? static_cast<uint64_t>(i)
+                               : captions.record_indexes[static_cast<size_t>(i)];
+    const std::string line1 = IndexLabelCaption(
+        index, {captions.labels + i * captions.num_labels, static_cast<size_t>(captions.num_labels)});
+    const std::string line2 = BatchClassCaption(captions, i);
+    const std::string_view lines[] = {line1, line2};
+    if (absl::Status s = sheet->Draw(static_cast<size_t>(i), *sample, lines); !s.ok()) return s;
+  }
+  return sheet;
+}
+
 namespace {
 
 // What libpng's callbacks share with EncodePng: plain data, since a libpng

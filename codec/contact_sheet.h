@@ -122,6 +122,26 @@ struct BatchImages {
 absl::StatusOr<PixelView> BatchSample(const BatchImages& batch, int64_t i,
                                       std::vector<uint8_t>* out);
 
+// What a batch's tiles are captioned with: sample i's labels are
+// labels[i * num_labels ...]; its index is record_indexes[i] (or i when
+// empty); classes[j] names the values of label field j (may be empty).
+struct BatchCaptions {
+  const int64_t* labels = nullptr;
+  int num_labels = 0;
+  std::span<const uint64_t> record_indexes;
+  std::span<const std::vector<std::string>> classes;
+};
+
+// The tile a batch's sheet uses when none is asked for: the images' longer
+// side, within kMinSheetTile..kMaxSheetTile, so that a tile shows the
+// batch's pixels unscaled where it can.
+uint32_t DefaultBatchTile(const BatchImages& batch);
+
+// A sheet of every sample of `batch` (options.tile 0: DefaultBatchTile),
+// tile i captioned "#<index> <labels>" and its class names ("/"-joined).
+absl::StatusOr<ContactSheet> BatchSheet(const BatchImages& batch, const BatchCaptions& captions,
+                                        SheetOptions options);
+
 // Encodes `image` (1 or 3 channels) as a PNG with libpng.
 absl::StatusOr<std::vector<uint8_t>> EncodePng(const PixelView& image);
 // Encodes `image` as a JPEG (quality 90, 4:4:4) with TurboJPEG.

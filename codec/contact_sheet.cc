@@ -71,14 +71,16 @@ absl::StatusOr<ContactSheet> ContactSheet::Create(size_t tiles, const SheetOptio
 SheetRect ContactSheet::ImageRect(size_t i, uint32_t width, uint32_t height) const {
   uint32_t w, h;
   FitInTile(width, height, tile_, &w, &h);
-  const uint32_t col = static_cast<uint32_t>(i % columns_), row = static_cast<uint32_t>(i / columns_);
+  const uint32_t col = static_cast<uint32_t>(i % columns_),
+                 row = static_cast<uint32_t>(i / columns_);
   const uint32_t x0 = kSheetGap + col * (tile_ + kSheetGap);
   const uint32_t y0 = kSheetGap + row * (tile_ + kCaptionHeight + kSheetGap);
   return SheetRect{x0 + (tile_ - w) / 2, y0 + (tile_ - h) / 2, w, h};
 }
 
 SheetRect ContactSheet::CaptionRect(size_t i) const {
-  const uint32_t col = static_cast<uint32_t>(i % columns_), row = static_cast<uint32_t>(i / columns_);
+  const uint32_t col = static_cast<uint32_t>(i % columns_),
+                 row = static_cast<uint32_t>(i / columns_);
   return SheetRect{kSheetGap + col * (tile_ + kSheetGap),
                    kSheetGap + row * (tile_ + kCaptionHeight + kSheetGap) + tile_, tile_,
                    kCaptionHeight};
@@ -90,8 +92,8 @@ absl::Status ContactSheet::Draw(size_t i, const PixelView& image,
     return absl::InvalidArgumentError(absl::StrCat("tile ", i, " of a sheet of ", tiles_));
   }
   if ((image.channels != 1 && image.channels != 3) || image.width == 0 || image.height == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot show a ", image.width, "x",
-                                                   image.height, " image of ", image.channels,
+    return absl::InvalidArgumentError(absl::StrCat("cannot show a ", image.width, "x", image.height,
+                                                   " image of ", image.channels,
                                                    " channels (1 or 3 are shown)"));
   }
   const SheetRect r = ImageRect(i, image.width, image.height);
@@ -112,8 +114,8 @@ absl::Status ContactSheet::Draw(size_t i, const PixelView& image,
   }
   const SheetRect c = CaptionRect(i);
   for (size_t line = 0; line < caption.size() && line < kCaptionLines; ++line) {
-    DrawText(c.x + 1, c.y + 1 + static_cast<uint32_t>(line) * (internal::kFontHeight + 1), c.width - 1,
-             caption[line]);
+    DrawText(c.x + 1, c.y + 1 + static_cast<uint32_t>(line) * (internal::kFontHeight + 1),
+             c.width - 1, caption[line]);
   }
   return absl::OkStatus();
 }
@@ -126,7 +128,8 @@ void ContactSheet::DrawText(uint32_t x, uint32_t y, uint32_t max_width, std::str
     for (int row = 0; row < internal::kFontHeight; ++row) {
       uint8_t* dst = pixels_.data() + (size_t{y + row} * width_ + gx) * 3;
       for (int col = 0; col < internal::kFontWidth; ++col) {
-        if (glyph[row] & (0x20 >> col)) dst[3 * col] = dst[3 * col + 1] = dst[3 * col + 2] = kCaptionInk;
+        if (glyph[row] & (0x20 >> col))
+          dst[3 * col] = dst[3 * col + 1] = dst[3 * col + 2] = kCaptionInk;
       }
     }
   }
@@ -190,8 +193,8 @@ absl::StatusOr<ContactSheet> BatchSheet(const BatchImages& batch, const BatchCap
                                         SheetOptions options) {
   if (batch.n <= 0 || batch.h <= 0 || batch.w <= 0 || batch.h > kMaxSheetSide ||
       batch.w > kMaxSheetSide) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot show a batch of ", batch.n, " images of ",
-                                                   batch.h, "x", batch.w, " pixels"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot show a batch of ", batch.n, " images of ", batch.h, "x", batch.w, " pixels"));
   }
   if (options.tile == 0) options.tile = DefaultBatchTile(batch);
   absl::StatusOr<ContactSheet> sheet = ContactSheet::Create(static_cast<size_t>(batch.n), options);
@@ -203,8 +206,8 @@ absl::StatusOr<ContactSheet> BatchSheet(const BatchImages& batch, const BatchCap
     const uint64_t index = captions.record_indexes.empty()
                                ? static_cast<uint64_t>(i)
                                : captions.record_indexes[static_cast<size_t>(i)];
-    const std::string line1 = IndexLabelCaption(
-        index, {captions.labels + i * captions.num_labels, static_cast<size_t>(captions.num_labels)});
+    const std::string line1 = IndexLabelCaption(index, {captions.labels + i * captions.num_labels,
+                                                        static_cast<size_t>(captions.num_labels)});
     const std::string line2 = BatchClassCaption(captions, i);
     const std::string_view lines[] = {line1, line2};
     if (absl::Status s = sheet->Draw(static_cast<size_t>(i), *sample, lines); !s.ok()) return s;

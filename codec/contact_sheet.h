@@ -75,9 +75,7 @@ class ContactSheet {
   uint32_t columns() const { return columns_; }
   uint32_t rows() const { return rows_; }
   // The canvas: RGB, rows packed.
-  PixelView view() const {
-    return PixelView{pixels_.data(), width_, height_, 3};
-  }
+  PixelView view() const { return PixelView{pixels_.data(), width_, height_, 3}; }
 
   // Where tile i's image lands when the image is width x height.
   SheetRect ImageRect(size_t i, uint32_t width, uint32_t height) const;
@@ -87,8 +85,7 @@ class ContactSheet {
   // Draws `image` (1 channel gray or 3 channel RGB, rows packed) into tile i
   // with its caption lines. InvalidArgumentError for another channel count
   // or an image without pixels.
-  absl::Status Draw(size_t i, const PixelView& image,
-                    std::span<const std::string_view> caption);
+  absl::Status Draw(size_t i, const PixelView& image, std::span<const std::string_view> caption);
 
  private:
   ContactSheet() = default;

@@ -25,8 +25,8 @@ absl::StatusOr<internal::PixelView> RecordPixels(const Record& r, internal::Jpeg
   }
   if (r.image.width == 0 || r.image.height == 0 || r.image.RawBytes() != r.payload.size()) {
     return absl::DataLossError(absl::StrCat("raw payload of ", r.payload.size(),
-                                            " bytes does not match its shape ", r.image.height,
-                                            "x", r.image.width, "x", int{r.image.channels}));
+                                            " bytes does not match its shape ", r.image.height, "x",
+                                            r.image.width, "x", int{r.image.channels}));
   }
   std::span<const uint8_t> pixels = Interleaved(r, buffer);
   return internal::PixelView{pixels.data(), r.image.width, r.image.height, r.image.channels};

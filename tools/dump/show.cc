@@ -47,9 +47,9 @@ absl::StatusOr<std::vector<uint64_t>> SelectIndexes(const ShowOptions& o, uint64
     SP_ASSIGN_OR_RETURN(range, ResolveRange(*o.range, records));
   }
   if (range.size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        o.range ? absl::StrCat("--range ", *o.range) : std::string("the dataset"),
-        " selects no records (the dataset has ", records, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.range ? absl::StrCat("--range ", *o.range) : std::string("the dataset"),
+                     " selects no records (the dataset has ", records, ")"));
   }
   for (uint64_t i = range.begin; i < range.end; ++i) indexes.push_back(i);
   return indexes;
@@ -126,7 +126,8 @@ absl::Status RunShow(const ShowOptions& options) {
                       codec::ContactSheet::Create(indexes.size(), {options.tile, options.columns}));
   SheetFiller filler(ds, &sheet);
   SP_RETURN_IF_ERROR(FillSheet(ds, indexes, &filler));
-  SP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, codec::EncodeForPath(sheet.view(), options.output));
+  SP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                      codec::EncodeForPath(sheet.view(), options.output));
   SP_RETURN_IF_ERROR(WriteFileAtomically(
       options.output, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
   if (!options.common.quiet) {

@@ -114,7 +114,7 @@ py::array_t<uint8_t> ContactSheet(py::object images_obj, py::object labels_obj, 
   codec::BatchCaptions captions{labels.data(),
                                 labels.ndim() == 2 ? static_cast<int>(labels.shape(1)) : 1,
                                 index_list, class_lists};
-  codec::SheetOptions options;
+  codec::SheetOptions options{.tile = 0};  // 0: the images' own size
   if (!columns.is_none()) options.columns = columns.cast<uint32_t>();
   if (!tile.is_none()) options.tile = tile.cast<uint32_t>();
   absl::StatusOr<codec::ContactSheet> sheet;

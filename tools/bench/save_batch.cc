@@ -31,7 +31,7 @@ absl::Status SaveBatchSheet(const Batch& batch, const ReaderOptions& options, co
   std::vector<std::vector<std::string>> classes;
   for (const LabelField& field : schema.labels) classes.push_back(field.classes);
   codec::BatchCaptions captions{batch.labels(), batch.num_labels(), indexes, classes};
-  absl::StatusOr<codec::ContactSheet> sheet = codec::BatchSheet(images, captions, {});
+  absl::StatusOr<codec::ContactSheet> sheet = codec::BatchSheet(images, captions, {.tile = 0});
   absl::StatusOr<std::vector<uint8_t>> bytes =
       sheet.ok() ? codec::EncodeForPath(sheet->view(), path) : sheet.status();
   absl::Status s = bytes.status();

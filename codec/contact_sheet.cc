@@ -172,22 +172,16 @@ uint32_t DefaultBatchTile(const BatchImages& batch) {
   return static_cast<uint32_t>(std::clamp<int64_t>(side, kMinSheetTile, kMaxSheetTile));
 }
 
-namespace {
-
-// Class names of sample i's labels, "/"-joined, "-" where a value has none.
-std::string BatchClassCaption(const BatchCaptions& c, int64_t i) {
+std::string ClassCaption(std::span<const int64_t> labels,
+                         std::span<const std::vector<std::string>> classes) {
   std::string s;
-  for (int j = 0; j < c.num_labels; ++j) {
-    const int64_t v = c.labels[i * c.num_labels + j];
-    const bool named = static_cast<size_t>(j) < c.classes.size() && v >= 0 &&
-                       static_cast<uint64_t>(v) < c.classes[static_cast<size_t>(j)].size();
-    absl::StrAppend(&s, j == 0 ? "" : "/",
-                    named ? c.classes[static_cast<size_t>(j)][static_cast<size_t>(v)] : "-");
+  for (size_t j = 0; j < labels.size(); ++j) {
+    const int64_t v = labels[j];
+    const bool named = j < classes.size() && v >= 0 && static_cast<uint64_t>(v) < classes[j].size();
+    absl::StrAppend(&s, j == 0 ? "" : "/", named ? classes[j][static_cast<size_t>(v)] : "-");
   }
   return s;
 }
-
-}  // namespace
 
 absl::StatusOr<ContactSheet> BatchSheet(const BatchImages& batch, const BatchCaptions& captions,
                                         SheetOptions options) {
@@ -206,9 +200,10 @@ absl::StatusOr<ContactSheet> BatchSheet(const BatchImages& batch, const BatchCap
     const uint64_t index = captions.record_indexes.empty()
                                ? static_cast<uint64_t>(i)
                                : captions.record_indexes[static_cast<size_t>(i)];
-    const std::string line1 = IndexLabelCaption(index, {captions.labels + i * captions.num_labels,
-                                                        static_cast<size_t>(captions.num_labels)});
-    const std::string line2 = BatchClassCaption(captions, i);
+    const std::span<const int64_t> labels(captions.labels + i * captions.num_labels,
+                                          static_cast<size_t>(captions.num_labels));
+    const std::string line1 = IndexLabelCaption(index, labels);
+    const std::string line2 = ClassCaption(labels, captions.classes);
     const std::string_view lines[] = {line1, line2};
     if (absl::Status s = sheet->Draw(static_cast<size_t>(i), *sample, lines); !s.ok()) return s;
   }

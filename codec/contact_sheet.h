@@ -101,6 +101,11 @@ class ContactSheet {
 // "#<index> <label>[,<label>...]": a tile's first caption line.
 std::string IndexLabelCaption(uint64_t index, std::span<const int64_t> labels);
 
+// The class names of `labels` ("/"-joined; "-" for a value that
+// classes[field] does not name): a tile's second caption line.
+std::string ClassCaption(std::span<const int64_t> labels,
+                         std::span<const std::vector<std::string>> classes);
+
 // A batch of images as the reader hands them out: n x h x w x c (NHWC) or
 // n x c x h x w (NCHW), uint8 or float32. Float samples were normalized as
 // (pixel / 255 - mean[ch]) / std[ch]; the sheet undoes that:

@@ -55,30 +55,23 @@ absl::StatusOr<std::vector<uint64_t>> SelectIndexes(const ShowOptions& o, uint64
   return indexes;
 }
 
-// The class names of a record's labels, "/"-joined ("-" where none).
-std::string ClassCaption(const Manifest& m, const Labels& labels) {
-  std::string s;
-  for (int i = 0; i < labels.size(); ++i) {
-    const auto& fields = m.schema.labels;
-    const int64_t v = labels[i];
-    const bool named = static_cast<size_t>(i) < fields.size() && v >= 0 &&
-                       static_cast<uint64_t>(v) < fields[i].classes.size();
-    absl::StrAppend(&s, i == 0 ? "" : "/",
-                    named ? EscapeKey(fields[i].classes[static_cast<size_t>(v)]) : "-");
-  }
-  return s;
-}
-
 class SheetFiller {
  public:
-  SheetFiller(const OpenedDataset& ds, codec::ContactSheet* sheet) : ds_(ds), sheet_(sheet) {}
+  SheetFiller(const OpenedDataset& ds, codec::ContactSheet* sheet) : ds_(ds), sheet_(sheet) {
+    for (const LabelField& field : ds.manifest().schema.labels) {
+      std::vector<std::string> names;
+      for (const std::string& name : field.classes) names.push_back(EscapeKey(name));
+      classes_.push_back(std::move(names));
+    }
+  }
 
   absl::Status Add(uint64_t index, const Record& r) {
     absl::StatusOr<internal::PixelView> pixels = RecordPixels(r, &decoder_, &buffer_);
     absl::Status s = pixels.status();
     if (s.ok()) {
-      const std::string line1 = codec::IndexLabelCaption(index, {r.labels.begin(), r.labels.end()});
-      const std::string line2 = ClassCaption(ds_.manifest(), r.labels);
+      const std::span<const int64_t> labels(r.labels.begin(), r.labels.end());
+      const std::string line1 = codec::IndexLabelCaption(index, labels);
+      const std::string line2 = codec::ClassCaption(labels, classes_);
       const std::string_view caption[] = {line1, line2};
       s = sheet_->Draw(next_++, *pixels, caption);
     }
@@ -90,6 +83,7 @@ class SheetFiller {
  private:
   const OpenedDataset& ds_;
   codec::ContactSheet* sheet_;
+  std::vector<std::vector<std::string>> classes_;  // escaped as `ls` shows them
   internal::JpegDecoder decoder_;
   std::vector<uint8_t> buffer_;
   size_t next_ = 0;

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "python/contact_sheet.h"
 #include "python/py_reader.h"
 #include "shardpack/reader.h"
 
@@ -140,6 +141,7 @@ PYBIND11_MODULE(shardpack, m) {
   m.doc() = "shardpack: stream sharded image datasets into training loops (docs/python.md)";
   m.attr("__version__") = SHARDPACK_VERSION;
   RegisterExceptions(m);
+  BindContactSheet(m);
 
   py::class_<BatchRef, std::shared_ptr<BatchRef>>(
       m, "_BatchRef", "Owns a ring slot while zero-copy arrays of its batch live.");

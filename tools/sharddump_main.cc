@@ -33,7 +33,7 @@ void AddCommon(CLI::App* command, CommonOptions* common, bool json) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Inspects, lists, verifies and extracts shardpack datasets.\n"
+      "Inspects, lists, verifies, extracts and shows shardpack datasets.\n"
       "PATH is a dataset directory, its manifest.json, or a single .shard file.",
       kTool};
   app.require_subcommand(1);
@@ -77,6 +77,26 @@ int main(int argc, char** argv) {
   extract_cmd->add_option("-o,--output", extract.output, "output directory (created)")->required();
   AddCommon(extract_cmd, &extract.common, false);
 
+  shardpack::dump::ShowOptions show;
+  CLI::App* show_cmd = app.add_subcommand(
+      "show", "Writes a contact sheet of records (index, labels, class) as PNG or JPEG");
+  show_cmd->add_option("PATH", show.path, "dataset directory or shard")->required();
+  CLI::App* which = show_cmd->add_option_group("selection", "which records (default: the first 64)");
+  which->add_option("--range", show.range, "records A:B (half-open)")->check(CheckRange, "A:B");
+  CLI::Option* random =
+      which->add_option("--random", show.random, "N distinct records drawn at random")
+          ->transform(shardpack::cli::WholeNumberIn(0, kMaxIndex));
+  which->require_option(0, 1);
+  show_cmd->add_option("--seed", show.seed, "seed of --random (default 0)")
+      ->needs(random)
+      ->transform(shardpack::cli::WholeNumberIn(0, kMaxIndex));
+  show_cmd->add_option("--columns", show.columns, "tiles per row (default: about square)")
+      ->transform(shardpack::cli::WholeNumberIn(1, 65535));
+  show_cmd->add_option("--tile", show.tile, "tile side in pixels (default 96)")
+      ->transform(shardpack::cli::WholeNumberIn(16, 1024));
+  show_cmd->add_option("-o,--output", show.output, "the sheet: FILE.png or FILE.jpg")->required();
+  AddCommon(show_cmd, &show.common, false);
+
   if (int code = shardpack::cli::ParseCommandLine(app, argc, argv); code >= 0) return code;
 
   // Data goes out in large writes; progress goes to stderr unbuffered.
@@ -90,6 +110,8 @@ int main(int argc, char** argv) {
     status = shardpack::dump::RunLs(ls);
   } else if (verify_cmd->parsed()) {
     status = shardpack::dump::RunVerify(verify);
+  } else if (show_cmd->parsed()) {
+    status = shardpack::dump::RunShow(show);
   } else {
     status = shardpack::dump::RunExtract(extract);
   }

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "codec/contact_sheet.h"
 #include "shardpack/status.h"
 #include "tools/common/cli.h"
 
@@ -68,6 +69,8 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_option("--order-out", f->order_out,
                   "Write 'epoch batch slot record_index label' per sample to FILE "
                   "(costs time: not for speed runs)");
+  app->add_option("--save-batch", f->save_batch,
+                  "Write the first batch, as transformed, as a contact sheet FILE.png or FILE.jpg");
   app->add_flag("--compare-raw", f->compare_raw,
                 "Also read the shard files raw (4 MiB preads, O_DIRECT with --io direct)");
   app->add_flag("--drop-caches", f->drop_caches,
@@ -101,6 +104,8 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   o.seconds = f.seconds;
   o.json = f.json;
   o.order_out = f.order_out;
+  if (!f.save_batch.empty()) SP_RETURN_IF_ERROR(codec::CheckSheetPath(f.save_batch));
+  o.save_batch = f.save_batch;
   o.compare_raw = f.compare_raw;
   o.drop_caches = f.drop_caches;
   o.quiet = f.quiet;

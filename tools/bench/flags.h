@@ -32,6 +32,7 @@ struct Flags {
   std::string dtype = "uint8";
   bool json = false;
   std::string order_out;
+  std::string save_batch;
   bool compare_raw = false;
   bool drop_caches = false;
   bool quiet = false;

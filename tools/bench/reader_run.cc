@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "shardpack/status.h"
+#include "tools/bench/save_batch.h"
 
 namespace shardpack::shardbench {
 namespace {
@@ -96,7 +97,13 @@ absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* orde
       continue;
     }
     if (!batch.ok()) return batch.status();
-    if (run.batches == 0) run.first_batch_s = SecondsSince(start);
+    if (run.batches == 0) {
+      run.first_batch_s = SecondsSince(start);
+      if (!options.save_batch.empty()) {
+        SP_RETURN_IF_ERROR(SaveBatchSheet(*batch, options.reader, reader->schema(),
+                                          options.save_batch));
+      }
+    }
     const Clock::time_point consume_start = Clock::now();
     fold ^= FoldBytes(batch->images(), batch->image_bytes());
     fold ^= FoldBytes(batch->labels(),

@@ -26,6 +26,9 @@ struct BenchOptions {
   double seconds = 0;
   bool json = false;         // --json: one JSON object on stdout
   std::string order_out;     // --order-out FILE: "epoch batch slot record_index label" lines
+  // --save-batch FILE: the first batch as a contact sheet (.png or .jpg);
+  // drawing it counts in the run's time.
+  std::string save_batch;
   bool compare_raw = false;  // --compare-raw: also read the shard files raw
   bool drop_caches = false;  // --drop-caches: POSIX_FADV_DONTNEED on every shard first
   bool quiet = false;        // -q: no notes on stderr

@@ -55,6 +55,22 @@ struct ExtractOptions {
 };
 absl::Status RunExtract(const ExtractOptions& options);
 
+// Records `show` draws when neither --range nor --random is given: the first.
+inline constexpr uint64_t kDefaultShown = 64;
+
+struct ShowOptions {
+  std::string path;
+  std::optional<std::string> range;  // --range A:B
+  std::optional<uint64_t> random;    // --random N: N distinct records drawn with `seed`
+  uint64_t seed = 0;                 // --seed S
+  uint32_t columns = 0;              // --columns C; 0: about square
+  uint32_t tile = 96;                // --tile PX
+  std::string output;                // -o FILE.png|FILE.jpg
+  CommonOptions common;
+};
+// Writes a contact sheet (codec/contact_sheet.h) of the selected records.
+absl::Status RunShow(const ShowOptions& options);
+
 }  // namespace shardpack::dump
 
 #endif  // SHARDPACK_TOOLS_DUMP_COMMANDS_H_

@@ -21,6 +21,7 @@
 #include "tools/dump/commands.h"
 #include "tools/dump/extract_names.h"
 #include "tools/dump/opened_dataset.h"
+#include "tools/dump/record_pixels.h"
 #include "tools/dump/selection.h"
 #include "tools/dump/text.h"
 #include "format/errors.h"
@@ -36,20 +37,6 @@ struct ImageFile {
   std::string header;
   std::span<const uint8_t> body;
 };
-
-// Raw pixels in HWC order: the payload itself, or its CHW planes
-// interleaved into `buffer`.
-std::span<const uint8_t> Interleaved(const Record& r, std::vector<uint8_t>* buffer) {
-  if (r.image.layout == Layout::kHWC || r.image.channels <= 1) return r.payload;
-  const size_t plane = size_t{r.image.height} * r.image.width;
-  const size_t c = r.image.channels;
-  buffer->resize(r.payload.size());
-  for (size_t ch = 0; ch < c; ++ch) {
-    const uint8_t* src = r.payload.data() + ch * plane;
-    for (size_t i = 0; i < plane; ++i) (*buffer)[i * c + ch] = src[i];
-  }
-  return *buffer;
-}
 
 ImageFile ImageFileOf(const Record& r, std::vector<uint8_t>* buffer) {
   if (r.image.encoding == Encoding::kJpeg) return {"jpg", "", r.payload};

@@ -1,0 +1,46 @@
+#include "tools/bench/save_batch.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codec/contact_sheet.h"
+#include "shardpack/file.h"
+#include "shardpack/status.h"
+
+namespace shardpack::shardbench {
+
+absl::Status SaveBatchSheet(const Batch& batch, const ReaderOptions& options, const Schema& schema,
+                            const std::string& path) {
+  if (batch.images() == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--save-batch ", path, ": the batch is not in host memory"));
+  }
+  const std::array<int64_t, 4> shape = batch.shape();
+  codec::BatchImages images;
+  images.data = batch.images();
+  images.is_float = options.dtype == DType::kFloat32;
+  images.nchw = options.layout == OutputLayout::kNCHW;
+  images.n = shape[0];
+  images.h = images.nchw ? shape[2] : shape[1];
+  images.w = images.nchw ? shape[3] : shape[2];
+  images.c = images.nchw ? shape[1] : shape[3];
+  images.mean = options.mean;
+  images.std = options.std;
+  std::vector<uint64_t> indexes(static_cast<size_t>(batch.size()));
+  for (int i = 0; i < batch.size(); ++i) indexes[static_cast<size_t>(i)] = batch.record_index(i);
+  std::vector<std::vector<std::string>> classes;
+  for (const LabelField& field : schema.labels) classes.push_back(field.classes);
+  codec::BatchCaptions captions{batch.labels(), batch.num_labels(), indexes, classes};
+  absl::StatusOr<codec::ContactSheet> sheet = codec::BatchSheet(images, captions, {.tile = 0});
+  absl::StatusOr<std::vector<uint8_t>> bytes =
+      sheet.ok() ? codec::EncodeForPath(sheet->view(), path) : sheet.status();
+  absl::Status s = bytes.status();
+  if (s.ok()) {
+    s = WriteFileAtomically(
+        path, std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  }
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("--save-batch ", path, ": ", s.message()));
+}
+
+}  // namespace shardpack::shardbench

@@ -1,0 +1,134 @@
+// sharddump show: a contact sheet of stored records (codec/contact_sheet.h),
+// each tile captioned with the record's index, labels and class name.
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "codec/contact_sheet.h"
+#include "codec/jpeg_decoder.h"
+#include "shardpack/file.h"
+#include "shardpack/status.h"
+#include "tools/dump/commands.h"
+#include "tools/dump/opened_dataset.h"
+#include "tools/dump/record_pixels.h"
+#include "tools/dump/selection.h"
+#include "tools/dump/text.h"
+
+namespace shardpack::dump {
+namespace {
+
+// The records shown, ascending: --range, --random N (distinct, drawn with
+// --seed), or the first kDefaultShown.
+absl::StatusOr<std::vector<uint64_t>> SelectIndexes(const ShowOptions& o, uint64_t records) {
+  std::vector<uint64_t> indexes;
+  if (o.random) {
+    if (*o.random == 0) return absl::InvalidArgumentError("--random 0: show at least one record");
+    if (*o.random > records) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--random ", *o.random, ": the dataset has ", records, " records"));
+    }
+    // Floyd's sampling: N distinct indexes in N draws, whatever N / records.
+    std::mt19937_64 rng(o.seed);
+    absl::flat_hash_set<uint64_t> chosen;
+    for (uint64_t j = records - *o.random; j < records; ++j) {
+      uint64_t t = std::uniform_int_distribution<uint64_t>(0, j)(rng);
+      chosen.insert(chosen.contains(t) ? j : t);
+    }
+    indexes.assign(chosen.begin(), chosen.end());
+    std::sort(indexes.begin(), indexes.end());
+    return indexes;
+  }
+  IndexRange range{0, std::min<uint64_t>(records, kDefaultShown)};
+  if (o.range) {
+    SP_ASSIGN_OR_RETURN(range, ResolveRange(*o.range, records));
+  }
+  if (range.size() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.range ? absl::StrCat("--range ", *o.range) : std::string("the dataset"),
+                     " selects no records (the dataset has ", records, ")"));
+  }
+  for (uint64_t i = range.begin; i < range.end; ++i) indexes.push_back(i);
+  return indexes;
+}
+
+class SheetFiller {
+ public:
+  SheetFiller(const OpenedDataset& ds, codec::ContactSheet* sheet) : ds_(ds), sheet_(sheet) {
+    for (const LabelField& field : ds.manifest().schema.labels) {
+      std::vector<std::string> names;
+      for (const std::string& name : field.classes) names.push_back(EscapeKey(name));
+      classes_.push_back(std::move(names));
+    }
+  }
+
+  absl::Status Add(uint64_t index, const Record& r) {
+    absl::StatusOr<internal::PixelView> pixels = RecordPixels(r, &decoder_, &buffer_);
+    absl::Status s = pixels.status();
+    if (s.ok()) {
+      const std::span<const int64_t> labels(r.labels.begin(), r.labels.end());
+      const std::string line1 = codec::IndexLabelCaption(index, labels);
+      const std::string line2 = codec::ClassCaption(labels, classes_);
+      const std::string_view caption[] = {line1, line2};
+      s = sheet_->Draw(next_++, *pixels, caption);
+    }
+    if (s.ok()) return s;
+    return absl::Status(s.code(), absl::StrCat(ds_.path(), ": record ", index, " (key '",
+                                               EscapeKey(r.key), "'): ", s.message()));
+  }
+
+ private:
+  const OpenedDataset& ds_;
+  codec::ContactSheet* sheet_;
+  std::vector<std::vector<std::string>> classes_;  // escaped as `ls` shows them
+  internal::JpegDecoder decoder_;
+  std::vector<uint8_t> buffer_;
+  size_t next_ = 0;
+};
+
+// Visits the (ascending) indexes, one Scan per run of consecutive ones.
+absl::Status FillSheet(const OpenedDataset& ds, const std::vector<uint64_t>& indexes,
+                       SheetFiller* filler) {
+  size_t a = 0;
+  while (a < indexes.size()) {
+    auto [k, local] = ds.Locate(indexes[a]);
+    const uint64_t shard_end = ds.first_record(k + 1);
+    size_t b = a + 1;
+    while (b < indexes.size() && indexes[b] == indexes[b - 1] + 1 && indexes[b] < shard_end) ++b;
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardRecords> shard, ds.OpenShard(k));
+    const uint64_t first = ds.first_record(k);
+    SP_RETURN_IF_ERROR(shard->Scan(local, local + (b - a),
+                                   [&](uint64_t i, const Record& r, const RecordLocation&) {
+                                     return filler->Add(first + i, r);
+                                   }));
+    a = b;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunShow(const ShowOptions& options) {
+  SP_RETURN_IF_ERROR(codec::CheckSheetPath(options.output));
+  SP_ASSIGN_OR_RETURN(OpenedDataset ds,
+                      OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kRequireAll));
+  SP_ASSIGN_OR_RETURN(std::vector<uint64_t> indexes, SelectIndexes(options, ds.records()));
+  SP_ASSIGN_OR_RETURN(codec::ContactSheet sheet,
+                      codec::ContactSheet::Create(indexes.size(), {options.tile, options.columns}));
+  SheetFiller filler(ds, &sheet);
+  SP_RETURN_IF_ERROR(FillSheet(ds, indexes, &filler));
+  SP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                      codec::EncodeForPath(sheet.view(), options.output));
+  SP_RETURN_IF_ERROR(WriteFileAtomically(
+      options.output, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+  if (!options.common.quiet) {
+    std::fprintf(stderr, "wrote %zu records as a %ux%u sheet to %s\n", indexes.size(),
+                 sheet.view().width, sheet.view().height, options.output.c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardpack::dump

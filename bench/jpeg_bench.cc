@@ -1,4 +1,4 @@
-// JPEG decode benchmark of docs/benchmarks.md ("JPEG decode (issue 6)"):
+// JPEG decode benchmark of docs/benchmarks.md ("JPEG decode"):
 // images/s of the reader's RandomResizedCrop (or CenterCrop) on a packed
 // dataset of JPEGs, and, for reference, libjpeg-turbo's full-size decode
 // rate (a loop of tjDecompress2 to RGB) on the same files held in memory,

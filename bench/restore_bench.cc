@@ -1,4 +1,4 @@
-// Elastic resume (issue 15): what a Restore costs on a large dataset.
+// Elastic resume: what a Restore costs on a large dataset.
 //
 //   restore_bench DIR [--records 8000000] [--batch-size 256] [--from 4] [--to 3]
 //                     [--batches 1000]

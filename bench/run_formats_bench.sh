@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The formats beside JPEG (issue 20), on the same machine in the same run:
+# The formats beside JPEG, on the same machine in the same run:
 #   - decode speed: `shardpack images --mode raw --size 224x224 --threads 1`
 #     on a folder of PNGs (and of lossless WebPs) beside the torchvision recipe
 #     it replaces, a single-process PIL loop of

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The JPEG decode benchmark of docs/benchmarks.md ("JPEG decode (issue 6)"),
+# The JPEG decode benchmark of docs/benchmarks.md ("JPEG decode"),
 # side by side in one run, each case --repeats times (interleaved), medians
 # reported:
 #

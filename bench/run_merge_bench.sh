@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Merge of many parts (issue 15): packs one CIFAR-10 file of RECORDS records
+# Merge of many parts: packs one CIFAR-10 file of RECORDS records
 # as PARTS parts (`--part I/PARTS`, two packs at a time), then times
 #   merge --check   reading and checking every part's manifest and shard sizes;
 #   merge -o OUT    the same checks, then one hard link per shard and the

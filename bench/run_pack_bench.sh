@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packing speed beside the tools it replaces, on the same disk in the same run
-# (issue 3):
+#:
 #   - passthrough packing of 5,000 ImageNet-like JPEGs (500x375, ~108 KB,
 #     from the demo generator) vs `tar cf` of the same folder
 #     (tar is what WebDataset shards are);

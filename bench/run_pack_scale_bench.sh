@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packing an input larger than RAM (issue 16, points 2 and 3): a class-sorted
+# Packing an input larger than RAM: a class-sorted
 # CIFAR-10 file of N records (default 8,000,000 = 24.6 GB) packed with
 # --no-shuffle and with the default shuffle, beside `dd conv=fsync` of the
 # same bytes on the same disk. Prints wall time, MiB/s of input, the ratio to

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The Python binding's benchmarks of docs/benchmarks.md ("Python binding
-# (issue 9)"), side by side in one run, each case --repeats times
+# The Python binding's benchmarks of docs/benchmarks.md ("Python binding"),
+# side by side in one run, each case --repeats times
 # (interleaved), medians reported:
 #
 #  (a) shardpack.Reader iterated from Python (bench/python_iter.py: numpy

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reader benchmarks of docs/benchmarks.md ("Reader (issue 5)"), side by
+# The reader benchmarks of docs/benchmarks.md ("Reader"), side by
 # side in one run, each case --repeats times (interleaved), medians reported:
 #
 #  (a) 50,000 CIFAR-10 records, train transform (random crop, padding 4, flip),

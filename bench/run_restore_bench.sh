@@ -1,5 +1,5 @@
 #!/bin/sh
-# Elastic resume (issue 15): Restore time on 8,000,000 tiny records, against
+# Elastic resume: Restore time on 8,000,000 tiny records, against
 # reading the same batches from the start. docs/benchmarks.md has the figures.
 #   bench/run_restore_bench.sh [BUILD_DIR] [WORK_DIR]
 set -eu

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU staging benchmark of docs/benchmarks.md ("GPU staging (issue 8)"),
+# The GPU staging benchmark of docs/benchmarks.md ("GPU staging"),
 # on a machine with a CUDA GPU and the toolkit at /usr/local/cuda:
 #
 #   1. builds Release with CUDA (build-bench) and runs the device tests

@@ -1,4 +1,4 @@
-// The reader at scale (issue 16): datasets of many records, and what the
+// The reader at scale: datasets of many records, and what the
 // record count costs the reader's index and epoch plan.
 //
 //   scale_bench gen DIR --records N [--height 32 --width 32 --channels 3]

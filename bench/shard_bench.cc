@@ -6,7 +6,7 @@
 // Cases: CIFAR-like records (3072-byte raw 32x32x3 images) and
 // ImageNet-like ones (112640-byte JPEG-sized payloads of pseudo-random
 // bytes; the format never decodes them). Single-threaded on purpose: the
-// aims of issue 2 are per core. docs/benchmarks.md holds the figures and
+// aims are per core. docs/benchmarks.md holds the figures and
 // bench/run_shard_bench.sh the settings used for them.
 #include <errno.h>
 #include <fcntl.h>

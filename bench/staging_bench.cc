@@ -1,4 +1,4 @@
-// GPU staging benchmark (issue 8), two figures, each against a reference
+// GPU staging benchmark, two figures, each against a reference
 // measured side by side in the same run:
 //
 //   copy:      batches copied through the CUDA copy engine (pinned ring slot

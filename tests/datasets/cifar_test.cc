@@ -655,7 +655,7 @@ uint64_t RssFileBytes() {
 }
 
 // The packer's DoneWith hint lets the mapped input of items already packed
-// go (issue 16: a pack of 24.6 GB of CIFAR peaked at 10.8 GB of RSS), across
+// go (a pack of 24.6 GB of CIFAR once peaked at 10.8 GB of RSS), across
 // files and whatever range it is given; the items still read the same.
 TEST(CifarTest, DoneWithReleasesTheMappedInputAndItemsReadTheSame) {
   TempDir dir;

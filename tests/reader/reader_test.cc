@@ -300,7 +300,7 @@ TEST_F(ReaderTest, MemoryStaysWithinBudgetAndFlatOverTenEpochs) {
   RecordProperty("rss_growth_epochs_1_to_10", std::to_string(after_ten - after_one));
 }
 
-// Issue 16: the reported budget left out the index and the epoch plans (8
+// The reported budget once left out the index and the epoch plans (8
 // bytes a record each, and the reader kept three plans at an epoch's start:
 // 647 MB of RSS against a 308 MB budget at 8,000,000 records).
 TEST_F(ReaderTest, ReportedBudgetCountsTheIndexAndThePlans) {

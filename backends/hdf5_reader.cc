@@ -14,7 +14,7 @@
 #include "backends/publish.h"
 #include "format/posix_open.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "format/errors.h"
 
 namespace shardpack::backends {

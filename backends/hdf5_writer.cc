@@ -8,7 +8,7 @@
 #include "backends/hdf5_store.h"
 #include "backends/hdf5_util.h"
 #include "backends/publish.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::backends {
 namespace {

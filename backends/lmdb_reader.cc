@@ -13,7 +13,7 @@
 #include "backends/publish.h"
 #include "format/record_codec.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::backends {
 namespace {

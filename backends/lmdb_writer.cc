@@ -10,7 +10,7 @@
 #include "backends/lmdb_store.h"
 #include "backends/publish.h"
 #include "format/record_codec.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::backends {
 namespace {

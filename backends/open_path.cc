@@ -12,7 +12,7 @@
 #include "format/posix_io.h"
 #include "format/shard_layout.h"
 #include "shardpack/dataset.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::backends {
 namespace {

@@ -12,7 +12,7 @@
 #include "format/posix_io.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::backends::internal {
 namespace {

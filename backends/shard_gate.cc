@@ -19,7 +19,7 @@
 #include "shardpack/crc32c.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::backends {
 namespace {

@@ -32,7 +32,7 @@
 #include "backends/store.h"
 #include "format/posix_io.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "format/errors.h"
 
 namespace shardpack::backends {

@@ -8,7 +8,7 @@
 #include "shardpack/backends.h"
 #include "shardpack/file.h"
 #include "shardpack/shard.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::backends {
 namespace {

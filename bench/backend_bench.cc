@@ -20,7 +20,7 @@
 #include "backends/store.h"
 #include "bench/bench_common.h"
 #include "shardpack/dataset.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::bench {
 namespace {

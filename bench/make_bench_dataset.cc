@@ -17,7 +17,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "shardpack/dataset.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tests/testing/shard_fixtures.h"
 
 namespace shardpack {

@@ -27,7 +27,7 @@
 #include "codec/bytes.h"
 #include "codec/decode.h"
 #include "format/errors.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::codec {
 namespace {

@@ -29,7 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "codec/decode.h"
 #include "format/errors.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::codec {
 namespace {

@@ -24,7 +24,7 @@
 #include "codec/color.h"
 #include "codec/decode.h"
 #include "format/errors.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::codec {
 namespace {

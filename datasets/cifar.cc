@@ -15,11 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "codec/interleave.h"
 #include "format/errors.h"
 #include "format/posix_open.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::datasets {
 namespace {
@@ -416,14 +417,14 @@ void PlacePixels(const uint8_t* chw, Layout layout, int pad, uint8_t* dst) {
   const uint8_t* r = chw;
   const uint8_t* g = chw + kPlaneBytes;
   const uint8_t* b = chw + 2 * kPlaneBytes;
+  if (pad == 0) {  // rows are contiguous: the whole image at once
+    internal::InterleaveRgb(r, g, b, kPlaneBytes, dst);
+    return;
+  }
   for (int y = 0; y < kCifarSide; ++y) {
-    uint8_t* row = dst + ((y + pad) * side + pad) * kCifarChannels;
     const int base = y * kCifarSide;
-    for (int x = 0; x < kCifarSide; ++x) {
-      row[3 * x + 0] = r[base + x];
-      row[3 * x + 1] = g[base + x];
-      row[3 * x + 2] = b[base + x];
-    }
+    internal::InterleaveRgb(r + base, g + base, b + base, kCifarSide,
+                            dst + ((y + pad) * side + pad) * kCifarChannels);
   }
 }
 

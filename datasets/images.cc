@@ -27,7 +27,7 @@
 #include "format/unique_fd.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::datasets {
 namespace {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
 #include "shardpack/dataset.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack {
 

@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "format/errors.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack {
 namespace {

@@ -15,7 +15,7 @@
 #include "format/posix_open.h"
 #include "format/unique_fd.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack {
 namespace {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
 #include "format/posix_open.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::internal {
 

@@ -4,7 +4,7 @@
 #include "format/errors.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack {
 namespace {

@@ -12,7 +12,7 @@
 #include "format/shard_layout.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/shard.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack {
 

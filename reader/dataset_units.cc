@@ -6,7 +6,7 @@
 #include "reader/backend_sources.h"
 #include "reader/shard_source.h"
 #include "shardpack/dataset.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::internal {
 

@@ -9,7 +9,7 @@
 #include "format/coding.h"
 #include "format/errors.h"
 #include "reader/backend_sources.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::internal {
 namespace {

@@ -28,7 +28,7 @@
 #include "format/posix_io.h"
 #include "format/unique_fd.h"
 #include "reader/io_engine_base.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::internal {
 namespace {

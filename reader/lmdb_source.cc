@@ -13,7 +13,7 @@
 #include "backends/shard_gate.h"
 #include "format/errors.h"
 #include "reader/backend_sources.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::internal {
 namespace {

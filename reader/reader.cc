@@ -12,7 +12,7 @@
 #include "reader/pipeline.h"
 #include "reader/staging.h"
 #include "reader/transform.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack {
 

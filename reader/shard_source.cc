@@ -5,7 +5,7 @@
 #include "format/errors.h"
 #include "format/mapping_guard.h"
 #include "reader/io_engine.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::internal {
 namespace {

@@ -11,7 +11,7 @@
 #include "format/posix_io.h"
 #include "reader/io_engine_base.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "format/errors.h"
 
 #ifdef SHARDPACK_HAVE_URING

@@ -23,7 +23,7 @@
 #include "datasets/images.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/manifest.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tools/common/cli.h"
 #include "tools/pack/pack.h"
 #include "tools/pack/path_overlap.h"

@@ -6,7 +6,7 @@
 //   o.directory = "out";
 //   o.schema = ...;
 //   UseBackend(&o, Backend::kLmdb);
-//   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(o));
+//   absl::StatusOr<std::unique_ptr<DatasetWriter>> writer = DatasetWriter::Create(o);
 #ifndef SHARDPACK_BACKENDS_H_
 #define SHARDPACK_BACKENDS_H_
 

@@ -4,9 +4,10 @@
 //   options.path = "cifar10-train";
 //   options.batch_size = 512;
 //   options.transform = Transform::CifarTrain();
-//   SP_ASSIGN_OR_RETURN(auto reader, Reader::Open(options));
+//   absl::StatusOr<std::unique_ptr<Reader>> reader = Reader::Open(options);
+//   if (!reader.ok()) return reader.status();
 //   for (;;) {
-//     absl::StatusOr<Batch> batch = reader->Next();
+//     absl::StatusOr<Batch> batch = (*reader)->Next();
 //     if (absl::IsOutOfRange(batch.status())) break;   // end of the epoch
 //     if (!batch.ok()) return batch.status();          // damage, with shard and offset
 //     Train(batch->images(), batch->labels());          // valid while `batch` lives

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "reader/cuda/finish_kernel.h"
 #include "reader/staging.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::internal {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "backends/store.h"
 #include "shardpack/dataset.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tests/testing/shard_fixtures.h"
 
 namespace shardpack::testing {

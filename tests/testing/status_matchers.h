@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::testing {
 

@@ -16,7 +16,7 @@
 #include "format/unique_fd.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "format/errors.h"
 
 namespace shardpack::shardbench {

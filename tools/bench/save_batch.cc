@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::shardbench {
 

@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tools/bench/raw_read.h"
 #include "tools/bench/reader_run.h"
 #include "tools/bench/report.h"

@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "format/posix_io.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tools/common/progress_line.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/extract_names.h"

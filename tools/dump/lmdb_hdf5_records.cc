@@ -6,7 +6,7 @@
 #include "backends/shard_gate.h"
 #include "backends/store.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::dump {
 namespace {

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/opened_dataset.h"
 #include "tools/dump/selection.h"

@@ -9,7 +9,7 @@
 #include "backends/open_path.h"
 #include "format/errors.h"
 #include "shardpack/dataset.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tools/dump/lmdb_hdf5_records.h"
 #include "tools/dump/shard_file_records.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 
 namespace shardpack::dump {
 namespace {

@@ -11,7 +11,7 @@
 #include "codec/contact_sheet.h"
 #include "codec/jpeg_decoder.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/opened_dataset.h"
 #include "tools/dump/record_pixels.h"

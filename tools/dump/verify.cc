@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress_line.h"
 #include "tools/dump/commands.h"

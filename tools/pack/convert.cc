@@ -10,7 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tools/common/progress_line.h"
 #include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"

@@ -23,7 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "format/errors.h"
 
 namespace shardpack::pack {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tools/pack/ordered_pipeline.h"
 #include "tools/pack/output_dir.h"
 #include "tools/common/progress_line.h"

@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "shardpack/status.h"
+#include "format/status_macros.h"
 #include "tools/pack/pack.h"
 #include "tools/pack/scheduler_part.h"
 #include "format/errors.h"

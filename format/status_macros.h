@@ -1,9 +1,9 @@
-// Status helpers shared by every shardpack library.
+// Status macros shared by every shardpack library (internal: not installed).
 //
 // Debian 12's Abseil (20220623) has no status macros, so we keep two small
-// ones here. They are prefixed because this header is public.
-#ifndef SHARDPACK_STATUS_H_
-#define SHARDPACK_STATUS_H_
+// ones here, prefixed so they cannot meet a user's own.
+#ifndef SHARDPACK_FORMAT_STATUS_MACROS_H_
+#define SHARDPACK_FORMAT_STATUS_MACROS_H_
 
 #include <utility>
 
@@ -31,4 +31,4 @@
   if (!tmp.ok()) return std::move(tmp).status();  \
   lhs = *std::move(tmp)
 
-#endif  // SHARDPACK_STATUS_H_
+#endif  // SHARDPACK_FORMAT_STATUS_MACROS_H_

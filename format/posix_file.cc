@@ -155,6 +155,19 @@ absl::Status AtomicFile::Append(std::span<const uint8_t> data) {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": already committed"));
   SP_RETURN_IF_ERROR(internal::WriteFull(fd_, partial_, data));
   size_ += data.size();
+#ifdef SYNC_FILE_RANGE_WRITE
+  // Start the writeback of what is written, without waiting: the disk works
+  // while the next bytes are made, as it does for one long `dd`, instead of
+  // the whole file waiting for Commit()'s fsync (a pack of 256 MiB shards
+  // ran at 0.74x of dd conv=fsync so). Only a start: a failure to write
+  // comes out of that fsync.
+  constexpr uint64_t kWritebackStep = uint64_t{8} << 20;
+  if (size_ - written_back_ >= kWritebackStep) {
+    (void)sync_file_range(fd_, static_cast<off_t>(written_back_),
+                          static_cast<off_t>(size_ - written_back_), SYNC_FILE_RANGE_WRITE);
+    written_back_ = size_;
+  }
+#endif
   return absl::OkStatus();
 }
 

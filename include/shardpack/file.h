@@ -77,7 +77,9 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(
 
 // A file that appears at its final path only when complete.
 //
-// Bytes go to `<path>.partial`. Commit() fsyncs it, renames it to `path` and
+// Bytes go to `<path>.partial`, whose writeback starts every 8 MiB (Linux's
+// sync_file_range), so Commit()'s fsync waits for the last few MiB, not the
+// whole file. Commit() fsyncs it, renames it to `path` and
 // fsyncs the directory, so a crash leaves either nothing or the whole file at
 // `path`; each of those steps that fails is Commit()'s error (a failed
 // directory fsync too: the file is then at `path` but may not survive a
@@ -105,6 +107,7 @@ class AtomicFile : public WritableFile {
   std::string partial_;
   int fd_;
   uint64_t size_ = 0;
+  uint64_t written_back_ = 0;  // bytes whose writeback was started
   bool committed_ = false;
 };
 

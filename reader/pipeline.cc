@@ -94,6 +94,7 @@ Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
       plan_options_(plan_options),
       num_labels_(num_labels),
       batches_per_epoch_(BatchesPerEpoch(dataset->records, plan_options)),
+      plan_bound_bytes_(PlanMemoryBound(dataset->units(), plan_options)),
       budget_bytes_(options.shuffle_bytes + options.read_ahead_bytes),
       max_in_flight_(ReadsInFlight(options, *dataset)),
       units_(dataset->units().size()),
@@ -533,8 +534,7 @@ void Pipeline::AddStats(ReaderStats* stats) const {
   stats->index_bytes =
       dataset_->source->IndexBytes() + units_.size() * (sizeof(UnitSlot) + sizeof(uint8_t));
   stats->plan_peak_bytes = plan_peak_bytes_.load();
-  stats->plan_bytes = std::max(stats->plan_peak_bytes,
-                               PlanMemoryBound(dataset_->units(), plan_options_));
+  stats->plan_bytes = std::max(stats->plan_peak_bytes, plan_bound_bytes_);
   stats->memory_budget_bytes =
       budget_bytes_ + ring_.size() * options_.batch_size * transform_->shape().sample_bytes +
       stats->index_bytes + stats->plan_bytes;

@@ -149,6 +149,7 @@ class Pipeline {
   const PlanOptions plan_options_;
   const int num_labels_;
   const uint64_t batches_per_epoch_;
+  const uint64_t plan_bound_bytes_;  // PlanMemoryBound: a constant of the dataset and options
   const uint64_t budget_bytes_;
   const size_t max_in_flight_;  // reads the loader keeps outstanding
 

@@ -67,7 +67,10 @@ done
 count() { [[ "$2" =~ ^[0-9]+$ ]] || { echo "run_scale_bench.sh: $1 must be a count, not '$2'" >&2; exit 2; }; }
 count --images "$images"
 count --tiny "$tiny"
-for n in $sizes; do count --sizes "$n"; (( n > 0 )) || count --sizes x; done
+for n in $sizes; do
+  count --sizes "$n"
+  (( n > 0 )) || { echo "run_scale_bench.sh: --sizes: a dataset of 0 records measures nothing" >&2; exit 2; }
+done
 work="$dir/scale-bench"
 mkdir -p "$work"
 if [[ -z "$max_gb" ]]; then
@@ -100,8 +103,8 @@ cold=1
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || cold=0; }
 peak_mb() { awk -F': ' '/Maximum resident/{printf "%.1f", $2 / 1024}' "$1"; }
 
-# pack_with NAME REF_SECONDS REF_NAME -- COMMAND...: times the pack command
-# (caches dropped first) under /usr/bin/time -v; sets the pack_* fields.
+# timed_pack REF_SECONDS REF_NAME COMMAND...: times the pack command (caches
+# dropped first) under /usr/bin/time -v; sets pack_json beside the reference.
 pack_json='{}'
 timed_pack() {
   local ref_s=$1 ref_name=$2 t0 s
@@ -214,7 +217,7 @@ import json, math, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 def metrics(r):
     w, c, p1, p8, pk = r["warm"], r["cold"], r["plan1"], r["plan8"], r["pack"]
-    raw = "raw_ratio" if r["name"].startswith(("cifar", "tiny")) else None
+    raw = r["name"].startswith(("cifar", "tiny"))  # JPEG rows decode: no raw ratio
     m = {
         "pack (s)": pk.get("pack_s", 0),
         "reference (s): dd or tar + sync": pk.get("ref_s", 0),

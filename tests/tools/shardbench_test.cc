@@ -75,6 +75,21 @@ TEST(ShardbenchTest, NotADatasetIsOneLineAndExitOne) {
   EXPECT_EQ(testing::Run({SHARDBENCH_PATH}).exit_code, 2);
 }
 
+// --layout and --dtype are parsed by the library's ParseOutputLayout and
+// ParseDType (any case): an unknown name is a usage error listing the names.
+TEST(ShardbenchTest, UnknownLayoutOrDtypeIsAUsageErrorListingTheNames) {
+  testing::RunResult r = testing::Run({SHARDBENCH_PATH, "/nonexistent/ds", "--layout", "nwhc"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("shardbench: unknown layout 'nwhc' (nhwc, nchw)"));
+  r = testing::Run({SHARDBENCH_PATH, "/nonexistent/ds", "--dtype", "float16"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("shardbench: unknown dtype 'float16' (uint8, float32)"));
+  // A known name in another case is that name: the run gets as far as the path.
+  r = testing::Run({SHARDBENCH_PATH, "/nonexistent/ds", "--layout", "NCHW"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/ds"));
+}
+
 // A FIFO in place of a shard or the manifest: an error naming it, at once.
 TEST(ShardbenchTest, FifoInPlaceOfAShardOrManifestIsAnErrorNotAHang) {
   for (const char* name : {"shard-00000.shard", "manifest.json"}) {

@@ -7,6 +7,7 @@
 //   jpeg_bench reader DATASET [--threads N] [--epochs E] [--transform rrc:224]
 //   jpeg_bench tj IMAGE_ROOT [--threads N] [--epochs E]
 //   jpeg_bench split IMAGE_ROOT [--epochs E] [--transform rrc:224] [--restart-markers]
+//                    [--libjpeg-entropy]
 //
 // `split` is the CPU-time profile of one thread: the reader's JPEG path (header,
 // crop draw, region decode, resize) called directly on the files in memory,
@@ -148,7 +149,7 @@ int RunTj(const std::string& root, int threads, int epochs) {
 // `shardpack images --restart-markers` stores them, and tjDecompress2 runs on
 // both the originals (the reference) and the re-coded files.
 int RunSplit(const std::string& root, int epochs, const std::string& transform,
-             bool restart_markers) {
+             bool restart_markers, bool libjpeg_entropy) {
   namespace si = shardpack::internal;
   const std::vector<std::string> originals = LoadJpegs(root);
   std::vector<std::string> files = originals;
@@ -171,7 +172,9 @@ int RunSplit(const std::string& root, int epochs, const std::string& transform,
     return 2;
   }
   const auto out = static_cast<uint32_t>(t->size);
-  si::JpegDecoder decoder;
+  si::JpegDecoderOptions options;
+  options.libjpeg_entropy = libjpeg_entropy;
+  si::JpegDecoder decoder(options);
   si::ResizeScratch scratch;
   std::vector<uint8_t> dst(size_t{out} * out * 3);
   double header_s = 0, decode_s = 0, resize_s = 0, region_floor_s = 0;
@@ -245,17 +248,17 @@ int RunSplit(const std::string& root, int epochs, const std::string& transform,
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: jpeg_bench reader|tj|split PATH [--threads N] [--epochs E] "
-                         "[--transform T] [--restart-markers]\n");
+                         "[--transform T] [--restart-markers] [--libjpeg-entropy]\n");
     return 2;
   }
   const std::string mode = argv[1], path = argv[2];
   int threads = 1, epochs = 3;
   std::string transform = "rrc:224";
-  bool restart_markers = false;
+  bool restart_markers = false, libjpeg_entropy = false;
   for (int i = 3; i < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--restart-markers") {
-      restart_markers = true;
+    if (flag == "--restart-markers" || flag == "--libjpeg-entropy") {
+      (flag == "--restart-markers" ? restart_markers : libjpeg_entropy) = true;
       --i;  // no value
       continue;
     }
@@ -276,6 +279,6 @@ int main(int argc, char** argv) {
   }
   if (threads < 1 || epochs < 1) return 2;
   if (mode == "reader") return RunReader(path, threads, epochs, transform);
-  if (mode == "split") return RunSplit(path, epochs, transform, restart_markers);
+  if (mode == "split") return RunSplit(path, epochs, transform, restart_markers, libjpeg_entropy);
   return RunTj(path, threads, epochs);
 }

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/color.h"
+#include "codec/jpeg_entropy.h"
 #include "codec/jpeg_error.h"
 #include "codec/jpeg_restart.h"
 
@@ -34,6 +35,7 @@ struct JpegDecoder::State {
   std::vector<JSAMPROW> row_ptrs;   // into `pixels`
   std::vector<uint8_t> window;      // a cut of `jpeg` (jpeg_restart.h)
   std::vector<uint32_t> window_ends;
+  JpegEntropyDecoder entropy;       // takes over Huffman decoding (jpeg_entropy.h)
 };
 
 namespace {
@@ -62,8 +64,8 @@ struct ScaledRect {
 // fixes the width). On success *x_offset is where the decoded columns
 // start. Returns false when libjpeg failed.
 bool DecodeC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, std::vector<uint8_t>* pixels,
-             std::vector<JSAMPROW>* row_ptrs, int scale_num, ScaledRect r,
-             JDIMENSION* x_offset, JDIMENSION* out_width) {
+             std::vector<JSAMPROW>* row_ptrs, JpegEntropyDecoder* entropy, int scale_num,
+             ScaledRect r, JDIMENSION* x_offset, JDIMENSION* out_width) {
   if (setjmp(err->jump)) {
     jpeg_abort_decompress(cinfo);
     return false;
@@ -78,6 +80,7 @@ bool DecodeC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, std::vector<u
   r.y1 = std::min(r.y1, cinfo->output_height);
   JDIMENSION xoff = r.x0, width = r.x1 - r.x0;
   if (width < cinfo->output_width) jpeg_crop_scanline(cinfo, &xoff, &width);
+  if (entropy != nullptr) entropy->Install(cinfo);
   const size_t stride = size_t{width} * static_cast<size_t>(cinfo->output_components);
   const JDIMENSION rows = r.y1 - r.y0;
   if (pixels->size() < stride * rows) pixels->resize(stride * rows);
@@ -174,8 +177,8 @@ absl::StatusOr<DecodedRegion> JpegDecoder::DecodeRegion(const JpegRect& rect, ui
   const Offset cut = StartCut(n, r.x0, r.x1, r.y0, r.y1);
   const ScaledRect rc{r.x0 - cut.x, r.x1 - cut.x, r.y0 - cut.y, r.y1 - cut.y};
   JDIMENSION xoff = 0, width = 0;
-  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, n, rc, &xoff,
-               &width)) {
+  JpegEntropyDecoder* entropy = options_.libjpeg_entropy ? nullptr : &s_->entropy;
+  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, entropy, n, rc, &xoff, &width)) {
     return absl::DataLossError(absl::StrCat("corrupt JPEG data: ", s_->err.message));
   }
   const uint32_t rows = std::min<uint32_t>(rc.y1, cinfo->output_height) - rc.y0;

@@ -67,6 +67,10 @@ struct JpegDecoderOptions {
   // Images with more pixels are refused (DataLossError: inside a shard such
   // a header is damage). Default 2^28, as the packer's probe.
   uint64_t max_pixels = uint64_t{1} << 28;
+  // Decode Huffman data with libjpeg's own decoder instead of
+  // JpegEntropyDecoder (the same coefficients, slower): for the tests and
+  // benchmarks that compare the two.
+  bool libjpeg_entropy = false;
 };
 
 // Not thread-safe: one per thread.

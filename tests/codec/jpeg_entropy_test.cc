@@ -1,0 +1,237 @@
+// codec/jpeg_entropy: the decoder that takes over libjpeg's Huffman decoding
+// gives libjpeg's pixels, and libjpeg's verdict on damaged data, for every
+// kind of sequential JPEG and every way the reader decodes one (whole,
+// region with jpeg_crop_scanline and jpeg_skip_scanlines, DCT-scaled,
+// restart-marker cuts).
+#include "codec/jpeg_entropy.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codec/jpeg_decoder.h"
+#include "codec/jpeg_restart.h"
+#include "datasets/demo.h"
+#include "gtest/gtest.h"
+#include "tests/testing/jpeg_fixtures.h"
+#include "tests/testing/status_matchers.h"
+
+namespace shardpack::internal {
+namespace {
+
+using ::shardpack::testing::Scene;
+using ::shardpack::testing::TjSceneJpeg;
+
+struct Case {
+  std::string name;
+  std::vector<uint8_t> jpeg;
+};
+
+// A w x h scene's pixels with fine noise: large coefficients, long codes and
+// extra bits that do not fit one lookup.
+std::vector<uint8_t> NoisyScene(int w, int h) {
+  std::vector<uint8_t> px = Scene(w, h, 5, 11);
+  uint32_t x = 12345;
+  for (uint8_t& p : px) {
+    x = x * 1103515245u + 12345u;
+    p = static_cast<uint8_t>(p ^ ((x >> 16) & 0x3F));
+  }
+  return px;
+}
+
+// What the reader meets: every chroma sampling, gray, CMYK and YCCK, sizes
+// that are and are not whole MCUs, qualities from coarse to 100 (codes
+// longer than the lookup), restart markers every row, every few MCUs and
+// every MCU (the packer's re-code, with optimized tables), and one file per
+// kind of table so that the table cache is exercised in one decoder.
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  const std::pair<const char*, int> samps[] = {{"420", TJSAMP_420}, {"422", TJSAMP_422},
+                                               {"444", TJSAMP_444}, {"440", TJSAMP_440},
+                                               {"411", TJSAMP_411}, {"gray", TJSAMP_GRAY}};
+  for (const auto& [name, samp] : samps) {
+    cases.push_back({absl::StrCat(name, " 501x377"), TjSceneJpeg(501, 377, samp)});
+    cases.push_back({absl::StrCat(name, " 17x33"), TjSceneJpeg(17, 33, samp)});
+  }
+  cases.push_back({"1x1", TjSceneJpeg(1, 1, TJSAMP_420)});
+  for (int quality : {5, 50, 100}) {
+    cases.push_back({absl::StrCat("noisy q", quality),
+                     testing::EncodeJpeg(NoisyScene(203, 150), 203, 150, TJPF_RGB, TJSAMP_420,
+                                         quality)});
+  }
+  cases.push_back({"restart every 2 rows", testing::RestartJpeg(501, 377, 2)});
+  cases.push_back({"restart every row", testing::RestartJpeg(64, 64, 1)});
+  JpegRestartRecoder recoder;
+  std::vector<uint8_t> recoded;
+  for (const auto& [name, samp] : samps) {
+    absl::StatusOr<bool> done = recoder.Recode(TjSceneJpeg(203, 150, samp), &recoded);
+    if (done.ok() && *done) cases.push_back({absl::StrCat(name, " marker every MCU"), recoded});
+  }
+  std::vector<uint8_t> cmyk(size_t(99) * 70 * 4);
+  for (size_t i = 0; i < cmyk.size(); ++i) cmyk[i] = uint8_t(i * 7 + i / 396);
+  for (auto kind : {datasets::CmykJpegKind::kAdobeCmyk, datasets::CmykJpegKind::kAdobeYcck}) {
+    absl::StatusOr<std::vector<uint8_t>> jpeg =
+        datasets::EncodeCmykJpeg(cmyk.data(), 99, 70, 92, kind);
+    if (jpeg.ok()) cases.push_back({absl::StrCat("cmyk kind ", int(kind)), *jpeg});
+  }
+  return cases;
+}
+
+// The outcome of one decode: OK and the pixels, or the error message.
+struct Outcome {
+  bool ok = false;
+  std::string message;
+  std::vector<uint8_t> pixels;
+  int scale = 0;
+  bool operator==(const Outcome&) const = default;
+};
+
+Outcome Region(JpegDecoder& decoder, const std::vector<uint8_t>& jpeg, const JpegRect& rect,
+               uint32_t min_size) {
+  Outcome out;
+  absl::StatusOr<JpegHeader> header = decoder.Start(jpeg);
+  if (!header.ok()) return {false, std::string(header.status().message()), {}, 0};
+  absl::StatusOr<DecodedRegion> region = decoder.DecodeRegion(rect, min_size, min_size);
+  if (!region.ok()) return {false, std::string(region.status().message()), {}, 0};
+  const PixelView& v = region->pixels;
+  return {true, "", std::vector<uint8_t>(v.data, v.data + v.bytes()), region->scale_num};
+}
+
+// The rectangles the reader asks for: whole, corners, a middle strip (rows
+// skipped above, columns cropped), and with an output size that makes the
+// DCT scale 1/8, 1/4 and 1/2.
+std::vector<std::pair<JpegRect, uint32_t>> Regions(uint32_t w, uint32_t h) {
+  return {{{0, 0, w, h}, w},
+          {{0, 0, w, h}, 1},
+          {{0, 0, w, h}, (w + 3) / 4},
+          {{w / 3, h / 3, w / 2 + 1, h / 2 + 1}, 8},
+          {{w / 2, h / 4, w - w / 2, h / 2}, (w - w / 2) / 2},
+          {{1, h - h / 5, w / 4 + 1, h / 5}, 2},
+          {{w - 1, h - 1, 1, 1}, 1}};
+}
+
+TEST(JpegEntropyDecoderTest, SamePixelsAsLibjpegsDecoderForEveryKindAndRegion) {
+  JpegDecoder ours;  // one decoder for every case: tables are cached across images
+  JpegDecoder theirs(JpegDecoderOptions{.libjpeg_entropy = true});
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.name);
+    ASSERT_FALSE(c.jpeg.empty());
+    SP_ASSERT_OK_AND_ASSIGN(JpegHeader h, theirs.Start(c.jpeg));
+    for (const auto& [rect, min_size] : Regions(h.width, h.height)) {
+      SCOPED_TRACE(::testing::Message() << rect.x << "," << rect.y << " " << rect.width << "x"
+                                        << rect.height << " for " << min_size);
+      const Outcome want = Region(theirs, c.jpeg, rect, min_size);
+      ASSERT_TRUE(want.ok) << want.message;
+      const Outcome got = Region(ours, c.jpeg, rect, min_size);
+      ASSERT_TRUE(got.ok) << got.message;
+      EXPECT_EQ(got.scale, want.scale);
+      EXPECT_TRUE(got.pixels == want.pixels);
+    }
+  }
+}
+
+// Damage anywhere in the data (one byte changed, or the file cut short)
+// gives libjpeg's outcome: the same pixels, or an error wherever libjpeg
+// has one. That covers data that runs into a marker or the end of the
+// file, lost or wrong restart markers and marker-like bytes. The one
+// difference: a code that matches no symbol is always an error ("bad
+// Huffman code"), where libjpeg-turbo warns so only on its slow path (its
+// fast path, jdhuff.c HUFF_DECODE_FAST, decodes a zero and goes on).
+// Variants with 0xFF 0xFF in the data (a fill byte, then a byte or a
+// marker) are left out: the standard allows fill bytes only before markers,
+// and on FF FF 00 libjpeg-turbo's fast path leaves coefficients of the MCU
+// it abandons for its slow path (jdhuff.c: "Pre-execute case of FF/00")
+// in the blocks, so its pixels are not a reference there.
+bool HasFillBytes(const std::vector<uint8_t>& jpeg, size_t from) {
+  for (size_t i = from; i + 1 < jpeg.size(); ++i) {
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xFF) return true;
+  }
+  return false;
+}
+
+bool SameOutcome(const Outcome& got, const Outcome& want) {
+  const bool bad_code = !got.ok && got.message.find("bad Huffman code") != std::string::npos;
+  if (want.ok) return got == want || bad_code;
+  return !got.ok && (got.message == want.message || bad_code);
+}
+
+TEST(JpegEntropyDecoderTest, DamagedDataGivesLibjpegsOutcome) {
+  std::vector<Case> bases = {
+      {"420", TjSceneJpeg(96, 64, TJSAMP_420)},
+      {"noisy q100", testing::EncodeJpeg(NoisyScene(48, 40), 48, 40, TJPF_RGB, TJSAMP_444, 100)},
+      {"restart every row", testing::RestartJpeg(96, 64, 1)}};
+  JpegRestartRecoder recoder;
+  std::vector<uint8_t> recoded;
+  SP_ASSERT_OK_AND_ASSIGN(bool done, recoder.Recode(TjSceneJpeg(96, 64, TJSAMP_420), &recoded));
+  ASSERT_TRUE(done);
+  bases.push_back({"marker every MCU", recoded});
+  JpegDecoder ours;
+  JpegDecoder theirs(JpegDecoderOptions{.libjpeg_entropy = true});
+  int errors = 0, damaged = 0, identical = 0;
+  for (const Case& base : bases) {
+    SCOPED_TRACE(base.name);
+    SP_ASSERT_OK_AND_ASSIGN(JpegHeader h, theirs.Start(base.jpeg));
+    const std::vector<std::pair<JpegRect, uint32_t>> regions = {
+        {{0, 0, h.width, h.height}, h.width}, {{h.width / 2, h.height / 2, 20, 10}, 20}};
+    const size_t n = base.jpeg.size();
+    std::vector<std::vector<uint8_t>> variants;
+    for (size_t i = n / 3; i + 2 < n; i += 7) {  // entropy-coded data, mostly
+      for (uint8_t v : {uint8_t(base.jpeg[i] ^ 0x10), uint8_t(0xFF), uint8_t(0xD3)}) {
+        variants.push_back(base.jpeg);
+        variants.back()[i] = v;
+      }
+    }
+    for (size_t len = n / 2; len < n; len += 13) {
+      variants.emplace_back(base.jpeg.begin(), base.jpeg.begin() + static_cast<long>(len));
+    }
+    for (size_t v = 0; v < variants.size(); ++v) {
+      if (HasFillBytes(variants[v], n / 4)) continue;
+      for (const auto& [rect, min_size] : regions) {
+        const Outcome want = Region(theirs, variants[v], rect, min_size);
+        const Outcome got = Region(ours, variants[v], rect, min_size);
+        ASSERT_TRUE(SameOutcome(got, want)) << "variant " << v << ": ours "
+                                 << (got.ok ? "ok" : got.message) << ", libjpeg's "
+                                 << (want.ok ? "ok" : want.message);
+        errors += want.ok ? 0 : 1;
+        damaged += 1;
+        identical += got == want ? 1 : 0;
+      }
+    }
+  }
+  // The variants are damaged enough to matter (many decodes fail), and the
+  // bad-code difference is the exception.
+  EXPECT_GT(errors, damaged / 4);
+  EXPECT_GT(identical, damaged * 9 / 10);
+}
+
+// Only what it decodes exactly as libjpeg does is taken over.
+TEST(JpegEntropyDecoderTest, ProgressiveArithmeticAndMultiScanFilesKeepLibjpegsDecoder) {
+  const std::vector<Case> cases = {
+      {"progressive", TjSceneJpeg(96, 64, TJSAMP_420, TJFLAG_PROGRESSIVE)},
+      {"arithmetic", testing::LibjpegSceneJpeg(96, 64, {.arithmetic = true})},
+      {"three scans", testing::LibjpegSceneJpeg(96, 64, {.scans = 3})},
+      {"baseline", TjSceneJpeg(96, 64, TJSAMP_420)}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    jpeg_decompress_struct cinfo;
+    jpeg_error_mgr err;
+    cinfo.err = jpeg_std_error(&err);
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, c.jpeg.data(), static_cast<unsigned long>(c.jpeg.size()));
+    ASSERT_EQ(jpeg_read_header(&cinfo, TRUE), JPEG_HEADER_OK);
+    cinfo.out_color_space = JCS_RGB;
+    ASSERT_TRUE(jpeg_start_decompress(&cinfo));
+    JpegEntropyDecoder entropy;
+    EXPECT_EQ(entropy.Install(&cinfo), c.name == "baseline");
+    std::vector<uint8_t> row(size_t{cinfo.output_width} * 3);
+    JSAMPROW rows[] = {row.data()};
+    while (cinfo.output_scanline < cinfo.output_height) jpeg_read_scanlines(&cinfo, rows, 1);
+    jpeg_finish_decompress(&cinfo);
+    EXPECT_EQ(err.num_warnings, 0);
+    jpeg_destroy_decompress(&cinfo);
+  }
+}
+
+}  // namespace
+}  // namespace shardpack::internal

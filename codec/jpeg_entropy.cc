@@ -36,15 +36,33 @@ inline int Extend(uint32_t v, int size) {
 // zeros, 64 for end of block: those store a harmless zero), bits 20-31 the
 // value (signed; fused extra bits are at most kLook - 1 = 9, so it fits).
 constexpr uint32_t kFused = 0x80;
+inline int FusedRun(uint32_t e) { return static_cast<int>((e >> 8) & 15); }
+inline int FusedAdvance(uint32_t e) { return static_cast<int>((e >> 12) & 127); }
+inline int FusedValue(uint32_t e) { return static_cast<int32_t>(e) >> 20; }
 
 // Skip entries: bits 0-4 the bits of the whole fused symbols that start the
 // kSkipBits (0: not even one), bits 8-14 how far they move the zigzag index
 // (end of block counting 1), bit 15 set when the last is the end of block.
 constexpr int kSkipBits = 12;
 constexpr uint32_t kEndsBlock = 0x8000;
-inline int FusedRun(uint32_t e) { return static_cast<int>((e >> 8) & 15); }
-inline int FusedAdvance(uint32_t e) { return static_cast<int>((e >> 12) & 127); }
-inline int FusedValue(uint32_t e) { return static_cast<int32_t>(e) >> 20; }
+
+// Pair entries, for AC blocks whose coefficients are kept: up to two fused
+// symbols that fit wholly in the next kPairBits bits. Bits 0-4: their bits
+// (0: not even one); 8-11: the first coefficient's index offset (its run);
+// 12-16: the second's (when there is none, the first's: its zero is stored
+// before the first value); 17-22: how far both move the zigzag index (end
+// of block counting 1); 23: the last is the end of block; 32-47 and 48-63:
+// the two values.
+constexpr int kPairBits = 11;
+constexpr uint64_t kPairEndsBlock = uint64_t{1} << 23;
+
+// When the multi-symbol lookups are built. Skip lookups: once a table has
+// skipped about as many blocks as building them costs in single lookups
+// (they repay it within one photograph). Pair lookups gain less per block:
+// only for a table that another image used before (the standard tables of
+// cameras and encoders), not for a file's own optimized tables.
+constexpr int kBlocksBeforeSkips = 400;
+constexpr int kBlocksBeforePairs = 200;
 
 }  // namespace
 
@@ -65,6 +83,13 @@ struct JpegEntropyDecoder::Table {
   // needed.
   bool skip_built = false;
   uint32_t skip[1 << kSkipBits] = {};
+  // For AC blocks whose coefficients are kept: up to two coefficients per
+  // lookup (kPairBits).
+  bool pair_built = false;
+  uint64_t pair[1 << kPairBits] = {};
+  // Blocks served before those lookups exist, and scans that used the table
+  // (kBlocksBeforeSkips, kBlocksBeforePairs).
+  int skip_blocks = 0, pair_blocks = 0, scans = 0;
 
   bool Matches(const JHUFF_TBL& h, bool is_dc) const {
     return dc == is_dc && std::memcmp(bits, h.bits, sizeof(bits)) == 0 &&
@@ -73,6 +98,15 @@ struct JpegEntropyDecoder::Table {
   void Build(const JHUFF_TBL& h, bool is_dc);
   void Fill(uint32_t code, int length, int symbol);
   void BuildSkip();
+  void BuildPair();
+  // The fused entry of the symbol at bit `used` of the kBits-bit string
+  // `string`, or 0 when there is none that fits wholly.
+  template <int kBits>
+  uint32_t FusedAt(uint32_t string, int used) const {
+    const uint32_t window = (string << used) & ((1u << kBits) - 1);
+    const uint32_t e = lut[kBits >= kLook ? window >> (kBits - kLook) : window << (kLook - kBits)];
+    return (e & kFused) && static_cast<int>(e & 31) <= kBits - used ? e : 0;
+  }
 };
 
 void JpegEntropyDecoder::Table::Build(const JHUFF_TBL& h, bool is_dc) {
@@ -81,6 +115,10 @@ void JpegEntropyDecoder::Table::Build(const JHUFF_TBL& h, bool is_dc) {
   std::memcpy(vals, h.huffval, sizeof(vals));
   std::fill(std::begin(lut), std::end(lut), 0u);
   skip_built = false;
+  pair_built = false;
+  skip_blocks = 0;
+  pair_blocks = 0;
+  scans = 0;
   // Canonical codes (JPEG C.2). libjpeg's jpeg_make_d_derived_tbl checked
   // this table when the scan started (else the decode failed there); the
   // bounds are kept anyway so that no table can index out of range.
@@ -127,12 +165,8 @@ void JpegEntropyDecoder::Table::BuildSkip() {
   for (uint32_t i = 0; i < (1u << kSkipBits); ++i) {
     int used = 0, advance = 0;
     uint32_t ends = 0;
-    while (used < kSkipBits) {
-      const uint32_t window = (i << used) & ((1u << kSkipBits) - 1);
-      const uint32_t e = lut[window >> (kSkipBits - kLook)];
-      const int length = static_cast<int>(e & 31);
-      if (!(e & kFused) || length > kSkipBits - used) break;
-      used += length;
+    while (uint32_t e = FusedAt<kSkipBits>(i, used)) {
+      used += static_cast<int>(e & 31);
       if (FusedAdvance(e) == 64) {
         advance += 1;
         ends = kEndsBlock;
@@ -143,6 +177,38 @@ void JpegEntropyDecoder::Table::BuildSkip() {
     skip[i] = ends | (static_cast<uint32_t>(advance) << 8) | static_cast<uint32_t>(used);
   }
   skip_built = true;
+}
+
+void JpegEntropyDecoder::Table::BuildPair() {
+  for (uint32_t i = 0; i < (1u << kPairBits); ++i) {
+    const uint32_t first = FusedAt<kPairBits>(i, 0);
+    if (first == 0) {
+      pair[i] = 0;
+      continue;
+    }
+    int used = static_cast<int>(first & 31);
+    // An end of block moves the index 1 (its zero lands on an unwritten
+    // place); a run of 16 zeros 16 (its zero at the run's end).
+    const bool first_ends = FusedAdvance(first) == 64;
+    const int advance1 = first_ends ? 1 : FusedAdvance(first);
+    const uint32_t second = first_ends ? 0 : FusedAt<kPairBits>(i, used);
+    int advance = advance1;
+    bool ends = first_ends;
+    int offset2 = FusedRun(first);  // with no second symbol: the first's place
+    uint64_t value2 = 0;
+    if (second != 0) {
+      used += static_cast<int>(second & 31);
+      ends = FusedAdvance(second) == 64;
+      offset2 = advance1 + FusedRun(second);
+      advance += ends ? 1 : FusedAdvance(second);
+      value2 = static_cast<uint16_t>(FusedValue(second));
+    }
+    pair[i] = (value2 << 48) | (uint64_t{static_cast<uint16_t>(FusedValue(first))} << 32) |
+              (ends ? kPairEndsBlock : 0) | (static_cast<uint64_t>(advance) << 17) |
+              (static_cast<uint64_t>(offset2) << 12) |
+              (static_cast<uint64_t>(FusedRun(first)) << 8) | static_cast<uint64_t>(used);
+  }
+  pair_built = true;
 }
 
 struct JpegEntropyDecoder::Scan {
@@ -321,10 +387,29 @@ template <bool kStoreAc>
   s.last_dc[c] += static_cast<uint32_t>(diff);
   if (block != nullptr) block[0] = static_cast<JCOEF>(static_cast<int32_t>(s.last_dc[c]));
   Table& ac = *s.ac[blk];
-  if (!kStoreAc && !ac.skip_built) ac.BuildSkip();
+  if (!kStoreAc && !ac.skip_built && ++ac.skip_blocks == kBlocksBeforeSkips) ac.BuildSkip();
+  if (kStoreAc && !ac.pair_built && ac.scans > 1 && ++ac.pair_blocks == kBlocksBeforePairs) {
+    ac.BuildPair();
+  }
+  const bool skip = !kStoreAc && ac.skip_built;
+  const bool pairs = kStoreAc && ac.pair_built;
   for (int k = 1; k < DCTSIZE2;) {
     if (b.nbits < 32) Refill(s, b);
-    if (!kStoreAc) {  // several symbols a lookup, while they stay in the block
+    if (pairs) {  // two coefficients a lookup, while they stay in the block
+      const uint64_t pe = ac.pair[Peek(b, kPairBits)];
+      const int advance = static_cast<int>((pe >> 17) & 63);
+      if ((pe & 31) != 0 && k + advance <= DCTSIZE2) {
+        Drop(b, static_cast<int>(pe & 31));
+        block[kNaturalOrder[k + static_cast<int>((pe >> 12) & 31)]] =
+            static_cast<JCOEF>(static_cast<int16_t>(pe >> 48));
+        block[kNaturalOrder[k + static_cast<int>((pe >> 8) & 15)]] =
+            static_cast<JCOEF>(static_cast<int16_t>(pe >> 32));
+        if (pe & kPairEndsBlock) break;
+        k += advance;
+        continue;
+      }
+    }
+    if (skip) {  // several symbols a lookup, while they stay in the block
       const uint32_t se = ac.skip[Peek(b, kSkipBits)];
       const int advance = static_cast<int>((se >> 8) & 127);
       if ((se & 31) != 0 && k + advance <= DCTSIZE2) {
@@ -426,6 +511,7 @@ JpegEntropyDecoder::~JpegEntropyDecoder() = default;
 JpegEntropyDecoder::Table* JpegEntropyDecoder::TableFor(const JHUFF_TBL& huff, bool dc) {
   for (const std::unique_ptr<Table>& t : tables_) {
     if (t != nullptr && t->Matches(huff, dc)) {
+      if (t->scan_stamp != scan_stamp_) ++t->scans;
       t->scan_stamp = scan_stamp_;
       return t.get();
     }
@@ -440,6 +526,7 @@ JpegEntropyDecoder::Table* JpegEntropyDecoder::TableFor(const JHUFF_TBL& huff, b
   if (slot == nullptr) slot = std::make_unique<Table>();
   slot->Build(huff, dc);
   slot->scan_stamp = scan_stamp_;
+  slot->scans = 1;
   return slot.get();
 }
 

@@ -4,7 +4,9 @@
 # reported:
 #
 #   2,000 ImageNet-like JPEGs (make_demo_data: 500x375, ~108 KB, 10 classes x
-#   200), RandomResizedCrop(224) + horizontal flip, uint8 NHWC:
+#   200), or with --photos 2,000 crops of photographs (bench/make_photo_set.sh:
+#   500x375, 375x500 or 500x333, ~36 KB, 19 classes),
+#   RandomResizedCrop(224) + horizontal flip, uint8 NHWC:
 #   (r) the reader on 1 and 2 threads (bench/jpeg_bench reader), on the
 #       files packed as they are (`shardpack images --mode passthrough`) and
 #       re-coded with restart markers (`... --restart-markers`: the same
@@ -21,11 +23,14 @@
 #   --restart-markers: the CPU time of each phase of the reader's JPEG path on
 #   one thread, beside tjDecompress2 at full size (of the originals, and of
 #   the files as stored) and at 1/8 scale (the entropy-decoding floor of a
-#   file without markers): medians printed after the table. CPU time moves less than wall time when the machine is
-#   shared. The load average is printed before and after.
+#   file without markers): medians printed after the table, and the region
+#   decode and floor again with libjpeg's own Huffman decoder in place of
+#   codec/jpeg_entropy.h's (--libjpeg-entropy). CPU time moves less than
+#   wall time when the machine is shared. The load average is printed before
+#   and after.
 #
 #   bench/run_jpeg_bench.sh [--dir DIR] [--build-dir DIR] [--repeats N]
-#                           [--images-per-class N] [--out FILE] [--keep]
+#                           [--images-per-class N | --photos] [--out FILE] [--keep]
 #
 # --build-dir: a Release build (configured here if absent; another build
 #   type is refused). Default build-bench under the repository root.
@@ -37,6 +42,7 @@ set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 repeats=5
 per_class=200
+photos=0
 out=""
 keep=0
 parse_bench_args "$@"
@@ -44,6 +50,7 @@ set -- "${extra_args[@]+"${extra_args[@]}"}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --images-per-class) per_class="$2"; shift 2 ;;
+    --photos) photos=1; shift ;;
     *) unknown_arg "$1" ;;
   esac
 done
@@ -60,9 +67,13 @@ mkdir -p "$work"
 [[ -n "$out" ]] || out="$work/table.md"
 # make_demo_data writes the JPEGs to OUT_DIR/images/class_NN (and no CIFAR
 # file with --cifar-records 0, which ImageFolder would take for a class).
-"$build_dir/datasets/make_demo_data" "$work/demo" --classes 10 --images-per-class "$per_class" \
-  --cifar-records 0 >&2
 images="$work/demo/images"
+if [[ $photos -eq 1 ]]; then
+  "$root/bench/make_photo_set.sh" "$images" --count 2000 >&2
+else
+  "$build_dir/datasets/make_demo_data" "$work/demo" --classes 10 --images-per-class "$per_class" \
+    --cifar-records 0 >&2
+fi
 "$build_dir/tools/shardpack" images "$images" --mode passthrough -o "$work/ds" --overwrite -q
 "$build_dir/tools/shardpack" images "$images" --mode passthrough --restart-markers \
   -o "$work/ds-rst" --overwrite -q
@@ -99,6 +110,13 @@ for ((rep = 0; rep < repeats; ++rep)); do
     for f in $split_fields; do
       results[s_${variant}_$f]+="$(echo "$split" | field "$f") "
     done
+    # The same with libjpeg's own Huffman decoder (codec/jpeg_entropy.h).
+    split=$(taskset -c 0 "$build_dir/bench/jpeg_bench" split "$images" --epochs 1 $flag \
+      --libjpeg-entropy)
+    echo "run_jpeg_bench: rep $rep split $variant, libjpeg's Huffman decoder: $split" >&2
+    for f in region_decode entropy_floor_rows_to_crop_1_8; do
+      results[s_${variant}_libjpeg_$f]+="$(echo "$split" | field "$f") "
+    done
   done
 done
 echo "run_jpeg_bench: load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -121,5 +139,9 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[i
   echo "| --- | ---: | ---: |"
   for f in $split_fields; do
     echo "| $f | $(echo "${results[s_plain_$f]}" | median) | $(echo "${results[s_rst_$f]}" | median) |"
+  done
+  for f in region_decode entropy_floor_rows_to_crop_1_8; do
+    echo "| $f, libjpeg's Huffman decoder | $(echo "${results[s_plain_libjpeg_$f]}" | median)" \
+      "| $(echo "${results[s_rst_libjpeg_$f]}" | median) |"
   done
 } | tee "$out"

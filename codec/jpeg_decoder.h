@@ -2,6 +2,8 @@
 // API: the smallest DCT scale (scale_num / 8) that keeps a region at least
 // as large as the output, jpeg_crop_scanline for the region's columns,
 // jpeg_skip_scanlines for the rows above it, and a stop after its last row.
+// Sequential files are Huffman-decoded by codec/jpeg_entropy.h's decoder
+// (the same coefficients, faster), the rest of the work is libjpeg's.
 //
 // A JpegDecoder is long-lived and belongs to one thread (the reader keeps one
 // per worker thread for life): it holds one libjpeg decompressor and pixel

@@ -236,6 +236,7 @@ struct JpegEntropyDecoder::Scan {
   // coefficients outside them are decoded but not stored (libjpeg does not
   // use them).
   JDIMENSION mcu_col = 0, mcus_per_row = 0, first_col = 0, last_col = 0;
+  uint64_t mcus_left = 0;  // in the scan
 };
 
 namespace {
@@ -439,11 +440,15 @@ template <bool kStoreAc>
   }
 }
 
-// At a restart interval's end: the rest of the buffer is dropped (whole
-// bytes counted as discarded, as libjpeg does) and the RSTn marker is read.
-// The expected marker right at the data's end is taken here; anything else
-// goes to libjpeg's marker reader (which warns of skipped bytes, and
-// resynchronizes when the marker is not the expected one).
+// At a restart interval's end: the rest of the buffer is dropped and the
+// RSTn marker is read. The expected marker right after the interval's last
+// byte is taken here. Anything else goes to libjpeg's marker reader, with
+// the buffer's whole unused bytes counted as discarded: it warns of them
+// (an error) and resynchronizes when the marker is not the expected one.
+// (libjpeg's own decoder passes over unused bytes before a marker its bit
+// reader has already run into, and reports them at EOI, where the warning
+// is harmless: whether a file decodes then depends on how far it had read
+// ahead. Here such a file is always damaged.)
 bool Restart(Scan& s) {
   j_decompress_ptr cinfo = s.cinfo;
   const int64_t real_bits = s.nbits - s.fake;
@@ -453,7 +458,7 @@ bool Restart(Scan& s) {
     s.pos += 2;
     cinfo->marker->next_restart_num = (cinfo->marker->next_restart_num + 1) & 7;
   } else {
-    if (real_bits > 0) cinfo->marker->discarded_bytes += static_cast<unsigned int>(real_bits / 8);
+    if (real_bits >= 8) cinfo->marker->discarded_bytes += static_cast<unsigned int>(real_bits / 8);
     cinfo->src->next_input_byte = s.pos;
     cinfo->src->bytes_in_buffer = static_cast<size_t>(s.end - s.pos);
     if (!(*cinfo->marker->read_restart_marker)(cinfo)) return false;
@@ -498,6 +503,12 @@ bool Restart(Scan& s) {
   }
   if (cinfo->restart_interval != 0) --s.restarts_to_go;
   s.mcu_col = s.mcu_col + 1 == s.mcus_per_row ? 0 : s.mcu_col + 1;
+  // After the scan's last MCU, whole bytes left in the buffer are data
+  // before the next marker: counted as discarded, so that libjpeg's marker
+  // reader reports them (harmless before EOI, damage before any other).
+  if (--s.mcus_left == 0 && s.nbits - s.fake >= 8) {
+    cinfo->marker->discarded_bytes += static_cast<unsigned int>((s.nbits - s.fake) / 8);
+  }
   cinfo->src->next_input_byte = s.pos;
   cinfo->src->bytes_in_buffer = static_cast<size_t>(s.end - s.pos);
   return TRUE;
@@ -557,6 +568,7 @@ bool JpegEntropyDecoder::Install(j_decompress_ptr cinfo) {
   s.end = s.pos + cinfo->src->bytes_in_buffer;
   s.restarts_to_go = cinfo->restart_interval;
   s.mcus_per_row = cinfo->MCUs_per_row;
+  s.mcus_left = uint64_t{cinfo->MCUs_per_row} * cinfo->MCU_rows_in_scan;
   s.first_col = cinfo->master->first_iMCU_col;
   s.last_col = cinfo->master->last_iMCU_col;
   cinfo->client_data = this;

@@ -15,11 +15,16 @@
 #include "datasets/demo.h"
 #include "gtest/gtest.h"
 #include "tests/testing/jpeg_fixtures.h"
+#include "tests/testing/jpeg_outcome.h"
 #include "tests/testing/status_matchers.h"
 
 namespace shardpack::internal {
 namespace {
 
+using ::shardpack::testing::DecodeJpegRegion;
+using ::shardpack::testing::HasJpegFillBytes;
+using ::shardpack::testing::JpegOutcome;
+using ::shardpack::testing::SameJpegOutcome;
 using ::shardpack::testing::Scene;
 using ::shardpack::testing::TjSceneJpeg;
 
@@ -78,26 +83,6 @@ std::vector<Case> Cases() {
   return cases;
 }
 
-// The outcome of one decode: OK and the pixels, or the error message.
-struct Outcome {
-  bool ok = false;
-  std::string message;
-  std::vector<uint8_t> pixels;
-  int scale = 0;
-  bool operator==(const Outcome&) const = default;
-};
-
-Outcome Region(JpegDecoder& decoder, const std::vector<uint8_t>& jpeg, const JpegRect& rect,
-               uint32_t min_size) {
-  Outcome out;
-  absl::StatusOr<JpegHeader> header = decoder.Start(jpeg);
-  if (!header.ok()) return {false, std::string(header.status().message()), {}, 0};
-  absl::StatusOr<DecodedRegion> region = decoder.DecodeRegion(rect, min_size, min_size);
-  if (!region.ok()) return {false, std::string(region.status().message()), {}, 0};
-  const PixelView& v = region->pixels;
-  return {true, "", std::vector<uint8_t>(v.data, v.data + v.bytes()), region->scale_num};
-}
-
 // The rectangles the reader asks for: whole, corners, a middle strip (rows
 // skipped above, columns cropped), and with an output size that makes the
 // DCT scale 1/8, 1/4 and 1/2.
@@ -121,9 +106,9 @@ TEST(JpegEntropyDecoderTest, SamePixelsAsLibjpegsDecoderForEveryKindAndRegion) {
     for (const auto& [rect, min_size] : Regions(h.width, h.height)) {
       SCOPED_TRACE(::testing::Message() << rect.x << "," << rect.y << " " << rect.width << "x"
                                         << rect.height << " for " << min_size);
-      const Outcome want = Region(theirs, c.jpeg, rect, min_size);
+      const JpegOutcome want = DecodeJpegRegion(theirs, c.jpeg, rect, min_size);
       ASSERT_TRUE(want.ok) << want.message;
-      const Outcome got = Region(ours, c.jpeg, rect, min_size);
+      const JpegOutcome got = DecodeJpegRegion(ours, c.jpeg, rect, min_size);
       ASSERT_TRUE(got.ok) << got.message;
       EXPECT_EQ(got.scale, want.scale);
       EXPECT_TRUE(got.pixels == want.pixels);
@@ -135,27 +120,8 @@ TEST(JpegEntropyDecoderTest, SamePixelsAsLibjpegsDecoderForEveryKindAndRegion) {
 // gives libjpeg's outcome: the same pixels, or an error wherever libjpeg
 // has one. That covers data that runs into a marker or the end of the
 // file, lost or wrong restart markers and marker-like bytes. The one
-// difference: a code that matches no symbol is always an error ("bad
-// Huffman code"), where libjpeg-turbo warns so only on its slow path (its
-// fast path, jdhuff.c HUFF_DECODE_FAST, decodes a zero and goes on).
-// Variants with 0xFF 0xFF in the data (a fill byte, then a byte or a
-// marker) are left out: the standard allows fill bytes only before markers,
-// and on FF FF 00 libjpeg-turbo's fast path leaves coefficients of the MCU
-// it abandons for its slow path (jdhuff.c: "Pre-execute case of FF/00")
-// in the blocks, so its pixels are not a reference there.
-bool HasFillBytes(const std::vector<uint8_t>& jpeg, size_t from) {
-  for (size_t i = from; i + 1 < jpeg.size(); ++i) {
-    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xFF) return true;
-  }
-  return false;
-}
-
-bool SameOutcome(const Outcome& got, const Outcome& want) {
-  const bool bad_code = !got.ok && got.message.find("bad Huffman code") != std::string::npos;
-  if (want.ok) return got == want || bad_code;
-  return !got.ok && (got.message == want.message || bad_code);
-}
-
+// difference, a code that matches no symbol, and the variants left out
+// (fill bytes) are in tests/testing/jpeg_outcome.h.
 TEST(JpegEntropyDecoderTest, DamagedDataGivesLibjpegsOutcome) {
   std::vector<Case> bases = {
       {"420", TjSceneJpeg(96, 64, TJSAMP_420)},
@@ -186,11 +152,11 @@ TEST(JpegEntropyDecoderTest, DamagedDataGivesLibjpegsOutcome) {
       variants.emplace_back(base.jpeg.begin(), base.jpeg.begin() + static_cast<long>(len));
     }
     for (size_t v = 0; v < variants.size(); ++v) {
-      if (HasFillBytes(variants[v], n / 4)) continue;
+      if (HasJpegFillBytes(variants[v], n / 4)) continue;  // jpeg_outcome.h
       for (const auto& [rect, min_size] : regions) {
-        const Outcome want = Region(theirs, variants[v], rect, min_size);
-        const Outcome got = Region(ours, variants[v], rect, min_size);
-        ASSERT_TRUE(SameOutcome(got, want)) << "variant " << v << ": ours "
+        const JpegOutcome want = DecodeJpegRegion(theirs, variants[v], rect, min_size);
+        const JpegOutcome got = DecodeJpegRegion(ours, variants[v], rect, min_size);
+        ASSERT_TRUE(SameJpegOutcome(got, want)) << "variant " << v << ": ours "
                                  << (got.ok ? "ok" : got.message) << ", libjpeg's "
                                  << (want.ok ? "ok" : want.message);
         errors += want.ok ? 0 : 1;

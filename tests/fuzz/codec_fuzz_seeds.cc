@@ -3,6 +3,10 @@
 //   codec_fuzz_seeds DIR  ->  DIR/*.png, *.webp, *.tiff  written by libpng,
 //                             libwebp and libtiff; DIR/*.bmp, *.pnm built
 //                             byte by byte
+//   codec_fuzz_seeds --jpeg DIR  ->  jpeg_fuzzer's: DIR/*.jpg written by
+//                             TurboJPEG (4:2:0, 4:4:4, gray, quality 100,
+//                             progressive) and re-coded with a restart
+//                             marker after every MCU (JpegRestartRecoder)
 //
 // Images are small (at most 8x8) so the fuzzer runs fast, and cover each
 // decoder's main paths: PNG gray/RGB/RGBA/16-bit/palette, WebP lossy and
@@ -11,13 +15,17 @@
 // top-down V5 header, PNM P1-P6 with a 16-bit maxval.
 #include <png.h>
 #include <tiffio.h>
+#include <turbojpeg.h>
 #include <webp/encode.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "codec/jpeg_restart.h"
 
 namespace {
 
@@ -222,14 +230,56 @@ bool WritePnms(const fs::path& dir) {
 
 }  // namespace
 
+// A w x h pattern as JPEG (TurboJPEG), and re-coded with a restart marker
+// after every MCU when `restart`.
+bool WriteJpeg(const fs::path& path, int w, int h, int subsamp, int quality, int flags,
+               bool restart) {
+  const int pf = subsamp == TJSAMP_GRAY ? TJPF_GRAY : TJPF_RGB;
+  const std::vector<uint8_t> pixels = Pattern(size_t(w) * h * tjPixelSize[pf], uint32_t(w + h));
+  tjhandle tj = tjInitCompress();
+  unsigned char* out = nullptr;
+  unsigned long n = 0;
+  const bool ok = tj != nullptr && tjCompress2(tj, pixels.data(), w, 0, h, pf, &out, &n, subsamp,
+                                              quality, flags) == 0;
+  std::vector<uint8_t> jpeg(out, out + (ok ? n : 0));
+  tjFree(out);
+  if (tj != nullptr) tjDestroy(tj);
+  if (!ok) return false;
+  if (restart) {
+    shardpack::internal::JpegRestartRecoder recoder;
+    std::vector<uint8_t> recoded;
+    absl::StatusOr<bool> done = recoder.Recode({jpeg.data(), jpeg.size()}, &recoded);
+    if (!done.ok() || !*done) return false;
+    jpeg = recoded;
+  }
+  return WriteFile(path, std::string(jpeg.begin(), jpeg.end()));
+}
+
+bool WriteJpegs(const fs::path& dir) {
+  return WriteJpeg(dir / "420.jpg", 40, 24, TJSAMP_420, 75, 0, false) &&
+         WriteJpeg(dir / "444_q100.jpg", 17, 9, TJSAMP_444, 100, 0, false) &&
+         WriteJpeg(dir / "gray.jpg", 24, 16, TJSAMP_GRAY, 90, 0, false) &&
+         WriteJpeg(dir / "progressive.jpg", 24, 16, TJSAMP_420, 80, TJFLAG_PROGRESSIVE, false) &&
+         WriteJpeg(dir / "420_rst.jpg", 40, 24, TJSAMP_420, 75, 0, true) &&
+         WriteJpeg(dir / "422_rst.jpg", 33, 17, TJSAMP_422, 90, 0, true);
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: codec_fuzz_seeds DIR\n");
+  const bool jpeg = argc == 3 && std::strcmp(argv[1], "--jpeg") == 0;
+  if (argc != 2 && !jpeg) {
+    std::fprintf(stderr, "usage: codec_fuzz_seeds [--jpeg] DIR\n");
     return 2;
   }
-  const fs::path dir = argv[1];
+  const fs::path dir = argv[argc - 1];
   std::error_code error;
   fs::create_directories(dir, error);
+  if (jpeg) {
+    if (error || !WriteJpegs(dir)) {
+      std::fprintf(stderr, "codec_fuzz_seeds: cannot write JPEG seeds into %s\n", dir.c_str());
+      return 1;
+    }
+    return 0;
+  }
   if (error || !WritePngs(dir) || !WriteWebps(dir) || !WriteTiffs(dir) || !WriteBmps(dir) ||
       !WritePnms(dir)) {
     std::fprintf(stderr, "codec_fuzz_seeds: cannot write seeds into %s\n", dir.c_str());

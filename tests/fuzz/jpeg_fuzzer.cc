@@ -1,0 +1,59 @@
+// libFuzzer target for the reader's JPEG decoder (codec/jpeg_decoder.h) and
+// its Huffman decoder (codec/jpeg_entropy.h), differentially: any bytes are
+// decoded whole and in a region drawn from the input, once with the
+// reader's Huffman decoder and once with libjpeg's own. Invariants: no
+// crash, leak or sanitizer report; the two agree as
+// tests/testing/jpeg_outcome.h says (the same pixels, or an error wherever
+// libjpeg has one; inputs with fill bytes, where libjpeg-turbo's pixels are
+// no reference, are only decoded); a failed Start of one is a failed Start
+// of the other.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "codec/jpeg_decoder.h"
+#include "tests/testing/jpeg_outcome.h"
+
+namespace {
+
+void Expect(bool ok, std::string_view what, const std::string& ours = {},
+            const std::string& theirs = {}) {
+  if (ok) return;
+  std::fprintf(stderr, "jpeg_fuzzer: invariant broken: %.*s (ours: %s; libjpeg's: %s)\n",
+               static_cast<int>(what.size()), what.data(), ours.c_str(), theirs.c_str());
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace shardpack;
+  // Reused across inputs, as a reader thread reuses its decoder (and its
+  // cached Huffman tables).
+  constexpr uint64_t kMaxPixels = uint64_t{1} << 20;  // bounds a run's memory and time
+  static internal::JpegDecoder ours(internal::JpegDecoderOptions{.max_pixels = kMaxPixels});
+  static internal::JpegDecoder theirs(
+      internal::JpegDecoderOptions{.max_pixels = kMaxPixels, .libjpeg_entropy = true});
+  const ByteSpan jpeg(data, size);
+  const absl::StatusOr<internal::JpegHeader> h = theirs.Start(jpeg);
+  Expect(h.ok() == ours.Start(jpeg).ok(), "Start disagrees");
+  if (!h.ok()) return 0;
+  // The whole image at full size, and a region (with its scale) drawn from
+  // the last bytes.
+  const uint32_t draw = size >= 4 ? uint32_t{data[size - 1]} | uint32_t{data[size - 2]} << 8 |
+                                        uint32_t{data[size - 3]} << 16
+                                  : 0;
+  const internal::JpegRect whole{0, 0, h->width, h->height};
+  const internal::JpegRect region{draw % h->width, (draw >> 8) % h->height,
+                                  1 + (draw >> 4) % h->width, 1 + (draw >> 12) % h->height};
+  const uint32_t min_size = 1 + (draw >> 16) % 64;
+  for (const auto& [rect, min] : {std::pair{whole, h->width}, std::pair{region, min_size}}) {
+    const testing::JpegOutcome want = testing::DecodeJpegRegion(theirs, jpeg, rect, min);
+    const testing::JpegOutcome got = testing::DecodeJpegRegion(ours, jpeg, rect, min);
+    if (testing::HasJpegFillBytes(jpeg, 2)) continue;  // libjpeg's pixels are no reference
+    Expect(testing::SameJpegOutcome(got, want), "outcomes differ",
+           got.ok ? "ok" : got.message, want.ok ? "ok" : want.message);
+  }
+  return 0;
+}

@@ -3,10 +3,14 @@
 # side in one run, each case --repeats times (interleaved), medians reported:
 #
 #  (a) 50,000 CIFAR-10 records, train transform (random crop, padding 4, flip),
-#      batch 512: shardbench --threads 1 / 2 against torchvision's DataLoader
-#      with 1 / 2 workers (bench/peers/torchvision_cifar.py), pinned to the
-#      same cores with taskset. Aims: >= 50x torchvision, >= 1,000,000
-#      images/s on 2 threads.
+#      batch 512: shardbench --threads 1 / 2 against two torchvision
+#      DataLoader loops with 1 / 2 workers (bench/peers/torchvision_cifar.py),
+#      all pinned to the same cores with taskset: the PIL one (a PIL image per
+#      sample, as torchvision.datasets.CIFAR10) and the tensor one (the
+#      strongest plain loop: one uint8 tensor, crop and flip on uint8 CHW
+#      tensors). shardbench also runs --compare-memcpy: the same pixel bytes
+#      memcpy'd in the same order, the memory-bandwidth bound beside its cost.
+#      Aims: >= 50x the tensor loop, >= 1,250,000 images/s on 2 threads.
 #  (b) raw streaming (--transform none) from /dev/shm against a raw read of
 #      the same files in the same process (4 MiB preads, as dd bs=4M).
 #      Aim: >= 80%.
@@ -138,9 +142,11 @@ for ((i = 1; i <= repeats; i++)); do
   for t in 1 2; do
     cores=0; [[ $t -eq 2 ]] && cores=0,1
     run "reader_t$t" "$cores" "$shardbench" "$disk_ds" "${common[@]}" \
-      --transform cifar-train --threads "$t" --epochs 20
-    run "torchvision_w$t" "$cores" "$python" "$peer" "$cifar_bin" --num-workers "$t" \
-      --batch-size 512 --warmup 5 --batches 40
+      --transform cifar-train --threads "$t" --epochs 20 --compare-memcpy
+    for mode in pil tensor; do
+      run "torchvision_${mode}_w$t" "$cores" "$python" "$peer" "$cifar_bin" --dataset "$mode" \
+        --num-workers "$t" --batch-size 512 --warmup 5 --batches 40
+    done
   done
   # (b) raw streaming from /dev/shm against 4 MiB preads of the same files,
   # shuffled (the default) and in stored order.
@@ -188,7 +194,8 @@ for line in open("/proc/cpuinfo"):
         cpu = line.split(":", 1)[1].strip()
         break
 r1 = runs("reader_t1")[0]
-peer = runs("torchvision_w1")[0]
+peer = runs("torchvision_pil_w1")[0]
+peers = (("pil", "PIL image per sample"), ("tensor", "uint8 tensor, no PIL"))
 ld = loads()
 print(f"CPU: {cpu}, {os.cpu_count()} cores; kernel {platform.release()}; "
       f"{records} CIFAR-10 records, one shard of {r1['dataset_bytes'] / 1e6:.1f} MB; "
@@ -205,18 +212,27 @@ def row(case, what, value, unit, ref, ref_value, ratio, aim):
 
 for t in (1, 2):
     cores = "0" if t == 1 else "0,1"
-    v, p = med(f"reader_t{t}", "images_per_s"), med(f"torchvision_w{t}", "images_per_s")
-    aim = ">= 50x" + (", >= 1,000,000 images/s" if t == 2 else "")
-    met = "met" if v / p >= 50 and (t == 1 or v >= 1e6) else "NOT met"
-    row(f"(a) cifar-train, batch 512, cores {cores}", f"shardbench --threads {t}", v, "img/s",
-        f"torchvision DataLoader, {t} worker{'s' if t > 1 else ''}", p, v / p, f"{aim}: {met}")
+    v = med(f"reader_t{t}", "images_per_s")
+    for mode, what in peers:
+        p = med(f"torchvision_{mode}_w{t}", "images_per_s")
+        if mode == "tensor":
+            aim = ">= 50x" + (", >= 1,250,000 images/s" if t == 2 else "")
+            met = "met" if v / p >= 50 and (t == 1 or v >= 1.25e6) else "NOT met"
+            aim = f"{aim}: {met}"
+        else:
+            aim = "-"
+        row(f"(a) cifar-train, batch 512, cores {cores}", f"shardbench --threads {t}", v, "img/s",
+            f"torchvision DataLoader ({what}), {t} worker{'s' if t > 1 else ''}", p, v / p, aim)
 
 cpu_rows = []
 for t in (1, 2):
     v = med(f"reader_t{t}", "cpu_us_per_image")
-    p = med(f"torchvision_w{t}", "cpu_us_per_image")
-    cpu_rows.append((t, v, p, med(f"reader_t{t}", "cores_used"),
-                     med(f"torchvision_w{t}", "cores_used")))
+    p = {mode: med(f"torchvision_{mode}_w{t}", "cpu_us_per_image") for mode, _ in peers}
+    c = {mode: med(f"torchvision_{mode}_w{t}", "cores_used") for mode, _ in peers}
+    cpu_rows.append((t, v, med(f"reader_t{t}", "cores_used"), p, c,
+                     med(f"reader_t{t}", "memcpy_ns_per_image"),
+                     med(f"reader_t{t}", "memcpy_threads_ns_per_image"),
+                     med(f"reader_t{t}", "memcpy_gb_per_s")))
 
 def raw_row(case, name, dd_name, aim, what, ref):
     v = med(name, "stream_mb_per_s")
@@ -241,11 +257,22 @@ print()
 print("(a) in CPU time, which a shared machine does not distort: the process's (and the "
       "DataLoader workers') CPU seconds per image over the timed part, medians.")
 print()
-print("| threads / workers | shardbench CPU us/image | cores busy | torchvision CPU us/image "
-      "| cores busy | ratio |")
+print("| threads / workers | shardbench CPU us/image | cores busy | torchvision PIL CPU us/image "
+      "| cores busy | ratio | torchvision tensor CPU us/image | cores busy | ratio |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for t, v, cv, p, c, *_ in cpu_rows:
+    print(f"| {t} | {v:.2f} | {cv:.2f} | {p['pil']:.1f} | {c['pil']:.2f} | {p['pil'] / v:.0f}x "
+          f"| {p['tensor']:.1f} | {c['tensor']:.2f} | {p['tensor'] / v:.0f}x |")
+print()
+print("(a) beside the memory-bandwidth bound (shardbench --compare-memcpy): the same stored "
+      "pixel bytes (3072 a record) memcpy'd in the reader's epoch order into batch slots and "
+      "XOR-folded, in the same process after the reader's run, medians.")
+print()
+print("| threads | shardbench CPU ns/image | memcpy ns/image, 1 thread | memcpy GB/s | "
+      "reader / memcpy | memcpy wall ns/image, split over the threads |")
 print("|---|---:|---:|---:|---:|---:|")
-for t, v, p, cv, cp in cpu_rows:
-    print(f"| {t} | {v:.2f} | {cv:.2f} | {p:.1f} | {cp:.2f} | {p / v:.0f}x |")
+for t, v, _, _, _, m1, mt, gb in cpu_rows:
+    print(f"| {t} | {v * 1000:.0f} | {m1:.0f} | {gb:.1f} | {v * 1000 / m1:.1f}x | {mt:.0f} |")
 
 def wait(name, stage):
     return statistics.median(r["wait_s"][stage] for r in runs(name))

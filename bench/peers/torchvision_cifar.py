@@ -3,18 +3,23 @@
 
   /usr/bin/python3 bench/peers/torchvision_cifar.py FILE.bin [FILE.bin ...]
       [--num-workers N] [--batch-size 512] [--warmup 5] [--batches 40]
-      [--to-tensor uint8|float]
+      [--dataset pil|tensor] [--to-tensor uint8|float]
 
 Reads the CIFAR-10 binary file(s) a shardpack dataset was packed from (records
-of 1 label byte + 3072 planar RGB bytes) into a uint8 array [N, 32, 32, 3]
-and labels, and serves them the way torchvision.datasets.CIFAR10 does: a
-Dataset whose __getitem__ makes a PIL image and applies
+of 1 label byte + 3072 planar RGB bytes) and serves them in one of two ways:
 
-    RandomCrop(32, padding=4) + RandomHorizontalFlip + PILToTensor
+--dataset pil (the default): the way torchvision.datasets.CIFAR10 does. The
+  images are a uint8 array [N, 32, 32, 3]; __getitem__ makes a PIL image and
+  applies RandomCrop(32, padding=4) + RandomHorizontalFlip + PILToTensor
+  (PILToTensor keeps uint8, as shardbench's default output is; --to-tensor
+  float uses ToTensor, the usual float32 / 255 recipe, which costs more).
+--dataset tensor: the strongest plain loop, with no PIL. The images are ONE
+  uint8 torch tensor [N, 3, 32, 32] (CHW, CIFAR's own planar order);
+  __getitem__ applies RandomCrop(32, padding=4) + RandomHorizontalFlip to the
+  uint8 CHW tensor (torchvision transforms take tensors since 0.8) and
+  returns it: no PIL, no ToTensor. Only uint8 (--to-tensor float is refused).
 
-(PILToTensor keeps uint8, as shardbench's default output is; --to-tensor float
-uses ToTensor, the usual float32 / 255 recipe, which costs the peer more).
-The DataLoader shuffles, uses `--num-workers` worker processes, and the
+In both, the DataLoader shuffles, uses `--num-workers` worker processes, and the
 consumer reads every byte of each batch (an XOR over its 8-byte words, like
 shardbench's consumer). Images/s are measured over `--batches` batches after
 `--warmup` batches (worker start-up and the first batches are left out).
@@ -36,7 +41,7 @@ CIFAR_RECORD = 1 + 3 * 32 * 32
 
 
 def load_cifar10(paths):
-    """uint8 images [N, 32, 32, 3] (HWC) and int64 labels [N]."""
+    """uint8 images [N, 3, 32, 32] (CHW, as stored) and int64 labels [N]."""
     chunks = []
     for path in paths:
         raw = np.fromfile(path, dtype=np.uint8)
@@ -46,8 +51,42 @@ def load_cifar10(paths):
         chunks.append(raw.reshape(-1, CIFAR_RECORD))
     records = np.concatenate(chunks)
     labels = records[:, 0].astype(np.int64)
-    images = records[:, 1:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1).copy()
+    images = np.ascontiguousarray(records[:, 1:]).reshape(-1, 3, 32, 32)
     return images, labels
+
+
+def make_dataset(mode, images, labels, to_tensor):
+    """The torch Dataset of `mode` over images [N, 3, 32, 32] (CHW) and its
+    transform's description."""
+    import torch
+    from PIL import Image
+    from torch.utils.data import Dataset
+    from torchvision import transforms
+
+    crop_flip = [transforms.RandomCrop(32, padding=4), transforms.RandomHorizontalFlip()]
+    if mode == "tensor":
+        data = torch.from_numpy(images)  # one uint8 tensor [N, 3, 32, 32]
+        transform = transforms.Compose(crop_flip)
+        described = "RandomCrop(32, padding=4) + RandomHorizontalFlip on a uint8 CHW tensor"
+    else:
+        data = images.transpose(0, 2, 3, 1).copy()  # HWC, as CIFAR10 keeps it for PIL
+        last = transforms.PILToTensor() if to_tensor == "uint8" else transforms.ToTensor()
+        transform = transforms.Compose(crop_flip + [last])
+        described = ("RandomCrop(32, padding=4) + RandomHorizontalFlip + "
+                     + ("PILToTensor" if to_tensor == "uint8" else "ToTensor"))
+
+    class Cifar(Dataset):
+        """What torchvision.datasets.CIFAR10 does per item (PIL), or the same
+        crop and flip on the tensor (tensor), over our records."""
+
+        def __len__(self):
+            return len(data)
+
+        def __getitem__(self, i):
+            image = data[i] if mode == "tensor" else Image.fromarray(data[i])
+            return transform(image), int(labels[i])
+
+    return Cifar(), described
 
 
 def cpu_seconds(pids):
@@ -71,36 +110,25 @@ def main():
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--warmup", type=int, default=5, help="batches left out of the timing")
     parser.add_argument("--batches", type=int, default=40, help="batches timed")
-    parser.add_argument("--to-tensor", choices=["uint8", "float"], default="uint8")
+    parser.add_argument("--dataset", choices=["pil", "tensor"], default="pil",
+                        help="pil: PIL image per sample (CIFAR10's way); tensor: crop and flip "
+                             "a uint8 CHW tensor")
+    parser.add_argument("--to-tensor", choices=["uint8", "float"], default="uint8",
+                        help="pil only: PILToTensor (uint8) or ToTensor (float32)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.dataset == "tensor" and args.to_tensor != "uint8":
+        parser.error("--to-tensor float applies to --dataset pil (the tensor loop keeps uint8)")
 
     import torch
     import torchvision
-    from PIL import Image
-    from torch.utils.data import DataLoader, Dataset
-    from torchvision import transforms
+    from torch.utils.data import DataLoader
 
     torch.set_num_threads(1)  # the workers do the work; the main thread only consumes
     torch.manual_seed(args.seed)
     images, labels = load_cifar10(args.files)
-    last = (transforms.PILToTensor() if args.to_tensor == "uint8" else transforms.ToTensor())
-    transform = transforms.Compose([
-        transforms.RandomCrop(32, padding=4),
-        transforms.RandomHorizontalFlip(),
-        last,
-    ])
-
-    class Cifar(Dataset):
-        """What torchvision.datasets.CIFAR10 does per item, over our array."""
-
-        def __len__(self):
-            return len(images)
-
-        def __getitem__(self, i):
-            return transform(Image.fromarray(images[i])), int(labels[i])
-
-    loader = DataLoader(Cifar(), batch_size=args.batch_size, shuffle=True,
+    dataset, described = make_dataset(args.dataset, images, labels, args.to_tensor)
+    loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True,
                         num_workers=args.num_workers, drop_last=True,
                         persistent_workers=args.num_workers > 0)
     needed = args.warmup + args.batches
@@ -129,10 +157,10 @@ def main():
     cpu = cpu_seconds(pids) - cpu_start
     out = {
         "peer": "torchvision DataLoader",
+        "dataset": args.dataset,
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
-        "transform": "RandomCrop(32, padding=4) + RandomHorizontalFlip + "
-                     + ("PILToTensor" if args.to_tensor == "uint8" else "ToTensor"),
+        "transform": described,
         "dtype": args.to_tensor if args.to_tensor == "uint8" else "float32",
         "num_workers": args.num_workers,
         "batch_size": args.batch_size,

@@ -1,5 +1,6 @@
 // shardbench end to end: JSON fields, --order-out, errors.
 #include <sys/stat.h>
+#include <turbojpeg.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,10 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
+#include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -22,8 +25,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// 300 raw 8x8x3 records, label i % 10.
-std::string MakeDataset(const testing::TempDir& dir) {
+// Pixel k of record i in MakeDataset(dir, /*varied=*/true).
+uint8_t VariedPixel(int i, size_t k) { return static_cast<uint8_t>(i * 7 + k * 13); }
+
+// 300 raw 8x8x3 records, label i % 10; every pixel 7, or VariedPixel.
+std::string MakeDataset(const testing::TempDir& dir, bool varied = false) {
   std::string path = dir.Join("ds");
   std::filesystem::create_directories(path);
   DatasetWriterOptions o;
@@ -35,6 +41,7 @@ std::string MakeDataset(const testing::TempDir& dir) {
   EXPECT_TRUE(writer.ok());
   std::vector<uint8_t> pixels(8 * 8 * 3, 7);
   for (int i = 0; i < 300; ++i) {
+    for (size_t k = 0; varied && k < pixels.size(); ++k) pixels[k] = VariedPixel(i, k);
     std::string key = absl::StrCat(i);
     EXPECT_TRUE((*writer)->Add({key, {i % 10}, o.schema.image, pixels, {}}).ok());
   }
@@ -73,6 +80,76 @@ TEST(ShardbenchTest, NotADatasetIsOneLineAndExitOne) {
   EXPECT_THAT(r.err, HasSubstr("shardbench: "));
   EXPECT_THAT(r.err, HasSubstr("/nonexistent/ds"));
   EXPECT_EQ(testing::Run({SHARDBENCH_PATH}).exit_code, 2);
+}
+
+// --compare-memcpy copies the delivered samples' stored pixels in the
+// reader's order: its fields are there and positive, and the bytes it folded
+// are every record's pixels three times (3 epochs of all 300 records, in
+// whatever order): the XOR of each record's words once.
+TEST(ShardbenchTest, CompareMemcpyReportsItsFieldsBesideTheReader) {
+  testing::TempDir dir;
+  std::string ds = MakeDataset(dir, /*varied=*/true);
+  testing::RunResult r =
+      testing::Run({SHARDBENCH_PATH, ds, "--epochs", "3", "--batch-size", "30", "--threads", "2",
+                    "--transform", "cifar-train:8", "--json", "-q", "--compare-memcpy"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* field : {"memcpy_seconds", "memcpy_ns_per_image", "memcpy_gb_per_s",
+                            "memcpy_threads_seconds", "memcpy_threads_ns_per_image",
+                            "memcpy_cpu_ratio"}) {
+    ASSERT_TRUE(j.contains(field)) << field;
+    EXPECT_GT(j[field].get<double>(), 0) << field;
+  }
+  EXPECT_EQ(j["memcpy_images"], j["samples"]);
+  EXPECT_EQ(j["memcpy_images"], 900);
+  EXPECT_EQ(j["memcpy_image_bytes"], 8 * 8 * 3);
+  EXPECT_EQ(j["memcpy_threads"], 2);
+  EXPECT_EQ(j["memcpy_order"], "reader epoch plan");
+  uint64_t fold = 0;
+  for (int i = 0; i < 300; ++i) {
+    for (size_t w = 0; w < 8 * 8 * 3 / 8; ++w) {
+      uint64_t word = 0;
+      for (size_t b = 0; b < 8; ++b) word |= uint64_t{VariedPixel(i, w * 8 + b)} << (8 * b);
+      fold ^= word;
+    }
+  }
+  EXPECT_EQ(j["memcpy_xor_fold"], absl::StrFormat("%016x", fold));
+  EXPECT_FALSE(j.contains("raw_ratio"));
+
+  testing::RunResult text = testing::Run(
+      {SHARDBENCH_PATH, ds, "--epochs", "1", "--batch-size", "32", "-q", "--compare-memcpy"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("ns per image on 1 thread"));
+  EXPECT_THAT(text.out, HasSubstr("reader/memcpy"));
+}
+
+// A JPEG dataset has no fixed pixel bytes to copy: refused before the run,
+// naming the dataset.
+TEST(ShardbenchTest, CompareMemcpyOfJpegRecordsIsRefused) {
+  testing::TempDir dir;
+  std::string path = dir.Join("jpeg");
+  std::filesystem::create_directories(path);
+  DatasetWriterOptions o;
+  o.directory = path;
+  o.schema.image.encoding = Encoding::kJpeg;
+  o.schema.labels = {{"label", {}}};
+  auto writer = DatasetWriter::Create(o);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  std::vector<uint8_t> jpeg = testing::TjSceneJpeg(16, 16, TJSAMP_420);
+  for (int i = 0; i < 8; ++i) {
+    ImageInfo image = {Encoding::kJpeg, Layout::kHWC, 16, 16, 3};
+    ASSERT_TRUE((*writer)->Add({absl::StrCat(i), {i % 2}, image, jpeg, {}}).ok());
+  }
+  ASSERT_TRUE((*writer)->Finish().ok());
+  testing::RunResult r = testing::Run({SHARDBENCH_PATH, path, "--batch-size", "4",
+                                       "--transform", "center:8", "-q", "--compare-memcpy"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(path));
+  EXPECT_THAT(r.err, HasSubstr("--compare-memcpy copies raw pixels"));
+  EXPECT_EQ(r.out, "");  // nothing was measured
+  // Without the flag the same dataset runs.
+  EXPECT_EQ(testing::Run({SHARDBENCH_PATH, path, "--batch-size", "4", "--transform", "center:8",
+                          "-q"}).exit_code, 0);
 }
 
 // --layout and --dtype are parsed by the library's ParseOutputLayout and

@@ -73,6 +73,9 @@ void AddFlags(CLI::App* app, Flags* f) {
                   "Write the first batch, as transformed, as a contact sheet FILE.png or FILE.jpg");
   app->add_flag("--compare-raw", f->compare_raw,
                 "Also read the shard files raw (4 MiB preads, O_DIRECT with --io direct)");
+  app->add_flag("--compare-memcpy", f->compare_memcpy,
+                "Also memcpy the records' stored pixels in the reader's order into batch slots "
+                "(raw-image datasets; loads the whole dataset)");
   app->add_flag("--drop-caches", f->drop_caches,
                 "posix_fadvise(DONTNEED) every shard file before the run (and the raw read)");
   app->add_flag("-q,--quiet", f->quiet, "Nothing on stderr but errors");
@@ -107,6 +110,7 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   if (!f.save_batch.empty()) SP_RETURN_IF_ERROR(codec::CheckSheetPath(f.save_batch));
   o.save_batch = f.save_batch;
   o.compare_raw = f.compare_raw;
+  o.compare_memcpy = f.compare_memcpy;
   o.drop_caches = f.drop_caches;
   o.quiet = f.quiet;
   return o;

@@ -34,6 +34,7 @@ struct Flags {
   std::string order_out;
   std::string save_batch;
   bool compare_raw = false;
+  bool compare_memcpy = false;
   bool drop_caches = false;
   bool quiet = false;
 };

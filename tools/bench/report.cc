@@ -11,6 +11,22 @@ namespace {
 
 double PerSecond(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
 
+// --compare-memcpy's fields (docs/cli.md).
+void AddMemcpyJson(const Report& r, nlohmann::ordered_json* j) {
+  const MemcpyRun& m = *r.memcpy;
+  (*j)["memcpy_images"] = m.images;
+  (*j)["memcpy_image_bytes"] = m.image_bytes;
+  (*j)["memcpy_order"] = "reader epoch plan";
+  (*j)["memcpy_seconds"] = m.seconds;
+  (*j)["memcpy_ns_per_image"] = m.ns_per_image();
+  (*j)["memcpy_gb_per_s"] = m.gb_per_s();
+  (*j)["memcpy_threads"] = m.threads;
+  (*j)["memcpy_threads_seconds"] = m.threads_seconds;
+  (*j)["memcpy_threads_ns_per_image"] = m.threads_ns_per_image();
+  (*j)["memcpy_cpu_ratio"] = r.memcpy_cpu_ratio();
+  (*j)["memcpy_xor_fold"] = absl::StrFormat("%016x", m.fold);
+}
+
 }  // namespace
 
 double Report::images_per_s() const {
@@ -47,6 +63,11 @@ double Report::cpu_us_per_image() const {
 
 double Report::cores_used() const { return PerSecond(reader.cpu_s, reader.seconds); }
 
+double Report::memcpy_cpu_ratio() const {
+  const double ns = memcpy ? memcpy->ns_per_image() : 0;
+  return ns > 0 ? cpu_us_per_image() * 1000 / ns : 0;
+}
+
 void PrintText(std::FILE* out, const Report& r) {
   const ReaderRun& run = r.reader;
   const ReaderStats& s = run.stats;
@@ -82,6 +103,16 @@ void PrintText(std::FILE* out, const Report& r) {
                   r.raw_mb_per_s(), r.raw->direct ? " O_DIRECT" : "", r.raw->passes,
                   r.raw->passes == 1 ? "" : "es", r.raw->seconds);
     absl::FPrintF(out, "reader/raw     %.3f\n", r.raw_ratio());
+  }
+  if (r.memcpy) {
+    const MemcpyRun& m = *r.memcpy;
+    absl::FPrintF(out,
+                  "memcpy         %.1f ns per image on 1 thread (%.2f GB/s, %d images of %d "
+                  "bytes, %.3f s); %.1f ns per image of wall time on %d threads\n",
+                  m.ns_per_image(), m.gb_per_s(), m.images, m.image_bytes, m.seconds,
+                  m.threads_ns_per_image(), m.threads);
+    absl::FPrintF(out, "reader/memcpy  %.2f (reader CPU per image / 1-thread memcpy per image)\n",
+                  r.memcpy_cpu_ratio());
   }
 }
 
@@ -135,6 +166,7 @@ void PrintJson(std::FILE* out, const Report& r) {
     j["raw_passes"] = r.raw->passes;
     j["raw_direct"] = r.raw->direct;
   }
+  if (r.memcpy) AddMemcpyJson(r, &j);
   std::string text = j.dump(2);
   std::fprintf(out, "%s\n", text.c_str());
 }

@@ -15,6 +15,11 @@
 //                   consumer) per delivered sample: the cost that does not
 //                   depend on how many cores a shared machine lends the run
 //   cores_used      CPU time / wall time of the streaming
+//   memcpy_ns_per_image  --compare-memcpy: one thread copying each delivered
+//                   sample's stored pixels in the reader's order into a ring
+//                   of batch slots and folding each batch, per image; set
+//                   beside cpu_us_per_image: memcpy_cpu_ratio =
+//                   cpu_us_per_image x 1000 / memcpy_ns_per_image
 #ifndef SHARDPACK_TOOLS_BENCH_REPORT_H_
 #define SHARDPACK_TOOLS_BENCH_REPORT_H_
 
@@ -23,6 +28,7 @@
 #include <optional>
 #include <string>
 
+#include "tools/bench/memcpy_ref.h"
 #include "tools/bench/raw_read.h"
 #include "tools/bench/reader_run.h"
 #include "tools/bench/shardbench.h"
@@ -45,6 +51,7 @@ struct Report {
 
   ReaderRun reader;
   std::optional<RawRun> raw;
+  std::optional<MemcpyRun> memcpy;
   double peak_rss_mb = 0;  // getrusage(RUSAGE_SELF).ru_maxrss, the process's VmHWM
 
   // Derived.
@@ -56,6 +63,7 @@ struct Report {
   double raw_ratio() const;     // 0 without a raw run
   double cpu_us_per_image() const;
   double cores_used() const;
+  double memcpy_cpu_ratio() const;  // 0 without a memcpy run
 };
 
 void PrintText(std::FILE* out, const Report& report);

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
+#include "tools/bench/memcpy_ref.h"
 #include "tools/bench/raw_read.h"
 #include "tools/bench/reader_run.h"
 #include "tools/bench/report.h"
@@ -52,6 +53,30 @@ absl::StatusOr<uint64_t> TotalBytes(const std::vector<std::string>& paths) {
   return total;
 }
 
+// The references taken after the reader's run: the raw read of the files
+// (--compare-raw) and the memcpy of the same pixels (--compare-memcpy).
+absl::Status RunReferences(const BenchOptions& options, const std::vector<std::string>& files,
+                           MemcpyReference* memcpy_ref, Report* report) {
+  const ReaderOptions& ro = options.reader;
+  if (options.compare_raw) {
+    // As many passes over the files as the reader made over the dataset, so
+    // both run for a similar time; a cold reader run gets a cold raw run.
+    const double epochs = report->reader.records == 0
+                              ? 1
+                              : static_cast<double>(report->reader.samples) /
+                                    static_cast<double>(report->reader.records);
+    const int passes = static_cast<int>(std::clamp(std::lround(epochs), 1L, 1000L));
+    if (options.drop_caches) SP_RETURN_IF_ERROR(DropCaches(files));
+    SP_ASSIGN_OR_RETURN(report->raw, RawRead(files, ro.io == IoEngine::kDirect, passes));
+  }
+
+  if (memcpy_ref != nullptr) {
+    const int threads = ro.threads > 0 ? ro.threads : std::max(report->cpus, 1);
+    SP_ASSIGN_OR_RETURN(report->memcpy, memcpy_ref->Run(report->reader.samples, threads));
+  }
+  return absl::OkStatus();
+}
+
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
@@ -82,9 +107,14 @@ absl::Status RunShardbench(const BenchOptions& options) {
     if (order_out == nullptr) return internal::ErrnoError("open", options.order_out, errno);
   }
 
+  // Opened first, so that a dataset it cannot copy is refused before the run.
+  std::unique_ptr<MemcpyReference> memcpy_ref;
+  if (options.compare_memcpy) {
+    SP_ASSIGN_OR_RETURN(memcpy_ref, MemcpyReference::Open(ro));
+  }
   if (options.drop_caches) SP_RETURN_IF_ERROR(DropCaches(files));
   SP_ASSIGN_OR_RETURN(report.reader, RunReader(options, order_out.get()));
-  report.peak_rss_mb = PeakRssMb();  // before the raw read adds its buffer
+  report.peak_rss_mb = PeakRssMb();  // before the references add their buffers
   if (order_out != nullptr) {
     std::FILE* f = order_out.release();
     if (std::ferror(f) != 0 || std::fclose(f) != 0) {
@@ -93,18 +123,7 @@ absl::Status RunShardbench(const BenchOptions& options) {
     }
   }
 
-  if (options.compare_raw) {
-    // As many passes over the files as the reader made over the dataset, so
-    // both run for a similar time; a cold reader run gets a cold raw run.
-    const double epochs = report.reader.records == 0
-                              ? 1
-                              : static_cast<double>(report.reader.samples) /
-                                    static_cast<double>(report.reader.records);
-    const int passes = static_cast<int>(std::clamp(std::lround(epochs), 1L, 1000L));
-    if (options.drop_caches) SP_RETURN_IF_ERROR(DropCaches(files));
-    SP_ASSIGN_OR_RETURN(report.raw, RawRead(files, ro.io == IoEngine::kDirect, passes));
-  }
-
+  SP_RETURN_IF_ERROR(RunReferences(options, files, memcpy_ref.get(), &report));
   if (!options.quiet && report.reader.seconds < 0.5) {
     std::fprintf(stderr,
                  "shardbench: note: the run took %.3f s, too short for a stable figure; "

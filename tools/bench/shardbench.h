@@ -2,7 +2,8 @@
 //
 // RunShardbench() opens the reader, drains it with a consumer that reads
 // every byte of every batch, optionally reads the same shard files raw (as
-// `dd bs=4M` would) for a reference taken in the same run, and prints the
+// `dd bs=4M` would) and copies the same pixel bytes with memcpy for
+// references taken in the same run, and prints the
 // report: a table on stdout, or one JSON object with --json. Progress and
 // notes go to stderr. docs/cli.md and docs/benchmarks.md describe the fields.
 #ifndef SHARDPACK_TOOLS_BENCH_SHARDBENCH_H_
@@ -30,6 +31,9 @@ struct BenchOptions {
   // drawing it counts in the run's time.
   std::string save_batch;
   bool compare_raw = false;  // --compare-raw: also read the shard files raw
+  // --compare-memcpy: also copy the records' stored pixels in the reader's
+  // order (tools/bench/memcpy_ref.h)
+  bool compare_memcpy = false;
   bool drop_caches = false;  // --drop-caches: POSIX_FADV_DONTNEED on every shard first
   bool quiet = false;        // -q: no notes on stderr
 };

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,6 +10,10 @@
 #include "codec/jpeg_decoder.h"
 #include "codec/resize.h"
 #include "common/rng.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace shardpack::internal {
 
@@ -25,6 +28,84 @@ double Unit32(uint64_t bits) { return static_cast<double>(bits & 0xffffffffu) * 
 
 // Python's round(): halves to even (the default rounding mode).
 int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+// The crop of 3-channel rows through a zero-padded row (PaddedRgbRows):
+// rows and pads up to these sizes.
+constexpr int kPaddedRowPixels = 64;
+constexpr int kPaddedRowPad = 16;
+constexpr size_t kPaddedRowBytes = (kPaddedRowPixels + 2 * kPaddedRowPad) * 3 + 16;
+
+// n bytes (at most 256) in 16-byte moves, the last one overlapping: the
+// rows here are a few dozen pixels, too short for memcpy's call to pay.
+inline void CopyShort(uint8_t* d, const uint8_t* s, size_t n) {
+  if (n < 16) {
+    std::memcpy(d, s, n);
+    return;
+  }
+  for (size_t i = 0; i + 16 < n; i += 16) std::memcpy(d + i, s + i, 16);
+  std::memcpy(d + n - 16, s + n - 16, 16);
+}
+
+// d[i] = the 3-byte pixel at last - 3 i, for i in [0, n).
+void MirrorRgbScalar(const uint8_t* last, uint8_t* d, int n) {
+  for (int i = 0; i < n; ++i) std::memcpy(d + 3 * i, last - 3 * i, 3);
+}
+
+#if defined(__x86_64__)
+// The same, five pixels a shuffle. Reads up to one byte past `last`'s
+// pixel (the padded row has room).
+[[gnu::target("ssse3")]] void MirrorRgbSsse3(const uint8_t* last, uint8_t* d, int n) {
+  const __m128i reverse5 = _mm_setr_epi8(12, 13, 14, 9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2, -1);
+  int i = 0;
+  for (; i + 6 <= n; i += 5) {  // the 16th byte stored lands on the next pixel
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(last - 3 * (i + 4)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * i), _mm_shuffle_epi8(v, reverse5));
+  }
+  MirrorRgbScalar(last - 3 * i, d + 3 * i, n - i);
+}
+#endif
+
+void MirrorRgb(const uint8_t* last, uint8_t* d, int n) {
+#if defined(__x86_64__)
+  static const bool ssse3 = __builtin_cpu_supports("ssse3");
+  if (ssse3) return MirrorRgbSsse3(last, d, n);
+#endif
+  MirrorRgbScalar(last, d, n);
+}
+
+// The padded random crop of HWC 3-channel rows (CIFAR's train transform):
+// each stored row goes into the middle of a row with `pad` zero pixels on
+// each side, and the window is one copy (or one mirrored copy) out of it.
+// Output equals the general loop's byte for byte.
+void PaddedRgbRows(const uint8_t* src, int h, int w, int pad, int crop_y, int crop_x, bool flip,
+                   int out_h, int out_w, uint8_t* dst) {
+  alignas(16) uint8_t padded[kPaddedRowBytes];
+  std::memset(padded, 0, sizeof(padded));
+  const size_t row_bytes = size_t(out_w) * 3, stored_bytes = size_t(w) * 3;
+  uint8_t* const middle = padded + size_t(pad) * 3;
+  const uint8_t* const window = padded + size_t(crop_x) * 3;  // in the padded row
+  const int x0 = crop_x - pad;                                 // in the stored row
+  const bool inside = x0 >= 0 && x0 + out_w <= w;
+  for (int y = 0; y < out_h; ++y) {
+    uint8_t* row = dst + size_t(y) * row_bytes;
+    const int sy = y + crop_y - pad;
+    if (sy < 0 || sy >= h) {
+      std::memset(row, 0, row_bytes);
+      continue;
+    }
+    const uint8_t* stored = src + size_t(sy) * stored_bytes;
+    if (inside && !flip) {  // no padding in this row's window: straight from the record
+      CopyShort(row, stored + size_t(x0) * 3, row_bytes);
+      continue;
+    }
+    CopyShort(middle, stored, stored_bytes);
+    if (flip) {
+      MirrorRgb(window + (row_bytes - 3), row, out_w);
+    } else {
+      CopyShort(row, window, row_bytes);
+    }
+  }
+}
 
 }  // namespace
 
@@ -153,6 +234,11 @@ SampleTransform::Crop SampleTransform::Choose(uint64_t epoch, uint64_t record_in
 void SampleTransform::CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const {
   const int h = static_cast<int>(stored_.height), w = static_cast<int>(stored_.width);
   const int c = stored_.channels, out_h = shape_.height, out_w = shape_.width;
+  if (c == 3 && w <= kPaddedRowPixels && pad_ <= kPaddedRowPad && crop.x >= 0 &&
+      crop.x + out_w <= w + 2 * pad_) {
+    PaddedRgbRows(src, h, w, pad_, crop.y, crop.x, crop.flip, out_h, out_w, dst);
+    return;
+  }
   for (int y = 0; y < out_h; ++y) {
     uint8_t* row = dst + size_t(y) * out_w * c;
     int sy = y + crop.y - pad_;

@@ -369,40 +369,56 @@ TEST_F(ReaderTest, CorruptBlockIsSkippedAndReplacedDeterministically) {
   }
 }
 
+// Every sample is a crop of its record's zero-padded image, mirrored or
+// not, every pixel and channel of it: for CIFAR's 32 with padding 4, and
+// for crops smaller and larger than the stored image (the larger one reads
+// padding on both sides of a row).
 TEST_F(ReaderTest, CifarTrainCropsAndFlipsWithinThePaddedImage) {
-  std::string path = MakeDataset(dir_, "ds", 200, 32, 10, 64 << 10);
-  ReaderOptions o = Options(path, 200, 2);
-  o.transform = Transform::CifarTrain();
-  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
-  SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
-  const uint8_t* px = static_cast<const uint8_t*>(b.images());
-  int flipped = 0, shifted = 0;
-  for (int i = 0; i < b.size(); ++i) {
-    const uint8_t* img = px + size_t(i) * 32 * 32 * 3;
-    uint64_t r = b.record_index(i);
-    // Find the (dy, dx, flip) that explains the output; exactly one must.
-    int matches = 0;
-    for (int flip = 0; flip < 2; ++flip)
-      for (int dy = 0; dy <= 8; ++dy)
-        for (int dx = 0; dx <= 8; ++dx) {
-          bool ok = true;
-          for (int y = 0; y < 32 && ok; y += 5)
-            for (int x = 0; x < 32 && ok; x += 3) {
-              int sx = dx - 4 + (flip ? 31 - x : x), sy = dy - 4 + y;
-              bool in = sy >= 0 && sy < 32 && sx >= 0 && sx < 32;
-              ok = img[(y * 32 + x) * 3 + 1] == (in ? Pixel(r, sy, sx, 1) : 0);
+  struct Config {
+    int side, size, pad;
+  };
+  for (const Config& cfg : {Config{32, 32, 4}, Config{32, 28, 2}, Config{16, 24, 6},
+                            Config{8, 8, 0}}) {
+    SCOPED_TRACE(::testing::Message() << "side " << cfg.side << " size " << cfg.size << " pad "
+                                      << cfg.pad);
+    const std::string path = MakeDataset(dir_, absl::StrCat("ds", cfg.side, "_", cfg.size), 200,
+                                         cfg.side, 10, 64 << 10);
+    ReaderOptions o = Options(path, 200, 2);
+    o.transform = Transform::CifarTrain(cfg.size, cfg.pad);
+    SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+    SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
+    const uint8_t* px = static_cast<const uint8_t*>(b.images());
+    const int n = cfg.size, range = cfg.side + 2 * cfg.pad - n;
+    int flipped = 0, shifted = 0;
+    for (int i = 0; i < b.size(); ++i) {
+      const uint8_t* img = px + size_t(i) * n * n * 3;
+      const uint64_t r = b.record_index(i);
+      // Find the (dy, dx, flip) that explains the output; one must.
+      int matches = 0;
+      for (int flip = 0; flip < 2; ++flip)
+        for (int dy = 0; dy <= range; ++dy)
+          for (int dx = 0; dx <= range; ++dx) {
+            bool ok = true;
+            for (int y = 0; y < n && ok; ++y)
+              for (int x = 0; x < n && ok; ++x)
+                for (int c = 0; c < 3 && ok; ++c) {
+                  const int sx = dx - cfg.pad + (flip ? n - 1 - x : x), sy = dy - cfg.pad + y;
+                  const bool in = sy >= 0 && sy < cfg.side && sx >= 0 && sx < cfg.side;
+                  ok = img[(y * n + x) * 3 + c] == (in ? Pixel(r, sy, sx, c) : 0);
+                }
+            if (ok && matches++ == 0) {
+              flipped += flip;
+              shifted += (dy != range / 2 || dx != range / 2);
             }
-          if (ok) {
-            ++matches;
-            flipped += flip;
-            shifted += (dy != 4 || dx != 4);
           }
-        }
-    EXPECT_GE(matches, 1) << "sample " << i << " is no crop of its record";
+      ASSERT_GE(matches, 1) << "sample " << i << " is no crop of its record";
+    }
+    EXPECT_GT(flipped, 60);  // ~100 of 200 expected
+    EXPECT_LT(flipped, 140);
+    if (range > 0) {
+      EXPECT_GT(shifted, 100);
+    }
   }
-  EXPECT_GT(flipped, 60);   // ~100 of 200 expected
-  EXPECT_LT(flipped, 140);
-  EXPECT_GT(shifted, 150);
 }
 
 TEST_F(ReaderTest, EvalTransformNchwFloatNormalizes) {

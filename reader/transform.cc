@@ -29,12 +29,6 @@ double Unit32(uint64_t bits) { return static_cast<double>(bits & 0xffffffffu) * 
 // Python's round(): halves to even (the default rounding mode).
 int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
 
-// The crop of 3-channel rows through a zero-padded row (PaddedRgbRows):
-// rows and pads up to these sizes.
-constexpr int kPaddedRowPixels = 64;
-constexpr int kPaddedRowPad = 16;
-constexpr size_t kPaddedRowBytes = (kPaddedRowPixels + 2 * kPaddedRowPad) * 3 + 16;
-
 // n bytes (at most 256) in 16-byte moves, the last one overlapping: the
 // rows here are a few dozen pixels, too short for memcpy's call to pay.
 inline void CopyShort(uint8_t* d, const uint8_t* s, size_t n) {
@@ -46,18 +40,31 @@ inline void CopyShort(uint8_t* d, const uint8_t* s, size_t n) {
   std::memcpy(d + n - 16, s + n - 16, 16);
 }
 
+// n zero bytes, likewise.
+inline void ZeroShort(uint8_t* d, size_t n) {
+  static constexpr uint8_t kZeros[16] = {};
+  if (n < 16) {
+    std::memset(d, 0, n);
+    return;
+  }
+  for (size_t i = 0; i + 16 < n; i += 16) std::memcpy(d + i, kZeros, 16);
+  std::memcpy(d + n - 16, kZeros, 16);
+}
+
 // d[i] = the 3-byte pixel at last - 3 i, for i in [0, n).
 void MirrorRgbScalar(const uint8_t* last, uint8_t* d, int n) {
   for (int i = 0; i < n; ++i) std::memcpy(d + 3 * i, last - 3 * i, 3);
 }
 
 #if defined(__x86_64__)
-// The same, five pixels a shuffle. Reads up to one byte past `last`'s
-// pixel (the padded row has room).
+// The same, five pixels a shuffle. Reads only the n pixels; the 16th byte
+// of each store lands on the next pixel, written after it.
 [[gnu::target("ssse3")]] void MirrorRgbSsse3(const uint8_t* last, uint8_t* d, int n) {
   const __m128i reverse5 = _mm_setr_epi8(12, 13, 14, 9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2, -1);
-  int i = 0;
-  for (; i + 6 <= n; i += 5) {  // the 16th byte stored lands on the next pixel
+  if (n < 7) return MirrorRgbScalar(last, d, n);
+  std::memcpy(d, last, 3);  // its 16-byte load would read past `last`'s pixel
+  int i = 1;
+  for (; i + 6 <= n; i += 5) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(last - 3 * (i + 4)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * i), _mm_shuffle_epi8(v, reverse5));
   }
@@ -71,40 +78,6 @@ void MirrorRgb(const uint8_t* last, uint8_t* d, int n) {
   if (ssse3) return MirrorRgbSsse3(last, d, n);
 #endif
   MirrorRgbScalar(last, d, n);
-}
-
-// The padded random crop of HWC 3-channel rows (CIFAR's train transform):
-// each stored row goes into the middle of a row with `pad` zero pixels on
-// each side, and the window is one copy (or one mirrored copy) out of it.
-// Output equals the general loop's byte for byte.
-void PaddedRgbRows(const uint8_t* src, int h, int w, int pad, int crop_y, int crop_x, bool flip,
-                   int out_h, int out_w, uint8_t* dst) {
-  alignas(16) uint8_t padded[kPaddedRowBytes];
-  std::memset(padded, 0, sizeof(padded));
-  const size_t row_bytes = size_t(out_w) * 3, stored_bytes = size_t(w) * 3;
-  uint8_t* const middle = padded + size_t(pad) * 3;
-  const uint8_t* const window = padded + size_t(crop_x) * 3;  // in the padded row
-  const int x0 = crop_x - pad;                                 // in the stored row
-  const bool inside = x0 >= 0 && x0 + out_w <= w;
-  for (int y = 0; y < out_h; ++y) {
-    uint8_t* row = dst + size_t(y) * row_bytes;
-    const int sy = y + crop_y - pad;
-    if (sy < 0 || sy >= h) {
-      std::memset(row, 0, row_bytes);
-      continue;
-    }
-    const uint8_t* stored = src + size_t(sy) * stored_bytes;
-    if (inside && !flip) {  // no padding in this row's window: straight from the record
-      CopyShort(row, stored + size_t(x0) * 3, row_bytes);
-      continue;
-    }
-    CopyShort(middle, stored, stored_bytes);
-    if (flip) {
-      MirrorRgb(window + (row_bytes - 3), row, out_w);
-    } else {
-      CopyShort(row, window, row_bytes);
-    }
-  }
 }
 
 }  // namespace
@@ -234,33 +207,45 @@ SampleTransform::Crop SampleTransform::Choose(uint64_t epoch, uint64_t record_in
 void SampleTransform::CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const {
   const int h = static_cast<int>(stored_.height), w = static_cast<int>(stored_.width);
   const int c = stored_.channels, out_h = shape_.height, out_w = shape_.width;
-  if (c == 3 && w <= kPaddedRowPixels && pad_ <= kPaddedRowPad && crop.x >= 0 &&
-      crop.x + out_w <= w + 2 * pad_) {
-    PaddedRgbRows(src, h, w, pad_, crop.y, crop.x, crop.flip, out_h, out_w, dst);
-    return;
-  }
+  // 3-channel rows of up to 256 bytes (CIFAR's 96) are written in 16-byte
+  // moves, and mirrored five pixels a shuffle: zeros first where the window
+  // reaches the padding, then the stored pixels, straight from the record.
+  const bool short_rgb = c == 3 && out_w * 3 <= 256;
+  const size_t row_bytes = size_t(out_w) * c;
   for (int y = 0; y < out_h; ++y) {
-    uint8_t* row = dst + size_t(y) * out_w * c;
+    uint8_t* row = dst + size_t(y) * row_bytes;
     int sy = y + crop.y - pad_;
     if (sy < 0 || sy >= h) {
-      std::memset(row, 0, size_t(out_w) * c);
+      std::memset(row, 0, row_bytes);
       continue;
     }
     const uint8_t* srow = src + size_t(sy) * w * c;
     int x0 = crop.x - pad_;  // stored column of output column 0
-    int lo = std::max(0, -x0), hi = std::min(out_w, w - x0);
-    if (!crop.flip) {
-      std::memset(row, 0, size_t(std::max(lo, 0)) * c);
-      if (hi > lo) std::memcpy(row + size_t(lo) * c, srow + size_t(lo + x0) * c, size_t(hi - lo) * c);
-      if (hi < out_w) std::memset(row + size_t(std::max(hi, 0)) * c, 0, size_t(out_w - std::max(hi, 0)) * c);
-      continue;
+    // Output columns [lo, hi) read stored pixels; mirrored, [flo, fhi) do:
+    // output column x reads stored column x0 + out_w - 1 - x.
+    const int lo = crop.flip ? std::clamp(x0 + out_w - w, 0, out_w) : std::max(0, -x0);
+    const int hi = crop.flip ? std::clamp(x0 + out_w, 0, out_w) : std::min(out_w, w - x0);
+    if (lo > 0 || hi < out_w) {
+      if (short_rgb) {
+        ZeroShort(row, row_bytes);
+      } else {
+        std::memset(row, 0, row_bytes);
+      }
     }
-    // Mirrored within the crop window: output column x reads stored column
-    // x0 + out_w - 1 - x, which exists for x in [flo, fhi).
-    int flo = std::clamp(x0 + out_w - w, 0, out_w), fhi = std::clamp(x0 + out_w, 0, out_w);
-    if (flo > 0) std::memset(row, 0, size_t(flo) * c);
-    if (fhi < out_w) std::memset(row + size_t(std::max(fhi, flo)) * c, 0, size_t(out_w - std::max(fhi, flo)) * c);
-    if (fhi > flo) MirrorPixels(srow + size_t(x0 + out_w - 1 - flo) * c, row + size_t(flo) * c, fhi - flo, c);
+    if (hi <= lo) continue;
+    if (!crop.flip) {
+      const uint8_t* from = srow + size_t(lo + x0) * c;
+      const size_t n = size_t(hi - lo) * c;
+      if (short_rgb) {
+        CopyShort(row + size_t(lo) * c, from, n);
+      } else {
+        std::memcpy(row + size_t(lo) * c, from, n);
+      }
+    } else if (c == 3) {
+      MirrorRgb(srow + size_t(x0 + out_w - 1 - lo) * 3, row + size_t(lo) * 3, hi - lo);
+    } else {
+      MirrorPixels(srow + size_t(x0 + out_w - 1 - lo) * c, row + size_t(lo) * c, hi - lo, c);
+    }
   }
 }
 
@@ -271,19 +256,7 @@ void SampleTransform::CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const
 // address) and the last (end of the output) are copied exactly, so nothing is
 // read or written outside the two spans.
 void SampleTransform::MirrorPixels(const uint8_t* s, uint8_t* d, int n, int c) {
-  if (c != 3 || n < 2) {
-    for (int k = 0; k < n; ++k, d += c, s -= c) std::memcpy(d, s, c);
-    return;
-  }
-  std::memcpy(d, s, 3);
-  d += 3;
-  s -= 3;
-  for (int k = 1; k < n - 1; ++k, d += 3, s -= 3) {
-    uint32_t v;
-    std::memcpy(&v, s, 4);
-    std::memcpy(d, &v, 4);
-  }
-  std::memcpy(d, s, 3);
+  for (int k = 0; k < n; ++k, d += c, s -= c) std::memcpy(d, s, c);
 }
 
 // The same from planar storage, producing HWC.

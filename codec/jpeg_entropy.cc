@@ -542,6 +542,11 @@ JpegEntropyDecoder::Table* JpegEntropyDecoder::TableFor(const JHUFF_TBL& huff, b
 }
 
 bool JpegEntropyDecoder::Install(j_decompress_ptr cinfo) {
+  // The module structs of jpegint.h (the master's crop columns among them)
+  // are libjpeg-turbo 2 and 3's; another libjpeg keeps its own decoder.
+#if !defined(LIBJPEG_TURBO_VERSION_NUMBER) || LIBJPEG_TURBO_VERSION_NUMBER < 2000000
+  return false;
+#endif
   if (cinfo->progressive_mode || cinfo->arith_code || cinfo->data_precision != 8 ||
       jpeg_has_multiple_scans(cinfo) || cinfo->blocks_in_MCU > D_MAX_BLOCKS_IN_MCU ||
       cinfo->comps_in_scan > MAX_COMPS_IN_SCAN || cinfo->entropy == nullptr ||

@@ -79,12 +79,11 @@ struct JpegEntropyDecoder::Table {
   uint32_t lut[1 << kLook] = {};
   // For AC blocks whose coefficients are not kept (rows jpeg_skip_scanlines
   // passes over, columns outside jpeg_crop_scanline's): the next kSkipBits
-  // bits as whole symbols, several per lookup (SkipEntry), built when first
-  // needed.
+  // bits as whole symbols, several per lookup (the skip entries above).
   bool skip_built = false;
   uint32_t skip[1 << kSkipBits] = {};
   // For AC blocks whose coefficients are kept: up to two coefficients per
-  // lookup (kPairBits).
+  // lookup (the pair entries above).
   bool pair_built = false;
   uint64_t pair[1 << kPairBits] = {};
   // Blocks served before those lookups exist, and scans that used the table
@@ -165,14 +164,18 @@ void JpegEntropyDecoder::Table::BuildSkip() {
   for (uint32_t i = 0; i < (1u << kSkipBits); ++i) {
     int used = 0, advance = 0;
     uint32_t ends = 0;
+    // Chained while the index stays in a block (an entry that moves it past
+    // 64 could never be used, and its advance must fit 7 bits).
     while (uint32_t e = FusedAt<kSkipBits>(i, used)) {
+      const bool end = FusedAdvance(e) == 64;
+      const int next = advance + (end ? 1 : FusedAdvance(e));
+      if (next > DCTSIZE2) break;
       used += static_cast<int>(e & 31);
-      if (FusedAdvance(e) == 64) {
-        advance += 1;
+      advance = next;
+      if (end) {
         ends = kEndsBlock;
         break;
       }
-      advance += FusedAdvance(e);
     }
     skip[i] = ends | (static_cast<uint32_t>(advance) << 8) | static_cast<uint32_t>(used);
   }

@@ -5,6 +5,7 @@
 // restart-marker cuts).
 #include "codec/jpeg_entropy.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -169,6 +170,75 @@ TEST(JpegEntropyDecoderTest, DamagedDataGivesLibjpegsOutcome) {
   // bad-code difference is the exception.
   EXPECT_GT(errors, damaged / 4);
   EXPECT_GT(identical, damaged * 9 / 10);
+}
+
+// `jpeg` with its coefficients replaced: in most 8x8 blocks a lone 1 at the
+// last zigzag place (three runs of 16 zeros before it, no end of block),
+// else a few small ones; rewritten with optimized Huffman tables, so that
+// the run of 16 zeros gets a 1-bit code. Empty on failure.
+std::vector<uint8_t> LongZeroRunsJpeg(const std::vector<uint8_t>& jpeg) {
+  jpeg_decompress_struct in;
+  jpeg_compress_struct out;
+  jpeg_error_mgr in_err, out_err;
+  in.err = jpeg_std_error(&in_err);
+  out.err = jpeg_std_error(&out_err);
+  jpeg_create_decompress(&in);
+  jpeg_create_compress(&out);
+  jpeg_mem_src(&in, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
+  jpeg_read_header(&in, TRUE);
+  jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&in);
+  for (int ci = 0; ci < in.num_components; ++ci) {
+    const jpeg_component_info& comp = in.comp_info[ci];
+    for (JDIMENSION row = 0; row < comp.height_in_blocks; ++row) {
+      JBLOCKARRAY blocks = (*in.mem->access_virt_barray)(
+          reinterpret_cast<j_common_ptr>(&in), coefficients[ci], row, 1, TRUE);
+      for (JDIMENSION col = 0; col < comp.width_in_blocks; ++col) {
+        JCOEF* b = blocks[0][col];
+        std::fill(b + 1, b + DCTSIZE2, JCOEF{0});
+        if ((row * 7 + col) % 5 != 0) {
+          b[63] = 1;  // zigzag 63 is natural 63
+        } else {
+          b[1] = static_cast<JCOEF>(col % 3 + 1);
+          b[8] = -2;
+        }
+      }
+    }
+  }
+  unsigned char* bytes = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&out, &bytes, &size);
+  jpeg_copy_critical_parameters(&in, &out);
+  out.optimize_coding = TRUE;
+  jpeg_write_coefficients(&out, coefficients);
+  jpeg_finish_compress(&out);
+  jpeg_finish_decompress(&in);
+  std::vector<uint8_t> result(bytes, bytes + size);
+  jpeg_destroy_compress(&out);
+  jpeg_destroy_decompress(&in);
+  std::free(bytes);
+  return result;
+}
+
+// Skipping several symbols a lookup stops at the block's end even where the
+// codes are shortest: a 1-bit run of 16 zeros, blocks that end at the last
+// zigzag place without an end-of-block symbol, in rows skipped above a
+// region and columns beside it.
+TEST(JpegEntropyDecoderTest, ShortCodesForRunsOfZerosSkipAsLibjpegDecodes) {
+  const std::vector<uint8_t> jpeg = LongZeroRunsJpeg(TjSceneJpeg(256, 256, TJSAMP_GRAY));
+  ASSERT_FALSE(jpeg.empty());
+  JpegDecoder ours;
+  JpegDecoder theirs(JpegDecoderOptions{.libjpeg_entropy = true});
+  for (int repeat = 0; repeat < 3; ++repeat) {  // the skip lookups exist from the 2nd on
+    for (const auto& [rect, min_size] : Regions(256, 256)) {
+      SCOPED_TRACE(::testing::Message() << rect.x << "," << rect.y << " " << rect.width << "x"
+                                        << rect.height << " for " << min_size);
+      const JpegOutcome want = DecodeJpegRegion(theirs, jpeg, rect, min_size);
+      ASSERT_TRUE(want.ok) << want.message;
+      const JpegOutcome got = DecodeJpegRegion(ours, jpeg, rect, min_size);
+      ASSERT_TRUE(got.ok) << got.message;
+      EXPECT_TRUE(got.pixels == want.pixels);
+    }
+  }
 }
 
 // Only what it decodes exactly as libjpeg does is taken over.

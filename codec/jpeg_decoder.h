@@ -73,6 +73,9 @@ struct JpegDecoderOptions {
   // JpegEntropyDecoder (the same coefficients, slower): for the tests and
   // benchmarks that compare the two.
   bool libjpeg_entropy = false;
+  // JpegEntropyDecoder's multi-symbol lookups built for every table at once
+  // (for the tests and the fuzzer: see jpeg_entropy.h).
+  bool eager_huffman_lookups = false;
 };
 
 // Not thread-safe: one per thread.

@@ -519,7 +519,8 @@ bool Restart(Scan& s) {
 
 }  // namespace
 
-JpegEntropyDecoder::JpegEntropyDecoder() : scan_(std::make_unique<Scan>()) {}
+JpegEntropyDecoder::JpegEntropyDecoder(bool eager)
+    : eager_(eager), scan_(std::make_unique<Scan>()) {}
 JpegEntropyDecoder::~JpegEntropyDecoder() = default;
 
 JpegEntropyDecoder::Table* JpegEntropyDecoder::TableFor(const JHUFF_TBL& huff, bool dc) {
@@ -541,6 +542,10 @@ JpegEntropyDecoder::Table* JpegEntropyDecoder::TableFor(const JHUFF_TBL& huff, b
   slot->Build(huff, dc);
   slot->scan_stamp = scan_stamp_;
   slot->scans = 1;
+  if (eager_ && !dc) {
+    slot->BuildSkip();
+    slot->BuildPair();
+  }
   return slot.get();
 }
 

@@ -41,7 +41,10 @@ namespace shardpack::internal {
 // images with the same tables builds them once.
 class JpegEntropyDecoder {
  public:
-  JpegEntropyDecoder();
+  // `eager`: build the multi-symbol lookups of every table at once, not
+  // when a table has served enough blocks to repay them (for tests and
+  // fuzzing, whose images are too few and small to reach them otherwise).
+  explicit JpegEntropyDecoder(bool eager = false);
   ~JpegEntropyDecoder();
   JpegEntropyDecoder(const JpegEntropyDecoder&) = delete;
   JpegEntropyDecoder& operator=(const JpegEntropyDecoder&) = delete;
@@ -71,6 +74,7 @@ class JpegEntropyDecoder {
   std::array<std::unique_ptr<Table>, kCachedTables> tables_;
   int next_evict_ = 0;
   uint64_t scan_stamp_ = 0;  // counts Install calls
+  bool eager_ = false;
   std::unique_ptr<Scan> scan_;
 };
 

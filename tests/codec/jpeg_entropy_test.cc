@@ -99,6 +99,7 @@ std::vector<std::pair<JpegRect, uint32_t>> Regions(uint32_t w, uint32_t h) {
 
 TEST(JpegEntropyDecoderTest, SamePixelsAsLibjpegsDecoderForEveryKindAndRegion) {
   JpegDecoder ours;  // one decoder for every case: tables are cached across images
+  JpegDecoder eager(JpegDecoderOptions{.eager_huffman_lookups = true});  // multi-symbol lookups
   JpegDecoder theirs(JpegDecoderOptions{.libjpeg_entropy = true});
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.name);
@@ -109,10 +110,12 @@ TEST(JpegEntropyDecoderTest, SamePixelsAsLibjpegsDecoderForEveryKindAndRegion) {
                                         << rect.height << " for " << min_size);
       const JpegOutcome want = DecodeJpegRegion(theirs, c.jpeg, rect, min_size);
       ASSERT_TRUE(want.ok) << want.message;
-      const JpegOutcome got = DecodeJpegRegion(ours, c.jpeg, rect, min_size);
-      ASSERT_TRUE(got.ok) << got.message;
-      EXPECT_EQ(got.scale, want.scale);
-      EXPECT_TRUE(got.pixels == want.pixels);
+      for (JpegDecoder* decoder : {&ours, &eager}) {
+        const JpegOutcome got = DecodeJpegRegion(*decoder, c.jpeg, rect, min_size);
+        ASSERT_TRUE(got.ok) << got.message;
+        EXPECT_EQ(got.scale, want.scale);
+        EXPECT_TRUE(got.pixels == want.pixels) << (decoder == &eager ? "eager" : "lazy");
+      }
     }
   }
 }
@@ -134,6 +137,7 @@ TEST(JpegEntropyDecoderTest, DamagedDataGivesLibjpegsOutcome) {
   ASSERT_TRUE(done);
   bases.push_back({"marker every MCU", recoded});
   JpegDecoder ours;
+  JpegDecoder eager(JpegDecoderOptions{.eager_huffman_lookups = true});
   JpegDecoder theirs(JpegDecoderOptions{.libjpeg_entropy = true});
   int errors = 0, damaged = 0, identical = 0;
   for (const Case& base : bases) {
@@ -156,7 +160,9 @@ TEST(JpegEntropyDecoderTest, DamagedDataGivesLibjpegsOutcome) {
       if (HasJpegFillBytes(variants[v], n / 4)) continue;  // jpeg_outcome.h
       for (const auto& [rect, min_size] : regions) {
         const JpegOutcome want = DecodeJpegRegion(theirs, variants[v], rect, min_size);
-        const JpegOutcome got = DecodeJpegRegion(ours, variants[v], rect, min_size);
+        const JpegOutcome lazy = DecodeJpegRegion(ours, variants[v], rect, min_size);
+        const JpegOutcome got = DecodeJpegRegion(eager, variants[v], rect, min_size);
+        ASSERT_TRUE(got == lazy) << "variant " << v << ": the multi-symbol lookups differ";
         ASSERT_TRUE(SameJpegOutcome(got, want)) << "variant " << v << ": ours "
                                  << (got.ok ? "ok" : got.message) << ", libjpeg's "
                                  << (want.ok ? "ok" : want.message);

@@ -32,7 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Reused across inputs, as a reader thread reuses its decoder (and its
   // cached Huffman tables).
   constexpr uint64_t kMaxPixels = uint64_t{1} << 20;  // bounds a run's memory and time
-  static internal::JpegDecoder ours(internal::JpegDecoderOptions{.max_pixels = kMaxPixels});
+  // The multi-symbol lookups built at once: a fuzzer's inputs are too small
+  // to reach them otherwise.
+  static internal::JpegDecoder ours(internal::JpegDecoderOptions{
+      .max_pixels = kMaxPixels, .eager_huffman_lookups = true});
   static internal::JpegDecoder theirs(
       internal::JpegDecoderOptions{.max_pixels = kMaxPixels, .libjpeg_entropy = true});
   const ByteSpan jpeg(data, size);

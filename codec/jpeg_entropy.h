@@ -15,9 +15,13 @@
 // for bit; libjpeg does everything else (IDCT, upsampling, color, markers).
 //
 // Damaged data is reported as libjpeg reports it, through the decompressor's
-// error manager: the same warnings (bad Huffman code, data hitting a marker,
-// premature end of file) at the same points, and restart markers are read by
-// libjpeg's own marker reader (resync and its warnings included).
+// error manager: the same warnings (data hitting a marker, premature end of
+// file), and restart markers out of order go to libjpeg's own marker reader
+// (resync and its warnings included). Two kinds of damage are always
+// reported, where libjpeg-turbo may pass them: a code that matches no symbol
+// (its fast path decodes a zero) and data bytes left over before a marker
+// (its bit reader drops those it has read ahead). docs/reader.md,
+// tests/testing/jpeg_outcome.h.
 //
 // Only sequential, Huffman-coded, 8-bit, single-scan images are taken over
 // (every other kind keeps libjpeg's decoder); Install says which.

@@ -29,14 +29,17 @@ void Expect(bool ok, std::string_view what, const std::string& ours = {},
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardpack;
-  // Reused across inputs, as a reader thread reuses its decoder (and its
-  // cached Huffman tables).
+  // Fresh decoders for each input: libjpeg keeps a file's tables for the
+  // next file on the same decompressor (a file that leaves out a table uses
+  // the one before), and its own decoder's output was seen to depend on the
+  // previous file's headers besides; the reader's decoder is held to
+  // libjpeg's output on the file alone. (The Huffman table cache across
+  // files is JpegEntropyDecoderTest's.) The multi-symbol lookups are built
+  // at once: a fuzzer's inputs are too small to reach them otherwise.
   constexpr uint64_t kMaxPixels = uint64_t{1} << 20;  // bounds a run's memory and time
-  // The multi-symbol lookups built at once: a fuzzer's inputs are too small
-  // to reach them otherwise.
-  static internal::JpegDecoder ours(internal::JpegDecoderOptions{
+  internal::JpegDecoder ours(internal::JpegDecoderOptions{
       .max_pixels = kMaxPixels, .eager_huffman_lookups = true});
-  static internal::JpegDecoder theirs(
+  internal::JpegDecoder theirs(
       internal::JpegDecoderOptions{.max_pixels = kMaxPixels, .libjpeg_entropy = true});
   const ByteSpan jpeg(data, size);
   const absl::StatusOr<internal::JpegHeader> h = theirs.Start(jpeg);

@@ -37,6 +37,11 @@ struct JpegDecoder::State {
   std::vector<uint8_t> window;      // a cut of `jpeg` (jpeg_restart.h)
   std::vector<uint32_t> window_ends;
   JpegEntropyDecoder entropy;       // takes over Huffman decoding (jpeg_entropy.h)
+  // Tables of earlier images set aside for the one being decoded, which
+  // does not define them (ForgetEarlierTables).
+  JHUFF_TBL* set_aside_dc[NUM_HUFF_TBLS] = {};
+  JHUFF_TBL* set_aside_ac[NUM_HUFF_TBLS] = {};
+  JQUANT_TBL* set_aside_quant[NUM_QUANT_TBLS] = {};
 };
 
 namespace {
@@ -106,6 +111,90 @@ bool DecodeC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, std::vector<u
 
 }  // namespace
 
+namespace {
+
+// The standard Huffman tables (JPEG K.3) that libjpeg gives tables 0 and 1
+// of a file that defines none (Motion-JPEG frames), as a compressor's
+// defaults hold them. Empty (all zero) if libjpeg failed to make them.
+struct StandardHuffman {
+  JHUFF_TBL dc[2] = {};
+  JHUFF_TBL ac[2] = {};
+};
+
+bool MakeStandardHuffmanC(jpeg_compress_struct* c, JpegErrorManager* err, StandardHuffman* out) {
+  if (setjmp(err->jump)) return false;
+  jpeg_create_compress(c);
+  c->in_color_space = JCS_RGB;
+  jpeg_set_defaults(c);
+  for (int i = 0; i < 2; ++i) {
+    out->dc[i] = *c->dc_huff_tbl_ptrs[i];
+    out->ac[i] = *c->ac_huff_tbl_ptrs[i];
+  }
+  return true;
+}
+
+const StandardHuffman& StandardHuffmanTables() {
+  static const StandardHuffman tables = [] {
+    StandardHuffman t;
+    jpeg_compress_struct c;
+    JpegErrorManager err;
+    UseJpegErrorManager(&c, &err);
+    if (!MakeStandardHuffmanC(&c, &err, &t)) t = StandardHuffman{};
+    jpeg_destroy_compress(&c);
+    return t;
+  }();
+  return tables;
+}
+
+// libjpeg keeps a file's Huffman and quantization tables for the next file
+// on the same decompressor, so a file that leaves one out would decode with
+// whatever the file before it (on this thread) defined. Before a header is
+// read, every kept table is marked (a Huffman table's unused bits[0], a
+// quantization table's first value: a file's DHT and DQT overwrite both);
+// after it, a table still marked was not defined by this file and gets
+// what a fresh decompressor has: the standard Huffman tables in slots 0
+// and 1, nothing elsewhere (the table is set aside until the next file, so
+// a file that uses it is an error, "... table 0xNN was not defined").
+void MarkTables(jpeg_decompress_struct* c, JHUFF_TBL** aside_dc, JHUFF_TBL** aside_ac,
+                JQUANT_TBL** aside_quant) {
+  for (int i = 0; i < NUM_HUFF_TBLS; ++i) {
+    if (c->dc_huff_tbl_ptrs[i] == nullptr) std::swap(c->dc_huff_tbl_ptrs[i], aside_dc[i]);
+    if (c->ac_huff_tbl_ptrs[i] == nullptr) std::swap(c->ac_huff_tbl_ptrs[i], aside_ac[i]);
+    if (c->dc_huff_tbl_ptrs[i] != nullptr) c->dc_huff_tbl_ptrs[i]->bits[0] = 1;
+    if (c->ac_huff_tbl_ptrs[i] != nullptr) c->ac_huff_tbl_ptrs[i]->bits[0] = 1;
+  }
+  for (int i = 0; i < NUM_QUANT_TBLS; ++i) {
+    if (c->quant_tbl_ptrs[i] == nullptr) std::swap(c->quant_tbl_ptrs[i], aside_quant[i]);
+    if (c->quant_tbl_ptrs[i] != nullptr) c->quant_tbl_ptrs[i]->quantval[0] = 0;
+  }
+}
+
+void ForgetEarlierTables(jpeg_decompress_struct* c, JHUFF_TBL** aside_dc, JHUFF_TBL** aside_ac,
+                         JQUANT_TBL** aside_quant) {
+  const StandardHuffman& standard = StandardHuffmanTables();
+  auto forget = [](JHUFF_TBL*& slot, JHUFF_TBL*& aside, const JHUFF_TBL* replacement) {
+    if (slot == nullptr || slot->bits[0] != 1) return;  // this file's own
+    if (replacement != nullptr) {
+      *slot = *replacement;
+    } else {
+      aside = slot;
+      slot = nullptr;
+    }
+  };
+  for (int i = 0; i < NUM_HUFF_TBLS; ++i) {
+    forget(c->dc_huff_tbl_ptrs[i], aside_dc[i], i < 2 ? &standard.dc[i] : nullptr);
+    forget(c->ac_huff_tbl_ptrs[i], aside_ac[i], i < 2 ? &standard.ac[i] : nullptr);
+  }
+  for (int i = 0; i < NUM_QUANT_TBLS; ++i) {
+    if (c->quant_tbl_ptrs[i] != nullptr && c->quant_tbl_ptrs[i]->quantval[0] == 0) {
+      aside_quant[i] = c->quant_tbl_ptrs[i];
+      c->quant_tbl_ptrs[i] = nullptr;
+    }
+  }
+}
+
+}  // namespace
+
 int ChooseDctScale(uint32_t width, uint32_t height, uint32_t min_width, uint32_t min_height) {
   for (int n = 1; n < 8; n *= 2) {
     if (CeilDiv8(uint64_t{width} * n) >= min_width && CeilDiv8(uint64_t{height} * n) >= min_height)
@@ -137,9 +226,10 @@ absl::StatusOr<JpegHeader> JpegDecoder::Start(ByteSpan jpeg) {
     return absl::DataLossError("not a JPEG (no start-of-image marker)");
   }
   s_->err.pub.num_warnings = 0;
-  if (!ReadHeaderC(&s_->cinfo, &s_->err, jpeg.data(), jpeg.size())) {
-    return absl::DataLossError(absl::StrCat("corrupt JPEG data: ", s_->err.message));
-  }
+  MarkTables(&s_->cinfo, s_->set_aside_dc, s_->set_aside_ac, s_->set_aside_quant);
+  const bool read = ReadHeaderC(&s_->cinfo, &s_->err, jpeg.data(), jpeg.size());
+  ForgetEarlierTables(&s_->cinfo, s_->set_aside_dc, s_->set_aside_ac, s_->set_aside_quant);
+  if (!read) return absl::DataLossError(absl::StrCat("corrupt JPEG data: ", s_->err.message));
   const jpeg_decompress_struct& c = s_->cinfo;
   if (uint64_t{c.image_width} * c.image_height > options_.max_pixels) {
     jpeg_abort_decompress(&s_->cinfo);

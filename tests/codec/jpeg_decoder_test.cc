@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "codec/color.h"
+#include "codec/jpeg_restart.h"
 #include "codec/resize.h"
 #include "datasets/demo.h"
 #include "gmock/gmock.h"
@@ -369,6 +371,66 @@ TEST(JpegDecoderTest, TrailingBytesBeforeEoiAreAccepted) {
   jpeg.insert(jpeg.end() - 2, {0x12, 0x34, 0x56});
   JpegDecoder decoder;
   SP_EXPECT_OK(decoder.Decode(jpeg).status());
+}
+
+}  // namespace
+}  // namespace shardpack::internal
+
+namespace shardpack::internal {
+namespace {
+
+// `jpeg` without its segments of marker `marker` (0xC4 DHT, 0xDB DQT).
+std::vector<uint8_t> WithoutSegments(const std::vector<uint8_t>& jpeg, uint8_t marker) {
+  std::vector<uint8_t> out(jpeg.begin(), jpeg.begin() + 2);
+  size_t i = 2;
+  while (i + 4 <= jpeg.size() && jpeg[i] == 0xFF && jpeg[i + 1] != 0xDA) {
+    const size_t length = size_t{jpeg[i + 2]} << 8 | jpeg[i + 3];
+    if (jpeg[i + 1] != marker) out.insert(out.end(), jpeg.begin() + i, jpeg.begin() + i + 2 + length);
+    i += 2 + length;
+  }
+  out.insert(out.end(), jpeg.begin() + i, jpeg.end());
+  return out;
+}
+
+// libjpeg keeps a file's tables for the next file on the same decompressor;
+// the decoder does not: a file that leaves its Huffman tables out decodes
+// with the standard ones (as Motion-JPEG frames expect) whatever was
+// decoded before on that decoder, and one that leaves its quantization
+// tables out is an error, as on a fresh decoder.
+TEST(JpegDecoderTest, AFileDecodesAlikeWhateverTheDecoderDecodedBefore) {
+  const std::vector<uint8_t> standard = TjSceneJpeg(64, 48, TJSAMP_420);  // standard tables
+  const std::vector<uint8_t> no_dht = WithoutSegments(standard, 0xC4);
+  const std::vector<uint8_t> no_dqt = WithoutSegments(standard, 0xDB);
+  ASSERT_LT(no_dht.size(), standard.size());
+  ASSERT_LT(no_dqt.size(), standard.size());
+  // Files with other tables: optimized Huffman tables, other quality.
+  JpegRestartRecoder recoder;
+  std::vector<uint8_t> optimized;
+  SP_ASSERT_OK_AND_ASSIGN(bool done, recoder.Recode(TjSceneJpeg(64, 48, TJSAMP_444), &optimized));
+  ASSERT_TRUE(done);
+  const std::vector<uint8_t> other_quality =
+      testing::EncodeJpeg(Scene(64, 48, 2), 64, 48, TJPF_RGB, TJSAMP_420, 30);
+
+  JpegDecoder fresh;
+  SP_ASSERT_OK_AND_ASSIGN(PixelView want_view, fresh.Decode(no_dht));
+  const std::vector<uint8_t> want = ToVector(want_view);
+  EXPECT_TRUE(want == TjDecode(standard, 64, 48, TJPF_RGB));
+  JpegDecoder fresh2;
+  EXPECT_THAT(fresh2.Decode(no_dqt).status(), StatusIs(absl::StatusCode::kDataLoss,
+                                                        HasSubstr("was not defined")));
+
+  JpegDecoder reused;
+  for (const std::vector<uint8_t>* before :
+       {&std::as_const(optimized), &other_quality, &standard}) {
+    SP_ASSERT_OK(reused.Decode(*before).status());
+    SP_ASSERT_OK_AND_ASSIGN(PixelView got, reused.Decode(no_dht));
+    EXPECT_TRUE(ToVector(got) == want);
+    SP_ASSERT_OK(reused.Decode(*before).status());
+    EXPECT_THAT(reused.Decode(no_dqt).status(), StatusIs(absl::StatusCode::kDataLoss,
+                                                          HasSubstr("was not defined")));
+    // And the files before decode as before: nothing was lost from them.
+    SP_ASSERT_OK(reused.Decode(*before).status());
+  }
 }
 
 }  // namespace

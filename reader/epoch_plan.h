@@ -77,6 +77,12 @@ struct PlanOptions {
   friend bool operator==(const PlanOptions&, const PlanOptions&) = default;
 };
 
+// The plan of a reader opened with `options` (reader/reader.cc): rank and
+// world size from RANK / WORLD_SIZE where they are -1, and
+// InvalidArgumentError for a bad value or a rank that does not exist. For
+// what plans as the reader does (shardbench --compare-memcpy).
+absl::StatusOr<PlanOptions> ReaderPlanOptions(ReaderOptions options);
+
 struct EpochPlan {
   std::vector<Piece> pieces;     // sorted by first_use: the load order
   std::vector<SampleRef> order;  // one per position, batches * batch_size

@@ -133,6 +133,11 @@ absl::Status ResolveRank(ReaderOptions* o) {
   return absl::OkStatus();
 }
 
+// The plan options of `o`, whose rank and world size are resolved.
+internal::PlanOptions PlanOptionsOf(const ReaderOptions& o) {
+  return {o.shuffle, o.seed, o.rank, o.world_size, o.batch_size, o.remainder, o.shuffle_bytes};
+}
+
 absl::Status CheckOptions(const ReaderOptions& o) {
   if (o.batch_size < 1 || o.batch_size > kMaxBatchSize) {
     return absl::InvalidArgumentError(
@@ -183,6 +188,11 @@ std::unique_ptr<internal::CopyEngine> DeviceEngine(const ReaderOptions& o, std::
 
 }  // namespace
 
+absl::StatusOr<internal::PlanOptions> internal::ReaderPlanOptions(ReaderOptions options) {
+  SP_RETURN_IF_ERROR(ResolveRank(&options));
+  return PlanOptionsOf(options);
+}
+
 absl::Status Reader::Impl::HostOptions(ReaderOptions* host) {
   *host = options_;
   if (options_.device_dtype == DeviceDType::kAsHost) return absl::OkStatus();
@@ -212,8 +222,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
                       internal::SampleTransform::Make(host, dataset_.source->image()));
   transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
   internal::PlanOptions& plan = plan_;
-  plan = {options_.shuffle,    options_.seed,       options_.rank,         options_.world_size,
-          options_.batch_size, options_.remainder, options_.shuffle_bytes};
+  plan = PlanOptionsOf(options_);
   fingerprint_ = DatasetFingerprint(dataset_);
   epoch_batches_ = internal::BatchesPerEpoch(dataset_.records, plan);
   if (epoch_batches_ == 0) {

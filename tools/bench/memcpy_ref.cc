@@ -11,7 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "format/status_macros.h"
 #include "reader/dataset_units.h"
@@ -39,16 +38,6 @@ Buffer AlignedBuffer(size_t bytes) {
   Buffer b(static_cast<uint8_t*>(std::aligned_alloc(kAlignment, bytes)));
   if (b != nullptr) std::memset(b.get(), 0, bytes);
   return b;
-}
-
-// The rank the reader resolved (ReaderOptions: -1 means $RANK, else 0). The
-// reader has already checked the value, so a bad one cannot get here.
-int Resolved(int given, const char* env, int fallback) {
-  if (given >= 0) return given;
-  const char* text = std::getenv(env);
-  int value = fallback;
-  if (text != nullptr && !absl::SimpleAtoi(text, &value)) value = fallback;
-  return value;
 }
 
 // Batch-sized output slots used in turn, as the reader's ring is.
@@ -212,13 +201,7 @@ absl::StatusOr<std::unique_ptr<MemcpyReference>> MemcpyReference::Open(
         std::string(EncodingName(image.encoding)), " images"));
   }
   impl->image_bytes = static_cast<size_t>(bytes);
-  impl->plan = {options.shuffle,
-                options.seed,
-                Resolved(options.rank, "RANK", 0),
-                Resolved(options.world_size, "WORLD_SIZE", 1),
-                options.batch_size,
-                options.remainder,
-                options.shuffle_bytes};
+  SP_ASSIGN_OR_RETURN(impl->plan, internal::ReaderPlanOptions(options));
   return std::unique_ptr<MemcpyReference>(new MemcpyReference(std::move(impl)));
 }
 

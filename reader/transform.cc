@@ -29,10 +29,12 @@ double Unit32(uint64_t bits) { return static_cast<double>(bits & 0xffffffffu) * 
 // Python's round(): halves to even (the default rounding mode).
 int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
 
-// n bytes (at most 256) in 16-byte moves, the last one overlapping: the
-// rows here are a few dozen pixels, too short for memcpy's call to pay.
-inline void CopyShort(uint8_t* d, const uint8_t* s, size_t n) {
-  if (n < 16) {
+// Rows of a few dozen pixels (up to 256 bytes) go in 16-byte moves, the
+// last one overlapping: too short for memcpy's and memset's calls to pay.
+constexpr size_t kShortRow = 256;
+
+void CopyRow(uint8_t* d, const uint8_t* s, size_t n) {
+  if (n < 16 || n > kShortRow) {
     std::memcpy(d, s, n);
     return;
   }
@@ -40,10 +42,9 @@ inline void CopyShort(uint8_t* d, const uint8_t* s, size_t n) {
   std::memcpy(d + n - 16, s + n - 16, 16);
 }
 
-// n zero bytes, likewise.
-inline void ZeroShort(uint8_t* d, size_t n) {
+void ZeroRow(uint8_t* d, size_t n) {
   static constexpr uint8_t kZeros[16] = {};
-  if (n < 16) {
+  if (n < 16 || n > kShortRow) {
     std::memset(d, 0, n);
     return;
   }
@@ -51,33 +52,33 @@ inline void ZeroShort(uint8_t* d, size_t n) {
   std::memcpy(d + n - 16, kZeros, 16);
 }
 
-// d[i] = the 3-byte pixel at last - 3 i, for i in [0, n).
-void MirrorRgbScalar(const uint8_t* last, uint8_t* d, int n) {
-  for (int i = 0; i < n; ++i) std::memcpy(d + 3 * i, last - 3 * i, 3);
+// d[i] = the c-byte pixel at last - c i, for i in [0, n): a row mirrored.
+void MirrorPixels(const uint8_t* last, uint8_t* d, int n, int c) {
+  for (int i = 0; i < n; ++i) std::memcpy(d + size_t(c) * i, last - size_t(c) * i, size_t(c));
 }
 
 #if defined(__x86_64__)
-// The same, five pixels a shuffle. Reads only the n pixels; the 16th byte
-// of each store lands on the next pixel, written after it.
+// The same for c = 3, five pixels a shuffle. Reads only the n pixels; the
+// 16th byte of each store lands on the next pixel, written after it.
 [[gnu::target("ssse3")]] void MirrorRgbSsse3(const uint8_t* last, uint8_t* d, int n) {
   const __m128i reverse5 = _mm_setr_epi8(12, 13, 14, 9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2, -1);
-  if (n < 7) return MirrorRgbScalar(last, d, n);
+  if (n < 7) return MirrorPixels(last, d, n, 3);
   std::memcpy(d, last, 3);  // its 16-byte load would read past `last`'s pixel
   int i = 1;
   for (; i + 6 <= n; i += 5) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(last - 3 * (i + 4)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * i), _mm_shuffle_epi8(v, reverse5));
   }
-  MirrorRgbScalar(last - 3 * i, d + 3 * i, n - i);
+  MirrorPixels(last - 3 * i, d + 3 * i, n - i, 3);
 }
 #endif
 
-void MirrorRgb(const uint8_t* last, uint8_t* d, int n) {
+void MirrorRow(const uint8_t* last, uint8_t* d, int n, int c) {
 #if defined(__x86_64__)
   static const bool ssse3 = __builtin_cpu_supports("ssse3");
-  if (ssse3) return MirrorRgbSsse3(last, d, n);
+  if (c == 3 && ssse3) return MirrorRgbSsse3(last, d, n);
 #endif
-  MirrorRgbScalar(last, d, n);
+  MirrorPixels(last, d, n, c);
 }
 
 }  // namespace
@@ -207,56 +208,30 @@ SampleTransform::Crop SampleTransform::Choose(uint64_t epoch, uint64_t record_in
 void SampleTransform::CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const {
   const int h = static_cast<int>(stored_.height), w = static_cast<int>(stored_.width);
   const int c = stored_.channels, out_h = shape_.height, out_w = shape_.width;
-  // 3-channel rows of up to 256 bytes (CIFAR's 96) are written in 16-byte
-  // moves, and mirrored five pixels a shuffle: zeros first where the window
-  // reaches the padding, then the stored pixels, straight from the record.
-  const bool short_rgb = c == 3 && out_w * 3 <= 256;
+  // Zeros first where the window reaches the padding, then the stored
+  // pixels, straight from the record.
   const size_t row_bytes = size_t(out_w) * c;
   for (int y = 0; y < out_h; ++y) {
     uint8_t* row = dst + size_t(y) * row_bytes;
     int sy = y + crop.y - pad_;
     if (sy < 0 || sy >= h) {
-      std::memset(row, 0, row_bytes);
+      ZeroRow(row, row_bytes);
       continue;
     }
     const uint8_t* srow = src + size_t(sy) * w * c;
     int x0 = crop.x - pad_;  // stored column of output column 0
-    // Output columns [lo, hi) read stored pixels; mirrored, [flo, fhi) do:
-    // output column x reads stored column x0 + out_w - 1 - x.
+    // Output columns [lo, hi) read stored pixels: output column x reads
+    // stored column x0 + x, or x0 + out_w - 1 - x mirrored.
     const int lo = crop.flip ? std::clamp(x0 + out_w - w, 0, out_w) : std::max(0, -x0);
     const int hi = crop.flip ? std::clamp(x0 + out_w, 0, out_w) : std::min(out_w, w - x0);
-    if (lo > 0 || hi < out_w) {
-      if (short_rgb) {
-        ZeroShort(row, row_bytes);
-      } else {
-        std::memset(row, 0, row_bytes);
-      }
-    }
+    if (lo > 0 || hi < out_w) ZeroRow(row, row_bytes);
     if (hi <= lo) continue;
-    if (!crop.flip) {
-      const uint8_t* from = srow + size_t(lo + x0) * c;
-      const size_t n = size_t(hi - lo) * c;
-      if (short_rgb) {
-        CopyShort(row + size_t(lo) * c, from, n);
-      } else {
-        std::memcpy(row + size_t(lo) * c, from, n);
-      }
-    } else if (c == 3) {
-      MirrorRgb(srow + size_t(x0 + out_w - 1 - lo) * 3, row + size_t(lo) * 3, hi - lo);
+    if (crop.flip) {
+      MirrorRow(srow + size_t(x0 + out_w - 1 - lo) * c, row + size_t(lo) * c, hi - lo, c);
     } else {
-      MirrorPixels(srow + size_t(x0 + out_w - 1 - lo) * c, row + size_t(lo) * c, hi - lo, c);
+      CopyRow(row + size_t(lo) * c, srow + size_t(lo + x0) * c, size_t(hi - lo) * c);
     }
   }
-}
-
-// Copies n pixels of c bytes from `s` going left to `d` going right. For RGB
-// the pixels between the first and the last move as 4-byte words: each load's
-// extra byte is the pixel just read, each store's extra byte lands on the
-// next output pixel, written right after; the first pixel (highest source
-// address) and the last (end of the output) are copied exactly, so nothing is
-// read or written outside the two spans.
-void SampleTransform::MirrorPixels(const uint8_t* s, uint8_t* d, int n, int c) {
-  for (int k = 0; k < n; ++k, d += c, s -= c) std::memcpy(d, s, c);
 }
 
 // The same from planar storage, producing HWC.

@@ -73,7 +73,6 @@ class SampleTransform {
   // into `dst`.
   void CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const;
   void CropChw(const uint8_t* src, Crop crop, uint8_t* dst) const;
-  static void MirrorPixels(const uint8_t* src, uint8_t* dst, int n, int channels);
   void Finish(const uint8_t* hwc, uint8_t* dst) const;
   absl::Status ApplyJpeg(const Record& record, uint64_t epoch, uint64_t record_index,
                          uint8_t* dst) const;

@@ -109,10 +109,6 @@ bool DecodeC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, std::vector<u
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // The standard Huffman tables (JPEG K.3) that libjpeg gives tables 0 and 1
 // of a file that defines none (Motion-JPEG frames), as a compressor's
 // defaults hold them. Empty (all zero) if libjpeg failed to make them.

@@ -102,8 +102,9 @@ struct JpegEntropyDecoder::Table {
   // `string`, or 0 when there is none that fits wholly.
   template <int kBits>
   uint32_t FusedAt(uint32_t string, int used) const {
+    static_assert(kBits >= kLook);
     const uint32_t window = (string << used) & ((1u << kBits) - 1);
-    const uint32_t e = lut[kBits >= kLook ? window >> (kBits - kLook) : window << (kLook - kBits)];
+    const uint32_t e = lut[window >> (kBits - kLook)];
     return (e & kFused) && static_cast<int>(e & 31) <= kBits - used ? e : 0;
   }
 };
@@ -150,7 +151,7 @@ void JpegEntropyDecoder::Table::Fill(uint32_t code, int length, int symbol) {
       const int value = size == 0 ? 0 : Extend(j >> (spare - size), size);
       lut[first + j] = (static_cast<uint32_t>(value) << 20) |
                        (static_cast<uint32_t>(advance) << 12) |
-                       (static_cast<uint32_t>(dc ? 0 : run) << 8) | kFused |
+                       (static_cast<uint32_t>(run) << 8) | kFused |
                        static_cast<uint32_t>(length + size);
     } else {
       lut[first + j] = (static_cast<uint32_t>(symbol) << 8) | static_cast<uint32_t>(length);

@@ -43,13 +43,18 @@ void CopyRow(uint8_t* d, const uint8_t* s, size_t n) {
 }
 
 void ZeroRow(uint8_t* d, size_t n) {
-  static constexpr uint8_t kZeros[16] = {};
-  if (n < 16 || n > kShortRow) {
-    std::memset(d, 0, n);
+#if defined(__x86_64__)
+  if (n >= 16 && n <= kShortRow) {
+    __m128i zero = _mm_setzero_si128();
+    // Hidden from the compiler, which turns a loop of stores of a known zero
+    // back into a call to memset.
+    asm("" : "+x"(zero));
+    for (size_t i = 0; i + 16 < n; i += 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), zero);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + n - 16), zero);
     return;
   }
-  for (size_t i = 0; i + 16 < n; i += 16) std::memcpy(d + i, kZeros, 16);
-  std::memcpy(d + n - 16, kZeros, 16);
+#endif
+  std::memset(d, 0, n);
 }
 
 // d[i] = the c-byte pixel at last - c i, for i in [0, n): a row mirrored.
@@ -73,12 +78,14 @@ void MirrorPixels(const uint8_t* last, uint8_t* d, int n, int c) {
 }
 #endif
 
-void MirrorRow(const uint8_t* last, uint8_t* d, int n, int c) {
+// SSSE3's row mirror for 3-byte pixels where the CPU has it, else null.
+using MirrorFn = void (*)(const uint8_t* last, uint8_t* d, int n);
+MirrorFn FastMirror(int c) {
 #if defined(__x86_64__)
   static const bool ssse3 = __builtin_cpu_supports("ssse3");
-  if (c == 3 && ssse3) return MirrorRgbSsse3(last, d, n);
+  if (c == 3 && ssse3) return MirrorRgbSsse3;
 #endif
-  MirrorPixels(last, d, n, c);
+  return nullptr;
 }
 
 }  // namespace
@@ -208,28 +215,34 @@ SampleTransform::Crop SampleTransform::Choose(uint64_t epoch, uint64_t record_in
 void SampleTransform::CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const {
   const int h = static_cast<int>(stored_.height), w = static_cast<int>(stored_.width);
   const int c = stored_.channels, out_h = shape_.height, out_w = shape_.width;
+  const size_t row_bytes = size_t(out_w) * c, stored_row_bytes = size_t(w) * c;
+  // Output columns [lo, hi) read stored pixels, the same in every row:
+  // output column x reads stored column x0 + x, or x0 + out_w - 1 - x mirrored.
+  const int x0 = crop.x - pad_;
+  const int lo = crop.flip ? std::clamp(x0 + out_w - w, 0, out_w) : std::max(0, -x0);
+  const int hi = std::max(lo, crop.flip ? std::clamp(x0 + out_w, 0, out_w) : std::min(out_w, w - x0));
+  // Where output column lo reads in stored row 0 (the mirror reads leftwards
+  // from there).
+  const size_t from = size_t(crop.flip ? x0 + out_w - 1 - lo : x0 + lo) * c;
+  const MirrorFn fast_mirror = crop.flip ? FastMirror(c) : nullptr;
+  const bool edges = lo > 0 || hi < out_w;
   // Zeros first where the window reaches the padding, then the stored
   // pixels, straight from the record.
-  const size_t row_bytes = size_t(out_w) * c;
   for (int y = 0; y < out_h; ++y) {
     uint8_t* row = dst + size_t(y) * row_bytes;
-    int sy = y + crop.y - pad_;
-    if (sy < 0 || sy >= h) {
+    const int sy = y + crop.y - pad_;
+    if (sy < 0 || sy >= h || hi == lo) {
       ZeroRow(row, row_bytes);
       continue;
     }
-    const uint8_t* srow = src + size_t(sy) * w * c;
-    int x0 = crop.x - pad_;  // stored column of output column 0
-    // Output columns [lo, hi) read stored pixels: output column x reads
-    // stored column x0 + x, or x0 + out_w - 1 - x mirrored.
-    const int lo = crop.flip ? std::clamp(x0 + out_w - w, 0, out_w) : std::max(0, -x0);
-    const int hi = crop.flip ? std::clamp(x0 + out_w, 0, out_w) : std::min(out_w, w - x0);
-    if (lo > 0 || hi < out_w) ZeroRow(row, row_bytes);
-    if (hi <= lo) continue;
-    if (crop.flip) {
-      MirrorRow(srow + size_t(x0 + out_w - 1 - lo) * c, row + size_t(lo) * c, hi - lo, c);
+    if (edges) ZeroRow(row, row_bytes);
+    const uint8_t* s = src + size_t(sy) * stored_row_bytes + from;
+    if (fast_mirror != nullptr) {
+      fast_mirror(s, row + size_t(lo) * c, hi - lo);
+    } else if (crop.flip) {
+      MirrorPixels(s, row + size_t(lo) * c, hi - lo, c);
     } else {
-      CopyRow(row + size_t(lo) * c, srow + size_t(lo + x0) * c, size_t(hi - lo) * c);
+      CopyRow(row + size_t(lo) * c, s, size_t(hi - lo) * c);
     }
   }
 }

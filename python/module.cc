@@ -96,7 +96,7 @@ std::unique_ptr<PyReader> MakeReader(const Args& a) {
 
 constexpr char kReaderDoc[] = R"doc(
 Reader(path, *, batch_size=256, shuffle=True, seed=0, rank=-1, world_size=-1,
-       transform="none", threads=0, ring_slots=4, shuffle_bytes=256 MiB,
+       transform="none", threads=0, ring_slots=0, shuffle_bytes=256 MiB,
        read_ahead_bytes=32 MiB, io="auto", remainder="drop", layout="NHWC",
        dtype="uint8", mean=(0, 0, 0), std=(1, 1, 1), on_corrupt="error",
        copy=False, indices=False, output="numpy", device="cpu")
@@ -115,6 +115,8 @@ DLPack, no copy). copy=False (the default): the arrays view the reader's
 ring slot. They stay valid as long as they live, but the batch delivered
 ring_slots steps before must be freed before the next batch can be built
 into its slot: next() raises shardpack.Error rather than wait if it is not.
+ring_slots=0 (the default) chooses 4, or for small batches as many up to 16
+as fit in 32 MiB; the reader's ring_slots property says how many.
 copy=True: owned arrays, nothing to release.
 
 rank / world_size: -1 takes RANK / WORLD_SIZE from the environment (as
@@ -162,7 +164,7 @@ PYBIND11_MODULE(shardpack, m) {
            py::arg("path"), py::kw_only(), py::arg("batch_size") = 256,
            py::arg("shuffle") = true, py::arg("seed") = 0, py::arg("rank") = -1,
            py::arg("world_size") = -1, py::arg("transform") = "none", py::arg("threads") = 0,
-           py::arg("ring_slots") = 4, py::arg("shuffle_bytes") = uint64_t{256} << 20,
+           py::arg("ring_slots") = 0, py::arg("shuffle_bytes") = uint64_t{256} << 20,
            py::arg("read_ahead_bytes") = uint64_t{32} << 20, py::arg("io") = "auto",
            py::arg("remainder") = "drop", py::arg("layout") = "NHWC", py::arg("dtype") = "uint8",
            py::arg("mean") = std::array<float, 3>{0, 0, 0},
@@ -190,6 +192,9 @@ PYBIND11_MODULE(shardpack, m) {
            "memory budget (bytes).")
       .def_property_readonly("batch_size", [](const PyReader& r) { return r.options().batch_size; })
       .def_property_readonly("records", &PyReader::records, "Records in the dataset.")
+      .def_property_readonly("ring_slots", &PyReader::ring_slots,
+                             "Slots of the ring (ring_slots, or what 0 chose): up to\n"
+                             "ring_slots - 1 zero-copy batches may be held across next().")
       .def_property_readonly("batches_in_epoch", &PyReader::batches_in_epoch,
                              "Batches of the current epoch on this rank: len(reader), or after\n"
                              "an elastic load_state_dict what the epoch's rest gives.")

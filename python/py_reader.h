@@ -84,6 +84,7 @@ class PyReader {
   py::dict Stats() const;
   const ReaderOptions& options() const { return options_; }
   uint64_t records() const { return core_->reader().records(); }
+  int ring_slots() const { return core_->reader().ring_slots(); }
   // The first label field's class names (empty when the dataset has none).
   py::list Classes() const;
   // The dataset's schema: image encoding, layout and shape, label fields.

@@ -387,6 +387,12 @@ void Pipeline::Locate(uint64_t seq, uint64_t* epoch, uint64_t* batch) const {
   *batch = after % batches_per_epoch_;
 }
 
+int RingSlotsFor(int requested, uint64_t batch_bytes) {
+  if (requested != kAutoRingSlots) return requested;
+  constexpr uint64_t kRingBytes = uint64_t{32} << 20;
+  return static_cast<int>(std::clamp<uint64_t>(kRingBytes / std::max<uint64_t>(batch_bytes, 1), 4, 16));
+}
+
 void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
   Locate(seq, &slot.epoch, &slot.batch);
   std::shared_ptr<EpochRun> run = WaitRun(slot.epoch);

@@ -49,6 +49,7 @@ class Reader::Impl {
   absl::Status Restore(const ReaderState& state);
   ReaderStats stats() const;
   uint64_t batches_per_epoch() const { return pipeline_->batches_per_epoch(); }
+  int ring_slots() const { return options_.ring_slots; }
   uint64_t batches_in_epoch() const { return epoch_batches_; }
   uint64_t records() const { return dataset_.records; }
   uint64_t fingerprint() const { return fingerprint_; }
@@ -143,9 +144,9 @@ absl::Status CheckOptions(const ReaderOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch_size ", o.batch_size, " must be 1..", kMaxBatchSize));
   }
-  if (o.ring_slots < 2 || o.ring_slots > kMaxRingSlots) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ring_slots ", o.ring_slots, " must be 2..", kMaxRingSlots));
+  if (o.ring_slots != kAutoRingSlots && (o.ring_slots < 2 || o.ring_slots > kMaxRingSlots)) {
+    return absl::InvalidArgumentError(absl::StrCat("ring_slots ", o.ring_slots, " must be 2..",
+                                                   kMaxRingSlots, " (or 0: chosen)"));
   }
   if (o.threads < 0 || o.threads > kMaxThreads) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -221,6 +222,8 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   SP_ASSIGN_OR_RETURN(internal::SampleTransform t,
                       internal::SampleTransform::Make(host, dataset_.source->image()));
   transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
+  host.ring_slots = options_.ring_slots = internal::RingSlotsFor(
+      options_.ring_slots, uint64_t(options_.batch_size) * transform_->shape().sample_bytes);
   internal::PlanOptions& plan = plan_;
   plan = PlanOptionsOf(options_);
   fingerprint_ = DatasetFingerprint(dataset_);
@@ -482,6 +485,7 @@ absl::StatusOr<Batch> Reader::Next() { return impl_->Next(this); }
 uint64_t Reader::batches_per_epoch() const { return impl_->batches_per_epoch(); }
 uint64_t Reader::batches_in_epoch() const { return impl_->batches_in_epoch(); }
 uint64_t Reader::records() const { return impl_->records(); }
+int Reader::ring_slots() const { return impl_->ring_slots(); }
 uint64_t Reader::fingerprint() const { return impl_->fingerprint(); }
 const Schema& Reader::schema() const { return impl_->schema(); }
 std::array<int64_t, 4> Reader::output_shape() const { return impl_->output_shape(); }

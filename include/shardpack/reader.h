@@ -137,6 +137,9 @@ struct CorruptSample {
 // Reader::Open, not an attempt to start a million threads.
 inline constexpr int kMaxBatchSize = 1 << 20;
 inline constexpr int kMaxRingSlots = 1024;
+// ReaderOptions::ring_slots' default: 4 slots, or for small batches as many
+// up to 16 as keep the ring within 32 MiB (Reader::ring_slots() says which).
+inline constexpr int kAutoRingSlots = 0;
 inline constexpr int kMaxThreads = 1024;
 inline constexpr int kMaxWorldSize = 1 << 20;
 // Segments a saved state may list for one epoch (ReaderState::earlier).
@@ -163,7 +166,10 @@ struct ReaderOptions {
   // Bytes of reads kept in flight ahead of the blocks in use. Default 32 MiB.
   uint64_t read_ahead_bytes = uint64_t{32} << 20;
   int threads = 0;             // transform workers; 0: all cores; at most kMaxThreads
-  int ring_slots = 4;          // batches in flight (staging slots); 2..kMaxRingSlots
+  // Batches in flight (staging slots): 2..kMaxRingSlots, or kAutoRingSlots.
+  // A deeper ring lets the workers run on while the consumer is held back
+  // (by the scheduler, or a slow step), at the ring's memory.
+  int ring_slots = kAutoRingSlots;
   Transform transform;
   OutputLayout layout = OutputLayout::kNHWC;
   DType dtype = DType::kUint8;
@@ -345,6 +351,9 @@ class Reader {
   // an elastic Restore, what that epoch's rest gives (the same on every rank).
   uint64_t batches_in_epoch() const;
   uint64_t records() const;  // records in the dataset
+  // Slots of the ring: ReaderOptions::ring_slots, or what kAutoRingSlots
+  // chose for this batch's bytes. Up to ring_slots() - 1 Batches may be held.
+  int ring_slots() const;
   // The dataset's schema: its image encoding and shape (when fixed) and its
   // label fields with their class names (LabelField::classes, may be empty).
   // A lone `.shard` file carries none: its schema is made up from its first

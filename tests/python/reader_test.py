@@ -78,8 +78,20 @@ class ReaderTest(fixtures.DatasetTest):
         # so the labels say the records are whole: 100 of each class.
         self.assertEqual(np.bincount(list(labels.values())).tolist(), [100] * 10)
 
+    def test_default_ring_is_deeper_for_small_batches(self):
+        r = self.reader(batch_size=16)  # more batches an epoch than slots
+        batch_bytes = int(np.prod(r.output_shape))  # uint8
+        self.assertEqual(r.ring_slots, min(16, max(4, (32 << 20) // batch_bytes)))
+        self.assertGreater(r.ring_slots, 4)  # the fixture's batches are small
+        held = [next(r) for _ in range(r.ring_slots)]  # ring_slots - 1 held across each call
+        with self.assertRaisesRegex(shardpack.Error, "still holds the ring slot"):
+            next(r)
+        del held[0]
+        next(r)
+
     def test_holding_the_batch_whose_slot_is_needed_raises_instead_of_hanging(self):
         r = self.reader(ring_slots=3)
+        self.assertEqual(r.ring_slots, 3)
         first = next(r)
         second = next(r)
         third = next(r)

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "reader/pipeline.h"
 #include "shardpack/dataset.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -148,6 +149,38 @@ TEST_F(ReaderTest, HoldingTheBatchWhoseSlotIsNeededIsAnErrorNotAHang) {
   next = Batch();
   SP_ASSERT_OK_AND_ASSIGN(Batch third, reader->Next());
   EXPECT_EQ(third.index(), 5u);
+}
+
+// The default ring: 4 slots, or as many up to 16 as fit in 32 MiB; the
+// holding rule follows the slots chosen.
+TEST_F(ReaderTest, DefaultRingIsDeeperForSmallBatchesAndHoldsOneFewer) {
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 1536 << 10), 16);  // CIFAR, 512 a batch
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 4 << 20), 8);
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 10 << 20), 4);
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, uint64_t{77} << 20), 4);  // 224x224, 512
+  EXPECT_EQ(internal::RingSlotsFor(3, 1), 3);
+
+  std::string path = MakeDataset(dir_, "ds", 100, 4, 10);
+  ReaderOptions o = Options(path, 5, 2);
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  ASSERT_EQ(reader->ring_slots(), 16);
+  // Batch k is built into batch k - 16's slot: 15 held across a call.
+  std::vector<Batch> held;
+  for (int i = 0; i < 16; ++i) {
+    SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
+    held.push_back(std::move(b));
+  }
+  EXPECT_THAT(reader->Next().status(),
+              testing::StatusIs(absl::StatusCode::kFailedPrecondition,
+                                HasSubstr("epoch 0 batch 0 still holds the ring slot")));
+  held.erase(held.begin());
+  SP_ASSERT_OK_AND_ASSIGN(Batch next, reader->Next());
+  EXPECT_EQ(next.index(), 16u);
+
+  o.ring_slots = 1;
+  EXPECT_THAT(Reader::Open(o).status(),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("ring_slots 1 must be 2..1024 (or 0: chosen)")));
 }
 
 TEST_F(ReaderTest, EachRankSeesItsRecordsOnceDisjointWithEqualBatchCounts) {
@@ -321,7 +354,7 @@ TEST_F(ReaderTest, ReportedBudgetCountsTheIndexAndThePlans) {
   // The budget's share for plans is known at Open and holds what was held.
   EXPECT_LE(s.plan_peak_bytes, s.plan_bytes);
   EXPECT_LT(s.plan_bytes, 31 * kRecords);  // with room for a 4,096-key bucket: 3.3 here
-  const uint64_t ring = uint64_t(o.ring_slots) * 100 * 2 * 2 * 3;
+  const uint64_t ring = uint64_t(reader->ring_slots()) * 100 * 2 * 2 * 3;
   EXPECT_EQ(s.memory_budget_bytes,
             o.shuffle_bytes + o.read_ahead_bytes + ring + s.index_bytes + s.plan_bytes);
 }

@@ -74,6 +74,31 @@ TEST(ShardbenchTest, JsonHasTheDocumentedFieldsAndOrderOutCoversEachRecordOnce) 
   EXPECT_EQ(lines, 600);
 }
 
+// The steady figures start after --warmup batches; the ring is the reader's
+// choice unless given.
+TEST(ShardbenchTest, SteadyFiguresLeaveTheWarmupBatchesOut) {
+  testing::TempDir dir;
+  std::string ds = MakeDataset(dir);
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {SHARDBENCH_PATH, ds,      "--epochs", "2", "--batch-size",
+                                     "30",            "--json", "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    testing::RunResult r = testing::Run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  nlohmann::json j = run({"--warmup", "5"});
+  EXPECT_EQ(j["warmup_batches"], 5);
+  EXPECT_EQ(j["steady_samples"], 600 - 5 * 30);
+  EXPECT_GT(j["steady_images_per_s"].get<double>(), 0);
+  EXPECT_GT(j["steady_cpu_us_per_image"].get<double>(), 0);
+  EXPECT_EQ(j["ring_slots"], 16);  // 30 8x8x3 images a batch: the deepest default
+  j = run({"--warmup", "20", "--ring-slots", "3"});
+  EXPECT_EQ(j["steady_samples"], 0);
+  EXPECT_EQ(j["steady_images_per_s"], 0);
+  EXPECT_EQ(j["ring_slots"], 3);
+}
+
 TEST(ShardbenchTest, NotADatasetIsOneLineAndExitOne) {
   testing::RunResult r = testing::Run({SHARDBENCH_PATH, "/nonexistent/ds"});
   EXPECT_EQ(r.exit_code, 1);

@@ -61,8 +61,13 @@ void AddFlags(CLI::App* app, Flags* f) {
       ->check(cli::SizeIn(0, std::numeric_limits<uint64_t>::max()));
   app->add_option("--read-ahead", f->read_ahead, "Bytes of reads in flight (default 32MiB)")
       ->check(cli::SizeIn(0, std::numeric_limits<uint64_t>::max()));
-  app->add_option("--ring-slots", f->ring_slots, "Batches in flight (default 4)")
+  app->add_option("--ring-slots", f->ring_slots,
+                  "Batches in flight (default: 4, up to 16 for batches under 8MiB)")
       ->transform(cli::WholeNumberIn(2, 1024));
+  app->add_option("--warmup", f->warmup,
+                  "Batches left out of the steady figures, as the torchvision peers' --warmup "
+                  "(default 5)")
+      ->transform(cli::WholeNumberIn(0, kMaxInt));
   app->add_option("--layout", f->layout, "Output layout: nhwc or nchw (default nhwc)");
   app->add_option("--dtype", f->dtype, "Output type: uint8 or float32 (default uint8)");
   app->add_flag("--json", f->json, "Print one JSON object on stdout");
@@ -105,6 +110,7 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   SP_ASSIGN_OR_RETURN(r.dtype, ParseDType(f.dtype));
   o.epochs = f.epochs > 0 ? f.epochs : 1;
   o.seconds = f.seconds;
+  o.warmup_batches = f.warmup;
   o.json = f.json;
   o.order_out = f.order_out;
   if (!f.save_batch.empty()) SP_RETURN_IF_ERROR(codec::CheckSheetPath(f.save_batch));

@@ -27,7 +27,8 @@ struct Flags {
   bool shuffle = true;
   std::string shuffle_bytes = "256MiB";
   std::string read_ahead = "32MiB";
-  int ring_slots = 4;
+  int ring_slots = 0;  // 0: the reader chooses (kAutoRingSlots)
+  int warmup = 5;
   std::string layout = "nhwc";
   std::string dtype = "uint8";
   bool json = false;

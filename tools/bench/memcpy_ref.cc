@@ -15,6 +15,7 @@
 #include "format/status_macros.h"
 #include "reader/dataset_units.h"
 #include "reader/epoch_plan.h"
+#include "reader/pipeline.h"
 #include "tools/bench/reader_run.h"
 
 namespace shardpack::shardbench {
@@ -155,7 +156,8 @@ absl::StatusOr<double> MemcpyReference::Impl::Time(uint64_t images, int threads,
   std::vector<Ring> rings;
   rings.reserve(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) {
-    rings.emplace_back(options.ring_slots, batch * image_bytes);
+    rings.emplace_back(internal::RingSlotsFor(options.ring_slots, batch * image_bytes),
+                       batch * image_bytes);
     if (!rings.back().ok()) return absl::ResourceExhaustedError("no memory for the memcpy ring");
   }
   std::vector<const uint8_t*> src;

@@ -81,6 +81,7 @@ absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* orde
   run.open_s = SecondsSince(open_start);
   run.records = reader->records();
   run.batches_per_epoch = reader->batches_per_epoch();
+  run.ring_slots = reader->ring_slots();
   const bool timed = options.seconds > 0;
   const uint64_t epochs = static_cast<uint64_t>(std::max(options.epochs, 0));
 
@@ -89,6 +90,10 @@ absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* orde
   double consume_s = 0;
   const double cpu_start = CpuSeconds();
   const Clock::time_point start = Clock::now();
+  const uint64_t warmup = static_cast<uint64_t>(std::max(options.warmup_batches, 0));
+  Clock::time_point steady_start = start;
+  double steady_cpu_start = cpu_start;
+  uint64_t warm_samples = 0;
   for (;;) {
     if (timed ? SecondsSince(start) >= options.seconds : run.epochs >= epochs) break;
     absl::StatusOr<Batch> batch = reader->Next();
@@ -113,9 +118,19 @@ absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* orde
     run.samples += static_cast<uint64_t>(batch->size());
     run.output_bytes += batch->image_bytes();
     if (order_out != nullptr) SP_RETURN_IF_ERROR(WriteOrder(*batch, &line_buffer, order_out));
+    if (run.batches == warmup) {
+      steady_start = Clock::now();
+      steady_cpu_start = CpuSeconds();
+      warm_samples = run.samples;
+    }
   }
   run.seconds = SecondsSince(start);
   run.cpu_s = CpuSeconds() - cpu_start;
+  if (run.batches > warmup) {
+    run.steady_samples = run.samples - warm_samples;
+    run.steady_seconds = SecondsSince(steady_start);
+    run.steady_cpu_s = CpuSeconds() - steady_cpu_start;
+  }
   run.consume_s = consume_s;
   g_sink = fold;
   run.fold = fold;

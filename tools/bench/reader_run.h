@@ -26,6 +26,12 @@ struct ReaderRun {
   double first_batch_s = 0;        // wall time of the first Next() (pipeline start-up)
   double consume_s = 0;            // of `seconds`, the consumer reading the batches
   double cpu_s = 0;                // user + system CPU time of the process over `seconds`
+  int ring_slots = 0;              // Reader::ring_slots()
+  // The same after the first BenchOptions::warmup_batches batches were
+  // consumed: zero when the run had no more batches than that.
+  uint64_t steady_samples = 0;
+  double steady_seconds = 0;
+  double steady_cpu_s = 0;
   uint64_t fold = 0;               // XOR of every 8-byte word of every batch
   ReaderStats stats;               // the reader's counters at the end
 };

@@ -63,9 +63,21 @@ double Report::cpu_us_per_image() const {
 
 double Report::cores_used() const { return PerSecond(reader.cpu_s, reader.seconds); }
 
+double Report::steady_images_per_s() const {
+  return PerSecond(static_cast<double>(reader.steady_samples), reader.steady_seconds);
+}
+
+double Report::steady_cpu_us_per_image() const {
+  return PerSecond(reader.steady_cpu_s, static_cast<double>(reader.steady_samples)) * 1e6;
+}
+
+double Report::steady_cores_used() const {
+  return PerSecond(reader.steady_cpu_s, reader.steady_seconds);
+}
+
 double Report::memcpy_cpu_ratio() const {
   const double ns = memcpy ? memcpy->ns_per_image() : 0;
-  return ns > 0 ? cpu_us_per_image() * 1000 / ns : 0;
+  return ns > 0 ? steady_cpu_us_per_image() * 1000 / ns : 0;
 }
 
 void PrintText(std::FILE* out, const Report& r) {
@@ -75,9 +87,9 @@ void PrintText(std::FILE* out, const Report& r) {
                 cli::FormatBytes(r.dataset_bytes), run.records);
   absl::FPrintF(out,
                 "run            transform %s, io %s, threads %d, batch %d, shuffle %s, "
-                "%d cpus, load %.2f\n",
-                r.transform, r.io, r.threads, r.batch_size, r.shuffle ? "on" : "off", r.cpus,
-                r.load_avg_1m);
+                "ring %d, %d cpus, load %.2f\n",
+                r.transform, r.io, r.threads, r.batch_size, r.shuffle ? "on" : "off",
+                run.ring_slots, r.cpus, r.load_avg_1m);
   absl::FPrintF(out, "images/s       %.0f\n", r.images_per_s());
   absl::FPrintF(out,
                 "MB/s           %.1f batch output, %.1f read from storage, %.1f of the files\n",
@@ -91,6 +103,13 @@ void PrintText(std::FILE* out, const Report& r) {
                 run.seconds, run.open_s, run.first_batch_s, run.consume_s);
   absl::FPrintF(out, "cpu            %.3f s: %.2f us per image, %.2f cores busy\n", run.cpu_s,
                 r.cpu_us_per_image(), r.cores_used());
+  if (run.steady_samples > 0) {
+    absl::FPrintF(out,
+                  "steady         %.0f images/s after the first %d batches: %.2f us CPU per "
+                  "image, %.2f cores busy\n",
+                  r.steady_images_per_s(), r.warmup_batches,
+                  r.steady_cpu_us_per_image(), r.steady_cores_used());
+  }
   absl::FPrintF(out, "wait (s)       io %.3f  transform %.3f  consumer %.3f\n", s.io_wait_s,
                 s.transform_wait_s, s.consumer_wait_s);
   absl::FPrintF(out,
@@ -111,7 +130,7 @@ void PrintText(std::FILE* out, const Report& r) {
                   "bytes, %.3f s); %.1f ns per image of wall time on %d threads\n",
                   m.ns_per_image(), m.gb_per_s(), m.images, m.image_bytes, m.seconds,
                   m.threads_ns_per_image(), m.threads);
-    absl::FPrintF(out, "reader/memcpy  %.2f (reader CPU per image / 1-thread memcpy per image)\n",
+    absl::FPrintF(out, "reader/memcpy  %.2f (steady reader CPU per image / 1-thread memcpy per image)\n",
                   r.memcpy_cpu_ratio());
   }
 }
@@ -146,6 +165,12 @@ void PrintJson(std::FILE* out, const Report& r) {
   j["cpu_s"] = run.cpu_s;
   j["cpu_us_per_image"] = r.cpu_us_per_image();
   j["cores_used"] = r.cores_used();
+  j["warmup_batches"] = r.warmup_batches;
+  j["steady_samples"] = run.steady_samples;
+  j["steady_images_per_s"] = r.steady_images_per_s();
+  j["steady_cpu_us_per_image"] = r.steady_cpu_us_per_image();
+  j["steady_cores_used"] = r.steady_cores_used();
+  j["ring_slots"] = run.ring_slots;
   j["consumer_busy_s"] = run.consume_s;
   j["output_bytes"] = run.output_bytes;
   j["bytes_read"] = s.bytes_read;

@@ -15,11 +15,14 @@
 //                   consumer) per delivered sample: the cost that does not
 //                   depend on how many cores a shared machine lends the run
 //   cores_used      CPU time / wall time of the streaming
+//   steady_*        the same three after the first --warmup batches (start-up
+//                   left out, as the torchvision peers leave theirs out)
 //   memcpy_ns_per_image  --compare-memcpy: one thread copying each delivered
 //                   sample's stored pixels in the reader's order into a ring
 //                   of batch slots and folding each batch, per image; set
-//                   beside cpu_us_per_image: memcpy_cpu_ratio =
-//                   cpu_us_per_image x 1000 / memcpy_ns_per_image
+//                   beside the reader's: memcpy_cpu_ratio =
+//                   steady_cpu_us_per_image x 1000 / memcpy_ns_per_image (the
+//                   memcpy's time leaves out its loading too)
 #ifndef SHARDPACK_TOOLS_BENCH_REPORT_H_
 #define SHARDPACK_TOOLS_BENCH_REPORT_H_
 
@@ -46,6 +49,7 @@ struct Report {
   int batch_size = 0;
   bool shuffle = true;
   bool drop_caches = false;
+  int warmup_batches = 0;  // --warmup
   double load_avg_1m = 0;  // /proc/loadavg when the run started
   int cpus = 0;            // processors this process may run on
 
@@ -63,6 +67,9 @@ struct Report {
   double raw_ratio() const;     // 0 without a raw run
   double cpu_us_per_image() const;
   double cores_used() const;
+  double steady_images_per_s() const;  // 0 when the run was all warm-up
+  double steady_cpu_us_per_image() const;
+  double steady_cores_used() const;
   double memcpy_cpu_ratio() const;  // 0 without a memcpy run
 };
 

@@ -97,6 +97,7 @@ absl::Status RunShardbench(const BenchOptions& options) {
   report.threads = ro.threads;
   report.batch_size = ro.batch_size;
   report.shuffle = ro.shuffle;
+  report.warmup_batches = options.warmup_batches;
   report.drop_caches = options.drop_caches;
   report.load_avg_1m = LoadAverage();
   report.cpus = UsableCpus();

@@ -25,6 +25,10 @@ struct BenchOptions {
   // seconds of streaming (--seconds); a positive `seconds` wins.
   int epochs = 1;
   double seconds = 0;
+  // The steady figures leave out the first this many batches (start-up:
+  // the first reads, the first plan), as a DataLoader benchmark's warm-up
+  // does; the run's own figures count everything.
+  int warmup_batches = 5;
   bool json = false;         // --json: one JSON object on stdout
   std::string order_out;     // --order-out FILE: "epoch batch slot record_index label" lines
   // --save-batch FILE: the first batch as a contact sheet (.png or .jpg);

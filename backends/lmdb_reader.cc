@@ -129,38 +129,45 @@ absl::Status LmdbShardReader::Scan(
     uint64_t begin, uint64_t end,
     absl::FunctionRef<absl::Status(uint64_t index, ByteSpan value)> visit) {
   if (begin >= end) return absl::OkStatus();
-  auto first = internal::LmdbKey(begin);
-  MDB_val key{first.size(), first.data()};
-  MDB_val value;
-  MDB_cursor_op op = MDB_SET_RANGE;
-  for (uint64_t index = begin; index < end; ++index, op = MDB_NEXT) {
-    int rc = mdb_cursor_get(env_->cursor, &key, &value, op);
-    if (rc == MDB_NOTFOUND) {
-      return absl::DataLossError(absl::StrCat(path_, " record ", index, ": missing"));
+  // liblmdb trusts its map: a page lost to a shrunk file ends the walk
+  // instead of being followed (format/mapping_guard.h).
+  return env_->guard.Call([&]() -> absl::Status {
+    auto first = internal::LmdbKey(begin);
+    MDB_val key{first.size(), first.data()};
+    MDB_val value;
+    MDB_cursor_op op = MDB_SET_RANGE;
+    for (uint64_t index = begin; index < end; ++index, op = MDB_NEXT) {
+      int rc = mdb_cursor_get(env_->cursor, &key, &value, op);
+      if (rc == MDB_NOTFOUND) {
+        return absl::DataLossError(absl::StrCat(path_, " record ", index, ": missing"));
+      }
+      if (rc != 0) return LmdbError(path_, absl::StrCat("record ", index), rc);
+      if (key.mv_size != kLmdbKeySize ||
+          internal::LmdbKeyIndex(static_cast<const uint8_t*>(key.mv_data)) != index) {
+        return absl::DataLossError(absl::StrCat(path_, " record ", index,
+                                                ": missing (the next key is not its index)"));
+      }
+      SP_RETURN_IF_ERROR(visit(index, ByteSpan(static_cast<const uint8_t*>(value.mv_data),
+                                               value.mv_size)));
     }
-    if (rc != 0) return LmdbError(path_, absl::StrCat("record ", index), rc);
-    if (key.mv_size != kLmdbKeySize ||
-        internal::LmdbKeyIndex(static_cast<const uint8_t*>(key.mv_data)) != index) {
-      return absl::DataLossError(absl::StrCat(path_, " record ", index,
-                                              ": missing (the next key is not its index)"));
-    }
-    SP_RETURN_IF_ERROR(visit(index, ByteSpan(static_cast<const uint8_t*>(value.mv_data),
-                                             value.mv_size)));
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 absl::Status LmdbShardReader::CheckIntact() const { return env_->guard.Damage(); }
 
 absl::StatusOr<ByteSpan> LmdbShardReader::Get(uint64_t index) {
-  auto k = internal::LmdbKey(index);
-  MDB_val key{k.size(), k.data()};
   MDB_val value;
-  int rc = mdb_get(env_->txn, env_->dbi, &key, &value);
-  if (rc == MDB_NOTFOUND) {
-    return absl::DataLossError(absl::StrCat(path_, " record ", index, ": missing"));
-  }
-  if (rc != 0) return LmdbError(path_, absl::StrCat("record ", index), rc);
+  SP_RETURN_IF_ERROR(env_->guard.Call([&]() -> absl::Status {
+    auto k = internal::LmdbKey(index);
+    MDB_val key{k.size(), k.data()};
+    int rc = mdb_get(env_->txn, env_->dbi, &key, &value);
+    if (rc == MDB_NOTFOUND) {
+      return absl::DataLossError(absl::StrCat(path_, " record ", index, ": missing"));
+    }
+    if (rc != 0) return LmdbError(path_, absl::StrCat("record ", index), rc);
+    return absl::OkStatus();
+  }));
   return ByteSpan(static_cast<const uint8_t*>(value.mv_data), value.mv_size);
 }
 

@@ -72,8 +72,10 @@ class LmdbShardReader {
   // (MDB_SET_RANGE, then MDB_NEXT), handing each record's value bytes: a view
   // into the map, valid for the reader's life. A missing or out-of-order key
   // is a DataLossError naming the path and record index; an error returned by
-  // `visit` stops the walk and is returned. Precondition: begin <= end <=
-  // size().
+  // `visit` stops the walk and is returned; so is CheckIntact()'s, before the
+  // walk and when the file shrinks during it (liblmdb is left at the fault,
+  // never handed the zeros: MappingGuard::Call). Precondition: begin <= end
+  // <= size().
   absl::Status Scan(uint64_t begin, uint64_t end,
                     absl::FunctionRef<absl::Status(uint64_t index, ByteSpan value)> visit);
 

@@ -1,5 +1,6 @@
 #include "format/mapping_guard.h"
 
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -29,21 +30,27 @@ Slot g_slots[kMaxGuardedMappings];
 std::atomic<uint64_t> g_faults{0};
 uintptr_t g_page = 4096;
 struct sigaction g_previous;
+struct sigaction g_previous_segv;
 std::once_flag g_install_once;
+std::once_flag g_install_segv_once;
+// Where the thread's MappingGuard::Call leaves a faulting library walk; null
+// outside one. Set (so allocated, for a module's dynamic TLS) before the
+// walk, so the handlers only read it.
+thread_local sigjmp_buf* t_escape = nullptr;
 
-// Passes a SIGBUS that is not ours to whoever handled it before us. With the
+// Passes a signal that is not ours to whoever handled it before us. With the
 // default action, resetting it and returning re-runs the faulting access,
 // which then kills the process exactly as it would have without us.
-void ForwardSigbus(int sig, siginfo_t* info, void* context) {
-  if ((g_previous.sa_flags & SA_SIGINFO) != 0 && g_previous.sa_sigaction != nullptr) {
-    g_previous.sa_sigaction(sig, info, context);
+void Forward(const struct sigaction& previous, int sig, siginfo_t* info, void* context) {
+  if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+    previous.sa_sigaction(sig, info, context);
     return;
   }
-  if (g_previous.sa_handler == SIG_DFL || g_previous.sa_handler == SIG_IGN) {
+  if (previous.sa_handler == SIG_DFL || previous.sa_handler == SIG_IGN) {
     signal(sig, SIG_DFL);
     return;
   }
-  g_previous.sa_handler(sig);
+  previous.sa_handler(sig);
 }
 
 // Async-signal-safe: atomics and mmap only.
@@ -62,9 +69,18 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
     if (p == MAP_FAILED) break;
     s.damaged.store(1, std::memory_order_release);
     g_faults.fetch_add(1, std::memory_order_release);
+    if (sigjmp_buf* escape = t_escape; escape != nullptr) siglongjmp(*escape, 1);
     return;
   }
-  ForwardSigbus(sig, info, context);
+  Forward(g_previous, sig, info, context);
+}
+
+// A library walk that faults after a guarded mapping lost pages is leaving
+// the rails on the zeros: end it. Any other SIGSEGV is not ours.
+void OnSigsegv(int sig, siginfo_t* info, void* context) {
+  sigjmp_buf* escape = t_escape;
+  if (escape != nullptr && g_faults.load(std::memory_order_acquire) > 0) siglongjmp(*escape, 1);
+  Forward(g_previous_segv, sig, info, context);
 }
 
 void Install() {
@@ -74,6 +90,14 @@ void Install() {
   action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
   sigemptyset(&action.sa_mask);
   sigaction(SIGBUS, &action, &g_previous);
+}
+
+void InstallSegv() {
+  struct sigaction action = {};
+  action.sa_sigaction = &OnSigsegv;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGSEGV, &action, &g_previous_segv);
 }
 
 }  // namespace
@@ -140,6 +164,24 @@ absl::Status MappingGuard::Damage() const {
   return absl::DataLossError(absl::StrCat(
       name_, ": the file shrank while it was mapped (truncated or replaced while being read); "
              "the bytes past its new end are gone"));
+}
+
+absl::Status MappingGuard::Call(absl::FunctionRef<absl::Status()> call) const {
+  if (absl::Status d = Damage(); !d.ok()) return d;
+  std::call_once(g_install_segv_once, InstallSegv);
+  sigjmp_buf escape;
+  sigjmp_buf* const outer = t_escape;
+  if (sigsetjmp(escape, /*savemask=*/1) != 0) {
+    t_escape = outer;
+    if (absl::Status d = Damage(); !d.ok()) return d;
+    return absl::DataLossError(absl::StrCat(
+        name_, ": reading it faulted after a mapped file shrank while it was read"));
+  }
+  t_escape = &escape;
+  absl::Status s = call();
+  t_escape = outer;
+  if (absl::Status d = Damage(); !d.ok()) return d;
+  return s;
 }
 
 uint64_t ContainedMappingFaults() { return g_faults.load(std::memory_order_acquire); }

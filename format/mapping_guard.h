@@ -13,6 +13,11 @@
 //
 // A SIGBUS outside every registered range goes to the handler that was
 // installed before ours (the default one kills the process, as before).
+//
+// Zeros are safe for bytes we read as data, not for a library that trusts
+// the mapping's structure: liblmdb walking a B-tree page that became zeros
+// follows whatever they point to. Such walks run inside MappingGuard::Call,
+// which leaves the library at the fault instead.
 #ifndef SHARDPACK_FORMAT_MAPPING_GUARD_H_
 #define SHARDPACK_FORMAT_MAPPING_GUARD_H_
 
@@ -20,6 +25,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 
 namespace shardpack::internal {
@@ -47,6 +53,20 @@ class MappingGuard {
   // "<name>: the file shrank while it was mapped (...)". Cheap: one atomic
   // load while nothing has faulted anywhere.
   absl::Status Damage() const;
+
+  // Runs `call`, a library's walk of this mapping that trusts its bytes
+  // (liblmdb's cursor), so that a lost page ends the walk with Damage()'s
+  // error rather than a crash: refused before it starts when the mapping is
+  // already damaged; a SIGBUS in any guarded mapping during the call, or a
+  // SIGSEGV during the call once any guarded mapping has lost pages (the
+  // library following zeros that another thread's fault put in place),
+  // leaves the call at once (siglongjmp). The library's state from that
+  // call is then garbage: Damage() stays set, so callers that check it
+  // first never use it again. `call` must hold no object with a destructor
+  // across the library's calls. A SIGSEGV with no guarded mapping damaged
+  // goes to the previous handler, as before. One sigsetjmp a call (it saves
+  // the signal mask): a walk of many records, not one per record.
+  absl::Status Call(absl::FunctionRef<absl::Status()> call) const;
 
  private:
   void Reset();

@@ -84,7 +84,9 @@ class LmdbShardReader {
   // value bytes. Cheap.
   absl::Status CheckIntact() const;
 
-  // Record `index`'s value (one lookup). Valid for the reader's life.
+  // Record `index`'s value (one lookup, guarded as Scan's walk, so one
+  // sigsetjmp a call: for a few records; Scan walks many). Valid for the
+  // reader's life.
   absl::StatusOr<ByteSpan> Get(uint64_t index);
 
  private:

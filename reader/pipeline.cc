@@ -10,6 +10,7 @@
 #include "format/coding.h"
 #include "format/mapping_guard.h"
 #include "common/rng.h"
+#include "reader/prefetch.h"
 #include "reader/staging.h"
 #include "reader/wait.h"
 
@@ -409,25 +410,27 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
   // Damaged samples (with kSkip): their rows are refilled from good ones
   // afterwards. Rare, so the lists may allocate.
   std::vector<int> bad;
-  // Shuffled records are scattered over the resident blocks: fetch a few
-  // samples ahead so their cache misses overlap the work on this one.
+  // Shuffled records are scattered over the resident blocks: fetch each a
+  // few samples ahead so that its cache misses overlap the work on those
+  // before it. The first kAhead go in one burst; each later one is handed to
+  // the transform kAhead samples before it, which spreads its fetches over
+  // its own work (reader/prefetch.h).
   constexpr int kAhead = 3;
-  auto prefetch = [&](int j) {
-    if (j >= slot.size) return;
+  auto record_bytes = [&](int j) -> ByteSpan {
+    if (j >= slot.size) return {};
     const SampleRef r = plan.order[first + j];
-    if (run->piece_ready[r.piece].load(std::memory_order_acquire) != 1) return;
+    if (run->piece_ready[r.piece].load(std::memory_order_acquire) != 1) return {};
     const UnitSlot& pu = units_[plan.pieces[r.piece].unit];
-    if (pu.state.load(std::memory_order_acquire) != UnitSlot::kReady) return;
-    std::span<const uint8_t> bytes = pu.view.record_bytes(r.index);
-    for (size_t q = 0; q < bytes.size(); q += 64) __builtin_prefetch(bytes.data() + q);
+    if (pu.state.load(std::memory_order_acquire) != UnitSlot::kReady) return {};
+    return pu.view.record_bytes(r.index);
   };
-  for (int j = 0; j < kAhead; ++j) prefetch(j);
+  for (int j = 0; j < kAhead; ++j) PrefetchLines(record_bytes(j));
   // A mapped file that shrank under us reads as zeros (format/mapping_guard.h):
   // a batch built while that happened is an error, whatever on_corrupt says,
   // since which samples read zeros is not known.
   const uint64_t faults_before = ContainedMappingFaults();
   for (int i = 0; i < slot.size; ++i) {
-    prefetch(i + kAhead);
+    const ByteSpan ahead = record_bytes(i + kAhead);
     const SampleRef ref = plan.order[first + i];
     if (!WaitFor(run->piece_ready[ref.piece], 1u, stop_, &io_wait_ns_)) return;
     const uint32_t unit = plan.pieces[ref.piece].unit;
@@ -449,7 +452,7 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
       }
       if (s.ok()) {
         s = transform_->Apply(*record, slot.epoch, record_index,
-                              slot.images.get() + row_bytes * i);
+                              slot.images.get() + row_bytes * i, ahead);
         for (int j = 0; j < num_labels_; ++j) {
           slot.labels[i * num_labels_ + j] = j < record->labels.size() ? record->labels[j] : -1;
         }

@@ -10,6 +10,7 @@
 #include "codec/jpeg_decoder.h"
 #include "codec/resize.h"
 #include "common/rng.h"
+#include "reader/prefetch.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -212,7 +213,8 @@ SampleTransform::Crop SampleTransform::Choose(uint64_t epoch, uint64_t record_in
 
 // Rows of the padded image outside the stored one, and columns likewise,
 // read as zero.
-void SampleTransform::CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const {
+void SampleTransform::CropHwc(const uint8_t* src, Crop crop, uint8_t* dst,
+                              ByteSpan ahead) const {
   const int h = static_cast<int>(stored_.height), w = static_cast<int>(stored_.width);
   const int c = stored_.channels, out_h = shape_.height, out_w = shape_.width;
   const size_t row_bytes = size_t(out_w) * c, stored_row_bytes = size_t(w) * c;
@@ -226,9 +228,11 @@ void SampleTransform::CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const
   const size_t from = size_t(crop.flip ? x0 + out_w - 1 - lo : x0 + lo) * c;
   const MirrorFn fast_mirror = crop.flip ? FastMirror(c) : nullptr;
   const bool edges = lo > 0 || hi < out_w;
+  SpreadPrefetch prefetch(ahead, out_h);
   // Zeros first where the window reaches the padding, then the stored
   // pixels, straight from the record.
   for (int y = 0; y < out_h; ++y) {
+    prefetch.Step();
     uint8_t* row = dst + size_t(y) * row_bytes;
     const int sy = y + crop.y - pad_;
     if (sy < 0 || sy >= h || hi == lo) {
@@ -245,13 +249,17 @@ void SampleTransform::CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const
       CopyRow(row + size_t(lo) * c, s, size_t(hi - lo) * c);
     }
   }
+  prefetch.Rest();
 }
 
 // The same from planar storage, producing HWC.
-void SampleTransform::CropChw(const uint8_t* src, Crop crop, uint8_t* dst) const {
+void SampleTransform::CropChw(const uint8_t* src, Crop crop, uint8_t* dst,
+                              ByteSpan ahead) const {
   const int h = static_cast<int>(stored_.height), w = static_cast<int>(stored_.width);
   const int c = stored_.channels, out_h = shape_.height, out_w = shape_.width;
+  SpreadPrefetch prefetch(ahead, out_h);
   for (int y = 0; y < out_h; ++y) {
+    prefetch.Step();
     int sy = y + crop.y - pad_;
     for (int x = 0; x < out_w; ++x) {
       int sx = crop.x - pad_ + (crop.flip ? out_w - 1 - x : x);
@@ -262,6 +270,7 @@ void SampleTransform::CropChw(const uint8_t* src, Crop crop, uint8_t* dst) const
       }
     }
   }
+  prefetch.Rest();
 }
 
 // HWC uint8 to the configured layout and dtype.
@@ -340,8 +349,9 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
 }
 
 absl::Status SampleTransform::Apply(const Record& record, uint64_t epoch,
-                                    uint64_t record_index, uint8_t* dst) const {
+                                    uint64_t record_index, uint8_t* dst, ByteSpan ahead) const {
   if (stored_.encoding == Encoding::kJpeg) {
+    PrefetchLines(ahead);
     if (record.image.encoding != Encoding::kJpeg) {
       return absl::DataLossError(absl::StrCat("record ", record_index, " ('",
                                               std::string(record.key), "') is not a JPEG"));
@@ -365,9 +375,9 @@ absl::Status SampleTransform::Apply(const Record& record, uint64_t epoch,
   if (!direct && staging.size() < hwc_bytes) staging.resize(hwc_bytes);
   uint8_t* hwc = direct ? dst : staging.data();
   if (im.layout == Layout::kHWC) {
-    CropHwc(record.payload.data(), crop, hwc);
+    CropHwc(record.payload.data(), crop, hwc, ahead);
   } else {
-    CropChw(record.payload.data(), crop, hwc);
+    CropChw(record.payload.data(), crop, hwc, ahead);
   }
   if (!direct) Finish(hwc, dst);
   return absl::OkStatus();

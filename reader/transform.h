@@ -59,8 +59,11 @@ class SampleTransform {
   // record must have the stored shape, a JPEG record must decode;
   // DataLossError naming the record otherwise. Thread-safe: JPEG decoding
   // uses one decoder and scratch per calling thread, kept for its life.
+  // `ahead`, which may be empty: a later sample's bytes to bring into the
+  // cache meanwhile. The raw crops spread those prefetches over their rows
+  // (reader/prefetch.h); the JPEG path issues them first.
   absl::Status Apply(const Record& record, uint64_t epoch, uint64_t record_index,
-                     uint8_t* dst) const;
+                     uint8_t* dst, ByteSpan ahead = {}) const;
 
  private:
   // Crop window top-left in padded coordinates, and the flip.
@@ -70,9 +73,9 @@ class SampleTransform {
   };
   Crop Choose(uint64_t epoch, uint64_t record_index) const;
   // HWC uint8 crop of the stored image (with the on-the-fly zero padding)
-  // into `dst`.
-  void CropHwc(const uint8_t* src, Crop crop, uint8_t* dst) const;
-  void CropChw(const uint8_t* src, Crop crop, uint8_t* dst) const;
+  // into `dst`, prefetching `ahead` a share a row.
+  void CropHwc(const uint8_t* src, Crop crop, uint8_t* dst, ByteSpan ahead) const;
+  void CropChw(const uint8_t* src, Crop crop, uint8_t* dst, ByteSpan ahead) const;
   void Finish(const uint8_t* hwc, uint8_t* dst) const;
   absl::Status ApplyJpeg(const Record& record, uint64_t epoch, uint64_t record_index,
                          uint8_t* dst) const;

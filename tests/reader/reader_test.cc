@@ -23,6 +23,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "reader/pipeline.h"
+#include "reader/prefetch.h"
 #include "shardpack/dataset.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -149,6 +150,35 @@ TEST_F(ReaderTest, HoldingTheBatchWhoseSlotIsNeededIsAnErrorNotAHang) {
   next = Batch();
   SP_ASSERT_OK_AND_ASSIGN(Batch third, reader->Next());
   EXPECT_EQ(third.index(), 5u);
+}
+
+// A record's lines, from the one holding its first byte to the one holding
+// its last, spread over the crop's rows: done before the last row.
+TEST(SpreadPrefetchTest, IssuesEveryLineOfTheRecordWithinTheSteps) {
+  alignas(64) static uint8_t buffer[8192];
+  // A CIFAR record (3073 bytes) starting 10 bytes into a line: 49 lines.
+  internal::SpreadPrefetch p(ByteSpan(buffer + 10, 3073), 32);
+  EXPECT_EQ(p.lines_left(), 49u);
+  p.Step();
+  EXPECT_EQ(p.lines_left(), 47u);  // ceil(49 / 32) = 2 a step
+  for (int row = 1; row < 24; ++row) p.Step();
+  EXPECT_EQ(p.lines_left(), 1u);
+  p.Step();
+  EXPECT_EQ(p.lines_left(), 0u);
+  p.Step();  // rows past the record's lines issue nothing
+  EXPECT_EQ(p.lines_left(), 0u);
+
+  internal::SpreadPrefetch rest(ByteSpan(buffer, 640), 32);  // 10 lines, 1 a step
+  rest.Step();
+  EXPECT_EQ(rest.lines_left(), 9u);
+  rest.Rest();
+  EXPECT_EQ(rest.lines_left(), 0u);
+  EXPECT_EQ(internal::SpreadPrefetch(ByteSpan(), 32).lines_left(), 0u);
+  internal::SpreadPrefetch no_steps(ByteSpan(buffer, 64), 0);
+  no_steps.Step();
+  EXPECT_EQ(no_steps.lines_left(), 1u);
+  no_steps.Rest();
+  EXPECT_EQ(no_steps.lines_left(), 0u);
 }
 
 // The default ring: 4 slots, or as many up to 16 as fit in 32 MiB; the

@@ -1,0 +1,67 @@
+// Bringing a later sample's record into the cache while this one is made.
+//
+// A shuffled record lies anywhere in memory; its 48 cache lines (a CIFAR
+// record) come from DRAM. Prefetched in one burst, the lines wait for the
+// core's few line-fill buffers and the burst stalls the core: the reader's
+// time was the sum of the fetch and the crop. Spread over the crop's rows, a
+// few lines a row, the fetch of the next record runs under the crop of this
+// one (docs/benchmarks.md, Reader).
+#ifndef SHARDPACK_READER_PREFETCH_H_
+#define SHARDPACK_READER_PREFETCH_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shardpack/record.h"
+
+namespace shardpack::internal {
+
+inline constexpr uintptr_t kCacheLine = 64;
+
+// Every line of `bytes`, now.
+inline void PrefetchLines(ByteSpan bytes) {
+  if (bytes.empty()) return;
+  const auto end = reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size();
+  for (uintptr_t p = reinterpret_cast<uintptr_t>(bytes.data()) & ~(kCacheLine - 1); p < end;
+       p += kCacheLine) {
+    __builtin_prefetch(reinterpret_cast<const void*>(p));
+  }
+}
+
+// The lines of `bytes` spread over `steps` calls of Step(), an equal share
+// each (rounded up; none with no steps); Rest() issues what is left.
+class SpreadPrefetch {
+ public:
+  SpreadPrefetch(ByteSpan bytes, int steps) {
+    if (bytes.empty()) return;
+    next_ = reinterpret_cast<uintptr_t>(bytes.data()) & ~(kCacheLine - 1);
+    end_ = reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size();
+    if (steps <= 0) return;
+    const uintptr_t lines = (end_ - next_ + kCacheLine - 1) / kCacheLine;
+    per_step_ = static_cast<int>((lines + static_cast<uintptr_t>(steps) - 1) /
+                                 static_cast<uintptr_t>(steps));
+  }
+
+  void Step() {
+    for (int k = 0; k < per_step_ && next_ < end_; ++k, next_ += kCacheLine) {
+      __builtin_prefetch(reinterpret_cast<const void*>(next_));
+    }
+  }
+
+  void Rest() {
+    for (; next_ < end_; next_ += kCacheLine) __builtin_prefetch(reinterpret_cast<const void*>(next_));
+  }
+
+  // Lines not yet issued.
+  size_t lines_left() const {
+    return next_ < end_ ? static_cast<size_t>((end_ - next_ + kCacheLine - 1) / kCacheLine) : 0;
+  }
+
+ private:
+  uintptr_t next_ = 0, end_ = 0;
+  int per_step_ = 0;
+};
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_READER_PREFETCH_H_

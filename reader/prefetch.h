@@ -18,16 +18,6 @@ namespace shardpack::internal {
 
 inline constexpr uintptr_t kCacheLine = 64;
 
-// Every line of `bytes`, now.
-inline void PrefetchLines(ByteSpan bytes) {
-  if (bytes.empty()) return;
-  const auto end = reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size();
-  for (uintptr_t p = reinterpret_cast<uintptr_t>(bytes.data()) & ~(kCacheLine - 1); p < end;
-       p += kCacheLine) {
-    __builtin_prefetch(reinterpret_cast<const void*>(p));
-  }
-}
-
 // The lines of `bytes` spread evenly over `steps` calls of Step(): after
 // step k (from 1), ceil(k * lines / steps) of them are issued, so the
 // line-fill buffers see a steady trickle (1 or 2 a row for a CIFAR record
@@ -65,6 +55,9 @@ class SpreadPrefetch {
   uintptr_t next_ = 0, end_ = 0;
   uintptr_t lines_ = 0, steps_ = 1, owed_ = 0;  // owed_ / steps_: lines due
 };
+
+// Every line of `bytes`, now.
+inline void PrefetchLines(ByteSpan bytes) { SpreadPrefetch(bytes, 0).Rest(); }
 
 }  // namespace shardpack::internal
 

@@ -71,6 +71,10 @@ std::vector<BadFlag> BadWholeNumbers() {
   cases.push_back({{b, "ds", "--threads", "-1"}, "--threads", "-1", "0..1024"});
   cases.push_back({{b, "ds", "--epochs", "0"}, "--epochs", "0", "1..2147483647"});
   cases.push_back({{b, "ds", "--ring-slots", "-1"}, "--ring-slots", "-1", "2..1024"});
+  for (std::string v : {"-1", "2147483648"}) {
+    cases.push_back({{b, "ds", "--warmup", v}, "--warmup", v, "0..2147483647"});
+  }
+  cases.push_back({{b, "ds", "--ring-slots", "0"}, "--ring-slots", "0", "2..1024"});
   cases.push_back(
       {{b, "ds", "--rank", "-1", "--world-size", "2"}, "--rank", "-1", "0..2147483646"});
   cases.push_back(

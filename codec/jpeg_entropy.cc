@@ -41,9 +41,14 @@ inline int FusedAdvance(uint32_t e) { return static_cast<int>((e >> 12) & 127); 
 inline int FusedValue(uint32_t e) { return static_cast<int32_t>(e) >> 20; }
 
 // Skip entries: bits 0-4 the bits of the whole fused symbols that start the
-// kSkipBits (0: not even one), bits 8-14 how far they move the zigzag index
-// (end of block counting 1), bit 15 set when the last is the end of block.
+// next kSkipBits or kWideSkipBits (0: not even one), bits 8-14 how far they
+// move the zigzag index (end of block counting 1), bit 15 set when the last
+// is the end of block. Two widths: the narrow lookups are cheap to build
+// (4,096 entries), the wide ones (16,384 entries, 32 KiB: still in a 48 KiB
+// L1) take more symbols per lookup: -8 us a photograph skipping the rows
+// above a crop, once they exist.
 constexpr int kSkipBits = 12;
+constexpr int kWideSkipBits = 14;
 constexpr uint32_t kEndsBlock = 0x8000;
 
 // Pair entries, for AC blocks whose coefficients are kept: up to two fused
@@ -58,10 +63,14 @@ constexpr uint64_t kPairEndsBlock = uint64_t{1} << 23;
 
 // When the multi-symbol lookups are built. Skip lookups: once a table has
 // skipped about as many blocks as building them costs in single lookups
-// (they repay it within one photograph). Pair lookups gain less per block:
+// (they repay it within one photograph); the wide ones once it has skipped
+// about as many as repay their build over the narrow ones (21 us, 6 ns a
+// block: a few photographs with the same tables, or one large image with
+// its own). Pair lookups gain less per block:
 // only for a table that another image used before (the standard tables of
 // cameras and encoders), not for a file's own optimized tables.
 constexpr int kBlocksBeforeSkips = 400;
+constexpr int kBlocksBeforeWideSkips = 4000;
 constexpr int kBlocksBeforePairs = 200;
 
 }  // namespace
@@ -78,10 +87,12 @@ struct JpegEntropyDecoder::Table {
   int32_t valoffset[18] = {};
   uint32_t lut[1 << kLook] = {};
   // For AC blocks whose coefficients are not kept (rows jpeg_skip_scanlines
-  // passes over, columns outside jpeg_crop_scanline's): the next kSkipBits
-  // bits as whole symbols, several per lookup (the skip entries above).
-  bool skip_built = false;
-  uint32_t skip[1 << kSkipBits] = {};
+  // passes over, columns outside jpeg_crop_scanline's): the next
+  // skip_bits bits as whole symbols, several per lookup (the skip entries
+  // above), from `skip` or, once built, `skip_wide`.
+  int skip_bits = 0;  // kSkipBits or kWideSkipBits once built
+  uint16_t skip[1 << kSkipBits] = {};
+  uint16_t skip_wide[1 << kWideSkipBits] = {};
   // For AC blocks whose coefficients are kept: up to two coefficients per
   // lookup (the pair entries above).
   bool pair_built = false;
@@ -96,7 +107,18 @@ struct JpegEntropyDecoder::Table {
   }
   void Build(const JHUFF_TBL& h, bool is_dc);
   void Fill(uint32_t code, int length, int symbol);
+  template <int kBits>
   void BuildSkip();
+  // Counts a skipped block and builds the skip lookups when they repay it.
+  void SkippedBlock() {
+    if (++skip_blocks == kBlocksBeforeSkips || skip_blocks == kBlocksBeforeWideSkips) {
+      BuildSkipNow();
+    }
+  }
+  [[gnu::noinline, gnu::cold]] void BuildSkipNow() {
+    if (skip_blocks == kBlocksBeforeSkips) BuildSkip<kSkipBits>();
+    if (skip_blocks == kBlocksBeforeWideSkips) BuildSkip<kWideSkipBits>();
+  }
   void BuildPair();
   // The fused entry of the symbol at bit `used` of the kBits-bit string
   // `string`, or 0 when there is none that fits wholly.
@@ -114,7 +136,7 @@ void JpegEntropyDecoder::Table::Build(const JHUFF_TBL& h, bool is_dc) {
   std::memcpy(bits, h.bits, sizeof(bits));
   std::memcpy(vals, h.huffval, sizeof(vals));
   std::fill(std::begin(lut), std::end(lut), 0u);
-  skip_built = false;
+  skip_bits = 0;
   pair_built = false;
   skip_blocks = 0;
   pair_blocks = 0;
@@ -163,15 +185,18 @@ void JpegEntropyDecoder::Table::Fill(uint32_t code, int length, int symbol) {
   }
 }
 
-// Each entry chains the fused symbols that fit wholly in its kSkipBits
-// bits, up to an end of block.
+// Each entry chains the fused symbols that fit wholly in its kBits bits, up
+// to an end of block.
+template <int kBits>
 void JpegEntropyDecoder::Table::BuildSkip() {
-  for (uint32_t i = 0; i < (1u << kSkipBits); ++i) {
+  static_assert(kBits == kSkipBits || kBits == kWideSkipBits);
+  uint16_t* const out = kBits == kWideSkipBits ? skip_wide : skip;
+  for (uint32_t i = 0; i < (1u << kBits); ++i) {
     int used = 0, advance = 0;
     uint32_t ends = 0;
     // Chained while the index stays in a block (an entry that moves it past
     // 64 could never be used, and its advance must fit 7 bits).
-    while (uint32_t e = FusedAt<kSkipBits>(i, used)) {
+    while (uint32_t e = FusedAt<kBits>(i, used)) {
       const bool end = FusedAdvance(e) == 64;
       const int next = advance + (end ? 1 : FusedAdvance(e));
       if (next > DCTSIZE2) break;
@@ -182,9 +207,10 @@ void JpegEntropyDecoder::Table::BuildSkip() {
         break;
       }
     }
-    skip[i] = ends | (static_cast<uint32_t>(advance) << 8) | static_cast<uint32_t>(used);
+    out[i] = static_cast<uint16_t>(ends | (static_cast<uint32_t>(advance) << 8) |
+                                   static_cast<uint32_t>(used));
   }
-  skip_built = true;
+  skip_bits = kBits;
 }
 
 void JpegEntropyDecoder::Table::BuildPair() {
@@ -402,11 +428,11 @@ template <bool kStoreAc>
   s.last_dc[c] += static_cast<uint32_t>(diff);
   if (block != nullptr) block[0] = static_cast<JCOEF>(static_cast<int32_t>(s.last_dc[c]));
   Table& ac = *s.ac[blk];
-  if (!kStoreAc && !ac.skip_built && ++ac.skip_blocks == kBlocksBeforeSkips) ac.BuildSkip();
+  if (!kStoreAc && ac.skip_bits != kWideSkipBits) ac.SkippedBlock();
   if (kStoreAc && !ac.pair_built && ac.scans > 1 && ++ac.pair_blocks == kBlocksBeforePairs) {
     ac.BuildPair();
   }
-  const bool skip = !kStoreAc && ac.skip_built;
+  const int skip = kStoreAc ? 0 : ac.skip_bits;
   const bool pairs = kStoreAc && ac.pair_built;
   for (int k = 1; k < DCTSIZE2;) {
     if (b.nbits < 32) Refill(s, b);
@@ -424,8 +450,9 @@ template <bool kStoreAc>
         continue;
       }
     }
-    if (skip) {  // several symbols a lookup, while they stay in the block
-      const uint32_t se = ac.skip[Peek(b, kSkipBits)];
+    if (skip != 0) {  // several symbols a lookup, while they stay in the block
+      const uint32_t se = skip == kWideSkipBits ? ac.skip_wide[Peek(b, kWideSkipBits)]
+                                                : ac.skip[Peek(b, kSkipBits)];
       const int advance = static_cast<int>((se >> 8) & 127);
       if ((se & 31) != 0 && k + advance <= DCTSIZE2) {
         Drop(b, static_cast<int>(se & 31));
@@ -549,6 +576,11 @@ JpegEntropyDecoder::Table* JpegEntropyDecoder::TableFor(const JHUFF_TBL& huff, b
   for (const std::unique_ptr<Table>& t : tables_) {
     if (t != nullptr && t->Matches(huff, dc)) {
       if (t->scan_stamp != scan_stamp_) ++t->scans;
+      // Eager: the narrow skip lookups at a table's first scan, the wide
+      // ones at its second, so that the tests reach both.
+      if (eager_ && !dc && t->scans > 1 && t->skip_bits != kWideSkipBits) {
+        t->BuildSkip<kWideSkipBits>();
+      }
       t->scan_stamp = scan_stamp_;
       return t.get();
     }
@@ -565,7 +597,7 @@ JpegEntropyDecoder::Table* JpegEntropyDecoder::TableFor(const JHUFF_TBL& huff, b
   slot->scan_stamp = scan_stamp_;
   slot->scans = 1;
   if (eager_ && !dc) {
-    slot->BuildSkip();
+    slot->BuildSkip<kSkipBits>();
     slot->BuildPair();
   }
   return slot.get();

@@ -116,8 +116,7 @@ struct JpegEntropyDecoder::Table {
     }
   }
   [[gnu::noinline, gnu::cold]] void BuildSkipNow() {
-    if (skip_blocks == kBlocksBeforeSkips) BuildSkip<kSkipBits>();
-    if (skip_blocks == kBlocksBeforeWideSkips) BuildSkip<kWideSkipBits>();
+    skip_blocks == kBlocksBeforeSkips ? BuildSkip<kSkipBits>() : BuildSkip<kWideSkipBits>();
   }
   void BuildPair();
   // The fused entry of the symbol at bit `used` of the kBits-bit string

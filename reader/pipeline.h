@@ -78,7 +78,6 @@ struct CorruptInBatch {
   absl::Status error;
 };
 
-// A staging slot of the ring.
 // The ring's slots for ReaderOptions::ring_slots `requested` and batches of
 // `batch_bytes`: `requested`, or for kAutoRingSlots 4, or as many up to 16
 // as fit in 32 MiB. With small batches (CIFAR's are 1.5 MiB) 4 slots are
@@ -86,6 +85,7 @@ struct CorruptInBatch {
 // holds back that long (three threads on two cores) stalled them.
 int RingSlotsFor(int requested, uint64_t batch_bytes);
 
+// A staging slot of the ring.
 struct RingSlot {
   std::atomic<uint64_t> ready{0};     // 1 + sequence number built into it
   std::atomic<uint64_t> free_for{0};  // next sequence number allowed in

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
+#include "python/arrays.h"
 #include "python/py_reader.h"
 
 namespace shardpack::python {
@@ -69,7 +70,7 @@ std::array<float, 3> Triple(const char* what, const py::object& v, float fill) {
   return {list[0].cast<float>(), list[1].cast<float>(), list[2].cast<float>()};
 }
 
-py::array_t<uint8_t> ContactSheet(py::object images_obj, py::object labels_obj, py::object classes,
+py::array ContactSheet(py::object images_obj, py::object labels_obj, py::object classes,
                                   py::object columns, py::object tile, py::object mean,
                                   py::object std, py::object indices, py::object layout) {
   py::array images = AsArray(images_obj);
@@ -124,8 +125,8 @@ py::array_t<uint8_t> ContactSheet(py::object images_obj, py::object labels_obj, 
   }
   if (!sheet.ok()) ThrowStatus(sheet.status());
   const codec::PixelView v = sheet->view();
-  py::array_t<uint8_t> out(
-      {static_cast<py::ssize_t>(v.height), static_cast<py::ssize_t>(v.width), py::ssize_t{3}});
+  py::array out = NewArray(py::dtype::of<uint8_t>(), 1,
+                           {static_cast<py::ssize_t>(v.height), static_cast<py::ssize_t>(v.width), 3});
   std::memcpy(out.mutable_data(), v.data, v.bytes());
   return out;
 }

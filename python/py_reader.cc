@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "python/arrays.h"
 #include "python/dlpack.h"
 #include "shardpack/manifest.h"
 
@@ -127,9 +128,11 @@ py::object PyReader::View(void* data, DLDataType dtype, DLDevice device,
   py::dtype np = dtype.code == kDLInt     ? py::dtype::of<int64_t>()
                  : dtype.code == kDLFloat ? py::dtype::of<float>()
                                           : py::dtype::of<uint8_t>();
-  if (!copy_) return py::array(np, shape, data, owner);
-  py::array owned(np, shape);
-  std::memcpy(owned.mutable_data(), data, owned.nbytes());
+  const size_t element_bytes = dtype.bits / 8;
+  const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  if (!copy_) return NewArray(np, element_bytes, dims, data, owner);
+  py::array owned = NewArray(np, element_bytes, dims);
+  std::memcpy(owned.mutable_data(), data, ArrayBytes(dims, element_bytes));
   return output_ == Output::kTorch ? from_numpy_(owned) : py::object(owned);
 }
 
@@ -170,8 +173,8 @@ py::tuple PyReader::Next() {
   py::object images = ImagesOf(b, owner);
   py::object labels = LabelsOf(b, owner);
   if (!indices_) return py::make_tuple(images, labels);
-  py::array_t<int64_t> indices(b.size());
-  int64_t* out = indices.mutable_data();
+  py::array indices = NewArray(py::dtype::of<int64_t>(), sizeof(int64_t), {b.size()});
+  auto* out = static_cast<int64_t*>(indices.mutable_data());
   for (int i = 0; i < b.size(); ++i) out[i] = static_cast<int64_t>(b.record_index(i));
   return py::make_tuple(images, labels,
                         output_ == Output::kTorch ? from_numpy_(indices) : py::object(indices));

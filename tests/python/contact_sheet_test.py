@@ -41,6 +41,7 @@ class ContactSheetTest(DatasetTest):
         self.assertEqual(sheet.dtype, np.uint8)
         self.assertEqual(sheet.ndim, 3)
         self.assertEqual(sheet.shape[2], 3)
+        self.assertEqual(sheet.strides, (sheet.shape[1] * 3, 3, 1))  # python/arrays.h
         columns = 3  # ceil(sqrt(8))
         for i in range(8):
             np.testing.assert_array_equal(tile(sheet, i, 32, columns), images[i])

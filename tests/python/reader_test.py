@@ -52,6 +52,21 @@ class ReaderTest(fixtures.DatasetTest):
             np.testing.assert_array_equal(vi, ci)
             np.testing.assert_array_equal(vl, cl)
 
+    def test_every_array_has_c_strides_from_its_element_size(self):
+        # pybind11 < 2.12 under numpy 2 made arrays with every stride 0 (each
+        # element read as the first): python/arrays.h gives the strides.
+        def c_strides(a):
+            strides, step = [], a.itemsize
+            for d in reversed(a.shape):
+                strides.insert(0, step)
+                step *= d
+            return tuple(strides)
+        for kw in ({}, {"copy": True}, {"dtype": "float32", "layout": "NCHW"}):
+            images, labels, indices = next(iter(self.reader(indices=True, **kw)))
+            for a in (images, labels, indices):
+                self.assertEqual(a.strides, c_strides(a), (kw, a.dtype))
+            self.assertEqual(len(set(indices.tolist())), BATCH, kw)
+
     def test_the_reader_tells_classes_schema_shape_and_engine_before_a_batch(self):
         r = self.reader(transform="cifar-eval:28", layout="NCHW")
         # The demo CIFAR-10 file has its batches.meta.txt beside it.

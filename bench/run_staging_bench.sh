@@ -15,7 +15,11 @@
 #                alone; GPU wait fraction = 1 - ratio, aim < 0.02.
 #
 #   bench/run_staging_bench.sh [--dir DIR] [--build-dir DIR] [--repeats N]
-#                              [--kernel-us N] [--json]
+#                              [--kernel-us N] [--json] [--no-build]
+#
+# --no-build runs the binaries already in --build-dir (built on another
+# machine with the same toolkit: the device machines have CUDA but not our
+# libraries' headers).
 #
 # --dir defaults to /dev/shm (the reader then maps the shards, so the
 # consumer figure measures staging, not the disk).
@@ -27,6 +31,7 @@ dir=/dev/shm
 repeats=5
 kernel_us=5000
 json=()
+build=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
@@ -34,14 +39,17 @@ while [[ $# -gt 0 ]]; do
     --repeats) repeats="$2"; shift 2 ;;
     --kernel-us) kernel_us="$2"; shift 2 ;;
     --json) json=(--json); shift ;;
+    --no-build) build=0; shift ;;
     *) echo "run_staging_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 
-if [[ ! -f "$build_dir/build.ninja" ]]; then
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHARDPACK_CUDA=ON >&2
+if ((build)); then
+  if [[ ! -f "$build_dir/build.ninja" ]]; then
+    cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHARDPACK_CUDA=ON >&2
+  fi
+  ninja -C "$build_dir" staging_bench staging_test >&2
 fi
-ninja -C "$build_dir" staging_bench staging_test >&2
 
 # The device tests first: the figures mean nothing if the copies are wrong.
 out=$("$build_dir/tests/reader/staging_test" --gtest_filter='*Cuda*' 2>&1) || {

@@ -2,10 +2,12 @@
 // measured side by side in the same run:
 //
 //   copy:      batches copied through the CUDA copy engine (pinned ring slot
-//              -> device buffer: cudaMemcpyAsync on the reader's stream, a
-//              host function and an event per batch, up to --buffers in
-//              flight) against cudaMemcpy of the same bytes from pinned
-//              memory. Aim: >= 0.8.
+//              -> device buffer: cudaMemcpyAsync on the reader's stream and
+//              an event per batch, the engine's completion thread reporting
+//              each, up to --buffers in flight) against cudaMemcpy of the
+//              same bytes from pinned memory. Aim: >= 0.8. Then the same
+//              with the finish kernel making float32 and float16 NCHW on
+//              the device (what it adds to the stream), same reference.
 //   consumer:  the Reader on a raw dataset with device staging, and a
 //              consumer that runs one kernel of --kernel-us per batch on its
 //              own stream (waiting on the batch's event), against the same
@@ -63,19 +65,37 @@ void Check(const absl::Status& s) {
 
 void NoOp(void*) {}
 
-// The copy engine's path against cudaMemcpy, `copies` batches per run.
-Row CopyRow(const Options& o) {
+// The finish of `dtype` ("float32", "float16"; "" for none) into NCHW, with
+// ImageNet's mean and std.
+internal::FinishParams Finish(const Options& o, const std::string& dtype) {
+  internal::FinishParams p;
+  if (dtype.empty()) return p;
+  p = {true, dtype == "float16", true, o.side, o.side, 3};
+  const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
+  for (int c = 0; c < 3; ++c) {
+    p.scale[c] = 1.f / (255.f * sd[c]);
+    p.bias[c] = -mean[c] / sd[c];
+  }
+  return p;
+}
+
+// The copy engine's path (with the finish kernel of `dtype`, if any) against
+// cudaMemcpy of the same host bytes, `copies` batches per run.
+Row CopyRow(const Options& o, const std::string& dtype) {
   const size_t bytes = size_t(o.batch) * o.side * o.side * 3;
+  const internal::FinishParams finish = Finish(o, dtype);
+  const size_t out_bytes = finish.enabled ? bytes * finish.out_element_bytes() : bytes;
   auto engine = internal::MakeCudaCopyEngine(0, nullptr);
   Check(engine.status());
   internal::CopyEngine& e = **engine;
-  Check(e.Init(o.buffers, bytes, bytes, {}));
+  Check(e.Init(o.buffers, bytes, out_bytes, finish));
   std::vector<uint8_t*> slots;
   for (int k = 0; k < 4; ++k) {
     slots.push_back(e.HostAlloc(bytes));
     std::memset(slots.back(), k, bytes);
   }
-  Row row{"batch " + std::to_string(bytes >> 20) + " MiB", "staging copies", "cudaMemcpy, pinned",
+  Row row{"batch " + std::to_string(bytes >> 20) + " MiB",
+          dtype.empty() ? "staging copies" : "copies + " + dtype + " NCHW", "cudaMemcpy, pinned",
           "GB/s", 1e9, uint64_t(bytes) * o.copies, uint64_t(bytes) * o.copies, {}, {}};
   auto staged = [&] {
     double start = NowSeconds();
@@ -190,7 +210,7 @@ int Main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   cudaDeviceProp prop;
   Check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::vector<Row> rows = {CopyRow(o)};
+  std::vector<Row> rows = {CopyRow(o, ""), CopyRow(o, "float32"), CopyRow(o, "float16")};
   rows.push_back(ConsumerRow(o, MakeDataset(o)));
   const double wait = 1 - rows.back().Ratio();
   std::vector<Fact> facts = {{"gpu", "GPU", prop.name, false},

@@ -68,7 +68,8 @@ class CopyEngine {
   virtual void* buffer(int b) = 0;  // device address of buffer b
   virtual void* event(int b) = 0;   // cudaEvent_t after b's last work, or null
   // Queues the copy of `bytes` from `src` (HostAlloc memory) into buffer b,
-  // then the finish of `samples` samples if enabled. `done(arg)` follows.
+  // then the finish of `samples` samples if enabled. `done(arg)` follows
+  // once the copy completed (`src` is free again). One thread issues.
   // An error here means nothing was queued and `done` will not be called.
   virtual absl::Status Issue(int b, const uint8_t* src, size_t bytes, int samples, DoneFn done,
                              void* arg) = 0;

@@ -1,12 +1,20 @@
-// The CUDA copy engine: pinned ring slots, device buffers, and one stream of
-// the reader's own on which each batch is copied (cudaMemcpyAsync), finished
-// (reader/cuda/finish_kernel.cu), reported (a host function) and marked by
-// an event the consumer can wait on.
+// The CUDA copy engine: pinned ring slots, device buffers, and a stream of
+// the reader's own on which each batch is copied (cudaMemcpyAsync) and
+// marked by an event the consumer can wait on. With a finish
+// (reader/cuda/finish_kernel.cu), batches are copied into two scratch
+// buffers in turn and finished on a second stream, so the kernel of one
+// batch runs under the copy of the next. A thread of the engine's sleeps on
+// each copy's event in turn and reports the completion: a host function on
+// the stream would stall the copies behind it for the callback's round trip
+// (measured on an H100, docs/benchmarks.md "GPU staging").
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -55,17 +63,38 @@ class CudaCopyEngine final : public CopyEngine {
   void* event(int b) override { return done_[b]; }
   absl::Status Issue(int b, const uint8_t* src, size_t bytes, int samples, DoneFn done,
                      void* arg) override;
-  absl::Status Wait(int b) override { return CudaStatus(cudaEventSynchronize(done_[b]), "copy"); }
+  absl::Status Wait(int b) override;
   void Released(int b) override;
 
  private:
+  // One issued batch, in issue order: the event after its work, and whom to tell.
+  struct Completion {
+    cudaEvent_t event = nullptr;
+    DoneFn done = nullptr;  // null: the completer stops
+    void* arg = nullptr;
+  };
+  void CompleterMain();
+  void WaitCompleted(uint64_t n);
+  void StopCompleter();
+
   const int device_;
   const cudaStream_t consumer_;
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr;         // copies
+  cudaStream_t finish_stream_ = nullptr;  // finishes: writes the device buffers
   std::vector<void*> buffers_;
   std::vector<cudaEvent_t> done_, release_;
   std::vector<uint8_t> release_recorded_;
-  uint8_t* scratch_ = nullptr;  // the uint8 batch before the finish
+  // Completions: a ring of `buffers` entries, entry n % size for issue n.
+  // Issue (one thread) writes entries and counts issued_; the completer
+  // counts completed_. Wait(b) waits until completed_ passes last_issue_[b].
+  std::vector<Completion> queue_;
+  std::atomic<uint64_t> issued_{0}, completed_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> last_issue_;  // per buffer: issue number + 1
+  std::thread completer_;
+  // With a finish: the uint8 batches before it, in turn; `copied_` after a
+  // copy into one, `scratch_free_` after the finish that read it.
+  uint8_t* scratch_[2] = {nullptr, nullptr};
+  cudaEvent_t copied_[2] = {nullptr, nullptr}, scratch_free_[2] = {nullptr, nullptr};
   FinishArgs finish_;
   bool finishing_ = false;
   // Slots cudaHostAlloc refused (memory limits): plain memory still works,
@@ -77,11 +106,19 @@ class CudaCopyEngine final : public CopyEngine {
 CudaCopyEngine::~CudaCopyEngine() {
   DeviceScope scope(device_);
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  if (finish_stream_ != nullptr) cudaStreamSynchronize(finish_stream_);
+  StopCompleter();
   for (void* p : buffers_) cudaFree(p);
   for (cudaEvent_t e : done_) cudaEventDestroy(e);
   for (cudaEvent_t e : release_) cudaEventDestroy(e);
-  if (scratch_ != nullptr) cudaFree(scratch_);
+  for (const Completion& c : queue_) cudaEventDestroy(c.event);
+  for (int s = 0; s < 2; ++s) {
+    if (scratch_[s] != nullptr) cudaFree(scratch_[s]);
+    if (copied_[s] != nullptr) cudaEventDestroy(copied_[s]);
+    if (scratch_free_[s] != nullptr) cudaEventDestroy(scratch_free_[s]);
+  }
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (finish_stream_ != nullptr) cudaStreamDestroy(finish_stream_);
 }
 
 uint8_t* CudaCopyEngine::HostAlloc(size_t bytes) {
@@ -120,20 +157,38 @@ absl::Status CudaCopyEngine::Init(int buffers, size_t in_bytes, size_t out_bytes
   done_.assign(buffers, nullptr);
   release_.assign(buffers, nullptr);
   release_recorded_.assign(buffers, 0);
+  queue_.assign(buffers, {});
+  last_issue_ = std::make_unique<std::atomic<uint64_t>[]>(buffers);
+  // Blocking-sync events: a thread waiting on one (the completer, Wait)
+  // sleeps instead of spinning a core the decode threads need.
+  constexpr unsigned kEventFlags = cudaEventDisableTiming | cudaEventBlockingSync;
   for (int b = 0; b < buffers; ++b) {
     SP_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&buffers_[b], std::max<size_t>(out_bytes, 1)),
                                   absl::StrCat(name(), ": ", out_bytes, " bytes for buffer ", b)));
-    SP_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&done_[b], cudaEventDisableTiming),
+    SP_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&done_[b], kEventFlags),
                                   absl::StrCat(name(), ": event")));
     SP_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&release_[b], cudaEventDisableTiming),
                                   absl::StrCat(name(), ": event")));
+    SP_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&queue_[b].event, kEventFlags),
+                                  absl::StrCat(name(), ": event")));
   }
+  completer_ = std::thread([this] { CompleterMain(); });
   finishing_ = finish.enabled;
   if (finishing_) {
-    void* p = nullptr;
-    SP_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&p, std::max<size_t>(in_bytes, 1)),
-                                  absl::StrCat(name(), ": ", in_bytes, " bytes of scratch")));
-    scratch_ = static_cast<uint8_t*>(p);
+    SP_RETURN_IF_ERROR(
+        CudaStatus(cudaStreamCreateWithFlags(&finish_stream_, cudaStreamNonBlocking),
+                   absl::StrCat(name(), ": stream")));
+    for (int s = 0; s < 2; ++s) {
+      void* p = nullptr;
+      SP_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&p, std::max<size_t>(in_bytes, 1)),
+                                    absl::StrCat(name(), ": ", in_bytes, " bytes of scratch")));
+      scratch_[s] = static_cast<uint8_t*>(p);
+      SP_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&copied_[s], cudaEventDisableTiming),
+                                    absl::StrCat(name(), ": event")));
+      SP_RETURN_IF_ERROR(
+          CudaStatus(cudaEventCreateWithFlags(&scratch_free_[s], cudaEventDisableTiming),
+                     absl::StrCat(name(), ": event")));
+    }
     finish_.height = finish.height;
     finish_.width = finish.width;
     finish_.channels = finish.channels;
@@ -145,23 +200,96 @@ absl::Status CudaCopyEngine::Init(int buffers, size_t in_bytes, size_t out_bytes
   return absl::OkStatus();
 }
 
-// Copies of one stream run in order, so the single scratch buffer is free
-// again once the previous batch's kernel ran.
+// Issue n: the copy on `stream_`, then the completion's event (the host
+// slot is free once the copy is done); with a finish, the copy goes to
+// scratch n % 2 and the kernel runs on `finish_stream_`. Buffer b is written
+// only after the consumer's work on it (release_[b]), a scratch buffer only
+// after the finish that read it.
 absl::Status CudaCopyEngine::Issue(int b, const uint8_t* src, size_t bytes, int samples,
                                    DoneFn done, void* arg) {
   DeviceScope scope(device_);
-  if (release_recorded_[b]) {
-    SP_RETURN_IF_ERROR(CudaStatus(cudaStreamWaitEvent(stream_, release_[b], 0), "wait"));
-  }
-  void* dst = finishing_ ? scratch_ : buffers_[b];
-  SP_RETURN_IF_ERROR(CudaStatus(
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync"));
+  // At most `buffers` completions outstanding: the queue entry is free.
+  const uint64_t n = issued_.load(std::memory_order_relaxed);
+  WaitCompleted(n + 1 - std::min<uint64_t>(n + 1, queue_.size()));
+  Completion& c = queue_[n % queue_.size()];
+  cudaStream_t writer = finishing_ ? finish_stream_ : stream_;  // writes buffer b
+  const int s = static_cast<int>(n % 2);
+  absl::Status status;
+  auto step = [&status](cudaError_t e, absl::string_view what) {
+    if (status.ok()) status = CudaStatus(e, what);
+  };
+  if (release_recorded_[b]) step(cudaStreamWaitEvent(writer, release_[b], 0), "wait");
   if (finishing_) {
-    SP_RETURN_IF_ERROR(
-        CudaStatus(LaunchFinish(finish_, samples, scratch_, buffers_[b], stream_), "finish kernel"));
+    if (n >= 2) step(cudaStreamWaitEvent(stream_, scratch_free_[s], 0), "wait");
+    step(cudaMemcpyAsync(scratch_[s], src, bytes, cudaMemcpyHostToDevice, stream_),
+         "cudaMemcpyAsync");
+    step(cudaEventRecord(copied_[s], stream_), "cudaEventRecord");
+    step(cudaEventRecord(c.event, stream_), "cudaEventRecord");
+    step(cudaStreamWaitEvent(finish_stream_, copied_[s], 0), "wait");
+    step(LaunchFinish(finish_, samples, scratch_[s], buffers_[b], finish_stream_),
+         "finish kernel");
+    step(cudaEventRecord(scratch_free_[s], finish_stream_), "cudaEventRecord");
+  } else {
+    step(cudaMemcpyAsync(buffers_[b], src, bytes, cudaMemcpyHostToDevice, stream_),
+         "cudaMemcpyAsync");
+    step(cudaEventRecord(c.event, stream_), "cudaEventRecord");
   }
-  SP_RETURN_IF_ERROR(CudaStatus(cudaLaunchHostFunc(stream_, done, arg), "cudaLaunchHostFunc"));
-  return CudaStatus(cudaEventRecord(done_[b], stream_), "cudaEventRecord");
+  step(cudaEventRecord(done_[b], writer), "cudaEventRecord");
+  if (!status.ok()) {
+    // A copy already queued must not read `src` after we return: the caller
+    // gives the slot back on an error.
+    cudaStreamSynchronize(stream_);
+    if (finishing_) cudaStreamSynchronize(finish_stream_);
+    return status;
+  }
+  c.done = done;
+  c.arg = arg;
+  last_issue_[b].store(n + 1, std::memory_order_relaxed);
+  issued_.store(n + 1, std::memory_order_release);
+  issued_.notify_one();
+  return absl::OkStatus();
+}
+
+absl::Status CudaCopyEngine::Wait(int b) {
+  const cudaError_t e = cudaEventSynchronize(done_[b]);
+  WaitCompleted(last_issue_[b].load(std::memory_order_relaxed));  // `done` has run
+  return CudaStatus(e, "copy");
+}
+
+// Until completions 0 .. n-1 have been reported.
+void CudaCopyEngine::WaitCompleted(uint64_t n) {
+  for (uint64_t c = completed_.load(std::memory_order_acquire); c < n;
+       c = completed_.load(std::memory_order_acquire)) {
+    completed_.wait(c, std::memory_order_acquire);
+  }
+}
+
+void CudaCopyEngine::CompleterMain() {
+  cudaSetDevice(device_);
+  for (uint64_t n = 0;; ++n) {
+    for (uint64_t i = issued_.load(std::memory_order_acquire); i == n;
+         i = issued_.load(std::memory_order_acquire)) {
+      issued_.wait(i, std::memory_order_acquire);
+    }
+    const Completion c = queue_[n % queue_.size()];
+    if (c.done == nullptr) return;
+    // Its error, if any, is the stream's: Wait reports it from done_[b].
+    (void)cudaEventSynchronize(c.event);
+    c.done(c.arg);
+    completed_.store(n + 1, std::memory_order_release);
+    completed_.notify_all();
+  }
+}
+
+// After every issued batch was reported: a null entry ends the completer.
+void CudaCopyEngine::StopCompleter() {
+  if (!completer_.joinable()) return;
+  const uint64_t n = issued_.load(std::memory_order_relaxed);
+  WaitCompleted(n);
+  queue_[n % queue_.size()].done = nullptr;
+  issued_.store(n + 1, std::memory_order_release);
+  issued_.notify_one();
+  completer_.join();
 }
 
 void CudaCopyEngine::Released(int b) {

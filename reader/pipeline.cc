@@ -142,9 +142,8 @@ void Pipeline::Start(uint64_t epoch, uint64_t batch, std::shared_ptr<const Epoch
     ring_[k].free_for = k;
   }
   loader_ = std::thread([this] { LoaderMain(); });
-  int threads = options_.threads > 0 ? options_.threads
-                                     : static_cast<int>(std::thread::hardware_concurrency());
-  for (int t = 0; t < std::max(threads, 1); ++t) workers_.emplace_back([this] { WorkerMain(); });
+  const int threads = WorkerThreads(options_.threads);
+  for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { WorkerMain(); });
 }
 
 void Pipeline::Stop() {
@@ -388,10 +387,17 @@ void Pipeline::Locate(uint64_t seq, uint64_t* epoch, uint64_t* batch) const {
   *batch = after % batches_per_epoch_;
 }
 
-int RingSlotsFor(int requested, uint64_t batch_bytes) {
+int WorkerThreads(int requested) {
+  if (requested > 0) return requested;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+int RingSlotsFor(int requested, uint64_t batch_bytes, int workers) {
   if (requested != kAutoRingSlots) return requested;
   constexpr uint64_t kRingBytes = uint64_t{32} << 20;
-  return static_cast<int>(std::clamp<uint64_t>(kRingBytes / std::max<uint64_t>(batch_bytes, 1), 4, 16));
+  const uint64_t small = std::clamp<uint64_t>(kRingBytes / std::max<uint64_t>(batch_bytes, 1), 4, 16);
+  return static_cast<int>(
+      std::min<uint64_t>(std::max<uint64_t>(small, uint64_t(std::max(workers, 1)) + 2), kMaxRingSlots));
 }
 
 void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {

@@ -223,7 +223,8 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
                       internal::SampleTransform::Make(host, dataset_.source->image()));
   transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
   host.ring_slots = options_.ring_slots = internal::RingSlotsFor(
-      options_.ring_slots, uint64_t(options_.batch_size) * transform_->shape().sample_bytes);
+      options_.ring_slots, uint64_t(options_.batch_size) * transform_->shape().sample_bytes,
+      internal::WorkerThreads(options_.threads));
   internal::PlanOptions& plan = plan_;
   plan = PlanOptionsOf(options_);
   fingerprint_ = DatasetFingerprint(dataset_);

@@ -138,7 +138,9 @@ struct CorruptSample {
 inline constexpr int kMaxBatchSize = 1 << 20;
 inline constexpr int kMaxRingSlots = 1024;
 // ReaderOptions::ring_slots' default: 4 slots, or for small batches as many
-// up to 16 as keep the ring within 32 MiB (Reader::ring_slots() says which).
+// up to 16 as keep the ring within 32 MiB, and at least threads + 2 (each
+// worker builds a whole batch in a slot of its own). Reader::ring_slots()
+// says which.
 inline constexpr int kAutoRingSlots = 0;
 inline constexpr int kMaxThreads = 1024;
 inline constexpr int kMaxWorldSize = 1 << 20;

@@ -185,14 +185,18 @@ TEST(SpreadPrefetchTest, IssuesEveryLineOfTheRecordEvenlyOverTheSteps) {
   EXPECT_EQ(no_steps.lines_left(), 0u);
 }
 
-// The default ring: 4 slots, or as many up to 16 as fit in 32 MiB; the
-// holding rule follows the slots chosen.
+// The default ring: 4 slots, or as many up to 16 as fit in 32 MiB, and at
+// least a slot a worker and two more; the holding rule follows the slots
+// chosen.
 TEST_F(ReaderTest, DefaultRingIsDeeperForSmallBatchesAndHoldsOneFewer) {
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 1536 << 10), 16);  // CIFAR, 512 a batch
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 4 << 20), 8);
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 10 << 20), 4);
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, uint64_t{77} << 20), 4);  // 224x224, 512
-  EXPECT_EQ(internal::RingSlotsFor(3, 1), 3);
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 1536 << 10, 2), 16);  // CIFAR, 512 a batch
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 4 << 20, 2), 8);
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 10 << 20, 2), 4);
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, uint64_t{77} << 20, 2), 4);  // 224x224, 512
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, uint64_t{77} << 20, 16), 18);
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 1536 << 10, 15), 17);
+  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 1, 1024), kMaxRingSlots);
+  EXPECT_EQ(internal::RingSlotsFor(3, 1, 16), 3);
 
   std::string path = MakeDataset(dir_, "ds", 100, 4, 10);
   ReaderOptions o = Options(path, 5, 2);

@@ -156,7 +156,8 @@ absl::StatusOr<double> MemcpyReference::Impl::Time(uint64_t images, int threads,
   std::vector<Ring> rings;
   rings.reserve(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) {
-    rings.emplace_back(internal::RingSlotsFor(options.ring_slots, batch * image_bytes),
+    // One copying thread a ring: the ring of a reader with one worker.
+    rings.emplace_back(internal::RingSlotsFor(options.ring_slots, batch * image_bytes, 1),
                        batch * image_bytes);
     if (!rings.back().ok()) return absl::ResourceExhaustedError("no memory for the memcpy ring");
   }

@@ -87,12 +87,14 @@ TEST(ShardbenchTest, SteadyFiguresLeaveTheWarmupBatchesOut) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
   };
-  nlohmann::json j = run({"--warmup", "5"});
+  nlohmann::json j = run({"--warmup", "5", "--threads", "2"});
   EXPECT_EQ(j["warmup_batches"], 5);
   EXPECT_EQ(j["steady_samples"], 600 - 5 * 30);
   EXPECT_GT(j["steady_images_per_s"].get<double>(), 0);
   EXPECT_GT(j["steady_cpu_us_per_image"].get<double>(), 0);
-  EXPECT_EQ(j["ring_slots"], 16);  // 30 8x8x3 images a batch: the deepest default
+  EXPECT_EQ(j["ring_slots"], 16);  // 30 8x8x3 images a batch, 2 workers: the deepest default
+  j = run({"--threads", "20"});
+  EXPECT_EQ(j["ring_slots"], 22);  // a slot a worker, and two more
   j = run({"--warmup", "20", "--ring-slots", "3"});
   EXPECT_EQ(j["steady_samples"], 0);
   EXPECT_EQ(j["steady_images_per_s"], 0);
@@ -190,6 +192,52 @@ TEST(ShardbenchTest, UnknownLayoutOrDtypeIsAUsageErrorListingTheNames) {
   r = testing::Run({SHARDBENCH_PATH, "/nonexistent/ds", "--layout", "NCHW"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("/nonexistent/ds"));
+}
+
+// --device stages every batch to the GPU as a training loop would; without
+// one (CI) the batches stay on the host, the same ones, and stderr says why.
+TEST(ShardbenchTest, DeviceStagesTheBatchesOrSaysWhyItCannot) {
+  testing::TempDir dir;
+  const std::string ds = MakeDataset(dir, /*varied=*/true);
+  const std::vector<std::string> run = {SHARDBENCH_PATH, ds,    "--epochs", "2", "--batch-size",
+                                        "30",           "--json", "-q"};
+  testing::RunResult host = testing::Run(run);
+  ASSERT_EQ(host.exit_code, 0) << host.err;
+  std::vector<std::string> args = run;
+  args.insert(args.end(), {"--device", "0"});
+  testing::RunResult device = testing::Run(args);
+  ASSERT_EQ(device.exit_code, 0) << device.err;
+  nlohmann::json h = nlohmann::json::parse(host.out), d = nlohmann::json::parse(device.out);
+  EXPECT_EQ(h["device"], "host");
+  EXPECT_EQ(d["samples"], 600);
+  if (d["device"] == "host") {
+    EXPECT_THAT(device.err, HasSubstr("no CUDA device 0"));
+    EXPECT_THAT(device.err, HasSubstr("batches stay in host memory"));
+    EXPECT_EQ(d["xor_fold"], h["xor_fold"]) << "the same batches, on the host";
+  } else {
+    EXPECT_EQ(d["device"], "cuda:0");
+    EXPECT_EQ(device.err, "");
+    EXPECT_EQ(d["output_bytes"], h["output_bytes"]);
+    // float16 made on the device: 2 bytes a value.
+    args.insert(args.end(), {"--device-dtype", "float16"});
+    testing::RunResult half = testing::Run(args);
+    ASSERT_EQ(half.exit_code, 0) << half.err;
+    EXPECT_EQ(nlohmann::json::parse(half.out)["output_bytes"], 2 * h["output_bytes"].get<uint64_t>());
+  }
+}
+
+TEST(ShardbenchTest, DeviceOptionsThatCannotWorkAreUsageErrors) {
+  testing::RunResult r = testing::Run({SHARDBENCH_PATH, "/nonexistent/ds", "--device-dtype", "float32"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--device-dtype needs --device"));
+  r = testing::Run({SHARDBENCH_PATH, "/nonexistent/ds", "--device", "0", "--device-dtype", "bf16"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("bf16"));
+  r = testing::Run({SHARDBENCH_PATH, "/nonexistent/ds", "--device", "0", "--save-batch", "b.png"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--save-batch draws the first batch from host memory"));
+  r = testing::Run({SHARDBENCH_PATH, "/nonexistent/ds", "--device", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 // A FIFO in place of a shard or the manifest: an error naming it, at once.

@@ -70,6 +70,13 @@ void AddFlags(CLI::App* app, Flags* f) {
       ->transform(cli::WholeNumberIn(0, kMaxInt));
   app->add_option("--layout", f->layout, "Output layout: nhwc or nchw (default nhwc)");
   app->add_option("--dtype", f->dtype, "Output type: uint8 or float32 (default uint8)");
+  app->add_option("--device", f->device,
+                  "Stage batches to this CUDA device, as a training loop would (default: none; "
+                  "without CUDA the batches stay on the host and shardbench says why)")
+      ->check(CLI::Range(0, 1 << 16));
+  app->add_option("--device-dtype", f->device_dtype,
+                  "With --device: as-host, or float32 / float16 made on the device from uint8 "
+                  "(default as-host)");
   app->add_flag("--json", f->json, "Print one JSON object on stdout");
   app->add_option("--order-out", f->order_out,
                   "Write 'epoch batch slot record_index label' per sample to FILE "
@@ -108,6 +115,15 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   r.ring_slots = f.ring_slots;
   SP_ASSIGN_OR_RETURN(r.layout, ParseOutputLayout(f.layout));
   SP_ASSIGN_OR_RETURN(r.dtype, ParseDType(f.dtype));
+  r.device = f.device;
+  SP_ASSIGN_OR_RETURN(r.device_dtype, ParseDeviceDType(f.device_dtype));
+  if (f.device < 0 && r.device_dtype != DeviceDType::kAsHost) {
+    return absl::InvalidArgumentError("--device-dtype needs --device");
+  }
+  if (f.device >= 0 && !f.save_batch.empty()) {
+    return absl::InvalidArgumentError(
+        "--save-batch draws the first batch from host memory; leave out --device to save it");
+  }
   o.epochs = f.epochs > 0 ? f.epochs : 1;
   o.seconds = f.seconds;
   o.warmup_batches = f.warmup;

@@ -31,6 +31,8 @@ struct Flags {
   int warmup = 5;
   std::string layout = "nhwc";
   std::string dtype = "uint8";
+  int device = -1;  // -1: batches stay on the host
+  std::string device_dtype = "as-host";
   bool json = false;
   std::string order_out;
   std::string save_batch;

@@ -80,6 +80,9 @@ absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* orde
     std::fprintf(stderr, "shardbench: %s\n", reader->device_fallback().c_str());
   }
   ReaderRun run;
+  if (options.reader.device >= 0 && reader->device_fallback().empty()) {
+    run.device = absl::StrCat("cuda:", options.reader.device);
+  }
   run.open_s = SecondsSince(open_start);
   run.records = reader->records();
   run.batches_per_epoch = reader->batches_per_epoch();
@@ -112,7 +115,9 @@ absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* orde
       }
     }
     const Clock::time_point consume_start = Clock::now();
-    fold ^= FoldBytes(batch->images(), batch->image_bytes());
+    // On a device, Next() returned once the copy had completed: a training
+    // loop's kernels would read the batch there, not on these cores.
+    if (!batch->on_device()) fold ^= FoldBytes(batch->images(), batch->image_bytes());
     fold ^= FoldBytes(batch->labels(),
                       sizeof(int64_t) * static_cast<size_t>(batch->size()) * batch->num_labels());
     consume_s += SecondsSince(consume_start);

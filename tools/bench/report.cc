@@ -87,9 +87,9 @@ void PrintText(std::FILE* out, const Report& r) {
                 cli::FormatBytes(r.dataset_bytes), run.records);
   absl::FPrintF(out,
                 "run            transform %s, io %s, threads %d, batch %d, shuffle %s, "
-                "ring %d, %d cpus, load %.2f\n",
+                "ring %d, to %s, %d cpus, load %.2f\n",
                 r.transform, r.io, r.threads, r.batch_size, r.shuffle ? "on" : "off",
-                run.ring_slots, r.cpus, r.load_avg_1m);
+                run.ring_slots, run.device, r.cpus, r.load_avg_1m);
   absl::FPrintF(out, "images/s       %.0f\n", r.images_per_s());
   absl::FPrintF(out,
                 "MB/s           %.1f batch output, %.1f read from storage, %.1f of the files\n",
@@ -147,6 +147,7 @@ void PrintJson(std::FILE* out, const Report& r) {
   j["io"] = r.io;
   j["threads"] = r.threads;
   j["batch_size"] = r.batch_size;
+  j["device"] = run.device;
   j["shuffle"] = r.shuffle;
   j["drop_caches"] = r.drop_caches;
   j["cpus"] = r.cpus;

@@ -63,6 +63,7 @@ class Reader::Impl {
   // NHWC; with no device, it is done here on the host.
   absl::Status HostOptions(ReaderOptions* host);
   absl::Status InitStaging(int num_labels);
+  size_t DeviceSampleBytes() const;
   void GiveBack(Batch::Slot* slot);
   void ResizeSlots(int n) {
     slots_ = std::make_unique<Batch::Slot[]>(static_cast<size_t>(n));
@@ -152,8 +153,11 @@ absl::Status CheckOptions(const ReaderOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "threads ", o.threads, " must be 0 (one per core) .. ", kMaxThreads));
   }
-  if (o.device >= 0 && o.device_buffers < 2) {
-    return absl::InvalidArgumentError("device_buffers must be at least 2");
+  if (o.device >= 0 && o.device_buffers != kAutoDeviceBuffers &&
+      (o.device_buffers < 2 || o.device_buffers > kMaxDeviceBuffers)) {
+    return absl::InvalidArgumentError(absl::StrCat("device_buffers ", o.device_buffers,
+                                                   " must be 2..", kMaxDeviceBuffers,
+                                                   " (or 0: chosen)"));
   }
   if (o.device_dtype != DeviceDType::kAsHost && o.dtype != DType::kUint8) {
     return absl::InvalidArgumentError(
@@ -222,9 +226,17 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   SP_ASSIGN_OR_RETURN(internal::SampleTransform t,
                       internal::SampleTransform::Make(host, dataset_.source->image()));
   transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
+  int workers = internal::WorkerThreads(options_.threads);
+  if (engine_ != nullptr) {
+    options_.device_buffers = internal::DeviceBuffersFor(
+        options_.device_buffers, uint64_t(options_.batch_size) * DeviceSampleBytes());
+    // A host slot stays with the staging chain from its build to its copy's
+    // end: up to a device buffer's worth more slots than workers are in use.
+    workers += options_.device_buffers;
+  }
   host.ring_slots = options_.ring_slots = internal::RingSlotsFor(
       options_.ring_slots, uint64_t(options_.batch_size) * transform_->shape().sample_bytes,
-      internal::WorkerThreads(options_.threads));
+      workers);
   internal::PlanOptions& plan = plan_;
   plan = PlanOptionsOf(options_);
   fingerprint_ = DatasetFingerprint(dataset_);
@@ -241,6 +253,17 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   ResizeSlots(options_.ring_slots);
   if (engine_ != nullptr) SP_RETURN_IF_ERROR(InitStaging(num_labels));
   return absl::OkStatus();
+}
+
+// Bytes of a sample in a device buffer: the host's, or the finish's output.
+size_t Reader::Impl::DeviceSampleBytes() const {
+  const internal::OutputShape& shape = transform_->shape();
+  switch (options_.device_dtype) {
+    case DeviceDType::kAsHost: return shape.sample_bytes;
+    case DeviceDType::kFloat32: return size_t(shape.height) * shape.width * shape.channels * 4;
+    case DeviceDType::kFloat16: return size_t(shape.height) * shape.width * shape.channels * 2;
+  }
+  return shape.sample_bytes;
 }
 
 absl::Status Reader::Impl::InitStaging(int num_labels) {
@@ -260,9 +283,7 @@ absl::Status Reader::Impl::InitStaging(int num_labels) {
     finish.scale[c] = 1.f / (255.f * options_.std[c]);
     finish.bias[c] = -options_.mean[c] / options_.std[c];
   }
-  device_sample_bytes_ = finish.enabled ? size_t(shape.height) * shape.width * shape.channels *
-                                              finish.out_element_bytes()
-                                        : shape.sample_bytes;
+  device_sample_bytes_ = DeviceSampleBytes();
   const size_t batch = static_cast<size_t>(options_.batch_size);
   SP_RETURN_IF_ERROR(engine_->Init(options_.device_buffers, batch * shape.sample_bytes,
                                    batch * device_sample_bytes_, finish));

@@ -1,5 +1,6 @@
 #include "reader/staging.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdlib>
@@ -70,6 +71,13 @@ absl::Status CopyDeviceToHost(void*, const void*, size_t) {
   return absl::UnimplementedError("shardpack was built without CUDA");
 }
 #endif
+
+int DeviceBuffersFor(int requested, uint64_t batch_bytes) {
+  if (requested != kAutoDeviceBuffers) return requested;
+  constexpr uint64_t kBufferBytes = uint64_t{32} << 20;
+  return static_cast<int>(
+      std::clamp<uint64_t>(kBufferBytes / std::max<uint64_t>(batch_bytes, 1), 3, 16));
+}
 
 // ---- Stager -----------------------------------------------------------------
 

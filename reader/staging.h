@@ -86,6 +86,14 @@ absl::StatusOr<std::unique_ptr<CopyEngine>> MakeCudaCopyEngine(int device, void*
 // Copies `bytes` of device memory to the host (tests); Unimplemented without CUDA.
 absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes);
 
+// The device buffers for ReaderOptions::device_buffers `requested` and
+// device batches of `batch_bytes`: `requested`, or for kAutoDeviceBuffers 3,
+// or as many up to 16 as fit in 32 MiB. Each batch's copy ends with waking
+// a thread (the completion thread, the consumer); with small batches those
+// wake-ups, not the bus, set the pace unless many copies are queued (CIFAR
+// on 16 cores: docs/benchmarks.md, "The reader on 16 cores").
+int DeviceBuffersFor(int requested, uint64_t batch_bytes);
+
 // Opens a reader that stages its batches through `engine` (a fake in the
 // tests) as though ReaderOptions::device named a device.
 struct ReaderAccess {

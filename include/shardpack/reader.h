@@ -137,10 +137,14 @@ struct CorruptSample {
 // Reader::Open, not an attempt to start a million threads.
 inline constexpr int kMaxBatchSize = 1 << 20;
 inline constexpr int kMaxRingSlots = 1024;
+inline constexpr int kMaxDeviceBuffers = 1024;
+// ReaderOptions::device_buffers' default: 3, or for small batches as many up
+// to 16 as fit in 32 MiB of device memory.
+inline constexpr int kAutoDeviceBuffers = 0;
 // ReaderOptions::ring_slots' default: 4 slots, or for small batches as many
 // up to 16 as keep the ring within 32 MiB, and at least threads + 2 (each
-// worker builds a whole batch in a slot of its own). Reader::ring_slots()
-// says which.
+// worker builds a whole batch in a slot of its own), plus device_buffers
+// when staging to a device. Reader::ring_slots() says which.
 inline constexpr int kAutoRingSlots = 0;
 inline constexpr int kMaxThreads = 1024;
 inline constexpr int kMaxWorldSize = 1 << 20;
@@ -188,11 +192,11 @@ struct ReaderOptions {
   // GPU staging (docs/reader.md). `device` -1 (the default): batches stay in
   // host memory. 0 or more: ring slots are pinned and each batch is copied
   // to that CUDA device on the reader's own stream, into one of
-  // `device_buffers` device buffers (default 3, at least 2). Without CUDA or
+  // `device_buffers` device buffers (2..kMaxDeviceBuffers, or kAutoDeviceBuffers). Without CUDA or
   // without that device at run time, the reader serves host memory
   // (Batch::on_device() is false) and Reader::device_fallback() says why.
   int device = -1;
-  int device_buffers = 3;
+  int device_buffers = kAutoDeviceBuffers;
   // kFloat32 / kFloat16: the host batch is built as uint8 NHWC (`dtype` must
   // stay kUint8) and one kernel on the device converts it to `layout` with
   // `mean` / `std`, so the bus carries a quarter of a float32 batch's bytes.

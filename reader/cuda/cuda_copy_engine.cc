@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,26 @@
 
 namespace shardpack::internal {
 namespace {
+
+// Waits for `e`: polls for up to kSpin first, then sleeps in
+// cudaEventSynchronize (the events are blocking-sync). Waking from that
+// sleep took tens of microseconds on the H100 machine, longer than a small
+// batch's copy: with CIFAR batches the wake-ups, not the bus, set the pace
+// (docs/benchmarks.md, "The reader on 16 cores"). A copy of up to a few MB
+// ends within the spin; a longer one costs the spin and then sleeps.
+cudaError_t SyncEvent(cudaEvent_t e) {
+  constexpr auto kSpin = std::chrono::microseconds(50);
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    const cudaError_t q = cudaEventQuery(e);
+    if (q != cudaErrorNotReady) return q;
+    if (std::chrono::steady_clock::now() >= until) break;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return cudaEventSynchronize(e);
+}
 
 absl::Status CudaStatus(cudaError_t e, absl::string_view what) {
   if (e == cudaSuccess) return absl::OkStatus();
@@ -160,7 +181,8 @@ absl::Status CudaCopyEngine::Init(int buffers, size_t in_bytes, size_t out_bytes
   queue_.assign(buffers, {});
   last_issue_ = std::make_unique<std::atomic<uint64_t>[]>(buffers);
   // Blocking-sync events: a thread waiting on one (the completer, Wait)
-  // sleeps instead of spinning a core the decode threads need.
+  // sleeps after a short spin (SyncEvent) instead of spinning a core the
+  // decode threads need.
   constexpr unsigned kEventFlags = cudaEventDisableTiming | cudaEventBlockingSync;
   for (int b = 0; b < buffers; ++b) {
     SP_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&buffers_[b], std::max<size_t>(out_bytes, 1)),
@@ -251,7 +273,7 @@ absl::Status CudaCopyEngine::Issue(int b, const uint8_t* src, size_t bytes, int 
 }
 
 absl::Status CudaCopyEngine::Wait(int b) {
-  const cudaError_t e = cudaEventSynchronize(done_[b]);
+  const cudaError_t e = SyncEvent(done_[b]);
   WaitCompleted(last_issue_[b].load(std::memory_order_relaxed));  // `done` has run
   return CudaStatus(e, "copy");
 }
@@ -274,7 +296,7 @@ void CudaCopyEngine::CompleterMain() {
     const Completion c = queue_[n % queue_.size()];
     if (c.done == nullptr) return;
     // Its error, if any, is the stream's: Wait reports it from done_[b].
-    (void)cudaEventSynchronize(c.event);
+    (void)SyncEvent(c.event);
     c.done(c.arg);
     completed_.store(n + 1, std::memory_order_release);
     completed_.notify_all();

@@ -217,6 +217,7 @@ class StagingTest : public ::testing::Test {
     o.batch_size = 8;
     o.threads = 2;
     o.ring_slots = 3;
+    o.device_buffers = 3;
     o.rank = 0;
     o.world_size = 1;
     o.seed = 7;
@@ -268,6 +269,27 @@ TEST_F(StagingTest, HostSlotIsReusedOnlyAfterItsCopyCompleted) {
   SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(5)));
   ReadEpoch(*reader, true);
   EXPECT_EQ(log->completed, 25);
+  EXPECT_EQ(log->overwritten, 0);
+}
+
+// By default: 3 device buffers, or up to 16 for small batches; the ring has
+// a slot for each worker and each device buffer, and two more.
+TEST_F(StagingTest, DefaultDepthsFollowTheBatchAndTheStaging) {
+  EXPECT_EQ(DeviceBuffersFor(kAutoDeviceBuffers, 1536 << 10), 16);  // CIFAR, 512 a batch
+  EXPECT_EQ(DeviceBuffersFor(kAutoDeviceBuffers, 8 << 20), 4);
+  EXPECT_EQ(DeviceBuffersFor(kAutoDeviceBuffers, 19 << 20), 3);     // 224x224, 128
+  EXPECT_EQ(DeviceBuffersFor(kAutoDeviceBuffers, 0), 16);
+  EXPECT_EQ(DeviceBuffersFor(5, 1), 5);
+  ReaderOptions o = Options(200);
+  o.ring_slots = kAutoRingSlots;
+  o.device_buffers = kAutoDeviceBuffers;
+  auto log = std::make_shared<FakeLog>();
+  log->OpenGate(INT_MAX);
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(0)));
+  EXPECT_EQ(reader->ring_slots(), 2 + 16 + 2);  // workers, device buffers (tiny batches), two
+  ReadEpoch(*reader, true);
+  EXPECT_LE(log->max_in_flight, 16);
+  EXPECT_EQ(log->overruns, 0);
   EXPECT_EQ(log->overwritten, 0);
 }
 
@@ -389,7 +411,10 @@ TEST_F(StagingTest, OptionsThatCannotWorkAreRejected) {
   o.device = 0;
   o.device_buffers = 1;
   EXPECT_THAT(Reader::Open(o), testing::StatusIs(absl::StatusCode::kInvalidArgument,
-                                                 HasSubstr("device_buffers")));
+                                                 HasSubstr("device_buffers 1 must be 2..1024")));
+  o.device_buffers = 1 << 30;  // not a billion buffers' bookkeeping, then a crash
+  EXPECT_THAT(Reader::Open(o), testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                                 HasSubstr("device_buffers 1073741824 must be 2..1024")));
   o.device_buffers = 3;
   o.device_dtype = DeviceDType::kFloat32;
   o.dtype = DType::kFloat32;

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
 #include "format/status_macros.h"
@@ -77,6 +78,16 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_option("--device-dtype", f->device_dtype,
                   "With --device: as-host, or float32 / float16 made on the device from uint8 "
                   "(default as-host)");
+  app->add_option("--device-buffers", f->device_buffers,
+                  "With --device: device buffers in the staging ring, 2..1024 (default: the "
+                  "reader's choice, 3 or up to 16 for small batches)")
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            int n = 0;
+            if (absl::SimpleAtoi(text, &n) && n >= 2 && n <= kMaxDeviceBuffers) return "";
+            return absl::StrCat("device buffers must be 2..", kMaxDeviceBuffers, ", not ", text);
+          },
+          "2..1024"));
   app->add_flag("--json", f->json, "Print one JSON object on stdout");
   app->add_option("--order-out", f->order_out,
                   "Write 'epoch batch slot record_index label' per sample to FILE "
@@ -116,6 +127,7 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   SP_ASSIGN_OR_RETURN(r.layout, ParseOutputLayout(f.layout));
   SP_ASSIGN_OR_RETURN(r.dtype, ParseDType(f.dtype));
   r.device = f.device;
+  r.device_buffers = f.device_buffers;
   SP_ASSIGN_OR_RETURN(r.device_dtype, ParseDeviceDType(f.device_dtype));
   if (f.device < 0 && r.device_dtype != DeviceDType::kAsHost) {
     return absl::InvalidArgumentError("--device-dtype needs --device");

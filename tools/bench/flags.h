@@ -33,6 +33,7 @@ struct Flags {
   std::string dtype = "uint8";
   int device = -1;  // -1: batches stay on the host
   std::string device_dtype = "as-host";
+  int device_buffers = 0;  // 0: the reader chooses (kAutoDeviceBuffers)
   bool json = false;
   std::string order_out;
   std::string save_batch;

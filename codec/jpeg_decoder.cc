@@ -27,7 +27,7 @@ uint32_t CeilDiv8(uint64_t v) { return static_cast<uint32_t>((v + 7) / 8); }
 }  // namespace
 
 struct JpegDecoder::State {
-  explicit State(bool eager) : entropy(eager) {}
+  State(bool eager, bool eager_wide) : entropy(eager, eager_wide) {}
   jpeg_decompress_struct cinfo;
   JpegErrorManager err;
   bool started = false;             // a header was read and no decode finished
@@ -200,7 +200,8 @@ int ChooseDctScale(uint32_t width, uint32_t height, uint32_t min_width, uint32_t
 }
 
 JpegDecoder::JpegDecoder(const JpegDecoderOptions& options)
-    : s_(std::make_unique<State>(options.eager_huffman_lookups)), options_(options) {
+    : s_(std::make_unique<State>(options.eager_huffman_lookups, options.eager_wide_lookups)),
+      options_(options) {
   UseJpegErrorManager(&s_->cinfo, &s_->err);
   // jpeg_create_decompress reports only out-of-memory (through error_exit).
   if (setjmp(s_->err.jump)) {

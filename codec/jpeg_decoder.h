@@ -74,8 +74,10 @@ struct JpegDecoderOptions {
   // benchmarks that compare the two.
   bool libjpeg_entropy = false;
   // JpegEntropyDecoder's multi-symbol lookups built for every table at once
-  // (for the tests and the fuzzer: see jpeg_entropy.h).
+  // (for the tests and the fuzzer: see jpeg_entropy.h), the wide skip
+  // lookups at a table's second scan unless `eager_wide_lookups` is false.
   bool eager_huffman_lookups = false;
+  bool eager_wide_lookups = true;
 };
 
 // Not thread-safe: one per thread.

@@ -567,8 +567,8 @@ bool Restart(Scan& s) {
 
 }  // namespace
 
-JpegEntropyDecoder::JpegEntropyDecoder(bool eager)
-    : eager_(eager), scan_(std::make_unique<Scan>()) {}
+JpegEntropyDecoder::JpegEntropyDecoder(bool eager, bool eager_wide)
+    : eager_(eager), eager_wide_(eager_wide), scan_(std::make_unique<Scan>()) {}
 JpegEntropyDecoder::~JpegEntropyDecoder() = default;
 
 JpegEntropyDecoder::Table* JpegEntropyDecoder::TableFor(const JHUFF_TBL& huff, bool dc) {
@@ -577,7 +577,7 @@ JpegEntropyDecoder::Table* JpegEntropyDecoder::TableFor(const JHUFF_TBL& huff, b
       if (t->scan_stamp != scan_stamp_) ++t->scans;
       // Eager: the narrow skip lookups at a table's first scan, the wide
       // ones at its second, so that the tests reach both.
-      if (eager_ && !dc && t->scans > 1 && t->skip_bits != kWideSkipBits) {
+      if (eager_ && eager_wide_ && !dc && t->scans > 1 && t->skip_bits != kWideSkipBits) {
         t->BuildSkip<kWideSkipBits>();
       }
       t->scan_stamp = scan_stamp_;

@@ -47,8 +47,11 @@ class JpegEntropyDecoder {
  public:
   // `eager`: build the multi-symbol lookups of every table at once, not
   // when a table has served enough blocks to repay them (for tests and
-  // fuzzing, whose images are too few and small to reach them otherwise).
-  explicit JpegEntropyDecoder(bool eager = false);
+  // fuzzing, whose images are too few and small to reach them otherwise):
+  // the narrow ones at a table's first scan, and with `eager_wide` the wide
+  // skip lookups at its second (the fuzzer leaves those out of most inputs:
+  // under coverage instrumentation, building them is most of an input's time).
+  explicit JpegEntropyDecoder(bool eager = false, bool eager_wide = true);
   ~JpegEntropyDecoder();
   JpegEntropyDecoder(const JpegEntropyDecoder&) = delete;
   JpegEntropyDecoder& operator=(const JpegEntropyDecoder&) = delete;
@@ -79,6 +82,7 @@ class JpegEntropyDecoder {
   int next_evict_ = 0;
   uint64_t scan_stamp_ = 0;  // counts Install calls
   bool eager_ = false;
+  bool eager_wide_ = true;
   std::unique_ptr<Scan> scan_;
 };
 

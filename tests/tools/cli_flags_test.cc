@@ -75,6 +75,13 @@ std::vector<BadFlag> BadWholeNumbers() {
     cases.push_back({{b, "ds", "--warmup", v}, "--warmup", v, "0..2147483647"});
   }
   cases.push_back({{b, "ds", "--ring-slots", "0"}, "--ring-slots", "0", "2..1024"});
+  for (std::string v : {"-1", "65537"}) {
+    cases.push_back({{b, "ds", "--device", v}, "--device", v, "0..65536"});
+  }
+  for (std::string v : {"1", "1025", "-3"}) {
+    cases.push_back({{b, "ds", "--device", "0", "--device-buffers", v}, "--device-buffers", v,
+                     "2..1024"});
+  }
   cases.push_back(
       {{b, "ds", "--rank", "-1", "--world-size", "2"}, "--rank", "-1", "0..2147483646"});
   cases.push_back(

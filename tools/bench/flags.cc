@@ -2,7 +2,6 @@
 
 #include <limits>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
 #include "format/status_macros.h"
@@ -74,20 +73,14 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_option("--device", f->device,
                   "Stage batches to this CUDA device, as a training loop would (default: none; "
                   "without CUDA the batches stay on the host and shardbench says why)")
-      ->check(CLI::Range(0, 1 << 16));
+      ->transform(cli::WholeNumberIn(0, 1 << 16));
   app->add_option("--device-dtype", f->device_dtype,
                   "With --device: as-host, or float32 / float16 made on the device from uint8 "
                   "(default as-host)");
   app->add_option("--device-buffers", f->device_buffers,
                   "With --device: device buffers in the staging ring, 2..1024 (default: the "
                   "reader's choice, 3 or up to 16 for small batches)")
-      ->check(CLI::Validator(
-          [](const std::string& text) -> std::string {
-            int n = 0;
-            if (absl::SimpleAtoi(text, &n) && n >= 2 && n <= kMaxDeviceBuffers) return "";
-            return absl::StrCat("device buffers must be 2..", kMaxDeviceBuffers, ", not ", text);
-          },
-          "2..1024"));
+      ->transform(cli::WholeNumberIn(2, kMaxDeviceBuffers));
   app->add_flag("--json", f->json, "Print one JSON object on stdout");
   app->add_option("--order-out", f->order_out,
                   "Write 'epoch batch slot record_index label' per sample to FILE "

@@ -71,8 +71,8 @@ std::array<float, 3> Triple(const char* what, const py::object& v, float fill) {
 }
 
 py::array ContactSheet(py::object images_obj, py::object labels_obj, py::object classes,
-                                  py::object columns, py::object tile, py::object mean,
-                                  py::object std, py::object indices, py::object layout) {
+                       py::object columns, py::object tile, py::object mean, py::object std,
+                       py::object indices, py::object layout) {
   py::array images = AsArray(images_obj);
   if (images.ndim() == 3)
     images =

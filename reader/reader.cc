@@ -228,8 +228,9 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
   int workers = internal::WorkerThreads(options_.threads);
   if (engine_ != nullptr) {
+    device_sample_bytes_ = DeviceSampleBytes();
     options_.device_buffers = internal::DeviceBuffersFor(
-        options_.device_buffers, uint64_t(options_.batch_size) * DeviceSampleBytes());
+        options_.device_buffers, uint64_t(options_.batch_size) * device_sample_bytes_);
     // A host slot stays with the staging chain from its build to its copy's
     // end: up to a device buffer's worth more slots than workers are in use.
     workers += options_.device_buffers;
@@ -258,12 +259,9 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
 // Bytes of a sample in a device buffer: the host's, or the finish's output.
 size_t Reader::Impl::DeviceSampleBytes() const {
   const internal::OutputShape& shape = transform_->shape();
-  switch (options_.device_dtype) {
-    case DeviceDType::kAsHost: return shape.sample_bytes;
-    case DeviceDType::kFloat32: return size_t(shape.height) * shape.width * shape.channels * 4;
-    case DeviceDType::kFloat16: return size_t(shape.height) * shape.width * shape.channels * 2;
-  }
-  return shape.sample_bytes;
+  if (options_.device_dtype == DeviceDType::kAsHost) return shape.sample_bytes;
+  const size_t element = options_.device_dtype == DeviceDType::kFloat16 ? 2 : 4;
+  return size_t(shape.height) * shape.width * shape.channels * element;
 }
 
 absl::Status Reader::Impl::InitStaging(int num_labels) {
@@ -283,7 +281,6 @@ absl::Status Reader::Impl::InitStaging(int num_labels) {
     finish.scale[c] = 1.f / (255.f * options_.std[c]);
     finish.bias[c] = -options_.mean[c] / options_.std[c];
   }
-  device_sample_bytes_ = DeviceSampleBytes();
   const size_t batch = static_cast<size_t>(options_.batch_size);
   SP_RETURN_IF_ERROR(engine_->Init(options_.device_buffers, batch * shape.sample_bytes,
                                    batch * device_sample_bytes_, finish));

@@ -71,11 +71,7 @@ internal::FinishParams Finish(const Options& o, const std::string& dtype) {
   internal::FinishParams p;
   if (dtype.empty()) return p;
   p = {true, dtype == "float16", true, o.side, o.side, 3};
-  const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
-  for (int c = 0; c < 3; ++c) {
-    p.scale[c] = 1.f / (255.f * sd[c]);
-    p.bias[c] = -mean[c] / sd[c];
-  }
+  p.Normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
   return p;
 }
 

@@ -277,10 +277,7 @@ absl::Status Reader::Impl::InitStaging(int num_labels) {
     return absl::InvalidArgumentError(
         absl::StrCat("device_dtype: images of ", shape.channels, " channels (at most 3)"));
   }
-  for (int c = 0; c < 3; ++c) {
-    finish.scale[c] = 1.f / (255.f * options_.std[c]);
-    finish.bias[c] = -options_.mean[c] / options_.std[c];
-  }
+  finish.Normalize(options_.mean, options_.std);
   const size_t batch = static_cast<size_t>(options_.batch_size);
   SP_RETURN_IF_ERROR(engine_->Init(options_.device_buffers, batch * shape.sample_bytes,
                                    batch * device_sample_bytes_, finish));

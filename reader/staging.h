@@ -38,6 +38,14 @@ struct FinishParams {
   std::array<float, 3> scale{}, bias{};
 
   size_t out_element_bytes() const { return half ? 2 : 4; }
+  // scale and bias for (pixel / 255 - mean[c]) / std[c], as the host
+  // transform computes them (reader/transform.cc).
+  void Normalize(const std::array<float, 3>& mean, const std::array<float, 3>& stddev) {
+    for (int c = 0; c < 3; ++c) {
+      scale[c] = 1.f / (255.f * stddev[c]);
+      bias[c] = -mean[c] / stddev[c];
+    }
+  }
 };
 
 // The finish on the CPU: the reference the device tests compare against, and

@@ -468,10 +468,7 @@ void ExpectDeviceMatchesHost(ReaderOptions o, DeviceDType dtype, OutputLayout la
   SP_ASSERT_OK_AND_ASSIGN(auto device, Reader::Open(d));
   FinishParams p{dtype != DeviceDType::kAsHost, dtype == DeviceDType::kFloat16,
                  layout == OutputLayout::kNCHW, 6, 5, 3};
-  for (int c = 0; c < 3; ++c) {
-    p.scale[c] = 1.f / (255.f * o.std[c]);
-    p.bias[c] = -o.mean[c] / o.std[c];
-  }
+  p.Normalize(o.mean, o.std);
   for (int k = 0; k < 5; ++k) {
     SP_ASSERT_OK_AND_ASSIGN(Batch h, host->Next());
     SP_ASSERT_OK_AND_ASSIGN(Batch g, device->Next());

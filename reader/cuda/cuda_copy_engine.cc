@@ -172,8 +172,14 @@ void CudaCopyEngine::HostFree(uint8_t* p) {
 absl::Status CudaCopyEngine::Init(int buffers, size_t in_bytes, size_t out_bytes,
                                   const FinishParams& finish) {
   DeviceScope scope(device_);
-  SP_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
-                                absl::StrCat(name(), ": stream")));
+  auto new_stream = [this](cudaStream_t* s) {
+    return CudaStatus(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking),
+                      absl::StrCat(name(), ": stream"));
+  };
+  auto new_event = [this](cudaEvent_t* e, unsigned flags) {
+    return CudaStatus(cudaEventCreateWithFlags(e, flags), absl::StrCat(name(), ": event"));
+  };
+  SP_RETURN_IF_ERROR(new_stream(&stream_));
   buffers_.assign(buffers, nullptr);
   done_.assign(buffers, nullptr);
   release_.assign(buffers, nullptr);
@@ -187,29 +193,21 @@ absl::Status CudaCopyEngine::Init(int buffers, size_t in_bytes, size_t out_bytes
   for (int b = 0; b < buffers; ++b) {
     SP_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&buffers_[b], std::max<size_t>(out_bytes, 1)),
                                   absl::StrCat(name(), ": ", out_bytes, " bytes for buffer ", b)));
-    SP_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&done_[b], kEventFlags),
-                                  absl::StrCat(name(), ": event")));
-    SP_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&release_[b], cudaEventDisableTiming),
-                                  absl::StrCat(name(), ": event")));
-    SP_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&queue_[b].event, kEventFlags),
-                                  absl::StrCat(name(), ": event")));
+    SP_RETURN_IF_ERROR(new_event(&done_[b], kEventFlags));
+    SP_RETURN_IF_ERROR(new_event(&release_[b], cudaEventDisableTiming));
+    SP_RETURN_IF_ERROR(new_event(&queue_[b].event, kEventFlags));
   }
   completer_ = std::thread([this] { CompleterMain(); });
   finishing_ = finish.enabled;
   if (finishing_) {
-    SP_RETURN_IF_ERROR(
-        CudaStatus(cudaStreamCreateWithFlags(&finish_stream_, cudaStreamNonBlocking),
-                   absl::StrCat(name(), ": stream")));
+    SP_RETURN_IF_ERROR(new_stream(&finish_stream_));
     for (int s = 0; s < 2; ++s) {
       void* p = nullptr;
       SP_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&p, std::max<size_t>(in_bytes, 1)),
                                     absl::StrCat(name(), ": ", in_bytes, " bytes of scratch")));
       scratch_[s] = static_cast<uint8_t*>(p);
-      SP_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&copied_[s], cudaEventDisableTiming),
-                                    absl::StrCat(name(), ": event")));
-      SP_RETURN_IF_ERROR(
-          CudaStatus(cudaEventCreateWithFlags(&scratch_free_[s], cudaEventDisableTiming),
-                     absl::StrCat(name(), ": event")));
+      SP_RETURN_IF_ERROR(new_event(&copied_[s], cudaEventDisableTiming));
+      SP_RETURN_IF_ERROR(new_event(&scratch_free_[s], cudaEventDisableTiming));
     }
     finish_.height = finish.height;
     finish_.width = finish.width;

@@ -256,12 +256,9 @@ TEST(JpegEntropyDecoderTest, ProgressiveArithmeticAndMultiScanFilesKeepLibjpegsD
       {"baseline", TjSceneJpeg(96, 64, TJSAMP_420)}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    jpeg_decompress_struct cinfo;
-    jpeg_error_mgr err;
-    cinfo.err = jpeg_std_error(&err);
-    jpeg_create_decompress(&cinfo);
-    jpeg_mem_src(&cinfo, c.jpeg.data(), static_cast<unsigned long>(c.jpeg.size()));
-    ASSERT_EQ(jpeg_read_header(&cinfo, TRUE), JPEG_HEADER_OK);
+    testing::LibjpegDecompressor decompressor(c.jpeg);
+    jpeg_decompress_struct& cinfo = decompressor.d;
+    ASSERT_EQ(decompressor.header, JPEG_HEADER_OK);
     cinfo.out_color_space = JCS_RGB;
     ASSERT_TRUE(jpeg_start_decompress(&cinfo));
     JpegEntropyDecoder entropy;
@@ -270,8 +267,7 @@ TEST(JpegEntropyDecoderTest, ProgressiveArithmeticAndMultiScanFilesKeepLibjpegsD
     JSAMPROW rows[] = {row.data()};
     while (cinfo.output_scanline < cinfo.output_height) jpeg_read_scanlines(&cinfo, rows, 1);
     jpeg_finish_decompress(&cinfo);
-    EXPECT_EQ(err.num_warnings, 0);
-    jpeg_destroy_decompress(&cinfo);
+    EXPECT_EQ(decompressor.err.num_warnings, 0);
   }
 }
 

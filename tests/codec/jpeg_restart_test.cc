@@ -268,15 +268,8 @@ TEST(JpegRestartCutTest, DamagedFilesAreDataLossNeverACrash) {
 
 // The layout libjpeg's header read gives `jpeg` (a valid fixture).
 std::optional<JpegSeekLayout> LayoutOf(const std::vector<uint8_t>& jpeg) {
-  jpeg_decompress_struct d;
-  jpeg_error_mgr err;
-  d.err = jpeg_std_error(&err);
-  jpeg_create_decompress(&d);
-  jpeg_mem_src(&d, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
-  jpeg_read_header(&d, TRUE);
-  std::optional<JpegSeekLayout> l = SeekLayoutOf(d, jpeg);
-  jpeg_destroy_decompress(&d);
-  return l;
+  testing::LibjpegDecompressor decompressor(jpeg);
+  return SeekLayoutOf(decompressor.d, jpeg);
 }
 
 // CutJpegWindow on its own: the cut is a JPEG of the rectangle (rounded to

@@ -7,11 +7,36 @@
 #define SHARDPACK_TESTS_TESTING_JPEG_FIXTURES_H_
 
 #include <turbojpeg.h>
+// jpeglib.h needs size_t and FILE declared first.
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jpeglib.h>
 
 #include <cstdint>
 #include <vector>
 
 namespace shardpack::testing {
+
+// A libjpeg decompressor with `jpeg`'s header read (jpeg must outlive it),
+// for tests that use libjpeg's API directly: `d` is ready for
+// jpeg_start_decompress or jpeg_read_coefficients. libjpeg's default error
+// handler exits on an error: for valid fixtures only.
+struct LibjpegDecompressor {
+  explicit LibjpegDecompressor(const std::vector<uint8_t>& jpeg) {
+    d.err = jpeg_std_error(&err);
+    jpeg_create_decompress(&d);
+    jpeg_mem_src(&d, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
+    header = jpeg_read_header(&d, TRUE);
+  }
+  ~LibjpegDecompressor() { jpeg_destroy_decompress(&d); }
+  LibjpegDecompressor(const LibjpegDecompressor&) = delete;
+  LibjpegDecompressor& operator=(const LibjpegDecompressor&) = delete;
+
+  jpeg_decompress_struct d;
+  jpeg_error_mgr err;
+  int header = 0;  // jpeg_read_header's result
+};
 
 // A w x h RGB demo scene (datasets::RenderDemoScene) of class `cls`.
 std::vector<uint8_t> Scene(int w, int h, int cls = 3, uint64_t seed = 7);

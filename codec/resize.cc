@@ -146,39 +146,81 @@ void ResizeBoxAA(const PixelView& src, const ResizeBox& box, uint32_t width, uin
   const ResizeIsa isa = std::min(options.max_isa, WidestResizeIsa());
   uint32_t row0 = 0, row1 = src.height, col0 = 0, col1 = src.width;
   if (!same_y) {
-    ComputeTaps(src.height, box.y0, box.y1, height, options.clamp_to_box, &s.bounds_y,
-                &s.weights_y, &s.taps_y);
-    TapRange(s.bounds_y, height, &row0, &row1);
+    ComputeTaps(src.height, box.y0, box.y1, height, options.clamp_to_box, &s.y.bounds,
+                &s.y.weights, &s.y.taps);
+    TapRange(s.y.bounds, height, &row0, &row1);
   }
   if (!same_x) {
-    ComputeTaps(src.width, box.x0, box.x1, width, options.clamp_to_box, &s.bounds_x,
-                &s.weights_x, &s.taps_x);
-    TapRange(s.bounds_x, width, &col0, &col1);
+    ComputeTaps(src.width, box.x0, box.x1, width, options.clamp_to_box, &s.x.bounds,
+                &s.x.weights, &s.x.taps);
+    TapRange(s.x.bounds, width, &col0, &col1);
   }
   auto horizontal = [&](const PixelView& in, uint32_t y0, uint32_t y1, uint8_t* out) {
     ResizeRows(in, y0, y1, width, options.mirror, isa, s, out);
   };
   if (same_y) return horizontal(src, 0, src.height, dst);
-  if (same_x) return ResizeColumns(src.data, 0, src.stride(), src.stride(), height, isa, s, dst);
+  if (same_x) return ResizeColumns(src.data, 0, src.stride(), src.stride(), height, isa, s.y, dst);
   // Both passes. Horizontal first resizes only the rows the vertical taps
   // read; vertical first only the columns the horizontal taps read, so the
   // horizontal pass (the costlier per byte) runs on `height` rows. The
   // choice depends on the taps alone, never on the thread or the machine.
-  const double h_first = HorizontalCost(row1 - row0, width, s.taps_x) +
-                         VerticalCost(height, out_stride, s.taps_y);
-  const double v_first = VerticalCost(height, (col1 - col0) * ch, s.taps_y) +
-                         HorizontalCost(height, width, s.taps_x);
+  const double h_first = HorizontalCost(row1 - row0, width, s.x.taps) +
+                         VerticalCost(height, out_stride, s.y.taps);
+  const double v_first = VerticalCost(height, (col1 - col0) * ch, s.y.taps) +
+                         HorizontalCost(height, width, s.x.taps);
   if (h_first <= v_first) {
     GrowTo(&s.rows, out_stride * (row1 - row0));
     horizontal(src, row0, row1, s.rows.data());
-    ResizeColumns(s.rows.data(), row0, out_stride, out_stride, height, isa, s, dst);
+    ResizeColumns(s.rows.data(), row0, out_stride, out_stride, height, isa, s.y, dst);
     return;
   }
   const size_t bytes = (col1 - col0) * ch;
   GrowTo(&s.rows, bytes * height);
-  ResizeColumns(src.data + col0 * ch, 0, src.stride(), bytes, height, isa, s, s.rows.data());
-  for (uint32_t x = 0; x < width; ++x) s.bounds_x[2 * x] -= col0;
+  ResizeColumns(src.data + col0 * ch, 0, src.stride(), bytes, height, isa, s.y,
+                s.rows.data());
+  for (uint32_t x = 0; x < width; ++x) s.x.bounds[2 * x] -= col0;
   horizontal(PixelView{s.rows.data(), col1 - col0, height, src.channels}, 0, height, dst);
+}
+
+void ResizeYccToRgb(const SubsampledPlane planes[3], const ResizeBox& box, uint32_t width,
+                    uint32_t height, const ResizeOptions& options, uint8_t* dst,
+                    ResizeScratch* scratch) {
+  ResizeScratch& s = *scratch;
+  const ResizeIsa isa = std::min(options.max_isa, WidestResizeIsa());
+  const size_t plane_bytes = size_t{width} * height;
+  GrowTo(&s.ycc, 3 * plane_bytes);
+  uint8_t* out = s.ycc.data();
+  for (int c = 0; c < 3; ++c) {
+    const SubsampledPlane& p = planes[c];
+    // Cb's taps serve Cr when the two have the same factors, as they do in
+    // every JPEG this is given in practice.
+    ResizeTaps& tx = s.plane_x[c == 0 ? 0 : 1];
+    ResizeTaps& ty = s.plane_y[c == 0 ? 0 : 1];
+    if (c != 2 || p.factor_x != planes[1].factor_x || p.factor_y != planes[1].factor_y) {
+      ComputeTaps(p.pixels.width, box.x0 / p.factor_x, box.x1 / p.factor_x, width,
+                  options.clamp_to_box, &tx.bounds, &tx.weights, &tx.taps);
+      ComputeTaps(p.pixels.height, box.y0 / p.factor_y, box.y1 / p.factor_y, height,
+                  options.clamp_to_box, &ty.bounds, &ty.weights, &ty.taps);
+    }
+    uint32_t row0 = 0, row1 = 0, col0 = 0, col1 = 0;
+    TapRange(ty.bounds, height, &row0, &row1);
+    TapRange(tx.bounds, width, &col0, &col1);
+    // Vertical pass first, then the horizontal one as a vertical pass over
+    // the transpose (the vertical loops take 32 outputs per step, the
+    // horizontal ones of one channel one), and the result transposed back
+    // (mirrored there when asked). The integers are those of a vertical
+    // then horizontal pass on every path.
+    const uint32_t cols = col1 - col0;
+    GrowTo(&s.rows, std::max<size_t>(size_t{cols}, width) * height);
+    GrowTo(&s.transposed, size_t{cols} * height);
+    ResizeColumns(p.pixels.data + col0, 0, p.pixels.stride(), cols, height, isa, ty,
+                  s.rows.data());
+    TransposeBytes(s.rows.data(), cols, height, cols, false, isa, s.transposed.data(), height);
+    ResizeColumns(s.transposed.data(), col0, height, height, width, isa, tx, s.rows.data());
+    TransposeBytes(s.rows.data(), height, width, height, options.mirror, isa,
+                   out + c * plane_bytes, width);
+  }
+  YccToRgb(out, out + plane_bytes, out + 2 * plane_bytes, plane_bytes, dst, isa);
 }
 
 void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uint8_t* dst,

@@ -16,14 +16,26 @@
 
 namespace shardpack::internal {
 
+// The filter taps of one direction: for output i, `taps` weights at
+// weights[i * taps] (zero past its count) for the inputs from bounds[2i],
+// bounds[2i + 1] of them.
+struct ResizeTaps {
+  std::vector<uint32_t> bounds;
+  std::vector<int16_t> weights;
+  int taps = 0;
+};
+
 // Work memory of the resize: filter taps and the intermediate image. Keeps
 // its capacity between calls. Not shared between threads.
 struct ResizeScratch {
-  std::vector<uint32_t> bounds_x, bounds_y;   // first tap, tap count per output column/row
-  std::vector<int16_t> weights_x, weights_y;  // fixed-point taps, `taps_*` per output
-  int taps_x = 0, taps_y = 0;                 // even: a zero tap pads odd counts
+  ResizeTaps x, y;  // per output column / row; `taps` even: a zero tap pads odd counts
   std::vector<uint8_t> rows;                  // the intermediate image
   std::vector<uint8_t> pad;                   // last rows, padded for the SIMD loads
+  // ResizeYccToRgb: the taps of luma [0] and chroma [1], the resized
+  // planes, and the transposed intermediate.
+  ResizeTaps plane_x[2], plane_y[2];
+  std::vector<uint8_t> ycc;
+  std::vector<uint8_t> transposed;
 };
 
 // A source rectangle in (possibly fractional) pixel coordinates of the
@@ -64,6 +76,35 @@ struct ResizeOptions {
 // integers, so the output does not depend on the machine.
 void ResizeBoxAA(const PixelView& src, const ResizeBox& box, uint32_t width, uint32_t height,
                  const ResizeOptions& options, uint8_t* dst, ResizeScratch* scratch);
+
+// One plane of an image whose planes have different resolutions (JPEG's
+// YCbCr before chroma upsampling): its samples (1 channel), and how many
+// image pixels each spans across and down. Sample j spans image pixels
+// [j * factor, (j + 1) * factor): the plane's coordinates are the image's
+// divided by the factor (JPEG's centered chroma siting).
+struct SubsampledPlane {
+  PixelView pixels;
+  int factor_x = 1, factor_y = 1;
+};
+
+// Resizes box `box` (in image pixels) of a YCbCr image held as three planes
+// (Y, Cb, Cr) to width x height RGB in `dst` (width * height * 3 bytes):
+// each plane is resized as ResizeBoxAA does, from its own resolution (the
+// box divided by its factors, so chroma's filter also does the upsampling),
+// then the width x height output is converted to RGB (YccToRgb). The same
+// integers on every path.
+void ResizeYccToRgb(const SubsampledPlane planes[3], const ResizeBox& box, uint32_t width,
+                    uint32_t height, const ResizeOptions& options, uint8_t* dst,
+                    ResizeScratch* scratch);
+
+// JFIF's YCbCr to RGB for n pixels of three planes, in 14-bit fixed point:
+// R = Y + 1.402 (Cr - 128), G = Y - 0.344136 (Cb - 128) - 0.714136 (Cr - 128),
+// B = Y + 1.772 (Cb - 128), each term's coefficient rounded to 1/2^14, the
+// sum of the chroma terms plus 2^13 shifted down 14 bits (towards minus
+// infinity), then clamped. libjpeg rounds its 16-bit coefficients per term;
+// the two differ by at most one level.
+void YccToRgb(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size_t n, uint8_t* rgb,
+              ResizeIsa max_isa = ResizeIsa::kBest);
 
 // The widest path ResizeBoxAA takes in this build on this CPU.
 ResizeIsa WidestResizeIsa();

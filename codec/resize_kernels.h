@@ -40,14 +40,32 @@ inline void GrowTo(std::vector<uint8_t>* v, size_t n) {
 void ResizeRows(const PixelView& src, uint32_t y0, uint32_t y1, uint32_t width, bool mirror,
                 ResizeIsa isa, ResizeScratch& s, uint8_t* dst);
 
-// Vertical pass: `rows` holds source rows [row0, ...), `stride` bytes
-// apart, of which the first `bytes` are resized into `dst` (rows packed).
+// Vertical pass with taps `t`: `rows` holds source rows [row0, ...),
+// `stride` bytes apart, of which the first `bytes` are resized into `dst`
+// (rows packed).
 void ResizeColumns(const uint8_t* rows, uint32_t row0, size_t stride, size_t bytes,
-                   uint32_t height, ResizeIsa isa, const ResizeScratch& s, uint8_t* dst);
+                   uint32_t height, ResizeIsa isa, const ResizeTaps& t, uint8_t* dst);
+
+// dst[j * dst_stride + i] = src[i' * src_stride + j] for i in [0, rows), j in
+// [0, cols), where i' = i, or rows - 1 - i with `reverse`: a transpose,
+// optionally of the rows in reverse order. 16 x 16 tiles with SSE2.
+void TransposeBytes(const uint8_t* src, size_t src_stride, uint32_t rows, uint32_t cols,
+                    bool reverse, ResizeIsa isa, uint8_t* dst, size_t dst_stride);
+
+// The portable transpose of rows [i0, rows) x cols [0, cols) and rows
+// [0, i0) x cols [j0, cols) (what the tiles leave).
+void TransposeBytesScalar(const uint8_t* src, size_t src_stride, uint32_t rows, uint32_t cols,
+                          bool reverse, uint32_t i0, uint32_t j0, uint8_t* dst,
+                          size_t dst_stride);
 
 // The portable horizontal pass (any channel count; RGB specialized).
 void ResizeRowsScalar(const PixelView& src, uint32_t y0, uint32_t y1, uint32_t width,
                       bool mirror, const ResizeScratch& s, uint8_t* dst);
+
+// YCbCr to RGB (codec/resize.h, YccToRgb) for pixels [i, n), portable.
+constexpr int32_t kCrToR = 22970, kCbToG = -5638, kCrToG = -11700, kCbToB = 29032;
+void YccToRgbScalar(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size_t i, size_t n,
+                    uint8_t* rgb);
 
 // The portable vertical pass of one output row, bytes [x, bytes): `first`
 // is the row of its first tap, `count` taps `w`.

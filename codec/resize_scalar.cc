@@ -29,9 +29,9 @@ void RowsScalar(const PixelView& src, uint32_t y0, uint32_t y1, uint32_t width, 
     const uint8_t* row = src.data + y * src.stride();
     uint8_t* out = dst + size_t{y - y0} * out_stride;
     for (uint32_t x = 0; x < width; ++x) {
-      const uint8_t* in = row + size_t{s.bounds_x[2 * x]} * static_cast<size_t>(ch);
-      const uint32_t count = s.bounds_x[2 * x + 1];
-      const int16_t* w = s.weights_x.data() + size_t{x} * static_cast<size_t>(s.taps_x);
+      const uint8_t* in = row + size_t{s.x.bounds[2 * x]} * static_cast<size_t>(ch);
+      const uint32_t count = s.x.bounds[2 * x + 1];
+      const int16_t* w = s.x.weights.data() + size_t{x} * static_cast<size_t>(s.x.taps);
       uint8_t* px = out + size_t{mirror ? width - 1 - x : x} * static_cast<size_t>(ch);
       HorizontalPixel<CH>(in, count, w, ch, px);
     }
@@ -47,6 +47,30 @@ void ResizeRowsScalar(const PixelView& src, uint32_t y0, uint32_t y1, uint32_t w
   } else {
     RowsScalar<0>(src, y0, y1, width, mirror, s, dst);
   }
+}
+
+void YccToRgbScalar(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size_t i, size_t n,
+                    uint8_t* rgb) {
+  constexpr int32_t kRound = 1 << 13;
+  for (; i < n; ++i) {
+    const int32_t l = y[i], b = cb[i] - 128, r = cr[i] - 128;
+    rgb[3 * i] = Clip8(l + ((kCrToR * r + kRound) >> 14));
+    rgb[3 * i + 1] = Clip8(l + ((kCbToG * b + kCrToG * r + kRound) >> 14));
+    rgb[3 * i + 2] = Clip8(l + ((kCbToB * b + kRound) >> 14));
+  }
+}
+
+void TransposeBytesScalar(const uint8_t* src, size_t src_stride, uint32_t rows, uint32_t cols,
+                          bool reverse, uint32_t i0, uint32_t j0, uint8_t* dst,
+                          size_t dst_stride) {
+  auto one = [&](uint32_t i, uint32_t j) {
+    const uint32_t from = reverse ? rows - 1 - i : i;
+    dst[size_t{j} * dst_stride + i] = src[size_t{from} * src_stride + j];
+  };
+  for (uint32_t i = i0; i < rows; ++i)
+    for (uint32_t j = 0; j < cols; ++j) one(i, j);
+  for (uint32_t i = 0; i < i0; ++i)
+    for (uint32_t j = j0; j < cols; ++j) one(i, j);
 }
 
 void ResizeColumnsScalar(const uint8_t* first, size_t stride, size_t x, size_t bytes,

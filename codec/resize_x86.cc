@@ -43,9 +43,9 @@ void HorizontalRowRgbSse2(const uint8_t* row, uint32_t width, bool mirror,
   for (uint32_t i = 0; i < width; ++i) {
     // Output column i reads filter x; mirrored, x runs backwards.
     const uint32_t x = mirror ? width - 1 - i : i;
-    const uint8_t* in = row + size_t{s.bounds_x[2 * x]} * 3;
-    const uint32_t pairs = PAIRS > 0 ? PAIRS : (s.bounds_x[2 * x + 1] + 1) / 2;
-    const int16_t* w = s.weights_x.data() + size_t{x} * static_cast<size_t>(s.taps_x);
+    const uint8_t* in = row + size_t{s.x.bounds[2 * x]} * 3;
+    const uint32_t pairs = PAIRS > 0 ? PAIRS : (s.x.bounds[2 * x + 1] + 1) / 2;
+    const int16_t* w = s.x.weights.data() + size_t{x} * static_cast<size_t>(s.x.taps);
     __m128i sum = _mm_set1_epi32(kHalf);
     for (uint32_t p = 0; p < pairs; ++p) {
       int32_t a, b, pair;
@@ -84,8 +84,8 @@ __attribute__((target("ssse3"))) void HorizontalRowRgbSsse3(const uint8_t* row, 
   const __m128i zero = _mm_setzero_si128();
   // Locals: the byte stores below may alias anything, so fields of `s`
   // would be reloaded on every pixel. Here taps_x is 2 * PAIRS.
-  const uint32_t* bounds = s.bounds_x.data();
-  const int16_t* weights = s.weights_x.data();
+  const uint32_t* bounds = s.x.bounds.data();
+  const int16_t* weights = s.x.weights.data();
   for (uint32_t i = 0; i < width; ++i) {
     const uint32_t x = mirror ? width - 1 - i : i;
     const uint8_t* in = row + size_t{bounds[2 * x]} * 3;
@@ -244,14 +244,72 @@ SHARDPACK_AVX2 void HorizontalRowsRgbAvx2(const uint8_t* const* row_ptrs,
 template <int N>
 SHARDPACK_AVX2 void HorizontalRowsRgbAvx2(const uint8_t* const* rows, uint8_t* const* outs,
                                           uint32_t width, bool mirror, const ResizeScratch& s) {
-  const uint32_t* b = s.bounds_x.data();
-  const int16_t* w = s.weights_x.data();
-  switch (s.taps_x) {
+  const uint32_t* b = s.x.bounds.data();
+  const int16_t* w = s.x.weights.data();
+  switch (s.x.taps) {
     case 4: return HorizontalRowsRgbAvx2<2, N>(rows, outs, width, mirror, b, w, 4);
     case 6: return HorizontalRowsRgbAvx2<3, N>(rows, outs, width, mirror, b, w, 6);
     case 8: return HorizontalRowsRgbAvx2<4, N>(rows, outs, width, mirror, b, w, 8);
-    default: return HorizontalRowsRgbAvx2<0, N>(rows, outs, width, mirror, b, w, s.taps_x);
+    default: return HorizontalRowsRgbAvx2<0, N>(rows, outs, width, mirror, b, w, s.x.taps);
   }
+}
+
+// YCbCr to RGB, 16 pixels at a time: Cb and Cr interleaved as 16-bit
+// pairs against each output's pair of coefficients (one pmaddwd), then
+// packed and shuffled to RGB. Lanes hold pixels 0-7 and 8-15. Returns the
+// pixels done (a multiple of 16).
+SHARDPACK_AVX2 size_t YccToRgbAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr,
+                                   size_t n, uint8_t* rgb) {
+  // (Cb coefficient, Cr coefficient) as the low and high 16 bits.
+  constexpr auto pair = [](int32_t lo, int32_t hi) {
+    return static_cast<int32_t>((static_cast<uint32_t>(hi) << 16) |
+                                (static_cast<uint32_t>(lo) & 0xFFFF));
+  };
+  const __m256i to_r = _mm256_set1_epi32(pair(0, kCrToR));
+  const __m256i to_g = _mm256_set1_epi32(pair(kCbToG, kCrToG));
+  const __m256i to_b = _mm256_set1_epi32(pair(kCbToB, 0));
+  const __m256i round = _mm256_set1_epi32(1 << 13), bias = _mm256_set1_epi16(128);
+  // Bytes 0-15 of each lane's 8 pixels from (R0-7 G0-7) and (B0-7), then
+  // bytes 16-23.
+  const __m256i rg_a = _mm256_setr_epi8(0, 8, -1, 1, 9, -1, 2, 10, -1, 3, 11, -1, 4, 12, -1, 5,
+                                        0, 8, -1, 1, 9, -1, 2, 10, -1, 3, 11, -1, 4, 12, -1, 5);
+  const __m256i b_a = _mm256_setr_epi8(-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1,
+                                       -1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1);
+  const __m256i rg_b = _mm256_setr_epi8(13, -1, 6, 14, -1, 7, 15, -1, -1, -1, -1, -1, -1, -1, -1,
+                                        -1, 13, -1, 6, 14, -1, 7, 15, -1, -1, -1, -1, -1, -1, -1,
+                                        -1, -1);
+  const __m256i b_b = _mm256_setr_epi8(-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, -1, -1, -1, -1, -1,
+                                       -1, -1, 5, -1, -1, 6, -1, -1, 7, -1, -1, -1, -1, -1, -1,
+                                       -1, -1);
+  auto term = [&](__m256i lo, __m256i hi, __m256i k) SHARDPACK_AVX2_LAMBDA {
+    const __m256i a = _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, k), round), 14);
+    const __m256i b = _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(hi, k), round), 14);
+    return _mm256_packs_epi32(a, b);  // in pixel order within each lane
+  };
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    auto load = [&](const uint8_t* p) SHARDPACK_AVX2_LAMBDA {
+      return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
+    };
+    const __m256i l = load(y), b = _mm256_sub_epi16(load(cb), bias),
+                  r = _mm256_sub_epi16(load(cr), bias);
+    const __m256i lo = _mm256_unpacklo_epi16(b, r), hi = _mm256_unpackhi_epi16(b, r);
+    const __m256i rr = _mm256_add_epi16(l, term(lo, hi, to_r));
+    const __m256i gg = _mm256_add_epi16(l, term(lo, hi, to_g));
+    const __m256i bb = _mm256_add_epi16(l, term(lo, hi, to_b));
+    const __m256i rg = _mm256_packus_epi16(rr, gg);  // lane: R0-7 G0-7
+    const __m256i b8 = _mm256_packus_epi16(bb, bb);  // lane: B0-7 B0-7
+    const __m256i first = _mm256_or_si256(_mm256_shuffle_epi8(rg, rg_a),
+                                          _mm256_shuffle_epi8(b8, b_a));
+    const __m256i rest = _mm256_or_si256(_mm256_shuffle_epi8(rg, rg_b),
+                                         _mm256_shuffle_epi8(b8, b_b));
+    uint8_t* out = rgb + 3 * i;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(first));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 16), _mm256_castsi256_si128(rest));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 24), _mm256_extracti128_si256(first, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 40), _mm256_extracti128_si256(rest, 1));
+  }
+  return i;
 }
 
 // One output row of the vertical pass (see ResizeColumns), 32 bytes at a
@@ -333,7 +391,7 @@ void ResizeRows(const PixelView& src, uint32_t y0, uint32_t y1, uint32_t width, 
     // fewer than `reach` bytes from its start to the buffer's end (the last
     // one or few) is read from a copy padded to `reach` (up to four at a
     // time: pad rows 0 to 3). The padding only meets zero weights.
-    const size_t stride = src.stride(), reach = stride + SimdReach(s.taps_x);
+    const size_t stride = src.stride(), reach = stride + SimdReach(s.x.taps);
     GrowTo(&s.pad, 4 * reach);
     auto row_at = [&](uint32_t y, size_t pad_row) {
       const uint8_t* row = src.data + y * stride;
@@ -370,8 +428,8 @@ void ResizeRows(const PixelView& src, uint32_t y0, uint32_t y1, uint32_t width, 
       const uint8_t* row = row_at(y, 0);
       uint8_t* out = dst + size_t{y - y0} * out_stride;
 #if defined(SHARDPACK_HAVE_SSSE3_PATH)
-      if (isa >= ResizeIsa::kSsse3 && s.taps_x <= 6) {
-        switch (s.taps_x) {
+      if (isa >= ResizeIsa::kSsse3 && s.x.taps <= 6) {
+        switch (s.x.taps) {
           case 2: HorizontalRowRgbSsse3<1>(row, width, mirror, s, out); break;
           case 4: HorizontalRowRgbSsse3<2>(row, width, mirror, s, out); break;
           default: HorizontalRowRgbSsse3<3>(row, width, mirror, s, out); break;
@@ -379,7 +437,7 @@ void ResizeRows(const PixelView& src, uint32_t y0, uint32_t y1, uint32_t width, 
         continue;
       }
 #endif
-      switch (s.taps_x) {
+      switch (s.x.taps) {
         case 2: HorizontalRowRgbSse2<1>(row, width, mirror, s, out); break;
         case 4: HorizontalRowRgbSse2<2>(row, width, mirror, s, out); break;
         case 6: HorizontalRowRgbSse2<3>(row, width, mirror, s, out); break;
@@ -393,11 +451,11 @@ void ResizeRows(const PixelView& src, uint32_t y0, uint32_t y1, uint32_t width, 
 }
 
 void ResizeColumns(const uint8_t* rows, uint32_t row0, size_t stride, size_t bytes,
-                   uint32_t height, ResizeIsa isa, const ResizeScratch& s, uint8_t* dst) {
+                   uint32_t height, ResizeIsa isa, const ResizeTaps& t, uint8_t* dst) {
   for (uint32_t y = 0; y < height; ++y) {
-    const uint8_t* first = rows + (s.bounds_y[2 * y] - row0) * stride;
-    const uint32_t count = s.bounds_y[2 * y + 1];
-    const int16_t* w = s.weights_y.data() + size_t{y} * static_cast<size_t>(s.taps_y);
+    const uint8_t* first = rows + (t.bounds[2 * y] - row0) * stride;
+    const uint32_t count = t.bounds[2 * y + 1];
+    const int16_t* w = t.weights.data() + size_t{y} * static_cast<size_t>(t.taps);
     uint8_t* out = dst + y * bytes;
     size_t x = 0;
 #if defined(SHARDPACK_HAVE_AVX2_PATH)
@@ -436,6 +494,53 @@ void ResizeColumns(const uint8_t* rows, uint32_t row0, size_t stride, size_t byt
 #endif
     ResizeColumnsScalar(first, stride, x, bytes, count, w, out);
   }
+}
+
+void TransposeBytes(const uint8_t* src, size_t src_stride, uint32_t rows, uint32_t cols,
+                    bool reverse, ResizeIsa isa, uint8_t* dst, size_t dst_stride) {
+  uint32_t i0 = 0, j0 = 0;
+#if defined(__SSE2__)
+  if (isa >= ResizeIsa::kSse2) {
+    i0 = rows / 16 * 16;
+    j0 = cols / 16 * 16;
+    for (uint32_t i = 0; i < i0; i += 16) {
+      const uint8_t* in[16];
+      for (uint32_t r = 0; r < 16; ++r) {
+        in[r] = src + size_t{reverse ? rows - 1 - (i + r) : i + r} * src_stride;
+      }
+      for (uint32_t j = 0; j < j0; j += 16) {
+        // Four rounds of byte interleaves, register 2k + h of a round taking
+        // half h of registers k and k + 8: each round rotates the 8 bits
+        // (register, byte) that place a byte left by one, so after four the
+        // byte of row r, column c is byte r of register c.
+        __m128i v[16], t[16];
+        for (int r = 0; r < 16; ++r) {
+          v[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in[r] + j));
+        }
+        for (int round = 0; round < 4; ++round) {
+          for (int k = 0; k < 8; ++k) {
+            t[2 * k] = _mm_unpacklo_epi8(v[k], v[k + 8]);
+            t[2 * k + 1] = _mm_unpackhi_epi8(v[k], v[k + 8]);
+          }
+          for (int k = 0; k < 16; ++k) v[k] = t[k];
+        }
+        for (int k = 0; k < 16; ++k) {
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + size_t{j + k} * dst_stride + i), v[k]);
+        }
+      }
+    }
+  }
+#endif
+  TransposeBytesScalar(src, src_stride, rows, cols, reverse, i0, j0, dst, dst_stride);
+}
+
+void YccToRgb(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size_t n, uint8_t* rgb,
+              ResizeIsa max_isa) {
+  size_t i = 0;
+#if defined(SHARDPACK_HAVE_AVX2_PATH)
+  if (std::min(max_isa, WidestResizeIsa()) >= ResizeIsa::kAvx2) i = YccToRgbAvx2(y, cb, cr, n, rgb);
+#endif
+  YccToRgbScalar(y, cb, cr, i, n, rgb);
 }
 
 ResizeIsa WidestResizeIsa() {

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -190,6 +192,94 @@ TEST(ResizePathsTest, Ssse3EqualsPortableByteForByte) {
 TEST(ResizePathsTest, Sse2EqualsPortableByteForByte) {
   if (WidestResizeIsa() < ResizeIsa::kSse2) GTEST_SKIP() << "no SSE2 path here";
   ExpectSameAsPortable(ResizeIsa::kSse2, 3, 1500);
+}
+
+// ResizeYccToRgb of case `c` (its box and sizes for the luma plane, the
+// channel count ignored) with chroma subsampled by `fx` x `fy`, samples
+// drawn from `seed`, each plane ending at an unreadable page, through the
+// paths up to `isa`; a failure if it wrote past its output.
+std::vector<uint8_t> ResizeYcc(const Case& c, int fx, int fy, uint32_t seed, ResizeIsa isa,
+                               ResizeScratch* scratch) {
+  std::vector<std::unique_ptr<GuardedBuffer>> planes;
+  SubsampledPlane views[3];
+  Cases fill(seed);  // the same samples for every path
+  for (int k = 0; k < 3; ++k) {
+    const int f_x = k == 0 ? 1 : fx, f_y = k == 0 ? 1 : fy;
+    const uint32_t w = (c.sw + uint32_t(f_x) - 1) / uint32_t(f_x);
+    const uint32_t h = (c.sh + uint32_t(f_y) - 1) / uint32_t(f_y);
+    planes.push_back(std::make_unique<GuardedBuffer>(size_t{w} * h));
+    EXPECT_NE(planes.back()->data(), nullptr);
+    if (planes.back()->data() == nullptr) return {};
+    fill.Fill(planes.back()->data(), size_t{w} * h);
+    views[k] = {PixelView{planes.back()->data(), w, h, 1}, f_x, f_y};
+  }
+  const size_t bytes = size_t{c.w} * c.h * 3;
+  std::vector<uint8_t> out(bytes + kGuard, kGuardByte);
+  ResizeOptions options;
+  options.clamp_to_box = c.clamp;
+  options.mirror = c.mirror;
+  options.max_isa = isa;
+  ResizeYccToRgb(views, c.box, c.w, c.h, options, out.data(), scratch);
+  for (size_t i = bytes; i < out.size(); ++i) {
+    EXPECT_EQ(out[i], kGuardByte) << "wrote past the output at +" << i - bytes;
+  }
+  out.resize(bytes);
+  return out;
+}
+
+// The planar resize (two vertical passes around transposes, then the
+// conversion) computes the same bytes on every path, for every chroma
+// subsampling it takes.
+TEST(ResizePathsTest, PlanarYccToRgbEveryPathEqualsPortable) {
+  Cases cases(11);
+  ResizeScratch scratch, portable_scratch;
+  for (int i = 0; i < 1500; ++i) {
+    const Case c = cases.Next();
+    const int fx = 1 + i % 2, fy = 1 + (i / 2) % 2;
+    const auto seed = static_cast<uint32_t>(1000 + i);
+    const std::vector<uint8_t> want =
+        ResizeYcc(c, fx, fy, seed, ResizeIsa::kPortable, &portable_scratch);
+    for (ResizeIsa isa : {ResizeIsa::kSse2, ResizeIsa::kAvx2}) {
+      if (isa > WidestResizeIsa()) continue;
+      const std::vector<uint8_t> got = ResizeYcc(c, fx, fy, seed, isa, &scratch);
+      ASSERT_EQ(got.size(), want.size());
+      const auto diff = std::mismatch(got.begin(), got.end(), want.begin());
+      ASSERT_TRUE(diff.first == got.end())
+          << "case " << i << " (isa " << int(isa) << ", chroma " << fx << "x" << fy
+          << "): " << Describe(c) << ": first difference at byte " << diff.first - got.begin();
+    }
+  }
+}
+
+// YccToRgb's SIMD loop and the portable one give the same bytes for every
+// (Cb, Cr) pair at several luma levels, and stay within one level of the
+// exact JFIF conversion.
+TEST(ResizePathsTest, YccToRgbEqualsPortableAndTheExactConversion) {
+  constexpr size_t kPairs = 256 * 256;
+  std::vector<uint8_t> cb(kPairs), cr(kPairs), y(kPairs);
+  for (size_t i = 0; i < kPairs; ++i) {
+    cb[i] = uint8_t(i & 255);
+    cr[i] = uint8_t(i >> 8);
+  }
+  std::vector<uint8_t> simd(3 * kPairs), portable(3 * kPairs);
+  for (int luma : {0, 1, 16, 77, 128, 200, 235, 254, 255}) {
+    SCOPED_TRACE(luma);
+    std::fill(y.begin(), y.end(), uint8_t(luma));
+    YccToRgb(y.data(), cb.data(), cr.data(), kPairs, simd.data());
+    YccToRgb(y.data(), cb.data(), cr.data(), kPairs, portable.data(), ResizeIsa::kPortable);
+    ASSERT_TRUE(simd == portable);
+    int worst = 0;
+    for (size_t i = 0; i < kPairs; ++i) {
+      const double b = cb[i] - 128.0, r = cr[i] - 128.0;
+      const double want[3] = {luma + 1.402 * r, luma - 0.344136 * b - 0.714136 * r,
+                              luma + 1.772 * b};
+      for (int ch = 0; ch < 3; ++ch) {
+        const long v = std::lround(std::clamp(want[ch], 0.0, 255.0));
+        worst = std::max(worst, int(std::labs(long(portable[3 * i + size_t(ch)]) - v)));
+      }
+    }
+    EXPECT_LE(worst, 1);
+  }
 }
 
 // FNV-1a of the outputs of 400 cases, as computed before the AVX2 path

@@ -7,7 +7,7 @@
 //   jpeg_bench reader DATASET [--threads N] [--epochs E] [--transform rrc:224]
 //   jpeg_bench tj IMAGE_ROOT [--threads N] [--epochs E]
 //   jpeg_bench split IMAGE_ROOT [--epochs E] [--transform rrc:224] [--restart-markers]
-//                    [--libjpeg-entropy]
+//                    [--libjpeg-entropy] [--rgb-region]
 //
 // `split` is the CPU-time profile of one thread: the reader's JPEG path (header,
 // crop draw, region decode, resize) called directly on the files in memory,
@@ -16,6 +16,9 @@
 // block, DC-only IDCT), which no region decode of a baseline file can go
 // under when its region reaches the image's last rows, and the same for the
 // rows down to each crop's last (what a region decode cannot skip).
+// YCbCr files are decoded to planes and resized before the color conversion,
+// as the reader does; --rgb-region decodes RGB regions and resizes those
+// (the reader's path before the planes).
 //
 // The reader's first epoch (the dataset read from storage) is a warm-up and
 // not timed; so is the tj mode's file loading.
@@ -149,7 +152,7 @@ int RunTj(const std::string& root, int threads, int epochs) {
 // `shardpack images --restart-markers` stores them, and tjDecompress2 runs on
 // both the originals (the reference) and the re-coded files.
 int RunSplit(const std::string& root, int epochs, const std::string& transform,
-             bool restart_markers, bool libjpeg_entropy) {
+             bool restart_markers, bool libjpeg_entropy, bool rgb_region) {
   namespace si = shardpack::internal;
   const std::vector<std::string> originals = LoadJpegs(root);
   std::vector<std::string> files = originals;
@@ -190,11 +193,17 @@ int RunSplit(const std::string& root, int epochs, const std::string& transform,
       const si::JpegRect rect{uint32_t(c.x0), uint32_t(c.y0), uint32_t(c.x1 - c.x0),
                               uint32_t(c.y1 - c.y0)};
       const double t1 = ThreadCpu();
-      absl::StatusOr<si::DecodedRegion> r = decoder.DecodeRegion(rect, out, out);
+      absl::StatusOr<si::DecodedRegion> r = decoder.DecodeRegion(
+          rect, out, out, 0,
+          rgb_region ? si::RegionPixels::kRgb : si::RegionPixels::kYccPlanesWhenPossible);
       if (!r.ok()) return 1;
       const double t2 = ThreadCpu();
-      si::ResizeBoxAA(r->pixels, r->box, out, out, si::ResizeOptions{true, c.flip}, dst.data(),
-                      &scratch);
+      const si::ResizeOptions resize{true, c.flip};
+      if (r->planar) {
+        si::ResizeYccToRgb(r->planes, r->box, out, out, resize, dst.data(), &scratch);
+      } else {
+        si::ResizeBoxAA(r->pixels, r->box, out, out, resize, dst.data(), &scratch);
+      }
       const double t3 = ThreadCpu();
       // The same crop's entropy floor: every block row down to the crop's
       // last, at 1/8 scale.
@@ -248,17 +257,22 @@ int RunSplit(const std::string& root, int epochs, const std::string& transform,
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: jpeg_bench reader|tj|split PATH [--threads N] [--epochs E] "
-                         "[--transform T] [--restart-markers] [--libjpeg-entropy]\n");
+                         "[--transform T] [--restart-markers] [--libjpeg-entropy] "
+                         "[--rgb-region]\n");
     return 2;
   }
   const std::string mode = argv[1], path = argv[2];
   int threads = 1, epochs = 3;
   std::string transform = "rrc:224";
-  bool restart_markers = false, libjpeg_entropy = false;
+  bool restart_markers = false, libjpeg_entropy = false, rgb_region = false;
   for (int i = 3; i < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--restart-markers" || flag == "--libjpeg-entropy") {
-      (flag == "--restart-markers" ? restart_markers : libjpeg_entropy) = true;
+    bool* on = flag == "--restart-markers"   ? &restart_markers
+               : flag == "--libjpeg-entropy" ? &libjpeg_entropy
+               : flag == "--rgb-region"      ? &rgb_region
+                                             : nullptr;
+    if (on != nullptr) {
+      *on = true;
       --i;  // no value
       continue;
     }
@@ -279,6 +293,7 @@ int main(int argc, char** argv) {
   }
   if (threads < 1 || epochs < 1) return 2;
   if (mode == "reader") return RunReader(path, threads, epochs, transform);
-  if (mode == "split") return RunSplit(path, epochs, transform, restart_markers, libjpeg_entropy);
+  if (mode == "split") return RunSplit(path, epochs, transform, restart_markers, libjpeg_entropy,
+                                         rgb_region);
   return RunTj(path, threads, epochs);
 }

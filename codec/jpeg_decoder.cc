@@ -5,6 +5,9 @@
 #include <stdio.h>
 
 #include <jpeglib.h>
+// The module interfaces: the planar decode stands in for the
+// post-processing step (jpeg_d_post_controller).
+#include <jpegint.h>
 
 #include <algorithm>
 #include <cmath>
@@ -65,13 +68,83 @@ struct ScaledRect {
   JDIMENSION x0, x1, y0, y1;
 };
 
+// Where the row-group hook (KeepPlanesC) puts the YCbCr planes of a planar
+// region decode, and what it needs to know. Filled by DecodeC.
+struct PlaneSink {
+  JDIMENSION first_group = 0;  // the output row group of the planes' row 0
+  JDIMENSION groups = 0;       // row groups kept
+  int group_rows = 0;          // output rows per row group (max_v_samp_factor)
+  int rows[3] = {};            // a component's rows per row group
+  int factor_x[3] = {}, factor_y[3] = {};  // region pixels per component sample
+  JDIMENSION width[3] = {};    // a component's samples per row (after the crop)
+  uint8_t* plane[3] = {};
+};
+
+// The sink of the planar decode running on this thread: libjpeg's hooks get
+// nothing but the decompressor, whose client_data the entropy decoder holds.
+thread_local PlaneSink* current_sink = nullptr;
+
+// Stands in for libjpeg's post-processing (upsampling + color conversion,
+// sep_upsample in jdsample.c) and keeps each row group's component rows
+// instead. It moves the counters as sep_upsample does: up to group_rows
+// output rows per row group, the group done when its last row is out. The
+// output row it is at is output_scanline + *out_row_ctr, whose place in its
+// row group is what sep_upsample's private next_row_out tracks (skips keep
+// the two in step). Output rows are not written: nobody reads them.
+void KeepPlanesC(j_decompress_ptr cinfo, JSAMPIMAGE input_buf, JDIMENSION* in_row_group_ctr,
+                 JDIMENSION /*in_row_groups_avail*/, JSAMPARRAY /*output_buf*/,
+                 JDIMENSION* out_row_ctr, JDIMENSION out_rows_avail) {
+  const PlaneSink& s = *current_sink;
+  const JDIMENSION y = cinfo->output_scanline + *out_row_ctr;
+  const auto group_rows = static_cast<JDIMENSION>(s.group_rows);
+  const JDIMENSION at = y % group_rows;
+  const JDIMENSION n = std::min({group_rows - at, out_rows_avail - *out_row_ctr,
+                                 cinfo->output_height - y});
+  const JDIMENSION g = y / group_rows;
+  if (at == 0 && g >= s.first_group && g - s.first_group < s.groups) {
+    for (int c = 0; c < 3; ++c) {
+      const auto rows = static_cast<JDIMENSION>(s.rows[c]);
+      uint8_t* out = s.plane[c] + size_t{g - s.first_group} * rows * s.width[c];
+      const JSAMPROW* in = input_buf[c] + size_t{*in_row_group_ctr} * rows;
+      for (JDIMENSION i = 0; i < rows; ++i) std::memcpy(out + i * s.width[c], in[i], s.width[c]);
+    }
+  }
+  *out_row_ctr += n;
+  if (at + n >= group_rows) ++*in_row_group_ctr;
+}
+
+// Whether a started decompressor's components make planes PlaneSink can
+// keep (see RegionPixels::kYccPlanesWhenPossible), and if so each one's
+// samples per row group across (*in_x) and down (*in_y): a component
+// sample spans max_samp_factor / in region pixels.
+bool PlanarLayout(const jpeg_decompress_struct& c, int in_x[3], int in_y[3]) {
+  if (c.num_components != 3 || c.jpeg_color_space != JCS_YCbCr ||
+      c.out_color_space != JCS_RGB || c.quantize_colors) {
+    return false;
+  }
+  for (int i = 0; i < 3; ++i) {
+    const jpeg_component_info& comp = c.comp_info[i];
+    in_x[i] = comp.h_samp_factor * comp.DCT_scaled_size / c.min_DCT_scaled_size;
+    in_y[i] = comp.v_samp_factor * comp.DCT_scaled_size / c.min_DCT_scaled_size;
+    if (in_x[i] <= 0 || in_y[i] <= 0) return false;
+    const int fx = c.max_h_samp_factor / in_x[i], fy = c.max_v_samp_factor / in_y[i];
+    if (fx * in_x[i] != c.max_h_samp_factor || fy * in_y[i] != c.max_v_samp_factor) return false;
+    if (fx > 2 || fy > 2 || (i == 0 && (fx != 1 || fy != 1))) return false;
+  }
+  return true;
+}
+
 // Starts the decompressor at the chosen scale, crops, skips, reads the rows
 // of `r` and stops. `pixels`/`row_ptrs` are grown here (after the crop
 // fixes the width). On success *x_offset is where the decoded columns
 // start. Returns false when libjpeg failed.
+// With a `sink`, a region whose components allow it (PlanarLayout) is kept
+// as planes in `pixels` instead, and *planar says so; their first row is
+// output row sink->first_group * sink->group_rows, at or above r.y0.
 bool DecodeC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, std::vector<uint8_t>* pixels,
              std::vector<JSAMPROW>* row_ptrs, JpegEntropyDecoder* entropy, int scale_num,
-             ScaledRect r, JDIMENSION* x_offset, JDIMENSION* out_width) {
+             ScaledRect r, JDIMENSION* x_offset, JDIMENSION* out_width, PlaneSink* sink,
+             bool* planar) {
   if (setjmp(err->jump)) {
     jpeg_abort_decompress(cinfo);
     return false;
@@ -87,10 +160,43 @@ bool DecodeC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, std::vector<u
   JDIMENSION xoff = r.x0, width = r.x1 - r.x0;
   if (width < cinfo->output_width) jpeg_crop_scanline(cinfo, &xoff, &width);
   if (entropy != nullptr) entropy->Install(cinfo);
-  const size_t stride = size_t{width} * static_cast<size_t>(cinfo->output_components);
   const JDIMENSION rows = r.y1 - r.y0;
-  if (pixels->size() < stride * rows) pixels->resize(stride * rows);
+  int in_x[3], in_y[3];
+  *planar = sink != nullptr && PlanarLayout(*cinfo, in_x, in_y);
+  if (*planar) {
+    // Whole row groups from the one holding r.y0 to the one holding r.y1 - 1.
+    sink->group_rows = cinfo->max_v_samp_factor;
+    const auto group_rows = static_cast<JDIMENSION>(sink->group_rows);
+    sink->first_group = r.y0 / group_rows;
+    sink->groups = (r.y1 + group_rows - 1) / group_rows - sink->first_group;
+    size_t bytes[3], total = 0;
+    for (int c = 0; c < 3; ++c) {
+      sink->rows[c] = in_y[c];
+      sink->factor_x[c] = cinfo->max_h_samp_factor / in_x[c];
+      sink->factor_y[c] = cinfo->max_v_samp_factor / in_y[c];
+      // Not downsampled_width: jpeg_crop_scanline sets it without the
+      // component's DCT scaling (libjpeg-turbo scales chroma less than luma
+      // when that spares upsampling).
+      sink->width[c] = static_cast<JDIMENSION>(
+          (uint64_t{width} * in_x[c] + cinfo->max_h_samp_factor - 1) /
+          cinfo->max_h_samp_factor);
+      bytes[c] = size_t{sink->width[c]} * static_cast<size_t>(in_y[c]) * sink->groups;
+      total += bytes[c];
+    }
+    if (pixels->size() < total) pixels->resize(total);
+    sink->plane[0] = pixels->data();
+    sink->plane[1] = sink->plane[0] + bytes[0];
+    sink->plane[2] = sink->plane[1] + bytes[1];
+    current_sink = sink;
+    cinfo->post->post_process_data = KeepPlanesC;
+  } else {
+    const size_t stride = size_t{width} * static_cast<size_t>(cinfo->output_components);
+    if (pixels->size() < stride * rows) pixels->resize(stride * rows);
+  }
+  // The hook writes no rows, but every row pointer stays a valid one.
   if (row_ptrs->size() < rows) row_ptrs->resize(rows);
+  const size_t stride =
+      *planar ? 0 : size_t{width} * static_cast<size_t>(cinfo->output_components);
   for (JDIMENSION i = 0; i < rows; ++i) (*row_ptrs)[i] = pixels->data() + i * stride;
   if (r.y0 > 0) jpeg_skip_scanlines(cinfo, r.y0);
   while (cinfo->output_scanline < r.y1) {
@@ -241,7 +347,8 @@ absl::StatusOr<JpegHeader> JpegDecoder::Start(ByteSpan jpeg) {
 }
 
 absl::StatusOr<DecodedRegion> JpegDecoder::DecodeRegion(const JpegRect& rect, uint32_t min_width,
-                                                        uint32_t min_height, uint32_t grow) {
+                                                        uint32_t min_height, uint32_t grow,
+                                                        RegionPixels want) {
   if (s_ == nullptr || !s_->started) {
     return absl::FailedPreconditionError("JpegDecoder::DecodeRegion without Start");
   }
@@ -266,18 +373,36 @@ absl::StatusOr<DecodedRegion> JpegDecoder::DecodeRegion(const JpegRect& rect, ui
   const ScaledRect rc{r.x0 - cut.x, r.x1 - cut.x, r.y0 - cut.y, r.y1 - cut.y};
   JDIMENSION xoff = 0, width = 0;
   JpegEntropyDecoder* entropy = options_.libjpeg_entropy ? nullptr : &s_->entropy;
-  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, entropy, n, rc, &xoff, &width)) {
+  PlaneSink sink;
+  bool planar = false;
+  if (!DecodeC(cinfo, &s_->err, &s_->pixels, &s_->row_ptrs, entropy, n, rc, &xoff, &width,
+               want == RegionPixels::kYccPlanesWhenPossible ? &sink : nullptr, &planar)) {
     return absl::DataLossError(absl::StrCat("corrupt JPEG data: ", s_->err.message));
   }
-  const uint32_t rows = std::min<uint32_t>(rc.y1, cinfo->output_height) - rc.y0;
+  const uint32_t last_row = std::min<uint32_t>(rc.y1, cinfo->output_height);
+  // The region's first row, in the decoded JPEG's rows: planes start at a
+  // row group's first row.
+  const uint32_t first_row = planar ? sink.first_group * sink.group_rows : rc.y0;
+  const uint32_t rows = last_row - first_row;
   if (cinfo->out_color_space == JCS_CMYK) {
     CmykToRgbInPlace(s_->pixels.data(), size_t{width} * rows, cinfo->saw_Adobe_marker != 0);
   }
   xoff += cut.x;
+  const uint32_t top = first_row + cut.y;  // in the image at scale n/8
   DecodedRegion out;
-  out.pixels = PixelView{s_->pixels.data(), width, rows, 3};
-  out.box = ResizeBox{sx0 - xoff, sy0 - r.y0, std::min<double>(sx1 - xoff, width),
-                      std::min<double>(sy1 - r.y0, rows)};
+  out.pixels = PixelView{s_->pixels.data(), width, rows, planar ? 1 : 3};
+  out.planar = planar;
+  if (planar) {
+    for (int c = 0; c < 3; ++c) {
+      SubsampledPlane& p = out.planes[c];
+      p.factor_x = sink.factor_x[c];
+      p.factor_y = sink.factor_y[c];
+      const auto fy = static_cast<uint32_t>(p.factor_y);
+      p.pixels = PixelView{sink.plane[c], sink.width[c], (rows + fy - 1) / fy, 1};
+    }
+  }
+  out.box = ResizeBox{sx0 - xoff, sy0 - top, std::min<double>(sx1 - xoff, width),
+                      std::min<double>(sy1 - top, rows)};
   out.scale_num = n;
   out.cut = cut.cut;
   return out;

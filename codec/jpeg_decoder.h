@@ -47,9 +47,24 @@ struct JpegHeader {
   bool progressive = false;
 };
 
+// What DecodeRegion hands back.
+enum class RegionPixels : uint8_t {
+  kRgb,  // RGB pixels, always
+  // The YCbCr planes as the IDCT leaves them (no chroma upsampling, no color
+  // conversion) when the JPEG is a 3-component YCbCr one whose chroma is
+  // subsampled by 1 or 2 each way (4:4:4, 4:2:2, 4:2:0, 4:4:0) and luma is
+  // not; RGB otherwise (grayscale, CMYK, other samplings).
+  kYccPlanesWhenPossible,
+};
+
 // Pixels of a decoded region.
 struct DecodedRegion {
-  PixelView pixels;  // RGB; valid until the decoder's next call
+  // RGB, or when `planar` the region's size with planes[0] holding it
+  // (luma, factors 1) and planes[1..2] Cb and Cr. Valid until the decoder's
+  // next call.
+  PixelView pixels;
+  bool planar = false;
+  SubsampledPlane planes[3];
   // The requested rectangle within `pixels`, in its (DCT-scaled) pixel
   // coordinates: possibly fractional, and with up to kJpegRegionMargin
   // decoded pixels around it where the image has them.
@@ -107,8 +122,13 @@ class JpegDecoder {
   // (Replicated chroma, do_fancy_upsampling = FALSE, was an option once: on
   // this crop + skip path libjpeg-turbo 2.1.5 gave output that varied now
   // and then between runs; docs/reader.md.)
+  // With RegionPixels::kYccPlanesWhenPossible the region may come back as
+  // planes (DecodedRegion::planar): the same IDCT output, before libjpeg's
+  // upsampling and color conversion, for a caller that resizes first and
+  // converts after (codec/resize.h, ResizeYccToRgb).
   absl::StatusOr<DecodedRegion> DecodeRegion(const JpegRect& rect, uint32_t min_width,
-                                             uint32_t min_height, uint32_t grow = 0);
+                                             uint32_t min_height, uint32_t grow = 0,
+                                             RegionPixels want = RegionPixels::kRgb);
 
   // Start + the whole image at full size: what tjDecompress2 gives with
   // TJPF_RGB and no flags.

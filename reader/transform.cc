@@ -328,7 +328,11 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   // under load: 6 failures in ~100 runs, none in ~140 after), so the output
   // depended on more than the record. The exact cause inside libjpeg was not
   // pinned down.
-  absl::StatusOr<DecodedRegion> region = decoder.DecodeRegion(rect, out, out, grow);
+  // YCbCr JPEGs come back as planes: resized first and converted to RGB
+  // after, there are fewer pixels to convert and no chroma to upsample
+  // (the resize's filter does it).
+  absl::StatusOr<DecodedRegion> region =
+      decoder.DecodeRegion(rect, out, out, grow, RegionPixels::kYccPlanesWhenPossible);
   if (!region.ok()) return damaged(region.status());
   // The decoded box is the integer rect; move it to the exact crop.
   const double f = region->scale_num / 8.0;
@@ -343,7 +347,12 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   const size_t hwc_bytes = size_t{out} * out * 3;
   if (!direct && staging.size() < hwc_bytes) staging.resize(hwc_bytes);
   uint8_t* hwc = direct ? dst : staging.data();
-  ResizeBoxAA(region->pixels, box, out, out, ResizeOptions{train, c.flip}, hwc, &scratch);
+  const ResizeOptions options{train, c.flip};
+  if (region->planar) {
+    ResizeYccToRgb(region->planes, box, out, out, options, hwc, &scratch);
+  } else {
+    ResizeBoxAA(region->pixels, box, out, out, options, hwc, &scratch);
+  }
   if (!direct) Finish(hwc, dst);
   return absl::OkStatus();
 }

@@ -6,13 +6,17 @@
 // tests/testing/jpeg_outcome.h says (the same pixels, or an error wherever
 // libjpeg has one; inputs with fill bytes, where libjpeg-turbo's pixels are
 // no reference, are only decoded); a failed Start of one is a failed Start
-// of the other.
+// of the other. And the reader's planar path (the region's YCbCr planes,
+// resized and converted) on the same bytes: it fails where the RGB decode
+// fails, and reads and writes only what it owns (the sanitizers' part).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 #include "codec/jpeg_decoder.h"
+#include "codec/resize.h"
 #include "tests/testing/jpeg_outcome.h"
 
 namespace {
@@ -65,5 +69,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Expect(testing::SameJpegOutcome(got, want), "outcomes differ",
            got.ok ? "ok" : got.message, want.ok ? "ok" : want.message);
   }
+  // The planar path, resized to an output size, mirror and filter reach
+  // drawn from the bytes; then the same region as RGB on the same decoder.
+  Expect(ours.Start(jpeg).ok(), "a second Start fails");
+  const absl::StatusOr<internal::DecodedRegion> planes = ours.DecodeRegion(
+      region, min_size, min_size, 0, internal::RegionPixels::kYccPlanesWhenPossible);
+  if (planes.ok() && planes->planar) {
+    const uint32_t out = 1 + (draw >> 18) % 48;
+    std::vector<uint8_t> rgb(size_t{out} * out * 3);
+    internal::ResizeScratch scratch;
+    const internal::ResizeOptions options{(draw & 1) == 0, (draw & 2) != 0};
+    internal::ResizeYccToRgb(planes->planes, planes->box, out, out, options, rgb.data(),
+                             &scratch);
+  }
+  const testing::JpegOutcome rgb = testing::DecodeJpegRegion(ours, jpeg, region, min_size);
+  Expect(planes.ok() == rgb.ok, "the planar and RGB decodes disagree",
+         planes.ok() ? "ok" : std::string(planes.status().message()),
+         rgb.ok ? "ok" : rgb.message);
   return 0;
 }

@@ -3,7 +3,8 @@
 // as large as the output, jpeg_crop_scanline for the region's columns,
 // jpeg_skip_scanlines for the rows above it, and a stop after its last row.
 // Sequential files are Huffman-decoded by codec/jpeg_entropy.h's decoder
-// (the same coefficients, faster), the rest of the work is libjpeg's.
+// (the same coefficients, faster), the rest of the work is libjpeg's, up to
+// the IDCT for a region asked for as YCbCr planes (RegionPixels).
 //
 // A JpegDecoder is long-lived and belongs to one thread (the reader keeps one
 // per worker thread for life): it holds one libjpeg decompressor and pixel
@@ -11,8 +12,8 @@
 // once the buffers have grown to the largest region seen (libjpeg's own
 // per-image work memory is its business, as it is inside TurboJPEG).
 //
-// Output is always RGB: grayscale becomes three equal channels; CMYK and
-// YCCK become RGB as codec/color.h describes. Progressive, restart
+// Output is RGB (or, when asked, a YCbCr image's planes): grayscale becomes
+// three equal channels; CMYK and YCCK become RGB as codec/color.h describes. Progressive, restart
 // markers and arithmetic coding work as libjpeg-turbo decodes them.
 //
 // Errors never abort the process: libjpeg's error_exit is replaced by a

@@ -220,7 +220,8 @@ void ResizeYccToRgb(const SubsampledPlane planes[3], const ResizeBox& box, uint3
     TransposeBytes(s.rows.data(), height, width, height, options.mirror, isa,
                    out + c * plane_bytes, width);
   }
-  YccToRgb(out, out + plane_bytes, out + 2 * plane_bytes, plane_bytes, dst, isa);
+  YccToRgb(out, out + plane_bytes, out + 2 * plane_bytes, plane_bytes, dst, isa,
+           options.stream_output);
 }
 
 void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uint8_t* dst,

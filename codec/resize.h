@@ -63,6 +63,11 @@ struct ResizeOptions {
   bool clamp_to_box = true;
   bool mirror = false;  // output column x comes from column width-1-x
   ResizeIsa max_isa = ResizeIsa::kBest;  // the widest path used (tests)
+  // ResizeYccToRgb: write the output with non-temporal stores where the
+  // AVX2 path runs and `dst` is 16-byte aligned, for an output this core
+  // will not read again soon (a batch slot's sample): each line is not read
+  // in before it is overwritten. The bytes are the same.
+  bool stream_output = false;
 };
 
 // Resizes box `box` of `src` to width x height into `dst` (width * height *
@@ -103,8 +108,9 @@ void ResizeYccToRgb(const SubsampledPlane planes[3], const ResizeBox& box, uint3
 // sum of the chroma terms plus 2^13 shifted down 14 bits (towards minus
 // infinity), then clamped. libjpeg rounds its 16-bit coefficients per term;
 // the two differ by at most one level.
+// `stream`: non-temporal stores, as ResizeOptions::stream_output.
 void YccToRgb(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size_t n, uint8_t* rgb,
-              ResizeIsa max_isa = ResizeIsa::kBest);
+              ResizeIsa max_isa = ResizeIsa::kBest, bool stream = false);
 
 // The widest path ResizeBoxAA takes in this build on this CPU.
 ResizeIsa WidestResizeIsa();

@@ -254,20 +254,19 @@ SHARDPACK_AVX2 void HorizontalRowsRgbAvx2(const uint8_t* const* rows, uint8_t* c
   }
 }
 
-// YCbCr to RGB, 16 pixels at a time: Cb and Cr interleaved as 16-bit
-// pairs against each output's pair of coefficients (one pmaddwd), then
-// packed and shuffled to RGB. Lanes hold pixels 0-7 and 8-15. Returns the
+// YCbCr to RGB, 16 pixels at a time in 16-bit lanes (G's two terms as
+// 32-bit pairs through one pmaddwd), then packed and shuffled to RGB. Lanes hold pixels 0-7 and 8-15. Returns the
 // pixels done (a multiple of 16).
 SHARDPACK_AVX2 size_t YccToRgbAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr,
-                                   size_t n, uint8_t* rgb) {
+                                   size_t n, uint8_t* rgb, bool stream) {
   // (Cb coefficient, Cr coefficient) as the low and high 16 bits.
   constexpr auto pair = [](int32_t lo, int32_t hi) {
     return static_cast<int32_t>((static_cast<uint32_t>(hi) << 16) |
                                 (static_cast<uint32_t>(lo) & 0xFFFF));
   };
-  const __m256i to_r = _mm256_set1_epi32(pair(0, kCrToR));
+  const __m256i to_r = _mm256_set1_epi16(static_cast<int16_t>(kCrToR));
+  const __m256i to_b = _mm256_set1_epi16(static_cast<int16_t>(kCbToB));
   const __m256i to_g = _mm256_set1_epi32(pair(kCbToG, kCrToG));
-  const __m256i to_b = _mm256_set1_epi32(pair(kCbToB, 0));
   const __m256i round = _mm256_set1_epi32(1 << 13), bias = _mm256_set1_epi16(128);
   // Bytes 0-15 of each lane's 8 pixels from (R0-7 G0-7) and (B0-7), then
   // bytes 16-23.
@@ -281,11 +280,9 @@ SHARDPACK_AVX2 size_t YccToRgbAvx2(const uint8_t* y, const uint8_t* cb, const ui
   const __m256i b_b = _mm256_setr_epi8(-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, -1, -1, -1, -1, -1,
                                        -1, -1, 5, -1, -1, 6, -1, -1, 7, -1, -1, -1, -1, -1, -1,
                                        -1, -1);
-  auto term = [&](__m256i lo, __m256i hi, __m256i k) SHARDPACK_AVX2_LAMBDA {
-    const __m256i a = _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, k), round), 14);
-    const __m256i b = _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(hi, k), round), 14);
-    return _mm256_packs_epi32(a, b);  // in pixel order within each lane
-  };
+
+  // Streaming stores need 16-byte alignment, which 48 bytes a step keep.
+  stream = stream && reinterpret_cast<uintptr_t>(rgb) % 16 == 0;
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     auto load = [&](const uint8_t* p) SHARDPACK_AVX2_LAMBDA {
@@ -293,23 +290,65 @@ SHARDPACK_AVX2 size_t YccToRgbAvx2(const uint8_t* y, const uint8_t* cb, const ui
     };
     const __m256i l = load(y), b = _mm256_sub_epi16(load(cb), bias),
                   r = _mm256_sub_epi16(load(cr), bias);
+    // R and B have one term each: (k x + 2^13) >> 14 is pmulhrsw's
+    // (2x k + 2^14) >> 15, exactly. G's two terms are summed before the
+    // shift, as 32-bit pairs.
+    const __m256i rr = _mm256_add_epi16(l, _mm256_mulhrs_epi16(_mm256_add_epi16(r, r), to_r));
+    const __m256i bb = _mm256_add_epi16(l, _mm256_mulhrs_epi16(_mm256_add_epi16(b, b), to_b));
     const __m256i lo = _mm256_unpacklo_epi16(b, r), hi = _mm256_unpackhi_epi16(b, r);
-    const __m256i rr = _mm256_add_epi16(l, term(lo, hi, to_r));
-    const __m256i gg = _mm256_add_epi16(l, term(lo, hi, to_g));
-    const __m256i bb = _mm256_add_epi16(l, term(lo, hi, to_b));
+    const __m256i g_lo =
+        _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo, to_g), round), 14);
+    const __m256i g_hi =
+        _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(hi, to_g), round), 14);
+    const __m256i gg = _mm256_add_epi16(l, _mm256_packs_epi32(g_lo, g_hi));
     const __m256i rg = _mm256_packus_epi16(rr, gg);  // lane: R0-7 G0-7
     const __m256i b8 = _mm256_packus_epi16(bb, bb);  // lane: B0-7 B0-7
     const __m256i first = _mm256_or_si256(_mm256_shuffle_epi8(rg, rg_a),
                                           _mm256_shuffle_epi8(b8, b_a));
     const __m256i rest = _mm256_or_si256(_mm256_shuffle_epi8(rg, rg_b),
                                          _mm256_shuffle_epi8(b8, b_b));
-    uint8_t* out = rgb + 3 * i;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(first));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 16), _mm256_castsi256_si128(rest));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 24), _mm256_extracti128_si256(first, 1));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 40), _mm256_extracti128_si256(rest, 1));
+    // The 48 bytes as three 16-byte stores: lane 0's first 16 and its last
+    // 8 with lane 1's first 8, then lane 1's other 16.
+    const __m128i first0 = _mm256_castsi256_si128(first), rest0 = _mm256_castsi256_si128(rest);
+    const __m128i first1 = _mm256_extracti128_si256(first, 1);
+    const __m128i rest1 = _mm256_extracti128_si256(rest, 1);
+    const __m128i part[3] = {first0, _mm_unpacklo_epi64(rest0, first1),
+                             _mm_unpackhi_epi64(first1, _mm_slli_si128(rest1, 8))};
+    auto* out = reinterpret_cast<__m128i*>(rgb + 3 * i);
+    for (int k = 0; k < 3; ++k) {
+      if (stream) {
+        _mm_stream_si128(out + k, part[k]);
+      } else {
+        _mm_storeu_si128(out + k, part[k]);
+      }
+    }
   }
+  if (stream) _mm_sfence();  // ordered before whatever publishes the pixels
   return i;
+}
+
+// Two 16 x 16 tiles of TransposeBytes side by side, one per 128-bit lane:
+// rows in[0, 16) at columns [j, j + 32) to dst rows [j, j + 32) at column
+// i. The SSE2 tile's rounds, in both lanes at once.
+SHARDPACK_AVX2 void TransposeTwoTilesAvx2(const uint8_t* const* in, uint32_t j, uint8_t* dst,
+                                          size_t dst_stride, uint32_t i) {
+  __m256i v[16], t[16];
+  for (int r = 0; r < 16; ++r) {
+    v[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in[r] + j));
+  }
+  for (int round = 0; round < 4; ++round) {
+    for (int k = 0; k < 8; ++k) {
+      t[2 * k] = _mm256_unpacklo_epi8(v[k], v[k + 8]);
+      t[2 * k + 1] = _mm256_unpackhi_epi8(v[k], v[k + 8]);
+    }
+    for (int k = 0; k < 16; ++k) v[k] = t[k];
+  }
+  for (int k = 0; k < 16; ++k) {
+    uint8_t* low = dst + size_t{j + static_cast<uint32_t>(k)} * dst_stride + i;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(low), _mm256_castsi256_si128(v[k]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(low + 16 * dst_stride),
+                     _mm256_extracti128_si256(v[k], 1));
+  }
 }
 
 // One output row of the vertical pass (see ResizeColumns), 32 bytes at a
@@ -508,7 +547,13 @@ void TransposeBytes(const uint8_t* src, size_t src_stride, uint32_t rows, uint32
       for (uint32_t r = 0; r < 16; ++r) {
         in[r] = src + size_t{reverse ? rows - 1 - (i + r) : i + r} * src_stride;
       }
-      for (uint32_t j = 0; j < j0; j += 16) {
+      uint32_t j = 0;
+#if defined(SHARDPACK_HAVE_AVX2_PATH)
+      if (isa >= ResizeIsa::kAvx2) {
+        for (; j + 32 <= j0; j += 32) TransposeTwoTilesAvx2(in, j, dst, dst_stride, i);
+      }
+#endif
+      for (; j < j0; j += 16) {
         // Four rounds of byte interleaves, register 2k + h of a round taking
         // half h of registers k and k + 8: each round rotates the 8 bits
         // (register, byte) that place a byte left by one, so after four the
@@ -535,10 +580,14 @@ void TransposeBytes(const uint8_t* src, size_t src_stride, uint32_t rows, uint32
 }
 
 void YccToRgb(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size_t n, uint8_t* rgb,
-              ResizeIsa max_isa) {
+              ResizeIsa max_isa, bool stream) {
   size_t i = 0;
 #if defined(SHARDPACK_HAVE_AVX2_PATH)
-  if (std::min(max_isa, WidestResizeIsa()) >= ResizeIsa::kAvx2) i = YccToRgbAvx2(y, cb, cr, n, rgb);
+  if (std::min(max_isa, WidestResizeIsa()) >= ResizeIsa::kAvx2) {
+    i = YccToRgbAvx2(y, cb, cr, n, rgb, stream);
+  }
+#else
+  (void)stream;
 #endif
   YccToRgbScalar(y, cb, cr, i, n, rgb);
 }

@@ -347,7 +347,10 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   const size_t hwc_bytes = size_t{out} * out * 3;
   if (!direct && staging.size() < hwc_bytes) staging.resize(hwc_bytes);
   uint8_t* hwc = direct ? dst : staging.data();
-  const ResizeOptions options{train, c.flip};
+  // Straight into the slot: streamed past this core's cache (the consumer
+  // or the GPU copy reads the batch from memory).
+  ResizeOptions options{train, c.flip};
+  options.stream_output = direct;
   if (region->planar) {
     ResizeYccToRgb(region->planes, box, out, out, options, hwc, &scratch);
   } else {

@@ -198,12 +198,8 @@ int RunSplit(const std::string& root, int epochs, const std::string& transform,
           rgb_region ? si::RegionPixels::kRgb : si::RegionPixels::kYccPlanesWhenPossible);
       if (!r.ok()) return 1;
       const double t2 = ThreadCpu();
-      const si::ResizeOptions resize{true, c.flip};
-      if (r->planar) {
-        si::ResizeYccToRgb(r->planes, r->box, out, out, resize, dst.data(), &scratch);
-      } else {
-        si::ResizeBoxAA(r->pixels, r->box, out, out, resize, dst.data(), &scratch);
-      }
+      si::ResizeRegion(*r, r->box, out, out, si::ResizeOptions{true, c.flip}, dst.data(),
+                       &scratch);
       const double t3 = ThreadCpu();
       // The same crop's entropy floor: every block row down to the crop's
       // last, at 1/8 scale.

@@ -189,14 +189,12 @@ bool DecodeC(jpeg_decompress_struct* cinfo, JpegErrorManager* err, std::vector<u
     sink->plane[2] = sink->plane[1] + bytes[1];
     current_sink = sink;
     cinfo->post->post_process_data = KeepPlanesC;
-  } else {
-    const size_t stride = size_t{width} * static_cast<size_t>(cinfo->output_components);
-    if (pixels->size() < stride * rows) pixels->resize(stride * rows);
   }
-  // The hook writes no rows, but every row pointer stays a valid one.
-  if (row_ptrs->size() < rows) row_ptrs->resize(rows);
+  // The planar hook writes no rows, but every row pointer stays a valid one.
   const size_t stride =
       *planar ? 0 : size_t{width} * static_cast<size_t>(cinfo->output_components);
+  if (pixels->size() < stride * rows) pixels->resize(stride * rows);
+  if (row_ptrs->size() < rows) row_ptrs->resize(rows);
   for (JDIMENSION i = 0; i < rows; ++i) (*row_ptrs)[i] = pixels->data() + i * stride;
   if (r.y0 > 0) jpeg_skip_scanlines(cinfo, r.y0);
   while (cinfo->output_scanline < r.y1) {
@@ -296,6 +294,16 @@ void ForgetEarlierTables(jpeg_decompress_struct* c, JHUFF_TBL** aside_dc, JHUFF_
 }
 
 }  // namespace
+
+void ResizeRegion(const DecodedRegion& region, const ResizeBox& box, uint32_t width,
+                  uint32_t height, const ResizeOptions& options, uint8_t* dst,
+                  ResizeScratch* scratch) {
+  if (region.planar) {
+    ResizeYccToRgb(region.planes, box, width, height, options, dst, scratch);
+  } else {
+    ResizeBoxAA(region.pixels, box, width, height, options, dst, scratch);
+  }
+}
 
 int ChooseDctScale(uint32_t width, uint32_t height, uint32_t min_width, uint32_t min_height) {
   for (int n = 1; n < 8; n *= 2) {

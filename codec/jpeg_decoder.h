@@ -13,8 +13,9 @@
 // per-image work memory is its business, as it is inside TurboJPEG).
 //
 // Output is RGB (or, when asked, a YCbCr image's planes): grayscale becomes
-// three equal channels; CMYK and YCCK become RGB as codec/color.h describes. Progressive, restart
-// markers and arithmetic coding work as libjpeg-turbo decodes them.
+// three equal channels; CMYK and YCCK become RGB as codec/color.h
+// describes. Progressive, restart markers and arithmetic coding work as
+// libjpeg-turbo decodes them.
 //
 // Errors never abort the process: libjpeg's error_exit is replaced by a
 // longjmp back into the decoder, and a warning that means damaged pixels
@@ -156,6 +157,12 @@ class JpegDecoder {
   std::unique_ptr<State> s_;
   JpegDecoderOptions options_;
 };
+
+// Resizes `box` of a decoded region to width x height RGB in `dst`:
+// ResizeYccToRgb when the region is planar, ResizeBoxAA when it is RGB.
+void ResizeRegion(const DecodedRegion& region, const ResizeBox& box, uint32_t width,
+                  uint32_t height, const ResizeOptions& options, uint8_t* dst,
+                  ResizeScratch* scratch);
 
 // The smallest n in 1, 2, 4 with ceil(width * n / 8) >= min_width and
 // likewise for height; 8 when none. Only powers of two: libjpeg-turbo has

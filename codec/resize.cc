@@ -38,10 +38,10 @@ void Quantize(const double* taps, int count, int16_t* w) {
 // Taps of a triangle filter resampling [in0, in1) of `in` samples to `out`
 // (Pillow's precompute_coeffs with the bilinear filter): for output i, taps
 // weights[i * taps, +count) apply to inputs [first, first + count). With
-// `clamp` the taps stay inside [floor(in0), ceil(in1)). `taps` is even; the
-// weights past `count` are zero.
+// `clamp` the taps stay inside [floor(in0), ceil(in1)). taps->taps is even;
+// the weights past `count` are zero.
 void ComputeTaps(uint32_t in, double in0, double in1, uint32_t out, bool clamp,
-                 std::vector<uint32_t>* bounds, std::vector<int16_t>* weights, int* taps) {
+                 ResizeTaps* taps) {
   const double scale = (in1 - in0) / out;
   const double filter_scale = std::max(scale, 1.0);
   const double support = filter_scale;  // the triangle's support is 1
@@ -49,9 +49,9 @@ void ComputeTaps(uint32_t in, double in0, double in1, uint32_t out, bool clamp,
   const int hi = clamp ? std::min(static_cast<int>(std::ceil(in1)), static_cast<int>(in))
                        : static_cast<int>(in);
   const int max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
-  *taps = max_taps + 1;  // even
-  bounds->resize(size_t{out} * 2);
-  weights->assign(size_t{out} * static_cast<size_t>(*taps), 0);
+  taps->taps = max_taps + 1;  // even
+  taps->bounds.resize(size_t{out} * 2);
+  taps->weights.assign(size_t{out} * static_cast<size_t>(taps->taps), 0);
   // Outputs go in blocks, each step for the whole block before the next:
   // one output's taps are a chain of dependent divisions, sums and
   // roundings, and a block's chains overlap. Each output's arithmetic, and
@@ -94,28 +94,26 @@ void ComputeTaps(uint32_t in, double in0, double in1, uint32_t out, bool clamp,
     }
     for (uint32_t j = 0; j < n; ++j) {
       const uint32_t i = i0 + j;
-      int16_t* w = weights->data() + size_t{i} * static_cast<size_t>(*taps);
+      int16_t* w = taps->weights.data() + size_t{i} * static_cast<size_t>(taps->taps);
       if (sum[j] > 0) {
         Quantize(t + j * static_cast<size_t>(max_taps), count[j], w);
       } else {
         w[0] = static_cast<int16_t>(kWeightOne);
         count[j] = 1;
       }
-      (*bounds)[2 * i] = static_cast<uint32_t>(first[j]);
-      (*bounds)[2 * i + 1] = static_cast<uint32_t>(count[j]);
+      taps->bounds[2 * i] = static_cast<uint32_t>(first[j]);
+      taps->bounds[2 * i + 1] = static_cast<uint32_t>(count[j]);
     }
   }
 }
 
-
-
 // [lo, hi) of the inputs any output's taps read.
-void TapRange(const std::vector<uint32_t>& bounds, uint32_t out, uint32_t* lo, uint32_t* hi) {
-  *lo = bounds[0];
+void TapRange(const ResizeTaps& t, uint32_t out, uint32_t* lo, uint32_t* hi) {
+  *lo = t.bounds[0];
   *hi = 0;
   for (uint32_t i = 0; i < out; ++i) {
-    *lo = std::min(*lo, bounds[2 * i]);
-    *hi = std::max(*hi, bounds[2 * i] + bounds[2 * i + 1]);
+    *lo = std::min(*lo, t.bounds[2 * i]);
+    *hi = std::max(*hi, t.bounds[2 * i] + t.bounds[2 * i + 1]);
   }
 }
 
@@ -146,14 +144,12 @@ void ResizeBoxAA(const PixelView& src, const ResizeBox& box, uint32_t width, uin
   const ResizeIsa isa = std::min(options.max_isa, WidestResizeIsa());
   uint32_t row0 = 0, row1 = src.height, col0 = 0, col1 = src.width;
   if (!same_y) {
-    ComputeTaps(src.height, box.y0, box.y1, height, options.clamp_to_box, &s.y.bounds,
-                &s.y.weights, &s.y.taps);
-    TapRange(s.y.bounds, height, &row0, &row1);
+    ComputeTaps(src.height, box.y0, box.y1, height, options.clamp_to_box, &s.y);
+    TapRange(s.y, height, &row0, &row1);
   }
   if (!same_x) {
-    ComputeTaps(src.width, box.x0, box.x1, width, options.clamp_to_box, &s.x.bounds,
-                &s.x.weights, &s.x.taps);
-    TapRange(s.x.bounds, width, &col0, &col1);
+    ComputeTaps(src.width, box.x0, box.x1, width, options.clamp_to_box, &s.x);
+    TapRange(s.x, width, &col0, &col1);
   }
   auto horizontal = [&](const PixelView& in, uint32_t y0, uint32_t y1, uint8_t* out) {
     ResizeRows(in, y0, y1, width, options.mirror, isa, s, out);
@@ -198,13 +194,13 @@ void ResizeYccToRgb(const SubsampledPlane planes[3], const ResizeBox& box, uint3
     ResizeTaps& ty = s.plane_y[c == 0 ? 0 : 1];
     if (c != 2 || p.factor_x != planes[1].factor_x || p.factor_y != planes[1].factor_y) {
       ComputeTaps(p.pixels.width, box.x0 / p.factor_x, box.x1 / p.factor_x, width,
-                  options.clamp_to_box, &tx.bounds, &tx.weights, &tx.taps);
+                  options.clamp_to_box, &tx);
       ComputeTaps(p.pixels.height, box.y0 / p.factor_y, box.y1 / p.factor_y, height,
-                  options.clamp_to_box, &ty.bounds, &ty.weights, &ty.taps);
+                  options.clamp_to_box, &ty);
     }
     uint32_t row0 = 0, row1 = 0, col0 = 0, col1 = 0;
-    TapRange(ty.bounds, height, &row0, &row1);
-    TapRange(tx.bounds, width, &col0, &col1);
+    TapRange(ty, height, &row0, &row1);
+    TapRange(tx, width, &col0, &col1);
     // Vertical pass first, then the horizontal one as a vertical pass over
     // the transpose (the vertical loops take 32 outputs per step, the
     // horizontal ones of one channel one), and the result transposed back

@@ -255,8 +255,8 @@ SHARDPACK_AVX2 void HorizontalRowsRgbAvx2(const uint8_t* const* rows, uint8_t* c
 }
 
 // YCbCr to RGB, 16 pixels at a time in 16-bit lanes (G's two terms as
-// 32-bit pairs through one pmaddwd), then packed and shuffled to RGB. Lanes hold pixels 0-7 and 8-15. Returns the
-// pixels done (a multiple of 16).
+// 32-bit pairs through one pmaddwd), then packed and shuffled to RGB. Lanes
+// hold pixels 0-7 and 8-15. Returns the pixels done (a multiple of 16).
 SHARDPACK_AVX2 size_t YccToRgbAvx2(const uint8_t* y, const uint8_t* cb, const uint8_t* cr,
                                    size_t n, uint8_t* rgb, bool stream) {
   // (Cb coefficient, Cr coefficient) as the low and high 16 bits.

@@ -351,11 +351,7 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   // or the GPU copy reads the batch from memory).
   ResizeOptions options{train, c.flip};
   options.stream_output = direct;
-  if (region->planar) {
-    ResizeYccToRgb(region->planes, box, out, out, options, hwc, &scratch);
-  } else {
-    ResizeBoxAA(region->pixels, box, out, out, options, hwc, &scratch);
-  }
+  ResizeRegion(*region, box, out, out, options, hwc, &scratch);
   if (!direct) Finish(hwc, dst);
   return absl::OkStatus();
 }

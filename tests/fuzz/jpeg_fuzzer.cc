@@ -69,18 +69,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Expect(testing::SameJpegOutcome(got, want), "outcomes differ",
            got.ok ? "ok" : got.message, want.ok ? "ok" : want.message);
   }
-  // The planar path, resized to an output size, mirror and filter reach
-  // drawn from the bytes; then the same region as RGB on the same decoder.
+  // The reader's path (planes, or RGB for files without them), resized to
+  // an output size, mirror and filter reach drawn from the bytes; then the
+  // same region as RGB on the same decoder.
   Expect(ours.Start(jpeg).ok(), "a second Start fails");
   const absl::StatusOr<internal::DecodedRegion> planes = ours.DecodeRegion(
       region, min_size, min_size, 0, internal::RegionPixels::kYccPlanesWhenPossible);
-  if (planes.ok() && planes->planar) {
+  if (planes.ok()) {
     const uint32_t out = 1 + (draw >> 18) % 48;
     std::vector<uint8_t> rgb(size_t{out} * out * 3);
     internal::ResizeScratch scratch;
     const internal::ResizeOptions options{(draw & 1) == 0, (draw & 2) != 0};
-    internal::ResizeYccToRgb(planes->planes, planes->box, out, out, options, rgb.data(),
-                             &scratch);
+    internal::ResizeRegion(*planes, planes->box, out, out, options, rgb.data(), &scratch);
   }
   const testing::JpegOutcome rgb = testing::DecodeJpegRegion(ours, jpeg, region, min_size);
   Expect(planes.ok() == rgb.ok, "the planar and RGB decodes disagree",

@@ -26,6 +26,7 @@
 #include "codec/transcode.h"
 #include "shardpack/file.h"
 #include "format/errors.h"
+#include "format/threads.h"
 
 namespace shardpack::datasets {
 namespace {
@@ -567,11 +568,16 @@ absl::Status WriteDemoImageFolder(const std::string& root, const DemoImagesOptio
   };
   const int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1,
                                  std::max(1, std::min(total, 8)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  return first_error;
+  // A failure stops the others after their image.
+  const auto stop_all = [&] { next = total; };
+  internal::ThreadGroup pool;
+  absl::Status s = pool.Start(threads - 1, "the demo's encoder threads", [&](int) { work(); },
+                              stop_all);
+  if (!s.ok()) stop_all();
+  if (s.ok()) work();
+  s.Update(pool.JoinAll());
+  s.Update(first_error);
+  return s;
 }
 
 }  // namespace shardpack::datasets

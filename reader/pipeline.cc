@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "format/coding.h"
 #include "format/mapping_guard.h"
+#include "format/threads.h"
 #include "common/rng.h"
 #include "reader/prefetch.h"
 #include "reader/staging.h"
@@ -128,7 +129,8 @@ Pipeline::~Pipeline() {
   for (UnitSlot& u : units_) std::free(u.buffer);
 }
 
-void Pipeline::Start(uint64_t epoch, uint64_t batch, std::shared_ptr<const EpochRest> rest) {
+absl::Status Pipeline::Start(uint64_t epoch, uint64_t batch,
+                             std::shared_ptr<const EpochRest> rest) {
   start_epoch_ = epoch;
   start_batch_ = batch;
   rest_ = std::move(rest);
@@ -141,9 +143,20 @@ void Pipeline::Start(uint64_t epoch, uint64_t batch, std::shared_ptr<const Epoch
     ring_[k].ready = 0;
     ring_[k].free_for = k;
   }
-  loader_ = std::thread([this] { LoaderMain(); });
+  absl::Status status = internal::StartThread(&loader_, "the reader's loader thread",
+                                              [this] { LoaderMain(); });
   const int threads = WorkerThreads(options_.threads);
-  for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { WorkerMain(); });
+  for (int t = 0; t < threads && status.ok(); ++t) {
+    std::thread worker;
+    status = internal::StartThread(
+        &worker, absl::StrCat("reader worker thread ", t + 1, " of ", threads),
+        [this] { WorkerMain(); });
+    if (status.ok()) workers_.push_back(std::move(worker));
+  }
+  // What started is stopped again: the reader may try later (fewer
+  // threads elsewhere in the process, a raised limit).
+  if (!status.ok()) Stop();
+  return status;
 }
 
 void Pipeline::Stop() {

@@ -119,7 +119,10 @@ class Pipeline {
   // Starts the threads so that sequence number 0 is (epoch, batch). With
   // `rest`, `epoch` is the segment that reads that rest (an elastic resume)
   // and the epochs after it are ordinary.
-  void Start(uint64_t epoch, uint64_t batch, std::shared_ptr<const EpochRest> rest = nullptr);
+  // ResourceExhaustedError when the system will not start a thread; what
+  // had started is stopped again.
+  absl::Status Start(uint64_t epoch, uint64_t batch,
+                     std::shared_ptr<const EpochRest> rest = nullptr);
   // Stops and joins every thread; resident units stay cached, unpinned.
   void Stop();
 

@@ -317,8 +317,13 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
         num_slots_ - 1, " Batches may be held across Next()"));
   }
   if (!started_) {
-    pipeline_->Start(epoch_, batch_, rest_);
-    if (stager_ != nullptr) stager_->Start();
+    absl::Status status = pipeline_->Start(epoch_, batch_, rest_);
+    if (status.ok() && stager_ != nullptr) {
+      status = stager_->Start();
+      if (!status.ok()) pipeline_->Stop();
+    }
+    // Nothing was delivered: the next call tries again from here.
+    if (!status.ok()) return status;
     started_ = true;
   }
   RingSlot& ring = stager_ ? stager_->Take(seq_) : pipeline_->WaitBuilt(seq_);

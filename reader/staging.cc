@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "format/threads.h"
 #include "reader/wait.h"
 
 namespace shardpack::internal {
@@ -112,14 +113,14 @@ Stager::~Stager() {
   assert(!thread_.joinable());
 }
 
-void Stager::Start() {
+absl::Status Stager::Start() {
   stop_ = false;
   for (size_t k = 0; k < slots_.size(); ++k) {
     slots_[k].ready = 0;
     slots_[k].free_for = k;
     issued_ok_[k] = 0;
   }
-  thread_ = std::thread([this] { IssueMain(); });
+  return internal::StartThread(&thread_, "the reader's staging thread", [this] { IssueMain(); });
 }
 
 void Stager::RequestStop() {

@@ -120,7 +120,8 @@ class Stager {
 
   // Starts the issuing thread at pipeline sequence number 0; the pipeline
   // has been started.
-  void Start();
+  // ResourceExhaustedError when the system will not start its thread.
+  absl::Status Start();
   // Asks the issuing thread to stop; call before Pipeline::Stop, which wakes
   // it if it waits for a build.
   void RequestStop();

@@ -8,11 +8,11 @@
 #include <cstring>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "format/status_macros.h"
+#include "format/threads.h"
 #include "reader/dataset_units.h"
 #include "reader/epoch_plan.h"
 #include "reader/pipeline.h"
@@ -163,7 +163,7 @@ absl::StatusOr<double> MemcpyReference::Impl::Time(uint64_t images, int threads,
   }
   std::vector<const uint8_t*> src;
   std::vector<uint64_t> folds(static_cast<size_t>(threads));
-  std::vector<std::thread> workers;
+  internal::ThreadGroup workers;
   double seconds = 0;
   for (uint64_t epoch = 0, left = images; left > 0; ++epoch) {
     Gather(epoch, left, &src);  // outside the timing: the reader plans ahead too
@@ -172,14 +172,11 @@ absl::StatusOr<double> MemcpyReference::Impl::Time(uint64_t images, int threads,
     if (threads == 1) {
       folds[0] ^= CopyBatches(src, image_bytes, batch, 0, 1, &rings[0]);
     } else {
-      for (int t = 0; t < threads; ++t) {
-        workers.emplace_back([&, t] {
-          const auto k = static_cast<size_t>(t);
-          folds[k] ^= CopyBatches(src, image_bytes, batch, k, folds.size(), &rings[k]);
-        });
-      }
-      for (std::thread& w : workers) w.join();
-      workers.clear();
+      SP_RETURN_IF_ERROR(workers.Start(threads, "the memcpy reference's threads", [&](int t) {
+        const auto k = static_cast<size_t>(t);
+        folds[k] ^= CopyBatches(src, image_bytes, batch, k, folds.size(), &rings[k]);
+      }));
+      SP_RETURN_IF_ERROR(workers.JoinAll());
     }
     seconds += std::chrono::duration<double>(Clock::now() - start).count();
     left -= src.size();

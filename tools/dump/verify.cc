@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "format/status_macros.h"
+#include "format/threads.h"
 #include "tools/common/cli.h"
 #include "tools/common/progress_line.h"
 #include "tools/dump/commands.h"
@@ -51,7 +52,8 @@ class Verifier {
         progress_("verify", TotalBytes(ds), ds.num_shards(), "shards", !options.common.quiet) {}
 
   // Checks every shard with `threads` threads; outcomes() then holds them.
-  void Run(int threads);
+  // ResourceExhaustedError when the system will not start the threads.
+  absl::Status Run(int threads);
   const std::vector<ShardOutcome>& outcomes() const { return outcomes_; }
   void FinishProgress() { progress_.Finish(); }
 
@@ -82,7 +84,7 @@ class Verifier {
   std::vector<ShardOutcome> outcomes_;
 };
 
-void Verifier::Run(int threads) {
+absl::Status Verifier::Run(int threads) {
   outcomes_.assign(ds_.num_shards(), {});
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -92,10 +94,14 @@ void Verifier::Run(int threads) {
       CheckOne(k, jpeg ? &*jpeg : nullptr);
     }
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  // A failure stops the others after their shard.
+  const auto stop_all = [&] { next = ds_.num_shards(); };
+  internal::ThreadGroup pool;
+  absl::Status status = pool.Start(threads - 1, "verify's threads", [&](int) { work(); }, stop_all);
+  if (!status.ok()) stop_all();
+  if (status.ok()) work();
+  status.Update(pool.JoinAll());
+  return status;
 }
 
 void Verifier::CheckOne(size_t k, JpegChecker* jpeg) {
@@ -261,7 +267,7 @@ absl::Status RunVerify(const VerifyOptions& options) {
   threads = std::clamp<int>(threads, 1, std::max<int>(1, static_cast<int>(ds.num_shards())));
 
   Verifier verifier(ds, options);
-  verifier.Run(threads);
+  SP_RETURN_IF_ERROR(verifier.Run(threads));
   verifier.FinishProgress();
 
   Report report;

@@ -4,8 +4,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <vector>
+
+#include "format/threads.h"
 
 namespace shardpack::pack {
 namespace {
@@ -74,13 +75,26 @@ absl::Status RunOrdered(const datasets::Source& source, std::span<const size_t> 
       slot.ready.notify_all();
     }
   };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work);
-
-  absl::Status result;
+  // atomic::wait returns only once the value changes, so everyone waiting
+  // is woken with a value no sequence number has; they then see `stop` and
+  // leave. Called by the consumer on an error, or by a worker that the
+  // system refused memory (its group would never be ready).
+  const auto stop_all = [&] {
+    stop.store(true);
+    for (Slot& slot : slots) {
+      for (std::atomic<uint64_t>* value : {&slot.free_for, &slot.ready}) {
+        value->store(UINT64_MAX, std::memory_order_release);
+        value->notify_all();
+      }
+    }
+  };
+  internal::ThreadGroup pool;
+  absl::Status result =
+      pool.Start(threads, "the pack's worker threads", [&](int) { work(); }, stop_all);
   for (uint64_t g = 0; g < groups && result.ok(); ++g) {
     Slot& slot = slots[g % window];
     WaitUntil(slot.ready, g + 1, stop);
+    if (stop.load()) break;  // a worker failed: JoinAll() says how
     const size_t begin = g * group, end = std::min(order.size(), begin + group);
     for (size_t seq = begin; seq < end && result.ok(); ++seq) {
       result = consume(seq, order[seq], slot.status[seq - begin], slot.records[seq - begin]);
@@ -89,16 +103,8 @@ absl::Status RunOrdered(const datasets::Source& source, std::span<const size_t> 
     slot.free_for.store(g + window, std::memory_order_release);
     slot.free_for.notify_all();
   }
-  if (!result.ok()) {
-    // atomic::wait returns only once the value changes, so wake the workers
-    // with a value no sequence number has; they then see `stop` and leave.
-    stop.store(true);
-    for (Slot& slot : slots) {
-      slot.free_for.store(UINT64_MAX, std::memory_order_release);
-      slot.free_for.notify_all();
-    }
-  }
-  for (std::thread& t : pool) t.join();
+  if (!result.ok()) stop_all();
+  result.Update(pool.JoinAll());
   return result;
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
+#include "format/posix_io.h"
 #include "backends/lmdb_key.h"
 #include "backends/lmdb_store.h"
 #include "backends/publish.h"
@@ -15,7 +16,16 @@
 namespace shardpack::backends {
 namespace {
 
+// liblmdb reports a short write (a full disk, a file-size limit) as EIO, and
+// a failed ftruncate or mmap as their errno: the cause is found from the
+// file system and named, with liblmdb's words after it.
 absl::Status LmdbWriteError(const std::string& path, std::string_view what, int rc) {
+  const std::string cause = shardpack::internal::WriteFailureCause(path);
+  if (!cause.empty()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        path, ": ", cause, " (liblmdb: ", shardpack::internal::AsAbsl(what), ": ",
+        mdb_strerror(rc), ")"));
+  }
   return absl::InternalError(
       absl::StrCat(path, ": ", shardpack::internal::AsAbsl(what), ": ", mdb_strerror(rc)));
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,9 +88,26 @@ class MappedFile : public RandomAccessFile {
 
 }  // namespace
 
+namespace {
+
+// What a limit that the error hits is set to, when one is: a file-size or
+// descriptor limit is rarely one the user knows was set.
+std::string LimitHint(int err) {
+  struct rlimit limit;
+  if (err == EFBIG && getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    return absl::StrCat(" (the file-size limit, ulimit -f, is ", limit.rlim_cur, " bytes)");
+  }
+  if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    return absl::StrCat(" (the limit on open files, ulimit -n, is ", limit.rlim_cur, ")");
+  }
+  return "";
+}
+
+}  // namespace
+
 absl::Status internal::ErrnoError(std::string_view what, std::string_view path, int err) {
-  std::string message =
-      absl::StrCat(internal::AsAbsl(what), " ", internal::AsAbsl(path), ": ", strerror(err));
+  std::string message = absl::StrCat(internal::AsAbsl(what), " ", internal::AsAbsl(path), ": ",
+                                     strerror(err), LimitHint(err));
   switch (err) {
     case ENOENT:
     case ENOTDIR:
@@ -99,6 +117,11 @@ absl::Status internal::ErrnoError(std::string_view what, std::string_view path, 
       return absl::PermissionDeniedError(message);
     case ENOSPC:
     case EDQUOT:
+    case EFBIG:
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case EAGAIN:
       return absl::ResourceExhaustedError(message);
     case EEXIST:
       return absl::AlreadyExistsError(message);
@@ -139,21 +162,66 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::stri
   return std::make_unique<MappedFile>(path, static_cast<const uint8_t*>(base), size);
 }
 
-absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(std::string path) {
-  std::string partial = path + ".partial";
-  int fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return internal::ErrnoError("create", partial, errno);
-  return std::unique_ptr<AtomicFile>(new AtomicFile(std::move(path), std::move(partial), fd));
+namespace {
+
+// The directory `path` is in, for O_TMPFILE: "." for a bare name.
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// File systems without O_TMPFILE say so with one of these.
+bool NoTmpfile(int err) { return err == EOPNOTSUPP || err == EISDIR || err == EINVAL; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(std::string path,
+                                                               Existing existing) {
+  struct stat st;
+  if (existing == Existing::kRefuse && lstat(path.c_str(), &st) == 0) {
+    return absl::AlreadyExistsError(absl::StrCat(path, " already exists"));
+  }
+  int fd = -1;
+  errno = EOPNOTSUPP;
+  if (internal::atomic_file_tries_tmpfile.load(std::memory_order_relaxed)) {
+    fd = open(DirectoryOf(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  }
+  std::string partial;
+  if (fd < 0 && NoTmpfile(errno)) {
+    // O_EXCL: never an existing file, never through a symbolic link.
+    partial = internal::FreshPartialName(path);
+    fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  }
+  if (fd < 0) return internal::ErrnoError("create", path, errno);
+  return std::unique_ptr<AtomicFile>(
+      new AtomicFile(std::move(path), std::move(partial), fd, existing));
 }
 
 AtomicFile::~AtomicFile() {
-  if (fd_ >= 0) close(fd_);
-  if (!committed_) unlink(partial_.c_str());
+  if (fd_ >= 0) close(fd_);  // an unnamed temporary goes with its descriptor
+  if (!committed_ && !partial_.empty()) unlink(partial_.c_str());
+}
+
+absl::Status AtomicFile::NameTemporary() {
+  // linkat through /proc gives an O_TMPFILE file a name without
+  // CAP_DAC_READ_SEARCH (which AT_EMPTY_PATH needs); like open(O_EXCL), it
+  // fails on an existing name instead of following or replacing it.
+  const std::string proc = absl::StrCat("/proc/self/fd/", fd_);
+  for (int attempt = 0;; ++attempt) {
+    std::string name = internal::FreshPartialName(path_);
+    if (linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
+        linkat(fd_, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH) == 0) {
+      partial_ = std::move(name);
+      return absl::OkStatus();
+    }
+    if (errno != EEXIST || attempt == 8) return internal::ErrnoError("name", path_, errno);
+  }
 }
 
 absl::Status AtomicFile::Append(std::span<const uint8_t> data) {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": already committed"));
-  SP_RETURN_IF_ERROR(internal::WriteFull(fd_, partial_, data));
+  SP_RETURN_IF_ERROR(internal::WriteFull(fd_, path_, data));
   size_ += data.size();
 #ifdef SYNC_FILE_RANGE_WRITE
   // Start the writeback of what is written, without waiting: the disk works
@@ -173,20 +241,21 @@ absl::Status AtomicFile::Append(std::span<const uint8_t> data) {
 
 absl::Status AtomicFile::Sync() {
   if (fd_ < 0) return absl::OkStatus();
-  return internal::SyncFileData(fd_, partial_);
+  return internal::SyncFileData(fd_, path_);
 }
 
 absl::Status AtomicFile::Commit() {
   SP_RETURN_IF_ERROR(Sync());
+  if (partial_.empty()) SP_RETURN_IF_ERROR(NameTemporary());
   if (close(fd_) != 0) {
     fd_ = -1;
-    return internal::ErrnoError("close", partial_, errno);
+    return internal::ErrnoError("close", path_, errno);
   }
   fd_ = -1;
   // Renamed, or removed when the rename failed: either way nothing is left
   // at partial_ for the destructor to clean up.
   committed_ = true;
-  return internal::PublishFile(partial_, path_);
+  return internal::PublishFile(partial_, path_, existing_ == Existing::kReplace);
 }
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
@@ -202,8 +271,9 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
   return contents;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, std::string_view contents) {
-  SP_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
+absl::Status WriteFileAtomically(const std::string& path, std::string_view contents,
+                                 AtomicFile::Existing existing) {
+  SP_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path, existing));
   SP_RETURN_IF_ERROR(file->Append(
       {reinterpret_cast<const uint8_t*>(contents.data()), contents.size()}));
   return file->Commit();

@@ -2,12 +2,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/rng.h"
 #include "format/errors.h"
 #include "format/posix_open.h"
 #include "format/status_macros.h"
@@ -102,13 +110,131 @@ absl::Status SyncParentDirectory(const std::string& path) {
   return SyncDirectory(parent.empty() ? std::string(".") : parent.string());
 }
 
-absl::Status PublishFile(const std::string& partial, const std::string& path) {
-  if (rename(partial.c_str(), path.c_str()) != 0) {
+namespace {
+
+// rename(2) that keeps a file already at `to`: 0, or -1 with errno (EEXIST
+// when `to` exists).
+int RenameNoReplace(const std::string& from, const std::string& to) {
+  if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return -1;
+  // No renameat2 here (some network file systems): link(2) fails on an
+  // existing name too; the temporary's name then goes.
+  if (link(from.c_str(), to.c_str()) != 0) return -1;
+  unlink(from.c_str());
+  return 0;
+}
+
+constexpr std::string_view kPartialSuffix = ".partial";
+constexpr size_t kPartialHexDigits = 12;
+
+}  // namespace
+
+absl::Status PublishFile(const std::string& partial, const std::string& path, bool replace) {
+  const int rc = replace ? rename(partial.c_str(), path.c_str()) : RenameNoReplace(partial, path);
+  if (rc != 0) {
     const int err = errno;
     unlink(partial.c_str());
+    if (err == EEXIST && !replace) {
+      return absl::AlreadyExistsError(absl::StrCat(AsAbsl(path), " already exists"));
+    }
     return internal::ErrnoError("rename", partial, err);
   }
   return SyncParentDirectory(path);
+}
+
+std::atomic<bool> atomic_file_tries_tmpfile{true};
+
+namespace {
+
+absl::Status CopyBytes(int in, int out, uint64_t size, const std::string& what) {
+  bool in_kernel = true;
+  std::vector<uint8_t> buffer;
+  for (uint64_t done = 0; done < size;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(size - done, uint64_t{1} << 30));
+    if (in_kernel) {
+      const ssize_t n = copy_file_range(in, nullptr, out, nullptr, want, 0);
+      if (n > 0) {
+        done += static_cast<uint64_t>(n);
+        continue;
+      }
+      if (n == 0) return ShortReadAt(what, done, size - done);
+      if (errno == EINTR) continue;
+      if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) {
+        return ErrnoError("copy", what, errno);
+      }
+      in_kernel = false;  // another file system or kernel: through user space
+      buffer.resize(uint64_t{1} << 20);
+    }
+    const size_t chunk = std::min(want, buffer.size());
+    SP_RETURN_IF_ERROR(PreadFull(in, what, done, {buffer.data(), chunk}));
+    absl::Status written = PwriteFull(out, what, done, {buffer.data(), chunk});
+    if (!written.ok()) return written;
+    done += chunk;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CopyFile(const std::string& from, const std::string& to) {
+  uint64_t size;
+  SP_ASSIGN_OR_RETURN(int in_fd, OpenRegularFile(from, 0, &size));
+  const UniqueFd in(in_fd);
+  const UniqueFd out(open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (out.get() < 0) return ErrnoError("create", to, errno);
+  const std::string what = absl::StrCat(AsAbsl(from), " to ", AsAbsl(to));
+  absl::Status status = CopyBytes(in.get(), out.get(), size, what);
+  if (status.ok()) status = SyncFile(out.get(), to);
+  if (!status.ok()) unlink(to.c_str());
+  return status;
+}
+
+std::string WriteFailureCause(const std::string& path) {
+  constexpr uint64_t kNearlyFull = uint64_t{1} << 20;
+  struct stat st;
+  const bool exists = stat(path.c_str(), &st) == 0;
+  struct rlimit limit;
+  if (exists && getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      static_cast<uint64_t>(st.st_size) + kNearlyFull >= limit.rlim_cur) {
+    return absl::StrCat(strerror(EFBIG), " (the file-size limit, ulimit -f, is ", limit.rlim_cur,
+                        " bytes)");
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  struct statvfs fs;
+  if (statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0) {
+    // Root may write into the reserved blocks (f_bfree); others not.
+    const uint64_t blocks = geteuid() == 0 ? fs.f_bfree : fs.f_bavail;
+    const uint64_t free_bytes = blocks * fs.f_frsize;
+    if (free_bytes < kNearlyFull || fs.f_favail == 0) {
+      return absl::StrCat(strerror(ENOSPC), " (", free_bytes / 1024, " KiB free on the file system of ",
+                          AsAbsl(dir.empty() ? "." : dir), ")");
+    }
+  }
+  return "";
+}
+
+std::string FreshPartialName(std::string_view path) {
+  static std::atomic<uint64_t> counter{0};
+  const uint64_t now = static_cast<uint64_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count());
+  const uint64_t mixed = Draw(static_cast<uint64_t>(getpid()), now,
+                              counter.fetch_add(1, std::memory_order_relaxed));
+  return absl::StrCat(AsAbsl(path), AsAbsl(kPartialSuffix), "-",
+                      absl::Hex(mixed >> 16, absl::kZeroPad12));
+}
+
+bool IsPartialName(std::string_view name, std::string_view* base) {
+  if (name.size() > kPartialHexDigits + 1 && name[name.size() - kPartialHexDigits - 1] == '-') {
+    const std::string_view hex = name.substr(name.size() - kPartialHexDigits);
+    if (std::all_of(hex.begin(), hex.end(),
+                    [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+      name.remove_suffix(kPartialHexDigits + 1);
+    }
+  }
+  if (!name.ends_with(kPartialSuffix)) return false;
+  name.remove_suffix(kPartialSuffix.size());
+  *base = name;
+  return true;
 }
 
 absl::StatusOr<std::unique_ptr<PosixFile>> PosixFile::Open(const std::string& path) {

@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -74,8 +75,42 @@ absl::Status SyncParentDirectory(const std::string& path);
 // state or the whole file at `path`. Every failure is reported; when the
 // rename fails, `partial` is removed, so no temporary file is left behind.
 // After a failed directory fsync the file is at `path` but may not survive a
-// crash: the error says so by naming the directory.
-absl::Status PublishFile(const std::string& partial, const std::string& path);
+// crash: the error says so by naming the directory. With `replace` false a
+// file already at `path` is kept and the publish fails with
+// AlreadyExistsError "<path> already exists" (renameat2's RENAME_NOREPLACE,
+// or link + unlink where the file system has no renameat2).
+absl::Status PublishFile(const std::string& partial, const std::string& path,
+                         bool replace = true);
+
+// Copies the regular file `from` to a new file `to` (created with O_EXCL |
+// O_NOFOLLOW, 0644), in the kernel where it can (copy_file_range), and
+// fsyncs it. Errors name both and carry the real errno ("copy <from> to
+// <to>: No space left on device"), where std::filesystem::copy_file turns
+// a short copy into EIO. A failed copy removes `to`.
+absl::Status CopyFile(const std::string& from, const std::string& to);
+
+// What ran out when a library reports a failed write to `path` only as an
+// opaque error (liblmdb turns a short write into EIO, libhdf5 into its own
+// stack): "No space left on device (<n> KiB free ...)" when the file system
+// holding `path` has less than 1 MiB free for it, "File too large (the
+// file-size limit, ulimit -f, is <n> bytes)" when the file has grown to
+// within 1 MiB of that limit; "" when neither holds. Costs a statvfs and a
+// stat: for error paths only.
+std::string WriteFailureCause(const std::string& path);
+
+// "<path>.partial-<12 lowercase hex digits>": a temporary's name that no
+// other call, in this process or another, gives (the process id, the clock
+// and a counter, mixed). Created with O_EXCL all the same.
+std::string FreshPartialName(std::string_view path);
+
+// Whether AtomicFile asks for an O_TMPFILE first (true, the default). Tests
+// set it false to run the named fallback of file systems without one.
+extern std::atomic<bool> atomic_file_tries_tmpfile;
+
+// True when `name` is a temporary's name: "<base>.partial" (a backend's
+// shard being written) or FreshPartialName's "<base>.partial-<12 hex>";
+// *base then gets the final name.
+bool IsPartialName(std::string_view name, std::string_view* base);
 
 // A RandomAccessFile over an open regular file, read with PreadFull. The
 // descriptor is also lent to the reader's block I/O engines (fd()), so a

@@ -32,7 +32,9 @@ int main(int argc, char** argv) {
   if (!options.ok()) {  // flags that do not go together: a usage error
     return shardpack::cli::UsageError(kTool, options.status());
   }
-  absl::Status status = shardpack::shardbench::RunShardbench(*options);
-  std::fflush(stdout);
-  return status.ok() ? 0 : shardpack::cli::Fail(kTool, status);
+  return shardpack::cli::RunMain(kTool, [&] {
+    absl::Status status = shardpack::shardbench::RunShardbench(*options);
+    std::fflush(stdout);
+    return status.ok() ? 0 : shardpack::cli::Fail(kTool, status);
+  });
 }

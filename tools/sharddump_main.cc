@@ -75,6 +75,8 @@ int main(int argc, char** argv) {
   selection->add_option("--key", extract.key, "records whose key is exactly K");
   selection->require_option(1);
   extract_cmd->add_option("-o,--output", extract.output, "output directory (created)")->required();
+  extract_cmd->add_flag("--overwrite", extract.overwrite,
+                        "replace files already at the names written (else refused)");
   AddCommon(extract_cmd, &extract.common, false);
 
   shardpack::dump::ShowOptions show;
@@ -95,6 +97,7 @@ int main(int argc, char** argv) {
   show_cmd->add_option("--tile", show.tile, "tile side in pixels (default 96)")
       ->transform(shardpack::cli::WholeNumberIn(16, 1024));
   show_cmd->add_option("-o,--output", show.output, "the sheet: FILE.png or FILE.jpg")->required();
+  show_cmd->add_flag("--overwrite", show.overwrite, "replace a file already at -o (else refused)");
   AddCommon(show_cmd, &show.common, false);
 
   if (int code = shardpack::cli::ParseCommandLine(app, argc, argv); code >= 0) return code;
@@ -103,18 +106,20 @@ int main(int argc, char** argv) {
   static char buffer[1 << 16];
   std::setvbuf(stdout, buffer, _IOFBF, sizeof(buffer));
 
-  absl::Status status;
-  if (info_cmd->parsed()) {
-    status = shardpack::dump::RunInfo(info);
-  } else if (ls_cmd->parsed()) {
-    status = shardpack::dump::RunLs(ls);
-  } else if (verify_cmd->parsed()) {
-    status = shardpack::dump::RunVerify(verify);
-  } else if (show_cmd->parsed()) {
-    status = shardpack::dump::RunShow(show);
-  } else {
-    status = shardpack::dump::RunExtract(extract);
-  }
-  std::fflush(stdout);
-  return status.ok() ? 0 : shardpack::cli::Fail(kTool, status);
+  return shardpack::cli::RunMain(kTool, [&] {
+    absl::Status status;
+    if (info_cmd->parsed()) {
+      status = shardpack::dump::RunInfo(info);
+    } else if (ls_cmd->parsed()) {
+      status = shardpack::dump::RunLs(ls);
+    } else if (verify_cmd->parsed()) {
+      status = shardpack::dump::RunVerify(verify);
+    } else if (show_cmd->parsed()) {
+      status = shardpack::dump::RunShow(show);
+    } else {
+      status = shardpack::dump::RunExtract(extract);
+    }
+    std::fflush(stdout);
+    return status.ok() ? 0 : shardpack::cli::Fail(kTool, status);
+  });
 }

@@ -489,9 +489,11 @@ int main(int argc, char** argv) {
   images.flags.verbose |= verbose;
   merge.verbose |= verbose;
   convert.verbose |= verbose;
-  if (cifar_cmd->parsed()) return RunCifar(cifar);
-  if (images_cmd->parsed()) return RunImages(images);
-  if (convert_cmd->parsed()) return RunConvert(convert);
-  if (merge_cmd->parsed()) return RunMerge(merge);
-  return cli::kExitUsage;  // not reached: CLI11 requires one command
+  return cli::RunMain(kTool, [&] {
+    if (cifar_cmd->parsed()) return RunCifar(cifar);
+    if (images_cmd->parsed()) return RunImages(images);
+    if (convert_cmd->parsed()) return RunConvert(convert);
+    if (merge_cmd->parsed()) return RunMerge(merge);
+    return cli::kExitUsage;  // not reached: CLI11 requires one command
+  });
 }

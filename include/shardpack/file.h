@@ -77,19 +77,31 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(
 
 // A file that appears at its final path only when complete.
 //
-// Bytes go to `<path>.partial`, whose writeback starts every 8 MiB (Linux's
-// sync_file_range), so Commit()'s fsync waits for the last few MiB, not the
-// whole file. Commit() fsyncs it, renames it to `path` and
-// fsyncs the directory, so a crash leaves either nothing or the whole file at
-// `path`; each of those steps that fails is Commit()'s error (a failed
-// directory fsync too: the file is then at `path` but may not survive a
-// crash). A failed Commit() leaves no partial file, and destroying an
-// uncommitted AtomicFile removes it.
+// Bytes go to a new file in `path`'s directory that no name reaches: an
+// unnamed one (O_TMPFILE) where the file system has them, else one under a
+// fresh name "<path>.partial-<12 hex digits>" created with O_EXCL. Either
+// way the temporary is never a file that existed before, is never reached
+// through a symbolic link planted in its place, and a process killed while
+// writing leaves nothing (an unnamed file) or a name no later write uses.
+// Its writeback starts every 8 MiB (Linux's sync_file_range), so Commit()'s
+// fsync waits for the last few MiB, not the whole file. Commit() fsyncs it,
+// gives it `path` and fsyncs the directory, so a crash leaves either nothing
+// or the whole file at `path`; each of those steps that fails is Commit()'s
+// error (a failed directory fsync too: the file is then at `path` but may
+// not survive a crash). A failed Commit() leaves no temporary, and
+// destroying an uncommitted AtomicFile removes it.
 class AtomicFile : public WritableFile {
  public:
-  // Fails if the partial file cannot be created. An existing file at `path`
-  // is replaced on Commit().
-  static absl::StatusOr<std::unique_ptr<AtomicFile>> Create(std::string path);
+  // What Commit() does with a file already at `path`.
+  enum class Existing {
+    kReplace,  // replaced whole, in one rename (a manifest rewritten)
+    kRefuse,   // kept: Create() and Commit() fail with AlreadyExistsError
+  };
+
+  // Fails if the temporary cannot be created ("create <path>: <strerror>"),
+  // and with kRefuse when `path` exists ("<path> already exists").
+  static absl::StatusOr<std::unique_ptr<AtomicFile>> Create(
+      std::string path, Existing existing = Existing::kReplace);
   ~AtomicFile() override;
 
   const std::string& name() const override { return path_; }
@@ -101,11 +113,15 @@ class AtomicFile : public WritableFile {
   uint64_t size() const { return size_; }
 
  private:
-  AtomicFile(std::string path, std::string partial, int fd)
-      : path_(std::move(path)), partial_(std::move(partial)), fd_(fd) {}
+  AtomicFile(std::string path, std::string partial, int fd, Existing existing)
+      : path_(std::move(path)), partial_(std::move(partial)), fd_(fd), existing_(existing) {}
+  // Gives an unnamed temporary the name partial_ (a fresh one).
+  absl::Status NameTemporary();
+
   std::string path_;
-  std::string partial_;
+  std::string partial_;  // the temporary's name; empty while it has none
   int fd_;
+  Existing existing_;
   uint64_t size_ = 0;
   uint64_t written_back_ = 0;  // bytes whose writeback was started
   bool committed_ = false;
@@ -121,8 +137,8 @@ inline constexpr uint64_t kMaxSmallFileBytes = uint64_t{256} << 20;
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
 
 // Writes `contents` to `path` through an AtomicFile.
-absl::Status WriteFileAtomically(const std::string& path,
-                                 std::string_view contents);
+absl::Status WriteFileAtomically(const std::string& path, std::string_view contents,
+                                 AtomicFile::Existing existing = AtomicFile::Existing::kReplace);
 
 }  // namespace shardpack
 

@@ -2,11 +2,16 @@
 // and missing files give errors that name the file.
 #include "shardpack/file.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "format/posix_io.h"
 #include "shardpack/shard.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -23,23 +28,96 @@ std::span<const uint8_t> Bytes(std::string_view s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
-TEST(AtomicFileTest, AppearsOnlyOnCommit) {
+// Every test runs twice: with an O_TMPFILE temporary (no name) and with the
+// named fallback of file systems that have none.
+class AtomicFileTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { internal::atomic_file_tries_tmpfile = GetParam(); }
+  void TearDown() override { internal::atomic_file_tries_tmpfile = true; }
   testing::TempDir dir;
+};
+INSTANTIATE_TEST_SUITE_P(Temporaries, AtomicFileTest, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "Unnamed" : "Named"; });
+
+// The names in `dir`, sorted.
+std::vector<std::string> NamesIn(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST_P(AtomicFileTest, AppearsOnlyOnCommit) {
   std::string path = dir.Join("out.shard");
   SP_ASSERT_OK_AND_ASSIGN(auto file, AtomicFile::Create(path));
   SP_ASSERT_OK(file->Append(Bytes("hello ")));
   SP_ASSERT_OK(file->Append(Bytes("world")));
   EXPECT_FALSE(fs::exists(path));
-  EXPECT_TRUE(fs::exists(path + ".partial"));
+  const std::vector<std::string> writing = NamesIn(dir.path());
+  if (GetParam()) {
+    EXPECT_TRUE(writing.empty());  // no name at all while it is written
+  } else {
+    ASSERT_EQ(writing.size(), 1u);
+    std::string_view base;
+    EXPECT_TRUE(internal::IsPartialName(writing[0], &base)) << writing[0];
+    EXPECT_EQ(base, "out.shard");
+  }
   EXPECT_EQ(file->size(), 11u);
   SP_ASSERT_OK(file->Commit());
-  EXPECT_FALSE(fs::exists(path + ".partial"));
+  EXPECT_EQ(NamesIn(dir.path()), std::vector<std::string>{"out.shard"});
   SP_ASSERT_OK_AND_ASSIGN(std::string contents, ReadSmallFile(path));
   EXPECT_EQ(contents, "hello world");
 }
 
-TEST(AtomicFileTest, AbandonedFileLeavesNothing) {
-  testing::TempDir dir;
+// The old writer opened "<path>.partial" with O_CREAT | O_TRUNC: a symbolic
+// link planted there sent the bytes into its target, and a file of the
+// user's by that name was truncated.
+TEST_P(AtomicFileTest, NeverWritesThroughOrOverAnythingAtATemporaryName) {
+  const std::string path = dir.Join("sheet.png");
+  const std::string victim = dir.Join("victim.txt");
+  std::ofstream(victim) << "the user's";
+  fs::create_symlink(victim, path + ".partial");
+  std::ofstream(path + ".partial-000000000000") << "also the user's";
+  SP_ASSERT_OK(WriteFileAtomically(path, "new bytes"));
+  EXPECT_EQ(ReadSmallFile(victim).value_or(""), "the user's");
+  EXPECT_TRUE(fs::is_symlink(path + ".partial"));
+  EXPECT_EQ(ReadSmallFile(path + ".partial-000000000000").value_or(""), "also the user's");
+  EXPECT_EQ(ReadSmallFile(path).value_or(""), "new bytes");
+  EXPECT_EQ(NamesIn(dir.path()).size(), 4u);
+}
+
+TEST_P(AtomicFileTest, RefuseKeepsAFileAlreadyThere) {
+  const std::string path = dir.Join("out.png");
+  std::ofstream(path) << "mine";
+  EXPECT_THAT(WriteFileAtomically(path, "new", AtomicFile::Existing::kRefuse),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr(path + " already exists")));
+  // One that appears while the file is written is kept too.
+  const std::string later = dir.Join("later.png");
+  SP_ASSERT_OK_AND_ASSIGN(auto file, AtomicFile::Create(later, AtomicFile::Existing::kRefuse));
+  SP_ASSERT_OK(file->Append(Bytes("new")));
+  std::ofstream(later) << "appeared meanwhile";
+  EXPECT_THAT(file->Commit(), StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr(later)));
+  EXPECT_EQ(ReadSmallFile(path).value_or(""), "mine");
+  EXPECT_EQ(ReadSmallFile(later).value_or(""), "appeared meanwhile");
+  EXPECT_EQ(NamesIn(dir.path()), (std::vector<std::string>{"later.png", "out.png"}));
+}
+
+TEST(PartialNameTest, FreshNamesAreDistinctAndRecognized) {
+  std::set<std::string> names;
+  for (int i = 0; i < 1000; ++i) names.insert(internal::FreshPartialName("d/x.shard"));
+  EXPECT_EQ(names.size(), 1000u);
+  std::string_view base;
+  const std::string fresh = internal::FreshPartialName("m.json");
+  EXPECT_TRUE(internal::IsPartialName(fresh, &base));
+  EXPECT_EQ(base, "m.json");
+  EXPECT_TRUE(internal::IsPartialName("shard-00001.lmdb.partial", &base));
+  EXPECT_EQ(base, "shard-00001.lmdb");
+  for (const char* other : {"x.partial-12345", "x.partial-ABCDEF123456", "x.partialx", "x"}) {
+    EXPECT_FALSE(internal::IsPartialName(other, &base)) << other;
+  }
+}
+
+TEST_P(AtomicFileTest, AbandonedFileLeavesNothing) {
   std::string path = dir.Join("out.shard");
   {
     SP_ASSERT_OK_AND_ASSIGN(auto file, AtomicFile::Create(path));
@@ -48,8 +126,7 @@ TEST(AtomicFileTest, AbandonedFileLeavesNothing) {
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
-TEST(AtomicFileTest, ReplacesAnExistingFileWhole) {
-  testing::TempDir dir;
+TEST_P(AtomicFileTest, ReplacesAnExistingFileWhole) {
   std::string path = dir.Join("manifest.json");
   SP_ASSERT_OK(WriteFileAtomically(path, "old contents, longer"));
   SP_ASSERT_OK(WriteFileAtomically(path, "new"));
@@ -57,9 +134,9 @@ TEST(AtomicFileTest, ReplacesAnExistingFileWhole) {
   EXPECT_EQ(contents, "new");
 }
 
-TEST(AtomicFileTest, UnwritableDirectoryIsAnErrorNamingThePath) {
+TEST_P(AtomicFileTest, UnwritableDirectoryIsAnErrorNamingThePath) {
   EXPECT_THAT(AtomicFile::Create("/nonexistent-dir/x.shard"),
-              StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent-dir/x.shard.partial")));
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent-dir/x.shard")));
 }
 
 TEST(FileTest, MissingFileIsNotFound) {

@@ -23,6 +23,7 @@
 namespace shardpack {
 namespace {
 
+namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 // Pixel k of record i in MakeDataset(dir, /*varied=*/true).
@@ -72,6 +73,46 @@ TEST(ShardbenchTest, JsonHasTheDocumentedFieldsAndOrderOutCoversEachRecordOnce) 
     EXPECT_TRUE(seen.insert({epoch, record}).second) << "record " << record << " twice";
   }
   EXPECT_EQ(lines, 600);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// The old --order-out opened FILE with fopen("w") and --save-batch wrote
+// FILE.partial with O_TRUNC: both followed a planted link and truncated what
+// it named.
+TEST(ShardbenchTest, SaveBatchAndOrderOutNeverWriteThroughAPlantedLink) {
+  testing::TempDir dir;
+  const std::string ds = MakeDataset(dir), outside = dir.Join("outside.txt");
+  const std::string order = dir.Join("order.txt"), sheet = dir.Join("batch.png");
+  std::ofstream(outside) << "keep";
+  fs::create_symlink(outside, sheet + ".partial");
+  fs::create_symlink(outside, order + ".partial");
+  const std::vector<std::string> run = {SHARDBENCH_PATH, ds,           "--batch-size", "30",
+                                        "-q",            "--order-out", order,          "--save-batch",
+                                        sheet};
+  testing::RunResult r = testing::Run(run);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadFile(outside), "keep");
+  EXPECT_THAT(ReadFile(sheet), ::testing::StartsWith("\x89PNG"));
+  EXPECT_FALSE(ReadFile(order).empty());
+  // Names in use (links to the user's file here) are kept without --overwrite.
+  for (const std::string& path : {order, sheet}) {
+    fs::remove(path);
+    fs::create_symlink(outside, path);
+  }
+  r = testing::Run(run);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("already exists; use --overwrite to replace it"));
+  EXPECT_TRUE(fs::is_symlink(order) && fs::is_symlink(sheet));
+  std::vector<std::string> overwrite = run;
+  overwrite.push_back("--overwrite");
+  r = testing::Run(overwrite);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::is_symlink(order) || fs::is_symlink(sheet));
+  EXPECT_EQ(ReadFile(outside), "keep");
 }
 
 // The steady figures start after --warmup batches; the ring is the reader's

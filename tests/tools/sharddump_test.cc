@@ -686,7 +686,8 @@ TEST(SharddumpExtractTest, ConvertsChwGrayAndOtherChannelCounts) {
                                       testing::RawRecord(1, 2, 3, 1),
                                       testing::RawRecord(2, 2, 3, 4)};
   // One dataset per shape (a dataset's records share its schema's), each
-  // extracted into the same folder under its record's index.
+  // extracted into the same folder under its record's index (labels.tsv,
+  // which each writes, replaced with --overwrite).
   for (int i = 0; i < 3; ++i) {
     const OwnedRecord& rec = records[i];
     const std::string ds = tmp.Join(absl::StrCat("ds", i));
@@ -695,7 +696,8 @@ TEST(SharddumpExtractTest, ConvertsChwGrayAndOtherChannelCounts) {
                                                                      rec.image.layout));
     WriteDataset(ds, padded, RawSchema(2, 3, rec.image.channels, 10, rec.image.layout), 0);
     RunResult r = RunTool(SHARDDUMP_PATH, {"extract", "-q", ds, "--range",
-                                           absl::StrCat(i, ":", i + 1), "-o", tmp.Join("out")});
+                                           absl::StrCat(i, ":", i + 1), "-o", tmp.Join("out"),
+                                           "--overwrite"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.err, IsEmpty());
   }
@@ -783,18 +785,52 @@ TEST(SharddumpExtractTest, HostileKeysNeverLeaveTheOutputDirectory) {
   EXPECT_EQ(tsv[11], "10____...pgm\t10\t\\xff\\xfe/..\t0\tc0\t2x2x1");
 }
 
-TEST_F(SharddumpTest, ExtractReplacesASymlinkInsteadOfWritingThroughIt) {
+// A name in use is kept without --overwrite (and the extract leaves nothing
+// of its own); with it, the link is replaced, never written through.
+TEST_F(SharddumpTest, ExtractRefusesANameInUseAndReplacesALinkOnlyWithOverwrite) {
   const std::string outside = tmp_.Join("outside.txt");
   WriteFile(outside, "keep");
   fs::create_directories(tmp_.Join("out"));
   fs::create_symlink(outside, tmp_.Join("out/03_raw_3.ppm"));
   fs::create_hard_link(outside, tmp_.Join("out/labels.tsv"));
-  RunResult r =
-      RunTool(SHARDDUMP_PATH, {"extract", "-q", Dataset(), "--index", "3", "-o", tmp_.Join("out")});
+  const std::vector<std::string> args = {"extract", "-q", Dataset(), "--index", "2,3",
+                                         "-o", tmp_.Join("out")};
+  RunResult refused = RunTool(SHARDDUMP_PATH, args);
+  testing::ExpectOneLineFailure(refused, "sharddump",
+                                "out/03_raw_3.ppm already exists; use --overwrite to replace it");
+  EXPECT_FALSE(fs::exists(tmp_.Join("out/02_raw_2.ppm")));  // written first, then removed
+  EXPECT_TRUE(fs::is_symlink(tmp_.Join("out/03_raw_3.ppm")));
+  EXPECT_EQ(ReadFile(outside), "keep");
+
+  std::vector<std::string> overwrite = args;
+  overwrite.push_back("--overwrite");
+  RunResult r = RunTool(SHARDDUMP_PATH, overwrite);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ReadFile(outside), "keep");
   EXPECT_FALSE(fs::is_symlink(tmp_.Join("out/03_raw_3.ppm")));
   EXPECT_THAT(ReadFile(tmp_.Join("out/03_raw_3.ppm")), StartsWith("P6\n6 4\n255\n"));
+}
+
+// The old writer opened FILE.partial with O_TRUNC and followed a link there.
+TEST_F(SharddumpTest, ShowAndExtractNeverWriteThroughAPlantedLink) {
+  const std::string outside = tmp_.Join("outside.txt");
+  WriteFile(outside, "keep");
+  const std::string sheet = tmp_.Join("sheet.png");
+  fs::create_symlink(outside, sheet + ".partial");
+  RunResult r = RunTool(SHARDDUMP_PATH, {"show", "-q", Dataset(), "-o", sheet});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadFile(outside), "keep");
+  EXPECT_THAT(ReadFile(sheet), StartsWith("\x89PNG"));
+  // A name in use (here a link to the user's file) is kept without --overwrite.
+  fs::remove(sheet);
+  fs::create_symlink(outside, sheet);
+  testing::ExpectOneLineFailure(RunTool(SHARDDUMP_PATH, {"show", "-q", Dataset(), "-o", sheet}),
+                                "sharddump", "sheet.png already exists; use --overwrite");
+  EXPECT_TRUE(fs::is_symlink(sheet));
+  r = RunTool(SHARDDUMP_PATH, {"show", "-q", Dataset(), "-o", sheet, "--overwrite"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::is_symlink(sheet));
+  EXPECT_EQ(ReadFile(outside), "keep");
 }
 
 // ---------------------------------------------------------------------------

@@ -354,7 +354,8 @@ TEST_F(ShowTest, SaveBatchIsTheTransformedFirstBatch) {
     const std::string out = Out("batch.png");
     RunResult r = Tool(SHARDBENCH_PATH, {Dir(c.dataset), "--batch-size", "8", "--transform",
                                          c.transform, "--seed", "5", "--threads", "2", "--layout",
-                                         c.layout, "--dtype", c.dtype, "--save-batch", out, "-q"});
+                                         c.layout, "--dtype", c.dtype, "--save-batch", out, "-q",
+                                         "--overwrite"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     png_ = FileBytes(out);
     auto sheet = codec::DecodePng(png_, out, {}, &buffers_);

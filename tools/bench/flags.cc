@@ -87,6 +87,8 @@ void AddFlags(CLI::App* app, Flags* f) {
                   "(costs time: not for speed runs)");
   app->add_option("--save-batch", f->save_batch,
                   "Write the first batch, as transformed, as a contact sheet FILE.png or FILE.jpg");
+  app->add_flag("--overwrite", f->overwrite,
+                "--order-out and --save-batch may replace a file already there (else refused)");
   app->add_flag("--compare-raw", f->compare_raw,
                 "Also read the shard files raw (4 MiB preads, O_DIRECT with --io direct)");
   app->add_flag("--compare-memcpy", f->compare_memcpy,
@@ -136,6 +138,7 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   o.order_out = f.order_out;
   if (!f.save_batch.empty()) SP_RETURN_IF_ERROR(codec::CheckSheetPath(f.save_batch));
   o.save_batch = f.save_batch;
+  o.overwrite = f.overwrite;
   o.compare_raw = f.compare_raw;
   o.compare_memcpy = f.compare_memcpy;
   o.drop_caches = f.drop_caches;

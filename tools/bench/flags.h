@@ -37,6 +37,7 @@ struct Flags {
   bool json = false;
   std::string order_out;
   std::string save_batch;
+  bool overwrite = false;
   bool compare_raw = false;
   bool compare_memcpy = false;
   bool drop_caches = false;

@@ -33,7 +33,7 @@ double CpuSeconds() {
 volatile uint64_t g_sink = 0;
 
 // "epoch batch slot record_index label" per sample, written per batch.
-absl::Status WriteOrder(const Batch& batch, std::string* line_buffer, std::FILE* out) {
+absl::Status WriteOrder(const Batch& batch, std::string* line_buffer, AtomicFile* out) {
   line_buffer->clear();
   const int64_t* labels = batch.labels();
   const int num_labels = batch.num_labels();
@@ -41,10 +41,10 @@ absl::Status WriteOrder(const Batch& batch, std::string* line_buffer, std::FILE*
     absl::StrAppend(line_buffer, batch.epoch(), " ", batch.index(), " ", i, " ",
                     batch.record_index(i), " ", labels[static_cast<size_t>(i) * num_labels], "\n");
   }
-  if (std::fwrite(line_buffer->data(), 1, line_buffer->size(), out) != line_buffer->size()) {
-    return absl::InternalError(absl::StrCat("--order-out: write failed: ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  absl::Status s = out->Append(
+      {reinterpret_cast<const uint8_t*>(line_buffer->data()), line_buffer->size()});
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("--order-out: ", s.message()));
 }
 
 }  // namespace
@@ -73,7 +73,7 @@ __attribute__((target_clones("avx2", "default"))) uint64_t FoldBytes(const void*
   return acc[0] ^ acc[1] ^ acc[2] ^ acc[3];
 }
 
-absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* order_out) {
+absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, AtomicFile* order_out) {
   const Clock::time_point open_start = Clock::now();
   SP_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, Reader::Open(options.reader));
   if (!reader->device_fallback().empty()) {
@@ -110,8 +110,9 @@ absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* orde
     if (run.batches == 0) {
       run.first_batch_s = SecondsSince(start);
       if (!options.save_batch.empty()) {
-        SP_RETURN_IF_ERROR(SaveBatchSheet(*batch, options.reader, reader->schema(),
-                                          options.save_batch));
+        SP_RETURN_IF_ERROR(SaveBatchSheet(
+            *batch, options.reader, reader->schema(), options.save_batch,
+            options.overwrite ? AtomicFile::Existing::kReplace : AtomicFile::Existing::kRefuse));
       }
     }
     const Clock::time_point consume_start = Clock::now();

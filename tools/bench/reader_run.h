@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "shardpack/file.h"
 #include "shardpack/reader.h"
 #include "tools/bench/shardbench.h"
 
@@ -44,7 +45,7 @@ uint64_t FoldBytes(const void* p, size_t n);
 
 // Opens the reader with options.reader and drains it for options.epochs or
 // options.seconds. With `order_out`, writes one line per delivered sample.
-absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, std::FILE* order_out);
+absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, AtomicFile* order_out);
 
 }  // namespace shardpack::shardbench
 

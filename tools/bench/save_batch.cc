@@ -10,7 +10,7 @@
 namespace shardpack::shardbench {
 
 absl::Status SaveBatchSheet(const Batch& batch, const ReaderOptions& options, const Schema& schema,
-                            const std::string& path) {
+                            const std::string& path, AtomicFile::Existing existing) {
   if (batch.images() == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("--save-batch ", path, ": the batch is not in host memory"));
@@ -37,7 +37,8 @@ absl::Status SaveBatchSheet(const Batch& batch, const ReaderOptions& options, co
   absl::Status s = bytes.status();
   if (s.ok()) {
     s = WriteFileAtomically(
-        path, std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+        path, std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()),
+        existing);
   }
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat("--save-batch ", path, ": ", s.message()));

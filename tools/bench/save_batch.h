@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "shardpack/file.h"
 #include "shardpack/reader.h"
 
 namespace shardpack::shardbench {
@@ -15,7 +16,7 @@ namespace shardpack::shardbench {
 // tile captioned with the sample's record index, labels and class names
 // from `schema`. Errors name `path`.
 absl::Status SaveBatchSheet(const Batch& batch, const ReaderOptions& options, const Schema& schema,
-                            const std::string& path);
+                            const std::string& path, AtomicFile::Existing existing);
 
 }  // namespace shardpack::shardbench
 

@@ -16,6 +16,7 @@
 #include "shardpack/file.h"
 #include "format/status_macros.h"
 #include "tools/bench/memcpy_ref.h"
+#include "tools/common/cli.h"
 #include "tools/bench/raw_read.h"
 #include "tools/bench/reader_run.h"
 #include "tools/bench/report.h"
@@ -77,10 +78,6 @@ absl::Status RunReferences(const BenchOptions& options, const std::vector<std::s
   return absl::OkStatus();
 }
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-
 }  // namespace
 
 absl::Status RunShardbench(const BenchOptions& options) {
@@ -102,10 +99,16 @@ absl::Status RunShardbench(const BenchOptions& options) {
   report.load_avg_1m = LoadAverage();
   report.cpus = UsableCpus();
 
-  std::unique_ptr<std::FILE, FileCloser> order_out;
+  // Files named for output are written whole or not at all, and one
+  // already there is kept unless --overwrite: checked before the run.
+  const AtomicFile::Existing existing =
+      options.overwrite ? AtomicFile::Existing::kReplace : AtomicFile::Existing::kRefuse;
+  for (const std::string* path : {&options.save_batch, &options.order_out}) {
+    if (!path->empty()) SP_RETURN_IF_ERROR(cli::CheckOutputFile(*path, options.overwrite));
+  }
+  std::unique_ptr<AtomicFile> order_out;
   if (!options.order_out.empty()) {
-    order_out.reset(std::fopen(options.order_out.c_str(), "w"));
-    if (order_out == nullptr) return internal::ErrnoError("open", options.order_out, errno);
+    SP_ASSIGN_OR_RETURN(order_out, AtomicFile::Create(options.order_out, existing));
   }
 
   // Opened first, so that a dataset it cannot copy is refused before the run.
@@ -116,13 +119,7 @@ absl::Status RunShardbench(const BenchOptions& options) {
   if (options.drop_caches) SP_RETURN_IF_ERROR(DropCaches(files));
   SP_ASSIGN_OR_RETURN(report.reader, RunReader(options, order_out.get()));
   report.peak_rss_mb = PeakRssMb();  // before the references add their buffers
-  if (order_out != nullptr) {
-    std::FILE* f = order_out.release();
-    if (std::ferror(f) != 0 || std::fclose(f) != 0) {
-      return absl::InternalError(
-          absl::StrCat(options.order_out, ": write failed: ", std::strerror(errno)));
-    }
-  }
+  if (order_out != nullptr) SP_RETURN_IF_ERROR(order_out->Commit());
 
   SP_RETURN_IF_ERROR(RunReferences(options, files, memcpy_ref.get(), &report));
   if (!options.quiet && report.reader.seconds < 0.5) {

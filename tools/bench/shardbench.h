@@ -34,6 +34,9 @@ struct BenchOptions {
   // --save-batch FILE: the first batch as a contact sheet (.png or .jpg);
   // drawing it counts in the run's time.
   std::string save_batch;
+  // --overwrite: order_out and save_batch may replace an existing file;
+  // without it one already there is an error and is left as it is.
+  bool overwrite = false;
   bool compare_raw = false;  // --compare-raw: also read the shard files raw
   // --compare-memcpy: also copy the records' stored pixels in the reader's
   // order (tools/bench/memcpy_ref.h)

@@ -1,9 +1,14 @@
 #include "tools/common/cli.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <new>
+#include <system_error>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -11,6 +16,28 @@
 #include "absl/strings/str_format.h"
 
 namespace shardpack::cli {
+
+int RunMain(std::string_view tool, const std::function<int()>& body) {
+  std::signal(SIGXFSZ, SIG_IGN);
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Fail(tool, absl::ResourceExhaustedError(
+                          "out of memory: the system refused an allocation (a memory cgroup, "
+                          "ulimit -v, or the machine's memory is used up)"));
+  } catch (const std::system_error& e) {
+    return Fail(tool, absl::ResourceExhaustedError(absl::StrCat(
+                          e.what(), " (a limit of the system's was reached: a pids or memory "
+                                    "cgroup, ulimit -u or ulimit -v)")));
+  }
+}
+
+absl::Status CheckOutputFile(const std::string& path, bool overwrite) {
+  struct stat st;
+  if (overwrite || ::lstat(path.c_str(), &st) != 0) return absl::OkStatus();
+  return absl::AlreadyExistsError(
+      absl::StrCat(path, " already exists; use --overwrite to replace it"));
+}
 
 int Fail(std::string_view tool, const absl::Status& status) {
   std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(tool.size()), tool.data(),

@@ -4,6 +4,7 @@
 #define SHARDPACK_TOOLS_COMMON_CLI_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,23 @@ inline constexpr int kExitUsage = 2;
 // The most worker threads a --threads flag takes (0 means one per core):
 // more would only exhaust memory and the process's thread limit.
 inline constexpr uint64_t kMaxThreads = 1024;
+
+// A tool's main, around everything it does after parsing:
+// - SIGXFSZ is ignored first, so that a write past the file-size limit
+//   (ulimit -f) fails with EFBIG, reported naming the file and the limit,
+//   instead of the signal killing the process with its output half-written.
+// - std::bad_alloc or std::system_error that escapes `body` (memory or a
+//   thread the system refused where no Status carries it) is printed as
+//   "<tool>: out of memory: ..." or "<tool>: <what>" and gives kExitFailure,
+//   after the stack has unwound, so that partial output is removed.
+int RunMain(std::string_view tool, const std::function<int()>& body);
+
+// A file a flag names for output (sharddump show -o, shardbench
+// --save-batch): OK when nothing is at `path` or `overwrite` is set; else
+// AlreadyExistsError "<path> already exists; use --overwrite to replace it".
+// Checked before the work; the file is then written through an AtomicFile
+// with Existing::kRefuse, which keeps a file that appeared meanwhile too.
+absl::Status CheckOutputFile(const std::string& path, bool overwrite);
 
 // Prints "<tool>: <message>" on stderr and returns kExitFailure.
 int Fail(std::string_view tool, const absl::Status& status);

@@ -51,6 +51,7 @@ struct ExtractOptions {
   std::optional<std::string> range;  // --range A:B
   std::optional<std::string> key;    // --key K
   std::string output;                // -o DIR
+  bool overwrite = false;            // --overwrite: replace files already at the names
   CommonOptions common;
 };
 absl::Status RunExtract(const ExtractOptions& options);
@@ -66,6 +67,7 @@ struct ShowOptions {
   uint32_t columns = 0;              // --columns C; 0: about square
   uint32_t tile = 96;                // --tile PX
   std::string output;                // -o FILE.png|FILE.jpg
+  bool overwrite = false;            // --overwrite: replace a file already at `output`
   CommonOptions common;
 };
 // Writes a contact sheet (codec/contact_sheet.h) of the selected records.

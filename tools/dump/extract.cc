@@ -3,8 +3,11 @@
 // File names are made from the record's index and its key with every byte
 // outside [A-Za-z0-9._-] replaced, so no key can name a path: there is no
 // '/', and a name always starts with a digit. Files are created relative to
-// a descriptor of DIR, after removing whatever had the name (a symlink or a
-// hard link planted there is replaced, never written through).
+// a descriptor of DIR with O_EXCL | O_NOFOLLOW: a name already in use is an
+// error, or with --overwrite is removed first (a symlink or a hard link
+// planted there is replaced, never written through). A failed extract
+// removes every file it created (and DIR, when it made it), so that a disk
+// that fills leaves DIR as it was and the same command can run again.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -52,10 +55,12 @@ ImageFile ImageFileOf(const Record& r, std::vector<uint8_t>* buffer) {
 
 class Extractor {
  public:
-  Extractor(const OpenedDataset& ds, std::string output, int dir_fd, bool verbose)
+  Extractor(const OpenedDataset& ds, std::string output, int dir_fd, bool overwrite,
+            bool verbose)
       : ds_(ds),
         output_(std::move(output)),
         dir_fd_(dir_fd),
+        overwrite_(overwrite),
         verbose_(verbose),
         digits_(IndexDigits(ds.records())) {
     tsv_ = "file\tindex\tkey\tlabels\tclasses\tshape\n";
@@ -75,6 +80,12 @@ class Extractor {
   absl::Status WriteLabels() { return WriteFileIn(kLabelsFile, tsv_, {}); }
   uint64_t count() const { return count_; }
 
+  // Removes every file this extract created.
+  void RemoveCreated() {
+    for (const std::string& name : created_) (void)unlinkat(dir_fd_, name.c_str(), 0);
+    created_.clear();
+  }
+
  private:
   std::string ClassNames(const Labels& labels) const {
     const auto& fields = ds_.manifest().schema.labels;
@@ -89,18 +100,23 @@ class Extractor {
     return absl::StrJoin(names, ",");
   }
 
-  // Creates `name` in DIR afresh: a file, symlink or hard link already there
-  // is unlinked first, and O_EXCL | O_NOFOLLOW make sure the new file is the
-  // one written.
+  // Creates `name` in DIR afresh: O_EXCL | O_NOFOLLOW make sure the new file
+  // is the one written; with --overwrite a file, symlink or hard link
+  // already there is unlinked first, without it the name is an error.
   absl::Status WriteFileIn(const std::string& name, std::string_view header,
                            std::span<const uint8_t> body) {
     const std::string shown = absl::StrCat(output_, "/", name);
-    if (unlinkat(dir_fd_, name.c_str(), 0) != 0 && errno != ENOENT) {
+    if (overwrite_ && unlinkat(dir_fd_, name.c_str(), 0) != 0 && errno != ENOENT) {
       return internal::ErrnoError("replace", shown, errno);
     }
     int fd =
         openat(dir_fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(shown, " already exists; use --overwrite to replace it"));
+    }
     if (fd < 0) return internal::ErrnoError("create", shown, errno);
+    created_.push_back(name);
     absl::Status s = ::shardpack::internal::WriteFull(
         fd, shown, {reinterpret_cast<const uint8_t*>(header.data()), header.size()});
     if (s.ok()) s = ::shardpack::internal::WriteFull(fd, shown, body);
@@ -111,17 +127,20 @@ class Extractor {
   const OpenedDataset& ds_;
   const std::string output_;
   const int dir_fd_;
+  const bool overwrite_;
   const bool verbose_;
   const int digits_;
   std::string tsv_;
   std::vector<uint8_t> buffer_;
+  std::vector<std::string> created_;  // names in DIR this extract created
   uint64_t count_ = 0;
 };
 
-// Opens (creating if needed) the output directory.
-absl::StatusOr<int> OpenOutputDirectory(const std::string& output) {
+// Opens (creating if needed) the output directory; *created tells whether
+// this call made it.
+absl::StatusOr<int> OpenOutputDirectory(const std::string& output, bool* created) {
   std::error_code ec;
-  std::filesystem::create_directories(output, ec);
+  *created = std::filesystem::create_directories(output, ec);
   if (ec) {
     return absl::FailedPreconditionError(
         absl::StrCat("create directory ", output, ": ", ec.message()));
@@ -201,8 +220,9 @@ absl::Status RunExtract(const ExtractOptions& options) {
   if (options.range) {
     SP_ASSIGN_OR_RETURN(range, ResolveRange(*options.range, ds.records()));
   }
-  SP_ASSIGN_OR_RETURN(int dir_fd, OpenOutputDirectory(options.output));
-  Extractor x(ds, options.output, dir_fd, options.common.verbose > 0);
+  bool created_dir = false;
+  SP_ASSIGN_OR_RETURN(int dir_fd, OpenOutputDirectory(options.output, &created_dir));
+  Extractor x(ds, options.output, dir_fd, options.overwrite, options.common.verbose > 0);
   uint64_t expected = range ? range->size() : options.key ? ds.records() : options.indexes.size();
   absl::Status s;
   {
@@ -214,14 +234,14 @@ absl::Status RunExtract(const ExtractOptions& options) {
     } else {
       s = ExtractIndexes(ds, options.indexes, &x, &progress);
     }
-    // labels.tsv lists what was written, also when a later record failed.
-    if (x.count() > 0 || s.ok()) {
-      absl::Status t = x.WriteLabels();
-      if (s.ok()) s = t;
-    }
+    if (s.ok()) s = x.WriteLabels();  // last: a DIR without it is not whole
+    if (!s.ok()) x.RemoveCreated();
   }
   close(dir_fd);
-  SP_RETURN_IF_ERROR(s);
+  if (!s.ok()) {
+    if (created_dir) (void)rmdir(options.output.c_str());
+    return s;
+  }
   if (!options.common.quiet) {
     std::fprintf(stderr, "extracted %llu records to %s\n",
                  static_cast<unsigned long long>(x.count()), options.output.c_str());

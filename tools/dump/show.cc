@@ -12,6 +12,7 @@
 #include "codec/jpeg_decoder.h"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
+#include "tools/common/cli.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/opened_dataset.h"
 #include "tools/dump/record_pixels.h"
@@ -113,6 +114,7 @@ absl::Status FillSheet(const OpenedDataset& ds, const std::vector<uint64_t>& ind
 
 absl::Status RunShow(const ShowOptions& options) {
   SP_RETURN_IF_ERROR(codec::CheckSheetPath(options.output));
+  SP_RETURN_IF_ERROR(cli::CheckOutputFile(options.output, options.overwrite));
   SP_ASSIGN_OR_RETURN(OpenedDataset ds,
                       OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kRequireAll));
   SP_ASSIGN_OR_RETURN(std::vector<uint64_t> indexes, SelectIndexes(options, ds.records()));
@@ -123,7 +125,8 @@ absl::Status RunShow(const ShowOptions& options) {
   SP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
                       codec::EncodeForPath(sheet.view(), options.output));
   SP_RETURN_IF_ERROR(WriteFileAtomically(
-      options.output, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+      options.output, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+      options.overwrite ? AtomicFile::Existing::kReplace : AtomicFile::Existing::kRefuse));
   if (!options.common.quiet) {
     std::fprintf(stderr, "wrote %zu records as a %ux%u sheet to %s\n", indexes.size(),
                  sheet.view().width, sheet.view().height, options.output.c_str());

@@ -13,6 +13,7 @@
 #include "tools/pack/part_check.h"
 #include "tools/pack/path_overlap.h"
 #include "format/errors.h"
+#include "format/posix_io.h"
 
 namespace shardpack::pack {
 namespace {
@@ -24,9 +25,7 @@ absl::Status LinkOrCopy(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::create_hard_link(from, to, ec);
   if (!ec) return absl::OkStatus();
-  fs::copy_file(from, to, ec);
-  if (ec) return internal::ErrnoError("copy", from.string(), ec.value());
-  return absl::OkStatus();
+  return internal::CopyFile(from.string(), to.string());
 }
 
 // The skipped.tsv lines of a part, without its header line.

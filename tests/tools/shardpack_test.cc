@@ -468,8 +468,11 @@ TEST_F(ShardpackTest, OverwriteReplacesOnlyWhatShardpackWrote) {
   std::ofstream(Out("cut/.shardpack-staging")) << "";
   std::ofstream(Out("cut/shard-00000.shard")) << "";
   std::ofstream(Out("cut/skipped.tsv")) << "";
+  // Never a whole dataset: the same pack replaces it without --overwrite
+  // (it used to say "an interrupted pack?" and want --overwrite).
   RunResult cut = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("cut"), "-q"});
-  EXPECT_THAT(cut.err, HasSubstr("without a manifest: an interrupted pack?"));
+  ASSERT_EQ(cut.exit_code, 0) << cut.err;
+  EXPECT_EQ(ReadAll(Out("cut")).size(), 10u);
   for (std::string out : {"empty", "lmdb", "cut"}) {
     RunResult r = RunTool(SHARDPACK_PATH,
                           {"cifar", input, "-o", Out(out), "-q", "--overwrite", "--no-shuffle"});
@@ -504,6 +507,17 @@ TEST_F(ShardpackTest, StagingFolderOfTheUsersIsRefusedNotDeleted) {
   EXPECT_THAT(RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q"}).err,
               HasSubstr("exists and is not a directory shardpack made"));
   EXPECT_EQ(FileBytes(Out("ds.partial")), "a file");
+}
+
+// A pack killed between mkdir and its marker left an empty OUT.partial,
+// which every later pack refused as "not made by shardpack".
+TEST_F(ShardpackTest, EmptyStagingLeftByAPackKilledBeforeItsMarkerIsTaken) {
+  std::string input = WriteCifar10("data_batch_1.bin", 10);
+  fs::create_directories(Out("ds.partial"));
+  RunResult r = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", Out("ds"), "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadAll(Out("ds")).size(), 10u);
+  EXPECT_FALSE(fs::exists(Out("ds.partial")));
 }
 
 TEST_F(ShardpackTest, StagingLeftByAKilledPackIsCleared) {

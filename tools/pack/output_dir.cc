@@ -92,9 +92,9 @@ absl::StatusOr<std::vector<Entry>> ListDir(const std::string& dir) {
 // LMDB reader's "-lock" after it: the names our writers give (tools use the
 // default prefix), for a dataset whose manifest was never written.
 bool IsOurShardName(std::string_view name) {
-  for (std::string_view suffix : {".partial", "-lock"}) {
-    if (name.ends_with(suffix)) name.remove_suffix(suffix.size());
-  }
+  std::string_view base;
+  if (internal::IsPartialName(name, &base)) name = base;
+  if (name.ends_with("-lock")) name.remove_suffix(5);
   const std::string_view prefix = "shard-";
   if (!name.starts_with(prefix)) return false;
   name.remove_prefix(prefix.size());
@@ -120,8 +120,8 @@ std::string NotOursReason(const std::string& dir, std::vector<std::string>* file
   if (!S_ISDIR(st.st_mode)) return "is not a directory";
   absl::StatusOr<std::vector<Entry>> entries = ListDir(dir);
   if (!entries.ok()) return absl::StrCat("cannot be listed: ", entries.status().message());
-  std::set<std::string> names = {kManifestFileName, absl::StrCat(kManifestFileName, ".partial"),
-                                 "skipped.tsv", "skipped.tsv.partial", kStagingMarker};
+  // Our files, and (through IsPartialName) their temporaries.
+  std::set<std::string, std::less<>> names = {kManifestFileName, "skipped.tsv", kStagingMarker};
   const Entry* manifest = FindEntry(*entries, kManifestFileName);
   if (manifest != nullptr) {
     // A FIFO or a link in its place is not ours, and must not be opened.
@@ -134,14 +134,16 @@ std::string NotOursReason(const std::string& dir, std::vector<std::string>* file
                           m.status().message(), ")");
     }
     for (const ShardEntry& s : m->shards) {
-      names.insert({s.path, s.path + ".partial", s.path + "-lock"});
+      names.insert({s.path, s.path + "-lock"});
     }
   } else if (!entries->empty() && FindEntry(*entries, kStagingMarker) == nullptr) {
     return absl::StrCat("holds no ", kManifestFileName, ": it is not a dataset");
   }
   for (const Entry& e : *entries) {
-    const bool ours =
-        names.count(e.name) > 0 || (manifest == nullptr && IsOurShardName(e.name));
+    std::string_view base;
+    const bool ours = names.count(e.name) > 0 ||
+                      (internal::IsPartialName(e.name, &base) && names.count(base) > 0) ||
+                      (manifest == nullptr && IsOurShardName(e.name));
     if (!ours || !S_ISREG(e.mode)) {
       return absl::StrCat("holds ", e.name, ", which shardpack did not write");
     }
@@ -208,17 +210,19 @@ absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
                                                    kOverwriteRule, ": choose another output"));
     }
     if (SamePack(path, files, identity)) return CheckNotInUse(path);  // a retry
+    // Ours without a manifest: a pack killed while it published (its marker
+    // is there). Never a whole dataset, so any pack may replace it.
     const bool interrupted =
         !files.empty() && std::find(files.begin(), files.end(), kManifestFileName) == files.end();
+    if (interrupted && identity.empty()) return CheckNotInUse(path);
     if (!identity.empty() && !files.empty()) {
       return absl::AlreadyExistsError(absl::StrCat(
           path, " already exists", interrupted ? " (without a manifest)" : "",
           " and was not written by this pack (another part, input, seed or option): a retry "
           "replaces only its own output; use --overwrite to replace it"));
     }
-    return absl::AlreadyExistsError(absl::StrCat(
-        path, " already exists", interrupted ? " (without a manifest: an interrupted pack?)" : "",
-        "; use --overwrite to replace it"));
+    return absl::AlreadyExistsError(
+        absl::StrCat(path, " already exists; use --overwrite to replace it"));
   }
   if (!why.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(path, " ", why, "; ", kOverwriteRule,
@@ -239,16 +243,51 @@ absl::Status WriteMarker(const std::string& staging, const std::string& identity
   return WriteFileAtomically(Join(staging, kStagingMarker), text);
 }
 
-// Removes everything in our stale staging directory but the directory
-// itself, which the caller holds locked.
+// Removes everything in a directory of ours but the marker and the
+// directory itself, which the caller holds locked. The marker stays until
+// the rest is gone, so that a process killed halfway leaves a directory that
+// still says it is ours.
 absl::Status ClearDirectory(const std::string& dir) {
   SP_ASSIGN_OR_RETURN(std::vector<Entry> entries, ListDir(dir));
   for (const Entry& e : entries) {
+    if (e.name == kStagingMarker) continue;
     std::error_code ec;
     fs::remove_all(Join(dir, e.name), ec);
     if (ec) return internal::ErrnoError("remove", Join(dir, e.name), ec.value());
   }
   return absl::OkStatus();
+}
+
+// Removes a directory of ours whole: its contents, then the marker, then
+// the directory.
+absl::Status RemoveOurDirectory(const std::string& dir) {
+  SP_RETURN_IF_ERROR(ClearDirectory(dir));
+  if (::unlink(Join(dir, kStagingMarker).c_str()) != 0 && errno != ENOENT) {
+    return internal::ErrnoError("remove", Join(dir, kStagingMarker), errno);
+  }
+  if (::rmdir(dir.c_str()) != 0) return internal::ErrnoError("remove", dir, errno);
+  return absl::OkStatus();
+}
+
+// True when `dir` holds nothing, or nothing but temporaries of our marker:
+// a staging directory whose pack was killed before its marker was written.
+bool HoldsNothingOfAnyones(const std::string& dir) {
+  absl::StatusOr<std::vector<Entry>> entries = ListDir(dir);
+  if (!entries.ok()) return false;
+  for (const Entry& e : *entries) {
+    std::string_view base;
+    if (!S_ISREG(e.mode) || !internal::IsPartialName(e.name, &base) || base != kStagingMarker) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// True when `fd` (an open directory) is what `path` names now.
+bool IsDirectoryAt(int fd, const std::string& path) {
+  struct stat by_fd, by_path;
+  return ::fstat(fd, &by_fd) == 0 && ::lstat(path.c_str(), &by_path) == 0 &&
+         by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
 }
 
 // An OUT.partial that exists already: ours and abandoned (cleared and
@@ -274,12 +313,15 @@ absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::st
                  "writing it: remove it if none is"));
   }
   struct stat marker;
-  if (::lstat(Join(staging, kStagingMarker).c_str(), &marker) != 0 || !S_ISREG(marker.st_mode)) {
+  const bool marked =
+      ::lstat(Join(staging, kStagingMarker).c_str(), &marker) == 0 && S_ISREG(marker.st_mode);
+  if (!marked && !HoldsNothingOfAnyones(staging)) {
     return absl::FailedPreconditionError(absl::StrCat(
         staging, " exists and was not made by shardpack (no ", kStagingMarker,
         " in it): nothing was deleted; move it away or remove it to pack into ", out));
   }
-  // Ours, and the pack that made it is gone (killed): its lock is free.
+  // Ours, and the pack that made it is gone (killed, before its marker was
+  // written when there is none): its lock is free.
   SP_RETURN_IF_ERROR(ClearDirectory(staging));
   SP_RETURN_IF_ERROR(WriteMarker(staging, identity));
   return fd;
@@ -296,18 +338,24 @@ absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& ou
     if (errno == EEXIST) return TakeExistingStaging(staging, out, identity);
     return internal::ErrnoError("create", staging, errno);
   }
-  Fd fd(::open(staging.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  absl::Status status = fd.get() < 0 ? internal::ErrnoError("open", staging, errno) : absl::OkStatus();
-  // Blocking: another pack that found the new directory may hold the lock
-  // for a moment, to see that it has no marker yet and give up. The marker
-  // is written only under the lock, so a marker seen under the lock always
-  // belongs to a pack that is gone.
-  if (status.ok() && ::flock(fd.get(), LOCK_EX) != 0 && !LocksUnsupported(errno)) {
-    status = internal::ErrnoError("lock", staging, errno);
+  // Another pack that finds the new directory before its marker takes it
+  // as abandoned (TakeExistingStaging): then it holds the lock, or has
+  // written its marker, and the directory is no longer this pack's, which
+  // leaves it alone. The marker is written only under the lock, so a marker
+  // seen under a free lock always belongs to a pack that is gone.
+  const auto taken = [&] {
+    return absl::FailedPreconditionError(absl::StrCat(
+        out, " is in use: another shardpack is writing it (it took ", staging, ")"));
+  };
+  Fd fd;
+  SP_ASSIGN_OR_RETURN(LockResult lock, TryLockDir(staging, &fd));
+  if (lock == LockResult::kBusy || !IsDirectoryAt(fd.get(), staging) ||
+      ::access(Join(staging, kStagingMarker).c_str(), F_OK) == 0) {
+    return taken();
   }
-  if (status.ok()) status = WriteMarker(staging, identity);
+  absl::Status status = WriteMarker(staging, identity);
   if (!status.ok()) {
-    fs::remove_all(staging, ec);
+    (void)RemoveOurDirectory(staging);  // ours, locked: its marker is all it may hold
     return status;
   }
   return fd;
@@ -323,9 +371,13 @@ int Rename2(const std::string& from, const std::string& to, unsigned flags) {
 // then its folder, which fails if anything else appeared there since.
 absl::Status RemoveOldDataset(const std::string& old, const std::string& path,
                               const std::vector<std::string>& files) {
-  for (const std::string& name : files) {
-    if (::unlink(Join(old, name).c_str()) != 0 && errno != ENOENT) {
-      return internal::ErrnoError("remove", Join(old, name), errno);
+  // The marker last: until then, a kill leaves a folder marked as ours.
+  for (int marker = 0; marker < 2; ++marker) {
+    for (const std::string& name : files) {
+      if ((name == kStagingMarker) != (marker == 1)) continue;
+      if (::unlink(Join(old, name).c_str()) != 0 && errno != ENOENT) {
+        return internal::ErrnoError("remove", Join(old, name), errno);
+      }
     }
   }
   if (::rmdir(old.c_str()) == 0) return absl::OkStatus();
@@ -358,10 +410,7 @@ absl::StatusOr<std::unique_ptr<OutputDir>> OutputDir::Create(std::string path, b
 }
 
 OutputDir::~OutputDir() {
-  if (!published_) {
-    std::error_code ec;
-    fs::remove_all(staging_, ec);
-  }
+  if (!published_) (void)RemoveOurDirectory(staging_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
@@ -384,18 +433,61 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
           absl::StrCat(path_, " is in use: another shardpack is writing it"));
     }
   }
+  if (replace) {
+    // Marked as ours before it moves: a pack killed while removing it leaves
+    // a folder (at the staging name) that the next pack clears.
+    SP_RETURN_IF_ERROR(WriteMarker(path_, ""));
+    if (std::find(old_files.begin(), old_files.end(), kStagingMarker) == old_files.end()) {
+      old_files.push_back(kStagingMarker);
+    }
+  }
   SP_ASSIGN_OR_RETURN(std::string old, MoveIntoPlace(replace));
-  published_ = true;
   // The rename made durable before the manifest says the dataset is whole,
-  // and the marker's removal after it; each failure is reported.
+  // and the marker's removal after it. A failure on the way (a disk that
+  // fills as the manifest is written) puts everything back as it was.
   absl::Status status = internal::SyncParentDirectory(path_);
   if (status.ok()) status = WriteManifest(path_, manifest);
   if (status.ok() && ::unlink(Join(path_, kStagingMarker).c_str()) != 0) {
     status = internal::ErrnoError("remove", Join(path_, kStagingMarker), errno);
   }
   if (status.ok()) status = internal::SyncDirectory(path_);
-  if (!old.empty()) status.Update(RemoveOldDataset(old, path_, old_files));
+  if (!status.ok()) {
+    absl::Status back = MoveBack(old);
+    // Where moving back failed, nothing is removed: the folders may be
+    // anywhere, and the message says what is where.
+    published_ = !back.ok();
+    if (!back.ok()) {
+      return absl::Status(status.code(), absl::StrCat(status.message(), "; then ",
+                                                      back.message()));
+    }
+    return status;
+  }
+  published_ = true;
+  if (!old.empty()) status = RemoveOldDataset(old, path_, old_files);
   return status;
+}
+
+absl::Status OutputDir::MoveBack(const std::string& old) {
+  if (old == staging_) {  // swapped: swap again
+    if (Rename2(path_, staging_, RENAME_EXCHANGE) != 0) {
+      return absl::InternalError(absl::StrCat("swapping ", path_, " back with ", staging_,
+                                              " failed (", std::strerror(errno),
+                                              "): the new dataset is at ", path_,
+                                              " without a manifest, the old one at ", staging_));
+    }
+    (void)::unlink(Join(path_, kStagingMarker).c_str());  // the old one is whole again
+    return internal::SyncParentDirectory(path_);
+  }
+  if (::rename(path_.c_str(), staging_.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("moving ", path_, " back to ", staging_, " failed (",
+                                            std::strerror(errno), ")"));
+  }
+  if (!old.empty() && ::rename(old.c_str(), path_.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("moving the old dataset back from ", old, " to ",
+                                            path_, " failed (", std::strerror(errno), ")"));
+  }
+  if (!old.empty()) (void)::unlink(Join(path_, kStagingMarker).c_str());
+  return internal::SyncParentDirectory(path_);
 }
 
 absl::StatusOr<std::string> OutputDir::MoveIntoPlace(bool replace) {

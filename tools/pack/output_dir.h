@@ -13,7 +13,13 @@
 //   directory or a dataset shardpack wrote: see CheckOurDataset. Anything
 //   else is refused with a message naming it and saying why.
 // - The old dataset is swapped out atomically and removed file by file,
-//   only the files it was verified to hold.
+//   only the files it was verified to hold, our marker (written into it
+//   before the swap) last.
+// - Whatever moment a pack is killed at, a retry of the same command works
+//   without anything removed by hand: a staging directory with our marker,
+//   or with nothing in it yet, whose lock is free is cleared and taken; a
+//   published folder still holding the marker and no manifest (killed
+//   between the move and the manifest) is replaced (see CheckExistingOutput).
 // - A pack with an identity (its "pack" object: a part of a multi-machine
 //   pack) writes it into the marker as a line "pack <JSON>". A later run
 //   with the same identity (a retried array task) may replace, without
@@ -71,9 +77,13 @@ class OutputDir {
 
   // Moves the staging directory to the final path, writes the manifest into
   // it and removes the marker, fsyncing the directories after the move and
-  // after the marker's removal (internal::PublishFile's rule for a folder). An existing dataset there is checked again
-  // (it may have changed during the pack), swapped out in one rename where
-  // the file system can (renameat2 RENAME_EXCHANGE), and its files removed.
+  // after the marker's removal (internal::PublishFile's rule for a folder).
+  // An existing dataset there is checked again (it may have changed during
+  // the pack), given our marker, swapped out in one rename where the file
+  // system can (renameat2 RENAME_EXCHANGE), and its files removed, the
+  // marker last. A failure before the manifest and the marker's removal are
+  // durable moves everything back: no dataset without a manifest is left at
+  // the final path, and the staging directory is removed as on any failure.
   absl::Status Publish(const Manifest& manifest);
 
  private:
@@ -82,6 +92,9 @@ class OutputDir {
   // Renames the staging directory to path_; returns where the dataset it
   // replaced now is ("" when there was none).
   absl::StatusOr<std::string> MoveIntoPlace(bool replace);
+  // Undoes MoveIntoPlace, which returned `old`: the new dataset back at the
+  // staging name, the old one (if any) back at path_.
+  absl::Status MoveBack(const std::string& old);
 
   std::string path_;
   std::string staging_;

@@ -526,8 +526,8 @@ absl::StatusOr<PixelView> DecodeTiff(ByteSpan data, std::string_view name, const
       Unpremultiply(p, count);
       break;
     case Kind::kCmyk:
-      // Pillow's cmyk2rgb is the plain-ink convention, to the integer.
-      internal::CmykToRgbInPlace(p, count, /*adobe_inverted=*/false);
+      // TIFF's InkSet CMYK is plain ink (PIL's rawmode "CMYK"), unlike JPEG.
+      internal::CmykToRgbInPlace(p, count, internal::CmykInk::kPlain);
       break;
     default:
       break;

@@ -21,7 +21,9 @@
 //   round(v * 255 / M).
 // - The first image of a file with several (an animated WebP, a multi-page
 //   TIFF), as Image.open shows it.
-// - Orientation tags are not applied (PIL's convert does not apply them).
+// - TIFF's Orientation tag is applied (PIL's TIFF plugin transposes the
+//   image on load); EXIF orientation in a PNG or WebP is not (PIL leaves it
+//   to ImageOps.exif_transpose), nor in a JPEG (codec/transcode.h).
 //
 // Untrusted bytes: the image size is checked (CheckImageSize) before
 // anything is allocated for the pixels, every library call's failure is an

@@ -393,7 +393,7 @@ absl::StatusOr<DecodedRegion> JpegDecoder::DecodeRegion(const JpegRect& rect, ui
   const uint32_t first_row = planar ? sink.first_group * sink.group_rows : rc.y0;
   const uint32_t rows = last_row - first_row;
   if (cinfo->out_color_space == JCS_CMYK) {
-    CmykToRgbInPlace(s_->pixels.data(), size_t{width} * rows, cinfo->saw_Adobe_marker != 0);
+    JpegCmykToRgbInPlace(s_->pixels.data(), size_t{width} * rows);
   }
   xoff += cut.x;
   const uint32_t top = first_row + cut.y;  // in the image at scale n/8

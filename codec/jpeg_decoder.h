@@ -13,9 +13,10 @@
 // per-image work memory is its business, as it is inside TurboJPEG).
 //
 // Output is RGB (or, when asked, a YCbCr image's planes): grayscale becomes
-// three equal channels; CMYK and YCCK become RGB as codec/color.h
-// describes. Progressive, restart markers and arithmetic coding work as
-// libjpeg-turbo decodes them.
+// three equal channels; CMYK and YCCK become RGB by JpegCmykToRgbInPlace
+// (codec/color.h), the packer's rule too; EXIF orientation is not applied
+// (PIL's convert("RGB") does not apply it). Progressive, restart markers
+// and arithmetic coding work as libjpeg-turbo decodes them.
 //
 // Errors never abort the process: libjpeg's error_exit is replaced by a
 // longjmp back into the decoder, and a warning that means damaged pixels

@@ -21,7 +21,9 @@ namespace shardpack::internal {
 
 // libjpeg warnings that leave a complete, correct image: trailing bytes
 // before EOI (common in camera and ImageNet files), an unknown JFIF minor
-// version, and a JFIF thumbnail whose size does not match. Every other
+// version, a JFIF thumbnail whose size does not match, and an Adobe marker
+// whose color transform code is not one for the component count (libjpeg
+// then assumes YCbCr or YCCK, as PIL's decode does). Every other
 // warning (premature end of data, bad Huffman code, ...) means the pixels
 // are damaged.
 bool IsBenignJpegWarning(std::string_view message);

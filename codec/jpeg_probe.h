@@ -19,10 +19,10 @@ namespace shardpack::codec {
 // (jdapimin.c, default_decompress_parms).
 enum class JpegColorSpace : uint8_t {
   kGray,   // 1 component
-  kYCbCr,  // 3 components, the usual case (JFIF, or Adobe transform 1)
+  kYCbCr,  // 3 components, the usual case (JFIF, or Adobe transform 1 or any but 0)
   kRGB,    // 3 components stored as RGB (Adobe transform 0, or ids 'R','G','B')
   kCMYK,   // 4 components, no transform (Adobe transform 0 or no Adobe marker)
-  kYCCK,   // 4 components, Adobe transform 2
+  kYCCK,   // 4 components, Adobe transform 2 (or any but 0, as libjpeg assumes)
 };
 
 // "gray", "ycbcr", "rgb", "cmyk", "ycck".

@@ -1,5 +1,5 @@
-// Decoded pixels and the buffer they live in, shared by every codec and the
-// resize (color conversion: codec/color.h).
+// Decoded pixels, the buffer they live in and their orientation, shared by
+// every codec and the resize (color conversion: codec/color.h).
 #ifndef SHARDPACK_CODEC_PIXELS_H_
 #define SHARDPACK_CODEC_PIXELS_H_
 
@@ -35,6 +35,26 @@ class GrowableBuffer {
   std::unique_ptr<uint8_t[]> data_;
   size_t capacity_ = 0;
 };
+
+// The orientations of TIFF's Orientation tag (274, TIFF 6.0 section 8) and
+// EXIF's: where the stored rows are to be shown. 1 shows them as stored;
+// 5 to 8 swap width and height.
+enum class Orientation : uint8_t {
+  kTopLeft = 1,   // as stored
+  kTopRight,      // mirrored left to right
+  kBottomRight,   // turned 180 degrees
+  kBottomLeft,    // mirrored top to bottom
+  kLeftTop,       // transposed (rows become columns)
+  kRightTop,      // turned 90 degrees clockwise
+  kRightBottom,   // transversed (transposed, then turned 180 degrees)
+  kLeftBottom,    // turned 90 degrees counter-clockwise
+};
+
+// Writes `src` shown as `orientation` says into `dst` (src.bytes() bytes,
+// not overlapping `src`) and returns the view of `dst`: PIL's
+// Image.transpose with FLIP_LEFT_RIGHT, ROTATE_180, FLIP_TOP_BOTTOM,
+// TRANSPOSE, ROTATE_270, TRANSVERSE, ROTATE_90 for 2 to 8.
+PixelView Orient(const PixelView& src, Orientation orientation, uint8_t* dst);
 
 }  // namespace shardpack::internal
 

@@ -7,7 +7,8 @@
 // TIFFRGBAImage premultiplies unassociated alpha and PIL does not. Only
 // YCbCr that libjpeg does not convert to RGB (uncompressed, LZW, deflate...,
 // JPEG in separate planes, old-style JPEG) goes through TIFFRGBAImage, as
-// PIL sends it there too.
+// PIL sends it there too. The Orientation tag is applied last, to every
+// kind, as PIL applies it on load.
 #include <tiffio.h>
 
 #include <algorithm>
@@ -18,6 +19,9 @@
 #include <initializer_list>
 #include <limits>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -88,17 +92,29 @@ struct LibtiffMessages {
   bool failed = false;
 };
 
+// An Orientation tag outside 1..8 (some writers put 0) is reported as an
+// error by libtiff, which then keeps the default, 1. It is not damage: PIL
+// reads such a file, as stored (TiffImagePlugin applies only 2..8).
+bool IsIgnoredError(const char* module, const char* text) {
+  return module != nullptr && std::strcmp(module, "_TIFFVSetField") == 0 &&
+         std::strstr(text, "for \"Orientation\" tag") != nullptr;
+}
+
 int OnError(TIFF*, void* user, const char* module, const char* fmt, va_list ap) {
   auto* messages = static_cast<LibtiffMessages*>(user);
-  if (!messages->failed) {
+  char text[sizeof(messages->text)];
+  std::vsnprintf(text, sizeof(text), fmt, ap);
+  std::string prefixed;
+  if (!messages->failed && !IsIgnoredError(module, text)) {
     messages->failed = true;
-    int n = 0;
+    std::string_view all = text;
     if (module != nullptr && module[0] != '\0' && std::strcmp(module, kClientName) != 0) {
-      n = std::snprintf(messages->text, sizeof(messages->text), "%s: ", module);
+      prefixed = absl::StrCat(module, ": ", text);
+      all = prefixed;
     }
-    if (n >= 0 && static_cast<size_t>(n) < sizeof(messages->text)) {
-      std::vsnprintf(messages->text + n, sizeof(messages->text) - n, fmt, ap);
-    }
+    const size_t n = std::min(all.size(), sizeof(messages->text) - 1);
+    std::memcpy(messages->text, all.data(), n);
+    messages->text[n] = '\0';
   }
   return 1;  // handled: the global handler is not called
 }
@@ -466,7 +482,10 @@ absl::StatusOr<PixelView> DecodeWithRgbaImage(TIFF* tif, std::string_view name,
   SP_ASSIGN_OR_RETURN(uint8_t * p, PixelMemory(name, layout.width, layout.height, 4, buffers));
   TIFFRGBAImage image;
   if (!TIFFRGBAImageBegin(&image, tif, 0, reason)) return Corrupt(name, messages, reason);
-  // Rows as stored: the orientation tag is not applied.
+  // Rows as stored, as for every other kind: DecodeTiff applies the
+  // orientation tag after. (Pillow before 11.2 left libtiff's default here,
+  // which mirrors each block of rows it reads, and then transposed the
+  // whole image as well.)
   image.req_orientation = image.orientation;
   auto* raster = reinterpret_cast<uint32_t*>(p);
   const int ok = TIFFRGBAImageGet(&image, raster, layout.width, layout.height);
@@ -481,6 +500,65 @@ absl::StatusOr<PixelView> DecodeWithRgbaImage(TIFF* tif, std::string_view name,
     p[3 * i + 2] = static_cast<uint8_t>(TIFFGetB(abgr));
   }
   return PixelView{p, layout.width, layout.height, 3};
+}
+
+// The image with its rows and columns as stored.
+absl::StatusOr<PixelView> DecodeAsStored(TIFF* tif, std::string_view name, const Layout& layout,
+                                         const DecodeSpec& spec, DecodeBuffers* buffers,
+                                         const LibtiffMessages& messages, uint64_t file_size) {
+  if (layout.kind == Kind::kRgbaImage) {
+    return DecodeWithRgbaImage(tif, name, layout, buffers, messages);
+  }
+  SP_ASSIGN_OR_RETURN(Chunking chunking, ReadChunking(tif, name, layout, messages));
+  uint8_t* buf = buffers->scratch.Get(chunking.chunk_bytes);
+  const int channels = layout.kind == Kind::kGray && spec.keep_gray ? 1 : 3;
+  SP_ASSIGN_OR_RETURN(uint8_t * p, PixelMemory(name, layout.width, layout.height,
+                                               std::max(channels, layout.taken), buffers));
+  if (buf == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        AsAbsl(name), ": no memory for a TIFF strip of ", chunking.chunk_bytes, " bytes"));
+  }
+  SP_RETURN_IF_ERROR(
+      ReadChunks(tif, name, chunking, buf, Raster{p, layout}, messages, file_size));
+  const size_t count = size_t{layout.width} * layout.height;
+  switch (layout.kind) {
+    case Kind::kGray:
+      FinishGray(layout, p, count, channels);
+      break;
+    case Kind::kPalette:
+      SP_RETURN_IF_ERROR(FinishPalette(tif, name, layout, p, count));
+      break;
+    case Kind::kRgbAssociatedAlpha:
+      Unpremultiply(p, count);
+      break;
+    case Kind::kCmyk:
+      // TIFF's InkSet CMYK is plain ink (PIL's rawmode "CMYK"), unlike JPEG.
+      internal::CmykToRgbInPlace(p, count, internal::CmykInk::kPlain);
+      break;
+    default:
+      break;
+  }
+  return PixelView{p, layout.width, layout.height, channels};
+}
+
+// `stored` shown as the Orientation tag says, as PIL shows it: its TIFF
+// plugin transposes the image on load (TiffImagePlugin.load_end), in every
+// decode path, so Image.open(f).convert("RGB") is oriented. The result is
+// in buffers->pixels, as every decoder's.
+absl::StatusOr<PixelView> ApplyOrientation(TIFF* tif, std::string_view name,
+                                           const PixelView& stored, DecodeBuffers* buffers) {
+  uint16_t orientation = ORIENTATION_TOPLEFT;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_ORIENTATION, &orientation);
+  if (orientation <= ORIENTATION_TOPLEFT || orientation > ORIENTATION_LEFTBOT) return stored;
+  uint8_t* dst = buffers->scratch.Get(stored.bytes());
+  if (dst == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s: no memory to orient a %ux%u image", AsAbsl(name), stored.width, stored.height));
+  }
+  const PixelView shown =
+      internal::Orient(stored, static_cast<internal::Orientation>(orientation), dst);
+  std::swap(buffers->pixels, buffers->scratch);
+  return shown;
 }
 
 }  // namespace
@@ -500,39 +578,9 @@ absl::StatusOr<PixelView> DecodeTiff(ByteSpan data, std::string_view name, const
     // pixels); zlib's stops at the strip's end with the stream's prefix.
     TIFFSetField(tif.get(), TIFFTAG_DEFLATE_SUBCODEC, DEFLATE_SUBCODEC_ZLIB);
   }
-  if (layout.kind == Kind::kRgbaImage) {
-    return DecodeWithRgbaImage(tif.get(), name, layout, buffers, messages);
-  }
-  SP_ASSIGN_OR_RETURN(Chunking chunking, ReadChunking(tif.get(), name, layout, messages));
-  uint8_t* buf = buffers->scratch.Get(chunking.chunk_bytes);
-  const int channels = layout.kind == Kind::kGray && spec.keep_gray ? 1 : 3;
-  SP_ASSIGN_OR_RETURN(uint8_t * p, PixelMemory(name, layout.width, layout.height,
-                                               std::max(channels, layout.taken), buffers));
-  if (buf == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        AsAbsl(name), ": no memory for a TIFF strip of ", chunking.chunk_bytes, " bytes"));
-  }
-  SP_RETURN_IF_ERROR(
-      ReadChunks(tif.get(), name, chunking, buf, Raster{p, layout}, messages, data.size()));
-  const size_t count = size_t{layout.width} * layout.height;
-  switch (layout.kind) {
-    case Kind::kGray:
-      FinishGray(layout, p, count, channels);
-      break;
-    case Kind::kPalette:
-      SP_RETURN_IF_ERROR(FinishPalette(tif.get(), name, layout, p, count));
-      break;
-    case Kind::kRgbAssociatedAlpha:
-      Unpremultiply(p, count);
-      break;
-    case Kind::kCmyk:
-      // Pillow's cmyk2rgb is the plain-ink convention, to the integer.
-      internal::CmykToRgbInPlace(p, count, /*adobe_inverted=*/false);
-      break;
-    default:
-      break;
-  }
-  return PixelView{p, layout.width, layout.height, channels};
+  SP_ASSIGN_OR_RETURN(PixelView stored, DecodeAsStored(tif.get(), name, layout, spec, buffers,
+                                                       messages, data.size()));
+  return ApplyOrientation(tif.get(), name, stored, buffers);
 }
 
 }  // namespace shardpack::codec

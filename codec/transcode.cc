@@ -98,7 +98,7 @@ absl::StatusOr<PixelView> Transcoder::DecodeProbed(ByteSpan jpeg, std::string_vi
       (tjGetErrorCode(handle) != TJERR_WARNING || !IsBenignJpegWarning(tjGetErrorStr2(handle)))) {
     return DecodeError(handle, name);
   }
-  if (cmyk) CmykToRgbInPlace(dst, size_t{width} * height, info.adobe);
+  if (cmyk) JpegCmykToRgbInPlace(dst, size_t{width} * height);
   return PixelView{dst, width, height, cmyk ? 3 : in_channels};
 }
 

@@ -9,7 +9,9 @@
 //
 // Color: every decoded image is RGB (or gray, where asked to keep gray).
 // TurboJPEG decodes CMYK and YCCK JPEGs only to TJPF_CMYK; they become RGB
-// with CmykToRgbInPlace (codec/color.h explains the conventions).
+// with JpegCmykToRgbInPlace, the rule the reader's decoder uses too
+// (codec/color.h). A JPEG's EXIF orientation is not applied, as PIL's
+// convert("RGB") does not apply it.
 #ifndef SHARDPACK_CODEC_TRANSCODE_H_
 #define SHARDPACK_CODEC_TRANSCODE_H_
 
@@ -33,7 +35,7 @@ namespace shardpack::codec {
 
 // The pixel helpers (codec/pixels.h, codec/color.h, codec/resize.h) are
 // shared with the reader's JPEG transforms.
-using internal::CmykToRgbInPlace;
+using internal::JpegCmykToRgbInPlace;
 using internal::PixelView;
 using internal::ResizeBilinearAA;
 using internal::ResizeScratch;

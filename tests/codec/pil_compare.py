@@ -18,14 +18,25 @@ except ImportError as e:  # pragma: no cover - a machine without them
 TOOL = os.environ.get("DECODE_TO_RAW", "")
 
 
-def decode(path, keep_gray=False, max_pixels=None):
+def decode(path, keep_gray=False, max_pixels=None, jpeg=None, restart_markers=False,
+           region=None):
     """Our pixels as an HxWxC uint8 array; raises DecodeError with the
-    tool's message when it refuses the file."""
+    tool's message when it refuses the file. A JPEG goes through the path
+    `jpeg` names: "packer" (the default) or "reader"; `restart_markers`
+    re-codes it first, as the packer's --restart-markers does; `region`
+    (x, y, w, h; reader only) decodes just that rectangle, as the reader's
+    crops do."""
     args = [TOOL]
     if keep_gray:
         args.append("--keep-gray")
     if max_pixels is not None:
         args += ["--max-pixels", str(max_pixels)]
+    if jpeg is not None:
+        args += ["--jpeg", jpeg]
+    if restart_markers:
+        args.append("--restart-markers")
+    if region is not None:
+        args += ["--region", ",".join(str(v) for v in region)]
     done = subprocess.run(args + [path], capture_output=True, timeout=60)
     if done.returncode != 0:
         raise DecodeError(done.returncode, done.stderr.decode(errors="replace").strip())
@@ -67,16 +78,21 @@ class PilTestCase(unittest.TestCase):
             f.write(data)
         return p
 
-    def assertSameAsPil(self, path, expected=None):
+    def assertSameAsPil(self, path, expected=None, **how):
         """Our RGB decode equals PIL's convert("RGB"), pixel for pixel (or
-        `expected`, where we document a difference from PIL)."""
-        ours = decode(path)
+        `expected`, where we document a difference from PIL). `how` is
+        decode()'s: which JPEG path, a region (compared with PIL's pixels
+        of that rectangle)."""
+        ours = decode(path, **how)
         want = pil_rgb(path) if expected is None else expected
+        if how.get("region") is not None:
+            x, y, w, h = how["region"]
+            want = want[y:y + h, x:x + w]
         self.assertEqual(ours.shape, want.shape, path)
         diff = np.argwhere(ours != want)
         if len(diff):
             y, x, c = diff[0]
-            self.fail(f"{path}: {len(diff)} samples differ from PIL, first at "
+            self.fail(f"{path} {how or ''}: {len(diff)} samples differ from PIL, first at "
                       f"y={y} x={x} c={c}: ours {ours[y, x, c]}, PIL {want[y, x, c]}")
 
     def assertRefused(self, path, *fragments, returncode=1):

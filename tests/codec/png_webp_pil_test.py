@@ -229,6 +229,20 @@ class PngWrittenByPilTest(PilTestCase):
         # The documented difference: PIL's convert("RGB") clips.
         self.assertFalse(np.array_equal(decode(p), pil_rgb(p)))
 
+    def test_exif_orientation_is_not_applied(self):
+        # PIL's convert("RGB") leaves an eXIf chunk's orientation alone (that
+        # is ImageOps.exif_transpose's job): so do we. (TIFF's own
+        # Orientation tag is applied: tiff_pil_test.py.)
+        for orientation in (3, 6, 8):
+            exif = Image.Exif()
+            exif[0x0112] = orientation
+            p = self.path(f"exif{orientation}.png")
+            Image.fromarray(gradient(20, 30, 3)).save(p, exif=exif.tobytes())
+            with Image.open(p) as im:
+                self.assertEqual(im.getexif()[0x0112], orientation)
+            self.assertSameAsPil(p)
+            self.assertEqual(decode(p).shape, (20, 30, 3))
+
     def test_max_pixels(self):
         p = self.path("m.png")
         Image.fromarray(gradient(10, 12, 3)).save(p)
@@ -365,6 +379,17 @@ class WebpTest(PilTestCase):
             self.assertEqual(decode(p, keep_gray=True).shape[2], 3, p)
         exact = decode(self.path("lossless_rgba_exact.webp"))
         np.testing.assert_array_equal(exact, rgba[:, :, :3])
+
+    def test_exif_orientation_is_not_applied(self):
+        for orientation in (3, 6, 8):
+            exif = Image.Exif()
+            exif[0x0112] = orientation
+            p = self.path(f"exif{orientation}.webp")
+            Image.fromarray(gradient(20, 30, 3)).save(p, lossless=True, exif=exif.tobytes())
+            with Image.open(p) as im:
+                self.assertEqual(im.getexif()[0x0112], orientation)
+            self.assertSameAsPil(p)
+            self.assertEqual(decode(p).shape, (20, 30, 3))
 
     def test_animation_written_by_pil_shows_its_first_frame(self):
         frames = [Image.fromarray(gradient(30, 40, 4, seed=s), "RGBA") for s in range(3)]

@@ -3,17 +3,22 @@ files PIL writes (every mode and compression it can), and files built here
 byte by byte for what PIL cannot write (tiles, separate planes, 16-bit RGB,
 associated alpha, 2- and 4-bit samples, MinIsWhite, bit-reversed fill order,
 subsampled YCbCr, predictor 2), compressed with zlib or PackBits so that PIL
-reads them through libtiff too. Run by ctest with DECODE_TO_RAW set."""
+reads them through libtiff too; every pixel layout PIL's TIFF plugin knows
+(its OPEN_INFO table) in every arrangement; every Orientation in every decode
+path. Where we differ from PIL by design (docs/cli.md lists each case), the
+test says what we give instead. Run by ctest with DECODE_TO_RAW set."""
 
+import itertools
 import struct
 import zlib
 
-from pil_compare import DecodeError, Image, PilTestCase, decode, gradient, main, np
+from pil_compare import DecodeError, Image, PilTestCase, decode, gradient, main, np, pil_rgb
+from PIL import TiffImagePlugin
 
 # TIFF tag numbers and field types (TIFF 6.0, section 2 and appendix A).
 SHORT, LONG = 3, 4
 IMAGE_WIDTH, IMAGE_LENGTH, BITS_PER_SAMPLE, COMPRESSION = 256, 257, 258, 259
-PHOTOMETRIC, FILL_ORDER, STRIP_OFFSETS, SAMPLES_PER_PIXEL = 262, 266, 273, 277
+PHOTOMETRIC, FILL_ORDER, STRIP_OFFSETS, ORIENTATION, SAMPLES_PER_PIXEL = 262, 266, 273, 274, 277
 ROWS_PER_STRIP, STRIP_BYTE_COUNTS, PLANAR_CONFIG, PREDICTOR = 278, 279, 284, 317
 COLOR_MAP, TILE_WIDTH, TILE_LENGTH, TILE_OFFSETS, TILE_BYTE_COUNTS = 320, 322, 323, 324, 325
 EXTRA_SAMPLES, SAMPLE_FORMAT, YCBCR_SUBSAMPLING = 338, 339, 530
@@ -60,7 +65,7 @@ def pack_rows(samples, bits, endian):
 
 def encode_chunk(samples, bits, compression, predictor, endian, fill_order):
     """One strip or tile: predictor 2 (horizontal differences per sample),
-    packed rows, then compressed."""
+    packed rows, compressed, then bit-reversed for FillOrder 2."""
     if predictor == 2:
         dtype = np.uint16 if bits == 16 else np.uint8
         s = samples.astype(dtype)
@@ -68,14 +73,17 @@ def encode_chunk(samples, bits, compression, predictor, endian, fill_order):
         d[:, 1:] = s[:, 1:] - s[:, :-1]
         samples = d
     rows = pack_rows(samples, bits, endian)
-    if fill_order == 2:
-        rev = np.array([int(f"{b:08b}"[::-1], 2) for b in range(256)], np.uint8)
-        rows = [rev[np.frombuffer(r, np.uint8)].tobytes() for r in rows]
     if compression == DEFLATE:
-        return zlib.compress(b"".join(rows))
-    if compression == PACKBITS:
-        return b"".join(packbits(r) for r in rows)
-    return b"".join(rows)
+        data = zlib.compress(b"".join(rows))
+    elif compression == PACKBITS:
+        data = b"".join(packbits(r) for r in rows)
+    else:
+        data = b"".join(rows)
+    if fill_order == 2:
+        # FillOrder applies to the bytes as stored, compressed or not.
+        rev = np.array([int(f"{b:08b}"[::-1], 2) for b in range(256)], np.uint8)
+        data = rev[np.frombuffer(data, np.uint8)].tobytes()
+    return data
 
 
 def chunks(samples, planar, rows_per_strip, tile):
@@ -394,6 +402,216 @@ class DamagedTest(PilTestCase):
             except DecodeError as e:
                 self.assertEqual(e.returncode, 1, e.message)
                 self.assertIn(q, e.message)
+
+
+# PIL's transposes for Orientation 2..8 (TiffImagePlugin.load_end).
+TRANSPOSES = {2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180,
+              4: Image.Transpose.FLIP_TOP_BOTTOM, 5: Image.Transpose.TRANSPOSE,
+              6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
+              8: Image.Transpose.ROTATE_90}
+
+
+def oriented(pixels, orientation):
+    """`pixels` (h x w x c) shown as `orientation` says, by PIL."""
+    if orientation not in TRANSPOSES:
+        return pixels
+    flat = pixels[:, :, 0] if pixels.shape[2] == 1 else pixels
+    out = np.asarray(Image.fromarray(flat).transpose(TRANSPOSES[orientation]))
+    return out[:, :, None] if pixels.shape[2] == 1 else out
+
+
+class OrientationTest(PilTestCase):
+    """The Orientation tag, applied as PIL applies it on load: in every
+    decode path (PIL's own reader, libtiff's strips and tiles, JPEG in TIFF,
+    libtiff's RGBA reader for YCbCr), to every kind of pixel."""
+
+    def test_pil_written_every_mode_and_compression(self):
+        rgb = gradient(21, 34, 3, seed=8)
+        for mode in ["RGB", "RGBA", "L", "LA", "1", "P", "CMYK", "YCbCr"]:
+            im = Image.fromarray(rgb, "YCbCr" if mode == "YCbCr" else "RGB")
+            im = im if mode == "YCbCr" else im.convert(mode)
+            for compression in PilWrittenTest.COMPRESSIONS:
+                if (compression == "jpeg" and mode in ("1", "P")) or (
+                        compression is None and mode == "YCbCr"):
+                    continue  # as in PilWrittenTest
+                as_stored = None
+                for orientation in range(1, 9):
+                    with self.subTest(mode=mode, compression=compression, orientation=orientation):
+                        p = self.path(f"{mode}-{compression}-{orientation}.tif")
+                        info = TiffImagePlugin.ImageFileDirectory_v2()
+                        info[ORIENTATION] = orientation
+                        im.save(p, compression=compression, tiffinfo=info)
+                        if orientation == 1:
+                            as_stored = pil_rgb(p)
+                        if mode == "YCbCr" and compression != "jpeg":
+                            # libtiff's RGBA reader: see test_ycbcr_rgba_reader.
+                            self.assertSameAsPil(p, oriented(as_stored, orientation))
+                        else:
+                            self.assertSameAsPil(p)
+                        self.assertEqual(decode(p).shape[:2],
+                                         (34, 21) if orientation > 4 else (21, 34))
+
+    def test_every_kind_and_layout(self):
+        colormap = (gradient(256, 3, 1, seed=5).reshape(256, 3).astype(np.uint16) * 257) ^ 0x33
+        wide = gradient(19, 27, 8, seed=9)
+        kinds = {
+            "gray1": (gradient(19, 27, 1) % 2, 1, MINISBLACK, {}),
+            "white4": (gradient(19, 27, 1) % 16, 4, MINISWHITE, {}),
+            "gray8": (gradient(19, 27, 1), 8, MINISBLACK, {}),
+            "pal4": (gradient(19, 27, 1) % 16, 4, PALETTE, {"colormap": colormap[:16]}),
+            "pal8": (gradient(19, 27, 1), 8, PALETTE, {"colormap": colormap}),
+            "rgb8": (gradient(19, 27, 3), 8, RGB, {}),
+            "rgb16": (wide[:, :, :6].view(np.uint16).reshape(19, 27, 3), 16, RGB, {}),
+            "rgba-assoc": (gradient(19, 27, 4), 8, RGB, {"extra": (1,)}),
+            "rgba-unassoc": (gradient(19, 27, 4), 8, RGB, {"extra": (2,)}),
+            "cmyk8": (gradient(19, 27, 4), 8, SEPARATED, {}),
+            "cmyk16": (wide.view(np.uint16).reshape(19, 27, 4), 16, SEPARATED, {}),
+        }
+        layouts = [dict(compression=NONE), dict(compression=DEFLATE, rows_per_strip=4),
+                   dict(compression=DEFLATE, tile=(16, 16)),
+                   dict(compression=PACKBITS, tile=(16, 16), planar=2)]
+        for (name, (samples, bits, photometric, kw)), layout in itertools.product(
+                kinds.items(), layouts):
+            if layout.get("tile") and bits < 8:
+                continue
+            if layout.get("planar") and (samples.shape[2] == 1 or "assoc" in name):
+                continue  # PIL reads no planar associated alpha (docs/cli.md)
+            for orientation in range(1, 9):
+                with self.subTest(kind=name, layout=layout, orientation=orientation):
+                    p = self.write(f"{name}-{orientation}.tif", build_tiff(
+                        samples, bits, photometric, more=[(ORIENTATION, SHORT, [orientation])],
+                        **kw, **layout))
+                    self.assertSameAsPil(p)
+
+    def test_keep_gray(self):
+        gray = gradient(19, 27, 1, seed=2)
+        for orientation in range(1, 9):
+            with self.subTest(orientation=orientation):
+                p = self.write(f"g{orientation}.tif", build_tiff(
+                    gray, 8, MINISBLACK, compression=DEFLATE, tile=(16, 16),
+                    more=[(ORIENTATION, SHORT, [orientation])]))
+                self.assertTrue(np.array_equal(decode(p, keep_gray=True),
+                                               oriented(gray, orientation)))
+
+    def test_ycbcr_rgba_reader(self):
+        # YCbCr that libjpeg does not convert goes through libtiff's RGBA
+        # reader, in PIL and here. Pillow before 11.2 let that reader mirror
+        # each block of rows it read as the tag says, then transposed the
+        # whole image too (Pillow #8556): strips came out scrambled. We apply
+        # the tag once, as Pillow 11.2 and later do (docs/cli.md).
+        h, w = 24, 32
+        rng = np.random.default_rng(3)
+        for sub, rows, tile in [((2, 2), 8, None), ((1, 1), 6, None), ((2, 2), 24, None),
+                                ((2, 2), None, (16, 16))]:
+            sx, sy = sub
+            if tile:
+                units = [rng.integers(16, 240, size=(16 // sy, 16 // sx, sx * sy + 2),
+                                      dtype=np.uint8) for _ in range((h // 16 + 1) * (w // 16))]
+                chunk_data = [zlib.compress(u.tobytes()) for u in units]
+            else:
+                units = rng.integers(16, 240, size=(h // sy, w // sx, sx * sy + 2), dtype=np.uint8)
+                chunk_data = [zlib.compress(units[y // sy:(y + rows) // sy].tobytes())
+                              for y in range(0, h, rows)]
+            layout = dict(tile=tile) if tile else dict(rows_per_strip=rows)
+            as_stored = None
+            for orientation in range(1, 9):
+                with self.subTest(sub=sub, rows=rows, tile=tile, orientation=orientation):
+                    p = self.write(f"ycc-{orientation}.tif", build_tiff(
+                        np.zeros((h, w, 3), np.uint8), 8, YCBCR, compression=DEFLATE,
+                        encoded_chunks=chunk_data, **layout,
+                        more=[(YCBCR_SUBSAMPLING, SHORT, [sx, sy]),
+                              (ORIENTATION, SHORT, [orientation])]))
+                    if orientation == 1:
+                        self.assertSameAsPil(p)
+                        as_stored = pil_rgb(p)
+                    self.assertTrue(np.array_equal(decode(p), oriented(as_stored, orientation)))
+
+    def test_values_outside_1_to_8_are_ignored(self):
+        # libtiff reports "Bad value" and keeps 1; PIL shows the rows as
+        # stored too. Not damage.
+        for orientation in [0, 9, 65535]:
+            for compression in [NONE, DEFLATE]:
+                with self.subTest(orientation=orientation, compression=compression):
+                    p = self.write(f"bad{orientation}-{compression}.tif", build_tiff(
+                        gradient(19, 27, 3), 8, RGB, compression=compression,
+                        more=[(ORIENTATION, SHORT, [orientation])]))
+                    self.assertSameAsPil(p)
+
+
+def pil_layouts():
+    """The pixel layouts PIL's TIFF plugin opens (its OPEN_INFO table) as
+    (endian, photometric, fill order, bits, samples, extra samples), those
+    of unsigned samples of one depth up to 16 bits, CIELab aside (we refuse
+    the rest: HandBuiltTest.test_unsupported_kinds_are_refused)."""
+    for prefix, photometric, sample_format, fill_order, bps, extra in TiffImagePlugin.OPEN_INFO:
+        if sample_format == (1,) and max(bps) <= 16 and len(set(bps)) == 1 and photometric != 8:
+            yield "<" if prefix == TiffImagePlugin.II else ">", photometric, fill_order, bps[0], \
+                len(bps), extra
+
+
+class EveryPilLayoutTest(PilTestCase):
+    """Every layout PIL opens, in every arrangement (strips or tiles,
+    contiguous or separate planes, uncompressed or deflate). Our pixels do
+    not depend on the arrangement: they equal PIL's for the contiguous,
+    deflate-compressed strips of the same samples (read by libtiff, as PIL
+    reads it). PIL's depend on it only where docs/cli.md says PIL 9.4
+    misreads a file, and elsewhere equal ours."""
+
+    def pil_misreads(self, photometric, bits, samples, extra, fill_order, planar, tile,
+                     compression):
+        if photometric == YCBCR and compression == NONE:
+            return True  # PIL's own reader takes the samples for RGBX
+        if planar == 2 and compression == NONE:
+            # PIL's own reader, plane by plane: 8-bit planes, no bit reversal,
+            # a wrong row length in 4-plane tiles cut by the right edge.
+            return bits == 16 or fill_order == 2 or (tile is not None and samples >= 4)
+        # libtiff calls a 4th RGB sample without ExtraSamples "unspecified",
+        # and PIL unpremultiplies planar RGB by such a sample.
+        return planar == 2 and photometric == RGB and samples >= 4 and not extra
+
+    def test_every_layout_and_arrangement(self):
+        h, w = 19, 27
+        for endian, photometric, fill_order, bits, samples, extra in pil_layouts():
+            values = gradient(h, w, samples * 2, seed=bits + samples)
+            values = values.view(np.uint16).reshape(h, w, -1)[:, :, :samples] if bits == 16 \
+                else values[:, :, :samples] % (1 << bits) if bits < 8 else values[:, :, :samples]
+            kw = dict(extra=extra, endian=endian, fill_order=fill_order)
+            if photometric == PALETTE:
+                kw["colormap"] = (gradient(1 << bits, 3, 1, seed=5).reshape(-1, 3)
+                                  .astype(np.uint16) * 257) ^ 0x33
+            if photometric == YCBCR:
+                kw["more"] = [(YCBCR_SUBSAMPLING, SHORT, [1, 1])]
+            key = f"{photometric}-{bits}-{samples}-{extra}-{fill_order}-{endian == '<'}"
+            reference = self.write(f"{key}.tif", build_tiff(values, bits, photometric,
+                                                            compression=DEFLATE, **kw))
+            if bits == 12:
+                self.assertRefused(reference, "unsupported TIFF", "12-bit grayscale")
+                continue
+            if bits == 16 and photometric in (MINISWHITE, MINISBLACK):
+                high = (values >> 8).astype(np.uint8)
+                want = np.repeat(255 - high if photometric == MINISWHITE else high, 3, axis=2)
+            else:
+                want = pil_rgb(reference)
+            for planar, tile, compression in itertools.product([1, 2], [None, (16, 16)],
+                                                               [NONE, DEFLATE]):
+                if (planar == 2 and samples == 1) or (tile and bits < 8):
+                    continue
+                with self.subTest(layout=key, planar=planar, tile=tile, compression=compression):
+                    p = self.write(f"{key}-{planar}-{tile is None}-{compression}.tif", build_tiff(
+                        values, bits, photometric, planar=planar, tile=tile,
+                        compression=compression, **kw))
+                    self.assertSameAsPil(p, want)
+                    if bits == 16 and photometric in (MINISWHITE, MINISBLACK):
+                        continue  # PIL clips these (docs/cli.md)
+                    try:
+                        pil = pil_rgb(p)
+                    except Exception:  # pylint: disable=broad-except
+                        continue  # a file PIL cannot open: we read it
+                    if not np.array_equal(pil, want):
+                        self.assertTrue(self.pil_misreads(photometric, bits, samples, extra,
+                                                          fill_order, planar, tile, compression),
+                                        f"{p}: PIL reads it otherwise, and docs/cli.md "
+                                        "does not say why")
 
 
 if __name__ == "__main__":

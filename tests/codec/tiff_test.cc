@@ -498,9 +498,8 @@ TEST_F(TiffTest, UncompressedYCbCrConverts) {
   EXPECT_NEAR(second[2], 60 + 1.772 * 22, 2);
 }
 
-TEST_F(TiffTest, FirstDirectoryOnlyAndOrientationNotApplied) {
+TEST_F(TiffTest, FirstDirectoryOnly) {
   TiffSpec first;
-  first.orientation = ORIENTATION_BOTRIGHT;
   TiffSpec second;
   second.width = 5;
   second.height = 90;
@@ -510,6 +509,64 @@ TEST_F(TiffTest, FirstDirectoryOnlyAndOrientationNotApplied) {
   ASSERT_EQ(got->width, first.width);
   EXPECT_EQ(std::vector<uint8_t>(got->data, got->data + got->bytes()),
             Expected(first, Samples(first, 1), 3));
+}
+
+// The stored pixel (column, row) that output pixel (x, y) of a w x h image
+// shows under `orientation`: PIL's FLIP_LEFT_RIGHT, ROTATE_180,
+// FLIP_TOP_BOTTOM, TRANSPOSE, ROTATE_270, TRANSVERSE and ROTATE_90 for 2..8.
+std::pair<uint32_t, uint32_t> StoredPixel(int orientation, uint32_t x, uint32_t y, uint32_t w,
+                                          uint32_t h) {
+  switch (orientation) {
+    case 2: return {w - 1 - x, y};
+    case 3: return {w - 1 - x, h - 1 - y};
+    case 4: return {x, h - 1 - y};
+    case 5: return {y, x};
+    case 6: return {y, h - 1 - x};
+    case 7: return {w - 1 - y, h - 1 - x};
+    case 8: return {w - 1 - y, x};
+    default: return {x, y};
+  }
+}
+
+// Regression: the Orientation tag was not applied, where PIL's TIFF
+// plugin applies it on load in every decode path.
+TEST_F(TiffTest, OrientationIsAppliedAsPilDoes) {
+  for (uint16_t photometric : {PHOTOMETRIC_RGB, PHOTOMETRIC_MINISBLACK}) {
+    for (uint32_t tile : {0u, 16u}) {
+      for (bool keep_gray : {false, true}) {
+        for (uint16_t orientation = 1; orientation <= 8; ++orientation) {
+          SCOPED_TRACE(::testing::Message() << "photometric " << photometric << " tile " << tile
+                                            << " keep_gray " << keep_gray << " orientation "
+                                            << orientation);
+          TiffSpec s;
+          s.photometric = photometric;
+          s.samples = photometric == PHOTOMETRIC_RGB ? 3 : 1;
+          s.tile = tile;
+          s.compression = COMPRESSION_ADOBE_DEFLATE;
+          s.orientation = orientation;
+          const int channels = keep_gray && s.samples == 1 ? 1 : 3;
+          const std::vector<uint8_t> stored = Expected(s, Samples(s), channels);
+          DecodeSpec spec;
+          spec.keep_gray = keep_gray;
+          absl::StatusOr<PixelView> got = Decode(WriteTiff(s), spec);
+          ASSERT_THAT(got, ::shardpack::testing::IsOk());
+          const bool swap = orientation >= 5;
+          ASSERT_EQ(got->width, swap ? s.height : s.width);
+          ASSERT_EQ(got->height, swap ? s.width : s.height);
+          ASSERT_EQ(got->channels, channels);
+          std::vector<uint8_t> want;
+          for (uint32_t y = 0; y < got->height; ++y) {
+            for (uint32_t x = 0; x < got->width; ++x) {
+              const auto [u, v] = StoredPixel(orientation, x, y, s.width, s.height);
+              const uint8_t* px = &stored[(size_t{v} * s.width + u) * channels];
+              want.insert(want.end(), px, px + channels);
+            }
+          }
+          ASSERT_EQ(std::vector<uint8_t>(got->data, got->data + got->bytes()), want);
+        }
+      }
+    }
+  }
 }
 
 TEST_F(TiffTest, UnsupportedKindsAreRefused) {

@@ -134,11 +134,31 @@ TEST(TranscodeTest, TurboJpegReturnsCmykSamplesAsGiven) {
 
 TEST(TranscodeTest, CmykToRgbConventions) {
   uint8_t px[8] = {200, 100, 50, 180, 255, 255, 255, 255};
-  CmykToRgbInPlace(px, 2, /*adobe_inverted=*/true);
+  internal::CmykToRgbInPlace(px, 2, internal::CmykInk::kInverted);
   EXPECT_EQ(std::vector<int>(px, px + 6), (std::vector<int>{141, 71, 35, 255, 255, 255}));
   uint8_t plain[8] = {200, 100, 50, 180, 0, 0, 0, 0};
-  CmykToRgbInPlace(plain, 2, /*adobe_inverted=*/false);
+  internal::CmykToRgbInPlace(plain, 2, internal::CmykInk::kPlain);
   EXPECT_EQ(std::vector<int>(plain, plain + 6), (std::vector<int>{16, 46, 60, 255, 255, 255}));
+}
+
+// Pillow's cmyk2rgb (Convert.c): nk = 255 - K; R = nk - MULDIV255(C, nk),
+// MULDIV255(a, b) = ((a*b + 128) + ((a*b + 128) >> 8)) >> 8; on the samples
+// inverted first ("CMYK;I") for a JPEG. Every C and K, to the integer.
+TEST(TranscodeTest, CmykToRgbIsPillowsCmyk2RgbToTheInteger) {
+  const auto pillow = [](int c, int k) {
+    const int nk = 255 - k, t = c * nk + 128;
+    return nk - (((t >> 8) + t) >> 8);
+  };
+  for (int c = 0; c < 256; ++c) {
+    for (int k = 0; k < 256; ++k) {
+      uint8_t px[4] = {uint8_t(c), uint8_t(c), uint8_t(c), uint8_t(k)};
+      internal::CmykToRgbInPlace(px, 1, internal::CmykInk::kPlain);
+      ASSERT_EQ(px[0], pillow(c, k)) << c << " " << k;
+      uint8_t jpeg[4] = {uint8_t(c), uint8_t(c), uint8_t(c), uint8_t(k)};
+      JpegCmykToRgbInPlace(jpeg, 1);
+      ASSERT_EQ(jpeg[0], pillow(255 - c, 255 - k)) << c << " " << k;
+    }
+  }
 }
 
 TEST(TranscodeTest, YcckFromTurboJpegDecodesToRgb) {
@@ -164,13 +184,15 @@ TEST(TranscodeTest, AdobeCmykDecodesToRgb) {
   ExpectFlat(v.data, 40 * 24, {141, 71, 35}, 3);
 }
 
-TEST(TranscodeTest, PlainCmykUsesTheInkConvention) {
+// Regression: a CMYK JPEG without an Adobe marker came out inverted
+// relative to PIL, which reads every CMYK JPEG with Adobe's polarity.
+TEST(TranscodeTest, CmykWithoutAdobeMarkerIsInvertedAsPilReadsIt) {
   auto t = NewTranscoder();
   const std::vector<uint8_t> cmyk = FlatCmyk(40, 24, 200, 100, 50, 180);
   SP_ASSERT_OK_AND_ASSIGN(auto jpeg,
                           EncodeCmykJpeg(cmyk.data(), 40, 24, 95, CmykJpegKind::kPlainCmyk));
   SP_ASSERT_OK_AND_ASSIGN(PixelView v, t->Decode(jpeg, kName, {}));
-  ExpectFlat(v.data, 40 * 24, {16, 46, 60}, 3);  // (255-C)(255-K)/255 ...
+  ExpectFlat(v.data, 40 * 24, {141, 71, 35}, 3);  // C*K/255, as with the marker
 }
 
 TEST(TranscodeTest, ResizeKeepsFlatImagesExactlyFlat) {

@@ -5,6 +5,7 @@ mode, no resize) the pixels PIL's loader gives, where the path is lossless.
 Every file is written at test time by PIL or by hand. Needs Debian's PIL,
 numpy, h5py and torchvision (/usr/bin/python3); exits 77 (skipped) without.
 """
+import io
 import json
 import os
 import shutil
@@ -68,6 +69,13 @@ def build_folder(root):
     # Class "cat": JPEGs and PNG variants.
     save("cat/a.jpg", rgb(1), quality=95)
     save("cat/B.JPEG", rgb(2), quality=95)
+    # A CMYK JPEG without the Adobe APP14 marker PIL writes (the segment
+    # right after SOI): PIL reads it with Adobe's polarity all the same.
+    cmyk = io.BytesIO()
+    Image.fromarray(pixels(19, 4), "CMYK").save(cmyk, "JPEG", quality=95)
+    data = cmyk.getvalue()
+    assert data[2:4] == b"\xff\xee", "PIL's CMYK JPEG starts with its Adobe marker"
+    write("cat/r_cmyk_no_adobe.jpg", data[:2] + data[4 + struct.unpack(">H", data[4:6])[0]:])
     exact.append(save("cat/c.png", rgb(3)))
     exact.append(save("cat/d_rgba.png", Image.fromarray(pixels(4, 4), "RGBA")))
     exact.append(save("cat/e_gray.png", Image.fromarray(pixels(5, 1), "L")))
@@ -87,6 +95,9 @@ def build_folder(root):
     exact.append(save("dog/o.TIFF", Image.fromarray(pixels(14, 4), "RGBA"),
                       compression="tiff_deflate"))
     exact.append(save("dog/p.webp", rgb(15), lossless=True))
+    turned = Image.fromarray(pixels(20))
+    exact.append(save("dog/s_turned.tif", turned, compression="tiff_deflate",
+                      tiffinfo={274: 3}))  # Orientation: turned 180 degrees on load
     save("dog/q_lossy.webp", rgb(16), quality=90)
     # Class "fox": names that lie about the content.
     shutil.copy(os.path.join(root, "cat/a.jpg"), os.path.join(root, "cat/z_jpeg_named.png"))
@@ -145,7 +156,8 @@ class ImageFormatsTest(unittest.TestCase):
             np.testing.assert_array_equal(by_key[rel], want, err_msg=rel)
         # Lossy files too: the same libjpeg-turbo and libwebp decode beneath
         # PIL and us, so the pixels are the same to the bit.
-        for rel in ("cat/a.jpg", "cat/B.JPEG", "cat/z_jpeg_named.png", "dog/q_lossy.webp"):
+        for rel in ("cat/a.jpg", "cat/B.JPEG", "cat/r_cmyk_no_adobe.jpg", "cat/z_jpeg_named.png",
+                    "dog/q_lossy.webp"):
             want = np.asarray(self.tv.loader(os.path.join(self.root, rel)))
             np.testing.assert_array_equal(by_key[rel], want, err_msg=rel)
         summary = json.loads(done.stdout)
@@ -156,11 +168,11 @@ class ImageFormatsTest(unittest.TestCase):
         out, done = self.pack("pass")
         summary = json.loads(done.stdout)
         self.assertEqual(summary["records"], len(self.tv))
-        jpegs = 3  # a.jpg, B.JPEG and the JPEG named .png
+        jpegs = 4  # a.jpg, B.JPEG, the CMYK one and the JPEG named .png
         self.assertEqual(summary["converted"], len(self.tv) - jpegs)
         self.assertEqual(summary["converted_from"],
-                         {"BMP": 2, "PNG": 7, "PNM": 3, "TIFF": 2, "WebP": 2})
-        self.assertIn(f"{len(self.tv) - jpegs} converted (2 BMP, 7 PNG, 3 PNM, 2 TIFF, 2 WebP)",
+                         {"BMP": 2, "PNG": 7, "PNM": 3, "TIFF": 3, "WebP": 2})
+        self.assertIn(f"{len(self.tv) - jpegs} converted (2 BMP, 7 PNG, 3 PNM, 3 TIFF, 2 WebP)",
                       done.stderr)
         with open(os.path.join(out, "skipped.tsv")) as f:
             self.assertEqual(f.read(), "path\treason\n")
@@ -168,12 +180,12 @@ class ImageFormatsTest(unittest.TestCase):
     def test_non_jpeg_skip_lists_each_with_its_format_and_the_flag(self):
         out, done = self.pack("skip", "--non-jpeg", "skip", "--on-error", "fail")
         summary = json.loads(done.stdout)
-        self.assertEqual(summary["records"], 3)
-        self.assertEqual(summary["skipped"], len(self.tv) - 3)
-        self.assertIn(f", {len(self.tv) - 3} skipped", done.stderr)
+        self.assertEqual(summary["records"], 4)
+        self.assertEqual(summary["skipped"], len(self.tv) - 4)
+        self.assertIn(f", {len(self.tv) - 4} skipped", done.stderr)
         with open(os.path.join(out, "skipped.tsv")) as f:
             lines = f.read().splitlines()[1:]
-        self.assertEqual(len(lines), len(self.tv) - 3)
+        self.assertEqual(len(lines), len(self.tv) - 4)
         reasons = dict(line.split("\t") for line in lines)
         self.assertEqual(
             reasons[os.path.join(self.root, "dog/p.webp")],

@@ -96,7 +96,7 @@ std::vector<uint8_t> Reference(const OwnedRecord& r, int* channels) {
                     0, static_cast<int>(im.height), cmyk ? TJPF_CMYK : TJPF_RGB, 0),
       0);
   tjDestroy(t);
-  if (cmyk) internal::CmykToRgbInPlace(out.data(), plane, /*adobe_inverted=*/true);
+  if (cmyk) internal::JpegCmykToRgbInPlace(out.data(), plane);
   out.resize(plane * 3);
   *channels = 3;
   return out;

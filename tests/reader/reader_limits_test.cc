@@ -134,6 +134,12 @@ TEST_F(ReaderLimitsTest, AnElasticResumeOfTheLastEpochEndsThere) {
   EXPECT_EQ(reader->batches_in_epoch(), 8u);  // the 80 records owed
   EXPECT_EQ(ReadEpoch(*reader, kMaxEpoch), 8u);
   EXPECT_THAT(reader->Next(kPatience), StatusIs(absl::StatusCode::kFailedPrecondition, _));
+  // An earlier segment's batch count is checked before it is multiplied.
+  ReaderState bad = saved;
+  bad.earlier = {{2, 10, Remainder::kDrop, true, 1 << 20, UINT64_MAX}};
+  EXPECT_THAT(reader->Restore(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("segment 0 of the epoch: 18446744073709551615 batches")));
 }
 
 TEST_F(ReaderLimitsTest, BudgetsFromZeroTo2To64Minus1Work) {

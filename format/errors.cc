@@ -25,6 +25,16 @@ absl::Status CheckManifestRecords(std::string_view path, uint64_t held, uint64_t
       absl::StrCat(AsAbsl(path), ": holds ", held, " records, the manifest says ", says));
 }
 
+std::string Excerpt(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  size_t cut = max;
+  // Not inside a UTF-8 sequence: back over at most three continuation bytes.
+  for (int i = 0; i < 3 && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80; ++i) {
+    --cut;
+  }
+  return absl::StrCat(AsAbsl(text.substr(0, cut)), "... (", text.size(), " bytes)");
+}
+
 std::optional<uint64_t> ErrorOffset(const absl::Status& status) {
   auto payload = status.GetPayload(kOffsetPayload);
   uint64_t offset;

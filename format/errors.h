@@ -3,8 +3,10 @@
 #ifndef SHARDPACK_FORMAT_ERRORS_H_
 #define SHARDPACK_FORMAT_ERRORS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -26,6 +28,12 @@ absl::Status CheckManifestRecords(std::string_view path, uint64_t held, uint64_t
 // "<what> <path>: <strerror(err)>", with a code that matches errno
 // (NotFound for ENOENT, PermissionDenied for EACCES, ...).
 absl::Status ErrnoError(std::string_view what, std::string_view path, int err);
+
+// Text from a user or a file, bounded for a message: `text` itself when it
+// has at most `max` bytes, else its first `max` bytes (cut back to a UTF-8
+// character's start) and "... (N bytes)". Bytes go in as they are, NULs
+// too: whoever prints a message escapes it.
+std::string Excerpt(std::string_view text, size_t max = 64);
 
 // The offset attached by DataLossAt, if any.
 std::optional<uint64_t> ErrorOffset(const absl::Status& status);

@@ -11,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
+#include "format/errors.h"
+#include "python/args.h"
 #include "python/arrays.h"
 #include "python/py_reader.h"
 
@@ -33,9 +35,11 @@ py::array AsArray(py::object obj) {
 // channels and dimension 3 does not.
 bool IsNchw(const py::array& a, const py::object& layout) {
   if (!layout.is_none()) {
-    std::string l = layout.cast<std::string>();
+    std::string l = StrArg(layout, "layout");
     for (char& c : l) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (l != "NHWC" && l != "NCHW") Bad("layout '" + l + "': expected 'NHWC' or 'NCHW'");
+    if (l != "NHWC" && l != "NCHW") {
+      Bad(absl::StrCat("layout '", internal::Excerpt(l), "': expected 'NHWC' or 'NCHW'"));
+    }
     return l == "NCHW";
   }
   const auto c1 = a.shape(1), c3 = a.shape(3);
@@ -45,7 +49,10 @@ bool IsNchw(const py::array& a, const py::object& layout) {
 // A list of names from any sequence of str.
 std::vector<std::string> Names(py::handle seq) {
   std::vector<std::string> out;
-  for (py::handle item : py::iter(seq)) out.push_back(py::str(item).cast<std::string>());
+  for (py::handle item : py::iter(seq)) {
+    py::str text(item);
+    out.push_back(Utf8Of(text).value_or(Shown(item)));  // lone surrogates: the repr
+  }
   return out;
 }
 
@@ -54,6 +61,9 @@ std::vector<std::string> Names(py::handle seq) {
 std::vector<std::vector<std::string>> ClassLists(const py::object& classes) {
   std::vector<std::vector<std::string>> out;
   if (classes.is_none()) return out;
+  if (!PySequence_Check(classes.ptr()) || PyUnicode_Check(classes.ptr())) {
+    WrongType("classes", "a list of names, or one list per label field", classes);
+  }
   py::list list(classes);
   if (list.size() > 0 && py::isinstance<py::str>(list[0])) {
     out.push_back(Names(list));
@@ -64,15 +74,23 @@ std::vector<std::vector<std::string>> ClassLists(const py::object& classes) {
 }
 
 std::array<float, 3> Triple(const char* what, const py::object& v, float fill) {
-  if (v.is_none()) return {fill, fill, fill};
-  py::list list(v);
-  if (list.size() != 3) Bad(absl::StrCat(what, ": expected 3 values, one per channel"));
-  return {list[0].cast<float>(), list[1].cast<float>(), list[2].cast<float>()};
+  if (!v || v.is_none()) return {fill, fill, fill};
+  return TripleArg(v, what);
 }
 
-py::array ContactSheet(py::object images_obj, py::object labels_obj, py::object classes,
-                       py::object columns, py::object tile, py::object mean, py::object std,
-                       py::object indices, py::object layout) {
+// The arguments not given are None, as their defaults are.
+py::array ContactSheet(const py::args& args, const py::kwargs& kwargs) {
+  const CallArgs a("contact_sheet", args, kwargs,
+                   {"images", "labels", "classes", "columns", "tile", "mean", "std", "indices",
+                    "layout"},
+                   5, 2);
+  auto arg = [&](const char* name) {
+    py::object v = a[name];
+    return v ? v : py::none();
+  };
+  py::object images_obj = arg("images"), labels_obj = arg("labels"), classes = arg("classes");
+  py::object columns = arg("columns"), tile = arg("tile"), mean = arg("mean"), std = arg("std");
+  py::object indices = arg("indices"), layout = arg("layout");
   py::array images = AsArray(images_obj);
   if (images.ndim() == 3)
     images =
@@ -107,7 +125,9 @@ py::array ContactSheet(py::object images_obj, py::object labels_obj, py::object 
   }
   std::vector<uint64_t> index_list;
   if (!indices.is_none()) {
-    for (py::handle i : AsArray(indices).attr("tolist")()) index_list.push_back(i.cast<uint64_t>());
+    for (py::handle i : AsArray(indices).attr("reshape")(-1).attr("tolist")()) {
+      index_list.push_back(UintArg(i, "indices[]", UINT64_MAX, "record indexes, 0 to 2**64-1"));
+    }
     if (static_cast<int64_t>(index_list.size()) != b.n)
       Bad(absl::StrCat("indices: expected ", b.n, " record indexes"));
   }
@@ -116,8 +136,15 @@ py::array ContactSheet(py::object images_obj, py::object labels_obj, py::object 
                                 labels.ndim() == 2 ? static_cast<int>(labels.shape(1)) : 1,
                                 index_list, class_lists};
   codec::SheetOptions options{.tile = 0};  // 0: the images' own size
-  if (!columns.is_none()) options.columns = columns.cast<uint32_t>();
-  if (!tile.is_none()) options.tile = tile.cast<uint32_t>();
+  if (!columns.is_none()) {
+    options.columns = static_cast<uint32_t>(
+        UintArg(columns, "columns", UINT32_MAX, "0 (about square) to 2**32-1"));
+  }
+  if (!tile.is_none()) {
+    options.tile = static_cast<uint32_t>(UintArg(
+        tile, "tile", UINT32_MAX,
+        absl::StrCat(codec::kMinSheetTile, " to ", codec::kMaxSheetTile, " pixels")));
+  }
   absl::StatusOr<codec::ContactSheet> sheet;
   {
     py::gil_scoped_release unlocked;
@@ -131,7 +158,10 @@ py::array ContactSheet(py::object images_obj, py::object labels_obj, py::object 
   return out;
 }
 
-constexpr char kDoc[] = R"doc(A contact sheet of a batch: an H x W x 3 uint8 numpy array.
+constexpr char kDoc[] = R"doc(contact_sheet(images, labels, classes=None, columns=None,
+              tile=None, *, mean=None, std=None, indices=None, layout=None)
+
+A contact sheet of a batch: an H x W x 3 uint8 numpy array.
 
 images: N x H x W x C or N x C x H x W (told by the shape, or layout="NHWC" /
 "NCHW"), uint8, or float normalized as the reader makes it:
@@ -147,11 +177,11 @@ and the class name, in a built-in bitmap font.)doc";
 }  // namespace
 
 void BindContactSheet(py::module_& m) {
-  m.def("contact_sheet", &ContactSheet, kDoc, py::arg("images"), py::arg("labels"),
-        py::arg("classes") = py::none(), py::arg("columns") = py::none(),
-        py::arg("tile") = py::none(), py::kw_only(), py::arg("mean") = py::none(),
-        py::arg("std") = py::none(), py::arg("indices") = py::none(),
-        py::arg("layout") = py::none());
+  // The arguments are checked by python/args.h, which names them; the
+  // docstring gives the signature (pybind11's would say *args, **kwargs).
+  py::options options;
+  options.disable_function_signatures();
+  m.def("contact_sheet", &ContactSheet, kDoc);
 }
 
 }  // namespace shardpack::python

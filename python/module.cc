@@ -5,11 +5,16 @@
 
 #include <array>
 #include <cctype>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "format/errors.h"
+#include "python/args.h"
 #include "python/contact_sheet.h"
 #include "python/py_reader.h"
 #include "shardpack/reader.h"
@@ -23,8 +28,8 @@ std::string Lower(std::string s) {
 }
 
 [[noreturn]] void BadChoice(const char* name, const std::string& value, const char* choices) {
-  ThrowStatus(absl::InvalidArgumentError(
-      absl::StrCat(name, "='", value, "' is not one of ", choices)));
+  ThrowStatus(absl::InvalidArgumentError(absl::StrCat(name, "='", internal::Excerpt(value),
+                                                      "' is not one of ", choices)));
 }
 
 template <typename T>
@@ -32,23 +37,6 @@ T Unwrap(absl::StatusOr<T> v) {
   if (!v.ok()) ThrowStatus(v.status());
   return *std::move(v);
 }
-
-// The options every keyword of Reader() maps to.
-struct Args {
-  py::object path;
-  int batch_size;
-  bool shuffle;
-  uint64_t seed;
-  int rank, world_size;
-  std::string transform;
-  int threads, ring_slots;
-  uint64_t shuffle_bytes, read_ahead_bytes;
-  std::string io, remainder, layout, dtype;
-  std::array<float, 3> mean, std;
-  std::string on_corrupt;
-  bool copy, indices;
-  std::string output, device;
-};
 
 // "cpu" -> -1, "cuda" -> 0, "cuda:N" -> N.
 int ParseDevice(const std::string& device) {
@@ -60,38 +48,66 @@ int ParseDevice(const std::string& device) {
   BadChoice("device", device, "cpu, cuda, cuda:N");
 }
 
-std::unique_ptr<PyReader> MakeReader(const Args& a) {
+// A method of no arguments: any given is a TypeError naming the method.
+template <typename Result>
+auto NoArguments(const char* name, Result (PyReader::*method)() const) {
+  return [name, method](const PyReader& r, const py::args& args, const py::kwargs& kwargs) {
+    CallArgs(name, args, kwargs, {});
+    return (r.*method)();
+  };
+}
+
+// Reader(path, **keywords): each argument checked and named (python/args.h);
+// one not given keeps ReaderOptions' default.
+std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwargs) {
+  const CallArgs a("Reader", args, kwargs,
+                   {"path", "batch_size", "shuffle", "seed", "rank", "world_size", "transform",
+                    "threads", "ring_slots", "shuffle_bytes", "read_ahead_bytes", "io",
+                    "remainder", "layout", "dtype", "mean", "std", "on_corrupt", "copy",
+                    "indices", "output", "device"},
+                   1, 1);
+  auto str = [&](const char* name, const char* fallback) {
+    py::object v = a[name];
+    return v ? StrArg(v, name) : std::string(fallback);
+  };
   ReaderOptions o;
-  o.path = py::module_::import("os").attr("fspath")(a.path).cast<std::string>();
-  o.batch_size = a.batch_size;
-  o.shuffle = a.shuffle;
-  o.seed = a.seed;
-  o.rank = a.rank;
-  o.world_size = a.world_size;
-  o.transform = Unwrap(ParseTransform(a.transform));
-  o.threads = a.threads;
-  o.ring_slots = a.ring_slots;
-  o.shuffle_bytes = a.shuffle_bytes;
-  o.read_ahead_bytes = a.read_ahead_bytes;
-  o.io = Unwrap(ParseIoEngine(a.io));
-  const std::string dtype = Lower(a.dtype), output = Lower(a.output);
-  o.remainder = Unwrap(ParseRemainder(a.remainder));
-  o.layout = Unwrap(ParseOutputLayout(a.layout));
-  o.device = ParseDevice(a.device);
+  o.path = PathArg(a["path"], "path");
+  for (auto [name, field] : {std::pair<const char*, int*>{"batch_size", &o.batch_size},
+                             {"rank", &o.rank},
+                             {"world_size", &o.world_size},
+                             {"threads", &o.threads},
+                             {"ring_slots", &o.ring_slots}}) {
+    if (py::object v = a[name]) *field = OptionInt(v, name);
+  }
+  for (auto [name, field] : {std::pair<const char*, uint64_t*>{"seed", &o.seed},
+                             {"shuffle_bytes", &o.shuffle_bytes},
+                             {"read_ahead_bytes", &o.read_ahead_bytes}}) {
+    if (py::object v = a[name]) *field = UintArg(v, name);
+  }
+  if (py::object v = a["shuffle"]) o.shuffle = BoolArg(v, "shuffle");
+  if (py::object v = a["mean"]) o.mean = TripleArg(v, "mean");
+  if (py::object v = a["std"]) o.std = TripleArg(v, "std");
+  const bool copy = a["copy"] ? BoolArg(a["copy"], "copy") : false;
+  const bool indices = a["indices"] ? BoolArg(a["indices"], "indices") : false;
+  o.transform = Unwrap(ParseTransform(str("transform", "none")));
+  o.io = Unwrap(ParseIoEngine(str("io", "auto")));
+  o.remainder = Unwrap(ParseRemainder(str("remainder", "drop")));
+  o.layout = Unwrap(ParseOutputLayout(str("layout", "nhwc")));
+  o.on_corrupt = Unwrap(ParseOnCorrupt(str("on_corrupt", "error")));
+  o.device = ParseDevice(str("device", "cpu"));
   // On a device, float output is made there by the finish kernel from uint8
   // (a quarter of the bytes on the bus); on the host, by the transform.
+  const std::string dtype_arg = str("dtype", "uint8"), dtype = Lower(dtype_arg);
   if (dtype == "uint8") o.dtype = DType::kUint8;
   else if (dtype == "float32" && o.device >= 0) o.device_dtype = DeviceDType::kFloat32;
   else if (dtype == "float32") o.dtype = DType::kFloat32;
   else if (dtype == "float16" && o.device >= 0) o.device_dtype = DeviceDType::kFloat16;
-  else BadChoice("dtype", a.dtype, "uint8, float32, float16 (float16 with device='cuda')");
-  o.mean = a.mean;
-  o.std = a.std;
-  o.on_corrupt = Unwrap(ParseOnCorrupt(a.on_corrupt));
+  else BadChoice("dtype", dtype_arg, "uint8, float32, float16 (float16 with device='cuda')");
+  const std::string output_arg = str("output", "numpy"), output = Lower(output_arg);
   Output out = Output::kNumpy;
   if (output == "torch") out = Output::kTorch;
-  else if (output != "numpy") BadChoice("output", a.output, "numpy, torch");
-  return std::make_unique<PyReader>(o, a.copy, a.indices, out);
+  else if (output != "numpy") BadChoice("output", output_arg, "numpy, torch");
+  return std::make_unique<PyReader>(o, copy, indices, out);
 }
 
 constexpr char kReaderDoc[] = R"doc(
@@ -129,9 +145,11 @@ slots on the reader's own stream (labels stay on the CPU); dtype "float32" or
 (RuntimeWarning, saying why) and the tensors stay on the CPU. docs/python.md and docs/reader.md
 explain every option.
 
-Errors raise ValueError (bad options), FileNotFoundError, shardpack.DataLossError
-(damaged data, naming shard and offset) or shardpack.Error. The GIL is released
-while next() waits for a batch. Not thread-safe: iterate from one thread.
+Errors raise TypeError (an argument of the wrong type), ValueError (a value out
+of range), FileNotFoundError, shardpack.DataLossError (damaged data, naming shard
+and offset) or shardpack.Error; each message names the argument or the file.
+The GIL is released while next() waits for a batch, and Ctrl-C interrupts that
+wait (KeyboardInterrupt). Not thread-safe: iterate from one thread.
 )doc";
 
 }  // namespace
@@ -148,46 +166,44 @@ PYBIND11_MODULE(shardpack, m) {
   py::class_<BatchRef, std::shared_ptr<BatchRef>>(
       m, "_BatchRef", "Owns a ring slot while zero-copy arrays of its batch live.");
 
+  // Every argument is checked by python/args.h, which names it: pybind11's
+  // signatures would say (*args, **kwargs), so each docstring starts with
+  // its own.
+  py::options options;
+  options.disable_function_signatures();
   py::class_<PyReader>(m, "Reader", kReaderDoc)
-      .def(py::init([](py::object path, int batch_size, bool shuffle, uint64_t seed, int rank,
-                       int world_size, std::string transform, int threads, int ring_slots,
-                       uint64_t shuffle_bytes, uint64_t read_ahead_bytes, std::string io,
-                       std::string remainder, std::string layout, std::string dtype,
-                       std::array<float, 3> mean, std::array<float, 3> std,
-                       std::string on_corrupt, bool copy, bool indices, std::string output,
-                       std::string device) {
-             return MakeReader({path, batch_size, shuffle, seed, rank, world_size, transform,
-                                threads, ring_slots, shuffle_bytes, read_ahead_bytes, io,
-                                remainder, layout, dtype, mean, std, on_corrupt, copy, indices,
-                                output, device});
-           }),
-           py::arg("path"), py::kw_only(), py::arg("batch_size") = 256,
-           py::arg("shuffle") = true, py::arg("seed") = 0, py::arg("rank") = -1,
-           py::arg("world_size") = -1, py::arg("transform") = "none", py::arg("threads") = 0,
-           py::arg("ring_slots") = 0, py::arg("shuffle_bytes") = uint64_t{256} << 20,
-           py::arg("read_ahead_bytes") = uint64_t{32} << 20, py::arg("io") = "auto",
-           py::arg("remainder") = "drop", py::arg("layout") = "NHWC", py::arg("dtype") = "uint8",
-           py::arg("mean") = std::array<float, 3>{0, 0, 0},
-           py::arg("std") = std::array<float, 3>{1, 1, 1}, py::arg("on_corrupt") = "error",
-           py::arg("copy") = false, py::arg("indices") = false, py::arg("output") = "numpy",
-           py::arg("device") = "cpu")
+      .def(py::init([](const py::args& args, const py::kwargs& kwargs) {
+        return MakeReader(args, kwargs);
+      }))
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &PyReader::Next, "The next batch; StopIteration at the epoch's end.")
       .def("__len__", &PyReader::Len, "Batches per epoch on this rank (equal on every rank).")
-      .def("set_epoch", &PyReader::SetEpoch, py::arg("epoch"),
-           "Start epoch `epoch` at its first batch (a no-op when already there). Every\n"
-           "zero-copy array of this reader must be freed first when it has to jump.")
-      .def("state_dict", &PyReader::StateDict,
+      .def("set_epoch",
+           [](PyReader& r, const py::args& args, const py::kwargs& kwargs) {
+             const CallArgs a("set_epoch", args, kwargs, {"epoch"}, 1, 1);
+             r.SetEpoch(UintArg(a["epoch"], "epoch", shardpack::kMaxEpoch, "0 to 2**63-1"));
+           },
+           "set_epoch(epoch)\n\n"
+           "Start epoch `epoch` (0 to 2**63-1) at its first batch (a no-op when already there).\n"
+           "Every zero-copy array of this reader must be freed first when it has to jump.")
+      .def("state_dict", NoArguments("state_dict", &PyReader::StateDict),
+           "state_dict()\n\n"
            "The position after the last batch delivered: seed, epoch, batch, the dataset's\n"
            "fingerprint, the plan options (world_size, batch_size, remainder, shuffle,\n"
            "shuffle_bytes) and the epoch's earlier segments. The same on every rank.")
-      .def("load_state_dict", &PyReader::LoadStateDict, py::arg("state"),
+      .def("load_state_dict",
+           [](PyReader& r, const py::args& args, const py::kwargs& kwargs) {
+             const CallArgs a("load_state_dict", args, kwargs, {"state"}, 1, 1);
+             r.LoadStateDict(a["state"]);
+           },
+           "load_state_dict(state)\n\n"
            "Resume from a state_dict() saved by any rank of any job on this dataset and seed.\n"
            "Same world size and options: the identical rest of the stream. Another world size\n"
            "or batch size (elastic resume): the ranks together deliver what the epoch still\n"
            "owes, once each, in equal batch counts (docs/python.md). Never a replay. Every\n"
            "zero-copy array of this reader must be freed first.")
-      .def("stats", &PyReader::Stats,
+      .def("stats", NoArguments("stats", &PyReader::Stats),
+           "stats()\n\n"
            "Batches, samples, bytes read, skipped samples, stage waits (seconds) and the\n"
            "memory budget (bytes).")
       .def_property_readonly("batch_size", [](const PyReader& r) { return r.options().batch_size; })

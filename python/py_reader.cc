@@ -2,12 +2,17 @@
 
 #include <pybind11/numpy.h>
 
+#include <cassert>
+#include <chrono>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "format/errors.h"
+#include "python/args.h"
 #include "python/arrays.h"
 #include "python/dlpack.h"
 #include "shardpack/manifest.h"
@@ -48,7 +53,17 @@ void ThrowStatus(const absl::Status& status) {
     absl::StrAppend(&message, " (in Python: free that batch's arrays, e.g. `del images, labels`,"
                               " or pass copy=True)");
   }
-  PyErr_SetString(type, message.c_str());
+  RaiseError(type, message);
+}
+
+void RaiseError(PyObject* type, std::string_view message) {
+  // All of it, NULs and bytes that are not UTF-8 included (escaped), where
+  // PyErr_SetString would stop at the first NUL.
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                        "backslashreplace");
+  if (text == nullptr) throw py::error_already_set();
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
   throw py::error_already_set();
 }
 
@@ -62,14 +77,28 @@ absl::StatusOr<Batch> ReaderCore::Next() {
     }
     in_next_ = true;
   }
-  absl::StatusOr<Batch> batch;
-  {
-    py::gil_scoped_release no_gil;
-    batch = reader_->Next();
+  struct Leave {  // however next() ends, a KeyboardInterrupt included
+    ReaderCore* core;
+    ~Leave() {
+      std::lock_guard<std::mutex> lock(core->mu_);
+      core->in_next_ = false;
+    }
+  } leave{this};
+  // The wait goes in slices: between them, with the GIL, Python runs its
+  // signal handlers (Ctrl-C raises KeyboardInterrupt here), which it cannot
+  // do while this thread waits in C++. A ready batch comes out of the first
+  // slice at no cost (Reader::Next(timeout) reads no clock then); nothing is
+  // consumed by a slice that ends empty.
+  constexpr auto kSlice = std::chrono::milliseconds(50);
+  for (;;) {
+    absl::StatusOr<Batch> batch;
+    {
+      py::gil_scoped_release no_gil;
+      batch = reader_->Next(kSlice);
+    }
+    if (!absl::IsDeadlineExceeded(batch.status())) return batch;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  in_next_ = false;
-  return batch;
 }
 
 absl::Status ReaderCore::Restore(const ReaderState& state) {
@@ -100,10 +129,9 @@ PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output
       }
     } catch (py::error_already_set& e) {
       if (!e.matches(PyExc_ImportError)) throw;
-      PyErr_SetString(PyExc_ImportError,
-                      absl::StrCat("output='torch' needs PyTorch (Debian: python3-torch): ",
-                                   e.what()).c_str());
-      throw py::error_already_set();
+      RaiseError(PyExc_ImportError,
+                 absl::StrCat("output='torch' needs PyTorch (Debian: python3-torch): ",
+                              internal::Excerpt(e.what(), 200)));
     }
   }
   absl::StatusOr<std::unique_ptr<Reader>> reader;
@@ -181,6 +209,7 @@ py::tuple PyReader::Next() {
 }
 
 void PyReader::SetEpoch(uint64_t epoch) {
+  assert(epoch <= kMaxEpoch);  // module.cc checks the argument
   ReaderState now = core_->reader().state();
   if (now.epoch == epoch && now.batch == 0 && now.earlier.empty()) return;
   now.epoch = epoch;  // this reader's own options: an ordinary epoch
@@ -206,9 +235,10 @@ void PutPlan(py::dict& d, int world_size, int batch_size, Remainder remainder, b
   d["shuffle_bytes"] = shuffle_bytes;
 }
 
-[[noreturn]] void BadState(const std::string& where, const py::object& v, const char* what) {
+// The value is shown bounded: a damaged or hostile state may hold megabytes.
+[[noreturn]] void BadState(const std::string& where, const py::object& v, std::string_view what) {
   ThrowStatus(absl::InvalidArgumentError(
-      absl::StrCat(where, " is ", std::string(py::repr(v)), ": it must be ", what)));
+      absl::StrCat(where, " is ", Shown(v), ": it must be ", internal::AsAbsl(what))));
 }
 
 py::object StateItem(const py::dict& d, const char* key, const std::string& where) {
@@ -232,8 +262,9 @@ uint64_t StateUint(const py::dict& d, const char* key, const std::string& where,
     } catch (const py::cast_error&) {
     }
   }
-  BadState(at, v, max == UINT64_MAX ? "an int from 0 to 2**64-1"
-                                    : absl::StrCat("an int from 0 to ", max).c_str());
+  BadState(at, v, max == UINT64_MAX  ? "an int from 0 to 2**64-1"
+                  : max == kMaxEpoch ? "an int from 0 to 2**63-1"
+                                     : absl::StrCat("an int from 0 to ", max));
 }
 
 bool StateBool(const py::dict& d, const char* key, const std::string& where) {
@@ -244,10 +275,9 @@ bool StateBool(const py::dict& d, const char* key, const std::string& where) {
 
 Remainder StateRemainder(const py::dict& d, const std::string& where) {
   py::object v = StateItem(d, "remainder", where);
-  if (py::isinstance<py::str>(v)) {
-    const std::string name = v.cast<std::string>();
+  if (const std::optional<std::string> name = Utf8Of(v)) {
     for (Remainder r : {Remainder::kDrop, Remainder::kPartial, Remainder::kPad}) {
-      if (name == RemainderName(r)) return r;  // exactly: a state is data, not a user's spelling
+      if (*name == RemainderName(r)) return r;  // exactly: a state is data, not a user's spelling
     }
   }
   BadState(where + "['remainder']", v, "'drop', 'partial' or 'pad'");
@@ -337,10 +367,10 @@ void PyReader::LoadStateDict(const py::object& object) {
   const std::string where = "state_dict";
   ReaderState s;
   s.seed = StateUint(state, "seed", where);
-  s.epoch = StateUint(state, "epoch", where);
+  s.epoch = StateUint(state, "epoch", where, kMaxEpoch);
   s.batch = StateUint(state, "batch", where);
   py::object fp = StateItem(state, "fingerprint", where);
-  std::string text = py::isinstance<py::str>(fp) ? fp.cast<std::string>() : "";
+  const std::string text = Utf8Of(fp).value_or("");
   if (text.size() != 16 || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
     BadState("state_dict['fingerprint']", fp, "16 lowercase hex digits");
   }
@@ -354,7 +384,7 @@ void PyReader::LoadStateDict(const py::object& object) {
   py::object earlier = StateItem(state, "earlier", where);
   if (!py::isinstance<py::list>(earlier) || py::len(earlier) > kMaxStateSegments) {
     BadState("state_dict['earlier']", earlier,
-             absl::StrCat("a list of at most ", kMaxStateSegments, " dicts").c_str());
+             absl::StrCat("a list of at most ", kMaxStateSegments, " dicts"));
   }
   py::list list = earlier.cast<py::list>();
   for (size_t i = 0; i < list.size(); ++i) {

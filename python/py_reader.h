@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,6 +32,9 @@ namespace py = pybind11;
 // message: ValueError, FileNotFoundError, shardpack.DataLossError or
 // shardpack.Error.
 [[noreturn]] void ThrowStatus(const absl::Status& status);
+// Raises `type` with all of `message` (NULs and bytes that are not UTF-8
+// escaped, where PyErr_SetString would stop at a NUL).
+[[noreturn]] void RaiseError(PyObject* type, std::string_view message);
 // Registers shardpack.Error and shardpack.DataLossError in `m`.
 void RegisterExceptions(py::module_& m);
 
@@ -41,7 +45,8 @@ class ReaderCore {
  public:
   explicit ReaderCore(std::unique_ptr<Reader> reader) : reader_(std::move(reader)) {}
   Reader& reader() { return *reader_; }
-  // Reader::Next() without the GIL.
+  // Reader::Next() without the GIL; KeyboardInterrupt (py::error_already_set)
+  // when a signal handler raises while it waits.
   absl::StatusOr<Batch> Next();
   // Reader::Restore(), refused while next() runs in another thread.
   absl::Status Restore(const ReaderState& state);

@@ -40,6 +40,17 @@ uint8_t* AllocateReadBuffer(size_t capacity) {
 
 constexpr uint32_t kPieceStopped = 2;
 
+// a + b + ..., or UINT64_MAX when that does not fit.
+template <typename... More>
+uint64_t SaturatingAdd(uint64_t a, uint64_t b, More... more) {
+  const uint64_t sum = a + b < a ? UINT64_MAX : a + b;
+  if constexpr (sizeof...(more) == 0) {
+    return sum;
+  } else {
+    return SaturatingAdd(sum, static_cast<uint64_t>(more)...);
+  }
+}
+
 // Reads the loader keeps in flight: as many units as the read-ahead holds,
 // at least 2 (one transferring while the last is parsed), at most what the
 // engine takes. No more: a device shares its bandwidth among the reads it is
@@ -97,7 +108,7 @@ Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
       num_labels_(num_labels),
       batches_per_epoch_(BatchesPerEpoch(dataset->records, plan_options)),
       plan_bound_bytes_(PlanMemoryBound(dataset->units(), plan_options)),
-      budget_bytes_(options.shuffle_bytes + options.read_ahead_bytes),
+      budget_bytes_(SaturatingAdd(options.shuffle_bytes, options.read_ahead_bytes)),
       max_in_flight_(ReadsInFlight(options, *dataset)),
       units_(dataset->units().size()),
       ring_(static_cast<size_t>(options.ring_slots)),
@@ -173,11 +184,10 @@ void Pipeline::Stop() {
   }
   cv_.notify_all();
   for (RingSlot& slot : ring_) {
-    slot.ready.store(UINT64_MAX);
-    slot.ready.notify_all();
     slot.free_for.store(UINT64_MAX);
     slot.free_for.notify_all();
   }
+  built_.Ring();  // stop_ is set
   loader_.join();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
@@ -217,9 +227,11 @@ void Pipeline::LoaderMain() {
   uint64_t start_position = start_batch_ * static_cast<uint64_t>(options_.batch_size);
   for (uint64_t epoch = start_epoch_;; ++epoch, start_position = 0) {
     {
-      // At most one epoch ahead of the consumer.
+      // At most one epoch ahead of the consumer, whose epoch is never past
+      // this one (it takes batches of published epochs): a difference, which
+      // cannot wrap as consumer_epoch_ + 1 would.
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_.load() || epoch <= consumer_epoch_ + 1; });
+      cv_.wait(lock, [&] { return stop_.load() || epoch - consumer_epoch_.load() <= 1; });
     }
     if (stop_) return;
     std::shared_ptr<EpochRun> run = PublishRun(epoch);
@@ -376,7 +388,7 @@ void Pipeline::WorkerMain() {
     BuildBatch(seq, slot);
     if (stop_) return;
     slot.ready.store(seq + 1, std::memory_order_release);
-    slot.ready.notify_all();
+    built_.Ring();
   }
 }
 
@@ -388,6 +400,8 @@ void Pipeline::Unpin(uint32_t unit, int64_t n) {
   }
 }
 
+// Epochs stay within kMaxEpoch + ring slots (Reader refuses to go past
+// kMaxEpoch; workers run at most a ring ahead of it): no sum here wraps.
 void Pipeline::Locate(uint64_t seq, uint64_t* epoch, uint64_t* batch) const {
   const uint64_t global = start_batch_ + seq;
   if (global < start_epoch_batches_) {
@@ -449,6 +463,8 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
   // since which samples read zeros is not known.
   const uint64_t faults_before = ContainedMappingFaults();
   for (int i = 0; i < slot.size; ++i) {
+    // A stopping reader does not wait for the rest of a long batch.
+    if (stop_.load(std::memory_order_relaxed)) return;
     const ByteSpan ahead = record_bytes(i + kAhead);
     const SampleRef ref = plan.order[first + i];
     if (!WaitFor(run->piece_ready[ref.piece], 1u, stop_, &io_wait_ns_)) return;
@@ -534,16 +550,18 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
 
 // ---- Consumer -----------------------------------------------------------
 
-RingSlot& Pipeline::WaitBuilt(uint64_t seq) {
+RingSlot* Pipeline::WaitBuilt(uint64_t seq, std::chrono::nanoseconds timeout) {
   RingSlot& slot = ring_[seq % ring_.size()];
-  WaitFor(slot.ready, seq + 1, stop_, &consumer_wait_ns_);
+  if (!built_.Wait(slot.ready, seq + 1, stop_, &consumer_wait_ns_, timeout)) {
+    return stop_.load() ? &slot : nullptr;
+  }
   if (slot.epoch != consumer_epoch_.load()) {
     std::lock_guard<std::mutex> lock(mu_);
     consumer_epoch_ = slot.epoch;
     DropPastRuns();
     cv_.notify_all();
   }
-  return slot;
+  return &slot;
 }
 
 void Pipeline::Release(uint64_t seq) {
@@ -563,9 +581,10 @@ void Pipeline::AddStats(ReaderStats* stats) const {
       dataset_->source->IndexBytes() + units_.size() * (sizeof(UnitSlot) + sizeof(uint8_t));
   stats->plan_peak_bytes = plan_peak_bytes_.load();
   stats->plan_bytes = std::max(stats->plan_peak_bytes, plan_bound_bytes_);
-  stats->memory_budget_bytes =
-      budget_bytes_ + ring_.size() * options_.batch_size * transform_->shape().sample_bytes +
-      stats->index_bytes + stats->plan_bytes;
+  // Saturated: shuffle_bytes and read_ahead_bytes may be as large as 2^64-1.
+  stats->memory_budget_bytes = SaturatingAdd(
+      budget_bytes_, ring_.size() * options_.batch_size * transform_->shape().sample_bytes,
+      stats->index_bytes, stats->plan_bytes);
 }
 
 }  // namespace shardpack::internal

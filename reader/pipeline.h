@@ -10,6 +10,7 @@
 #define SHARDPACK_READER_PIPELINE_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -26,6 +27,7 @@
 #include "reader/io_engine.h"
 #include "reader/transform.h"
 #include "reader/unit_view.h"
+#include "reader/wait.h"
 #include "shardpack/reader.h"
 
 namespace shardpack::internal {
@@ -126,8 +128,10 @@ class Pipeline {
   // Stops and joins every thread; resident units stay cached, unpinned.
   void Stop();
 
-  // The slot of sequence number `seq`, once built. Records the wait.
-  RingSlot& WaitBuilt(uint64_t seq);
+  // The slot of sequence number `seq`, once built (or once stopped); null
+  // when it was not built within `timeout`. Records the wait. One thread
+  // waits: Reader::Next, or the stager's.
+  RingSlot* WaitBuilt(uint64_t seq, std::chrono::nanoseconds timeout = kNoTimeout);
   // Returns the slot of `seq` to the ring.
   void Release(uint64_t seq);
 
@@ -187,6 +191,7 @@ class Pipeline {
   std::shared_ptr<const EpochRest> rest_;  // of start_epoch_, when elastic
   uint64_t start_epoch_batches_ = 0;       // batches of start_epoch_
   std::atomic<bool> stop_{false};
+  Doorbell built_;  // a ring slot's `ready` was stored
   std::atomic<uint64_t> next_build_{0};
   std::atomic<uint64_t> consumer_epoch_{0};
 

@@ -2,13 +2,20 @@
 #include "shardpack/reader.h"
 
 #include <atomic>
+#include <chrono>
+#include <climits>
 #include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/rng.h"
+#include "format/errors.h"
 #include "reader/dataset_units.h"
+#include "reader/options.h"
 #include "reader/pipeline.h"
 #include "reader/staging.h"
 #include "reader/transform.h"
@@ -16,6 +23,7 @@
 
 namespace shardpack {
 
+using internal::AsAbsl;
 using internal::Pipeline;
 using internal::RingSlot;
 
@@ -38,7 +46,7 @@ class Reader::Impl {
   // `engine`: the copy engine to stage batches through (tests), else one is
   // made for options.device when it is >= 0.
   absl::Status Init(const ReaderOptions& options, std::unique_ptr<internal::CopyEngine> engine);
-  absl::StatusOr<Batch> Next(Reader* reader);
+  absl::StatusOr<Batch> Next(Reader* reader, std::chrono::nanoseconds timeout);
   // ~Batch, on any thread: the slot goes back through atomics only.
   void Release(Batch::Slot* slot) {
     GiveBack(slot);
@@ -92,11 +100,13 @@ class Reader::Impl {
   size_t num_slots_ = 0;
   bool started_ = false;
   uint64_t epoch_ = 0, batch_ = 0;  // the next batch Next() delivers
+  bool last_epoch_ended_ = false;   // epoch_ is kMaxEpoch and its end was told
   uint64_t epoch_batches_ = 0;      // batches of epoch_
   // After an elastic Restore: epoch_'s earlier segments and what they left
   // (null otherwise). Cleared when epoch_ ends.
   std::vector<ReadSegment> earlier_;
-  std::shared_ptr<const internal::EpochRest> rest_;  uint64_t seq_ = 0;                // its pipeline sequence number
+  std::shared_ptr<const internal::EpochRest> rest_;
+  uint64_t seq_ = 0;  // its pipeline sequence number
   std::atomic<int> outstanding_{0};  // live Batches
   // Counted as batches are delivered: workers run ahead into the next epoch,
   // so counts of what was built would depend on timing.
@@ -107,30 +117,70 @@ class Reader::Impl {
 
 namespace {
 
-// RANK / WORLD_SIZE from the environment when the option is -1.
-absl::Status ResolveRank(ReaderOptions* o) {
-  auto from_env = [](const char* name, int fallback, int* out) -> absl::Status {
-    const char* v = std::getenv(name);
-    if (v == nullptr) {
-      *out = fallback;
-      return absl::OkStatus();
-    }
-    if (!absl::SimpleAtoi(v, out)) {
-      return absl::InvalidArgumentError(absl::StrCat(name, "='", v, "' is not an integer"));
-    }
-    return absl::OkStatus();
+// An integer option of ReaderOptions, as messages name it.
+struct IntOption {
+  const char* name;
+  std::string accepted;  // "1 to 1048576"
+};
+
+const std::vector<IntOption>& IntOptions() {
+  static const auto* options = new std::vector<IntOption>{
+      {"batch_size", absl::StrCat("1 to ", kMaxBatchSize)},
+      {"ring_slots", absl::StrCat("2 to ", kMaxRingSlots, ", or 0 (chosen)")},
+      {"threads", absl::StrCat("0 (one per core) to ", kMaxThreads)},
+      {"device_buffers", absl::StrCat("2 to ", kMaxDeviceBuffers, ", or 0 (chosen)")},
+      {"device", "-1 (host memory) or a CUDA device from 0"},
+      {"rank", absl::StrCat("-1 (from RANK) or 0 to world_size-1 (at most ", kMaxWorldSize - 1,
+                            ")")},
+      {"world_size", absl::StrCat("-1 (from WORLD_SIZE) or 1 to ", kMaxWorldSize)},
+      {"transform size", absl::StrCat("1 to ", kMaxTransformSize)},
+      {"transform pad", absl::StrCat("0 to ", kMaxTransformSize)},
   };
-  if (o->rank < -1 || o->world_size < -1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rank ", o->rank, " of world size ", o->world_size,
-        ": each must be -1 (from RANK / WORLD_SIZE) or a rank 0..world_size-1 of world_size >= 1"));
+  return *options;
+}
+
+// An integer from the environment variable `name`, in [lo, hi]; `fallback`
+// when it is not set. `*named` says where the value came from, for messages.
+absl::StatusOr<int> FromEnvironment(const char* name, int fallback, int lo, int hi,
+                                    std::string* named) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) {
+    *named = absl::StrCat(name, " unset: ", fallback);
+    return fallback;
   }
-  if (o->rank < 0) SP_RETURN_IF_ERROR(from_env("RANK", 0, &o->rank));
-  if (o->world_size < 0) SP_RETURN_IF_ERROR(from_env("WORLD_SIZE", 1, &o->world_size));
-  if (o->world_size < 1 || o->world_size > kMaxWorldSize || o->rank < 0 ||
-      o->rank >= o->world_size) {
+  const std::string shown = internal::Excerpt(text);
+  *named = absl::StrCat(name, "=", shown);
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(text, &v)) {
+    // Digits that do not fit are a number out of range, not a non-number.
+    const std::string_view digits = std::string_view(text).substr(text[0] == '-' || text[0] == '+');
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, "='", shown, "' is not an integer: ", lo, " to ", hi));
+    }
+    v = text[0] == '-' ? INT64_MIN : INT64_MAX;
+  }
+  if (v < lo || v > hi) {
     return absl::InvalidArgumentError(
-        absl::StrCat("rank ", o->rank, " of world size ", o->world_size, " does not exist"));
+        absl::StrCat(name, "=", shown, " is out of range: ", lo, " to ", hi));
+  }
+  return static_cast<int>(v);
+}
+
+// RANK / WORLD_SIZE from the environment when the option is -1; the
+// options themselves are checked (CheckOptions).
+absl::Status ResolveRank(ReaderOptions* o) {
+  std::string world = absl::StrCat("world_size ", o->world_size);
+  std::string rank = absl::StrCat("rank ", o->rank);
+  if (o->world_size == -1) {
+    SP_ASSIGN_OR_RETURN(o->world_size, FromEnvironment("WORLD_SIZE", 1, 1, kMaxWorldSize, &world));
+  }
+  if (o->rank == -1) {
+    SP_ASSIGN_OR_RETURN(o->rank, FromEnvironment("RANK", 0, 0, kMaxWorldSize - 1, &rank));
+  }
+  if (o->rank >= o->world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(rank, " is out of range: 0 to ",
+                                                   o->world_size - 1, " (", world, ")"));
   }
   return absl::OkStatus();
 }
@@ -141,24 +191,35 @@ internal::PlanOptions PlanOptionsOf(const ReaderOptions& o) {
 }
 
 absl::Status CheckOptions(const ReaderOptions& o) {
-  if (o.batch_size < 1 || o.batch_size > kMaxBatchSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch_size ", o.batch_size, " must be 1..", kMaxBatchSize));
+  // The path goes to the system as a C string: a NUL would cut it short.
+  if (const size_t nul = o.path.find('\0'); nul != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("path '", internal::Excerpt(o.path),
+                                                   "' holds a NUL byte (at byte ", nul,
+                                                   "): a path is text without NULs"));
   }
-  if (o.ring_slots != kAutoRingSlots && (o.ring_slots < 2 || o.ring_slots > kMaxRingSlots)) {
-    return absl::InvalidArgumentError(absl::StrCat("ring_slots ", o.ring_slots, " must be 2..",
-                                                   kMaxRingSlots, " (or 0: chosen)"));
+  if (o.path.size() >= PATH_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat("path '", internal::Excerpt(o.path),
+                                                   "' is too long: at most ", PATH_MAX - 1,
+                                                   " bytes"));
   }
-  if (o.threads < 0 || o.threads > kMaxThreads) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "threads ", o.threads, " must be 0 (one per core) .. ", kMaxThreads));
-  }
-  if (o.device >= 0 && o.device_buffers != kAutoDeviceBuffers &&
-      (o.device_buffers < 2 || o.device_buffers > kMaxDeviceBuffers)) {
-    return absl::InvalidArgumentError(absl::StrCat("device_buffers ", o.device_buffers,
-                                                   " must be 2..", kMaxDeviceBuffers,
-                                                   " (or 0: chosen)"));
-  }
+  auto check = [](const char* name, int v, bool ok) {
+    return ok ? absl::OkStatus() : internal::OptionOutOfRange(name, absl::StrCat(v));
+  };
+  auto in = [](int v, int lo, int hi) { return v >= lo && v <= hi; };
+  const Transform& t = o.transform;
+  SP_RETURN_IF_ERROR(check("batch_size", o.batch_size, in(o.batch_size, 1, kMaxBatchSize)));
+  SP_RETURN_IF_ERROR(check("ring_slots", o.ring_slots,
+                           o.ring_slots == kAutoRingSlots || in(o.ring_slots, 2, kMaxRingSlots)));
+  SP_RETURN_IF_ERROR(check("threads", o.threads, in(o.threads, 0, kMaxThreads)));
+  SP_RETURN_IF_ERROR(check("device", o.device, o.device >= -1));
+  SP_RETURN_IF_ERROR(check("device_buffers", o.device_buffers,
+                           o.device < 0 || o.device_buffers == kAutoDeviceBuffers ||
+                               in(o.device_buffers, 2, kMaxDeviceBuffers)));
+  SP_RETURN_IF_ERROR(check("world_size", o.world_size,
+                           o.world_size == -1 || in(o.world_size, 1, kMaxWorldSize)));
+  SP_RETURN_IF_ERROR(check("rank", o.rank, in(o.rank, -1, kMaxWorldSize - 1)));
+  SP_RETURN_IF_ERROR(check("transform size", t.size, in(t.size, 1, kMaxTransformSize)));
+  SP_RETURN_IF_ERROR(check("transform pad", t.pad, in(t.pad, 0, kMaxTransformSize)));
   if (o.device_dtype != DeviceDType::kAsHost && o.dtype != DType::kUint8) {
     return absl::InvalidArgumentError(
         "with device_dtype, dtype must stay uint8: the device converts the uint8 batch");
@@ -193,7 +254,19 @@ std::unique_ptr<internal::CopyEngine> DeviceEngine(const ReaderOptions& o, std::
 
 }  // namespace
 
+absl::Status internal::OptionOutOfRange(std::string_view option, std::string_view value) {
+  for (const IntOption& o : IntOptions()) {
+    if (option == o.name) {
+      return absl::InvalidArgumentError(absl::StrCat(o.name, " ", Excerpt(value),
+                                                     " is out of range: ", o.accepted));
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(AsAbsl(option), " ", Excerpt(value), " is out of range"));
+}
+
 absl::StatusOr<internal::PlanOptions> internal::ReaderPlanOptions(ReaderOptions options) {
+  SP_RETURN_IF_ERROR(CheckOptions(options));
   SP_RETURN_IF_ERROR(ResolveRank(&options));
   return PlanOptionsOf(options);
 }
@@ -295,8 +368,16 @@ void Reader::Impl::Stop() {
   started_ = false;
 }
 
-absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
+absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader, std::chrono::nanoseconds timeout) {
   if (batch_ == epoch_batches_) {
+    if (epoch_ == kMaxEpoch) {  // the reader stays at its end
+      if (!last_epoch_ended_) {
+        last_epoch_ended_ = true;
+        return absl::OutOfRangeError(absl::StrCat("end of epoch ", epoch_));
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          "epoch ", kMaxEpoch, " (2^63-1) was the last: a reader reads epochs 0 to 2^63-1"));
+    }
     ++epoch_;
     batch_ = 0;
     epoch_batches_ = pipeline_->batches_per_epoch();
@@ -326,7 +407,13 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader) {
     if (!status.ok()) return status;
     started_ = true;
   }
-  RingSlot& ring = stager_ ? stager_->Take(seq_) : pipeline_->WaitBuilt(seq_);
+  RingSlot* built = stager_ ? stager_->Take(seq_, timeout) : pipeline_->WaitBuilt(seq_, timeout);
+  if (built == nullptr) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "batch ", batch_, " of epoch ", epoch_, " was not ready within ",
+        std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count(), " ms"));
+  }
+  RingSlot& ring = *built;
   Batch::Slot& slot = slots_[seq_ % num_slots_];
   slot.ring = &ring;
   slot.seq = seq_;
@@ -392,6 +479,11 @@ absl::StatusOr<std::vector<internal::PlanSegment>> Reader::Impl::SegmentsOf(
     return absl::InvalidArgumentError(absl::StrCat("state of seed ", state.seed,
                                                    ", reader of seed ", options_.seed));
   }
+  if (state.epoch > kMaxEpoch) {
+    return absl::InvalidArgumentError(absl::StrCat("state.epoch ", state.epoch,
+                                                   " is out of range: 0 to 2^63-1 (", kMaxEpoch,
+                                                   ")"));
+  }
   if (state.earlier.size() > kMaxStateSegments) {
     return absl::InvalidArgumentError(absl::StrCat("state lists ", state.earlier.size(),
                                                    " earlier segments (at most ",
@@ -407,11 +499,11 @@ absl::StatusOr<std::vector<internal::PlanSegment>> Reader::Impl::SegmentsOf(
         i + 1 < all.size() ? absl::StrCat("state.earlier[", i, "].") : "state.";
     if (e.world_size < 1 || e.world_size > kMaxWorldSize) {
       return absl::InvalidArgumentError(absl::StrCat(field, "world_size ", e.world_size,
-                                                     " is not 1..", kMaxWorldSize));
+                                                     " is out of range: 1 to ", kMaxWorldSize));
     }
     if (e.batch_size < 1 || e.batch_size > kMaxBatchSize) {
       return absl::InvalidArgumentError(absl::StrCat(field, "batch_size ", e.batch_size,
-                                                     " is not 1..", kMaxBatchSize));
+                                                     " is out of range: 1 to ", kMaxBatchSize));
     }
     if (e.remainder != Remainder::kDrop && e.remainder != Remainder::kPartial &&
         e.remainder != Remainder::kPad) {
@@ -445,12 +537,14 @@ absl::Status Reader::Impl::Restore(const ReaderState& state) {
   const uint64_t batches = rest != nullptr ? internal::BatchesPerEpoch(rest->count, plan_)
                                            : pipeline_->batches_per_epoch();
   if (batch > batches) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("state.batch ", batch, " of an epoch of ", batches, " batches"));
+    return absl::InvalidArgumentError(absl::StrCat("state.batch ", batch,
+                                                   " is out of range: 0 to ", batches,
+                                                   " (the batches of its epoch)"));
   }
   Stop();
   epoch_ = state.epoch;
   batch_ = batch;
+  last_epoch_ended_ = false;
   epoch_batches_ = batches;
   earlier_.clear();
   for (const internal::PlanSegment& p : segments) {
@@ -502,7 +596,10 @@ absl::StatusOr<std::unique_ptr<Reader>> internal::ReaderAccess::Open(
   return std::unique_ptr<Reader>(new Reader(std::move(impl)));
 }
 
-absl::StatusOr<Batch> Reader::Next() { return impl_->Next(this); }
+absl::StatusOr<Batch> Reader::Next() { return impl_->Next(this, internal::kNoTimeout); }
+absl::StatusOr<Batch> Reader::Next(std::chrono::nanoseconds timeout) {
+  return impl_->Next(this, timeout);
+}
 uint64_t Reader::batches_per_epoch() const { return impl_->batches_per_epoch(); }
 uint64_t Reader::batches_in_epoch() const { return impl_->batches_in_epoch(); }
 uint64_t Reader::records() const { return impl_->records(); }
@@ -589,8 +686,8 @@ absl::StatusOr<E> ParseIn(const Name<E> (&names)[N], std::string_view what,
     }
     listed += (listed.empty() ? "" : ", ") + std::string(n);
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown ", std::string(what), " '",
-                                                 std::string(name), "' (", listed, ")"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown ", AsAbsl(what), " '",
+                                                 internal::Excerpt(name), "' (", listed, ")"));
 }
 
 constexpr Name<IoEngine> kIoEngines[] = {{IoEngine::kAuto, "auto"},
@@ -649,13 +746,15 @@ absl::StatusOr<Transform> ParseTransform(std::string_view text) {
     t = Transform::CenterCrop();
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "unknown transform '", std::string(text),
+        "unknown transform '", internal::Excerpt(text),
         "' (none, cifar-train[:SIZE], cifar-eval[:SIZE], rrc[:SIZE], center[:SIZE])"));
   }
   if (size_t colon = text.find(':'); colon != std::string_view::npos) {
-    std::string size(text.substr(colon + 1));
-    if (!absl::SimpleAtoi(size, &t.size) || t.size <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("bad size in transform '", std::string(text), "'"));
+    const std::string_view size = text.substr(colon + 1);
+    if (!absl::SimpleAtoi(AsAbsl(size), &t.size) || t.size < 1 || t.size > kMaxTransformSize) {
+      return absl::InvalidArgumentError(absl::StrCat("transform '", internal::Excerpt(text),
+                                                     "': SIZE is an integer from 1 to ",
+                                                     kMaxTransformSize));
     }
   }
   return t;

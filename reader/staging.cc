@@ -129,6 +129,7 @@ void Stager::RequestStop() {
     s.free_for.store(UINT64_MAX);
     s.free_for.notify_all();
   }
+  issued_.Ring();
 }
 
 void Stager::Join() {
@@ -145,14 +146,14 @@ void Stager::Join() {
 void Stager::IssueMain() {
   std::atomic<uint64_t> issue_wait_ns{0};
   for (uint64_t seq = 0;; ++seq) {
-    RingSlot& built = pipeline_->WaitBuilt(seq);
+    RingSlot& built = *pipeline_->WaitBuilt(seq);  // no timeout: never null
     if (stop_.load()) return;
     RingSlot& staged = slots_[seq % slots_.size()];
     // The consumer still holds this device buffer's previous batch.
     if (!WaitFor(staged.free_for, seq, stop_, &issue_wait_ns)) return;
     Stage(seq, built, staged);
     staged.ready.store(seq + 1, std::memory_order_release);
-    staged.ready.notify_all();
+    issued_.Ring();
   }
 }
 
@@ -191,10 +192,12 @@ void Stager::OnCopied(void* arg) {
   p->stager->pipeline_->Release(p->seq);
 }
 
-RingSlot& Stager::Take(uint64_t seq) {
+RingSlot* Stager::Take(uint64_t seq, std::chrono::nanoseconds timeout) {
   const size_t b = seq % slots_.size();
   RingSlot& staged = slots_[b];
-  WaitFor(staged.ready, seq + 1, stop_, &consumer_wait_ns_);
+  if (!issued_.Wait(staged.ready, seq + 1, stop_, &consumer_wait_ns_, timeout) && !stop_.load()) {
+    return nullptr;
+  }
   if (issued_ok_[b]) {
     const uint64_t start = NowNs();
     absl::Status s = engine_->Wait(static_cast<int>(b));
@@ -203,7 +206,7 @@ RingSlot& Stager::Take(uint64_t seq) {
       staged.status = CopyError(s, staged, *engine_);
     }
   }
-  return staged;
+  return &staged;
 }
 
 void Stager::Release(uint64_t seq) {

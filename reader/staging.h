@@ -14,6 +14,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "reader/pipeline.h"
+#include "reader/wait.h"
 #include "shardpack/reader.h"
 
 namespace shardpack::internal {
@@ -129,8 +131,10 @@ class Stager {
   void Join();
 
   // Consumer: the metadata of `seq`, once its copy completed, with the
-  // copy's error in `status` (naming the batch and the engine).
-  RingSlot& Take(uint64_t seq);
+  // copy's error in `status` (naming the batch and the engine); null when
+  // the batch was not built and issued within `timeout` (the wait for the
+  // copy itself is the device's).
+  RingSlot* Take(uint64_t seq, std::chrono::nanoseconds timeout = kNoTimeout);
   // Consumer: gives the device buffer of `seq` back.
   void Release(uint64_t seq);
 
@@ -157,6 +161,7 @@ class Stager {
   std::vector<uint8_t> issued_ok_;  // per device buffer: Wait() applies
   std::atomic<int64_t> in_flight_{0};
   std::atomic<bool> stop_{false};
+  Doorbell issued_;  // a slot's `ready` was stored
   std::thread thread_;
   std::atomic<uint64_t> consumer_wait_ns_{0};
 };

@@ -101,9 +101,12 @@ JpegCrop SampleRandomResizedCrop(uint32_t width, uint32_t height, const Transfor
     const uint64_t r = Draw(base, k, 0);
     const double target = area * (t.scale[0] + (t.scale[1] - t.scale[0]) * Unit32(r >> 32));
     const double aspect = std::exp(log_lo + (log_hi - log_lo) * Unit32(r));
-    const int w = RoundHalfEven(std::sqrt(target * aspect));
-    const int h = RoundHalfEven(std::sqrt(target / aspect));
-    if (w > 0 && h > 0 && uint32_t(w) <= width && uint32_t(h) <= height) {
+    // Compared as doubles: with a scale or ratio far from 1 a side may not
+    // fit an int.
+    const double wd = std::nearbyint(std::sqrt(target * aspect));
+    const double hd = std::nearbyint(std::sqrt(target / aspect));
+    if (wd > 0 && hd > 0 && wd <= width && hd <= height) {
+      const int w = static_cast<int>(wd), h = static_cast<int>(hd);
       const auto y = double(Below(Draw(base, k, 1), height - uint32_t(h) + 1));
       const auto x = double(Below(Draw(base, k, 2), width - uint32_t(w) + 1));
       return {x, y, x + w, y + h, flip, false};
@@ -154,7 +157,14 @@ absl::StatusOr<SampleTransform> SampleTransform::Make(const ReaderOptions& o,
   t.dtype_ = o.dtype;
   t.seed_ = o.seed;
   for (int c = 0; c < 3; ++c) {
-    if (o.std[c] == 0) return absl::InvalidArgumentError("std must not be 0");
+    if (!std::isfinite(o.mean[c])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mean[", c, "] ", o.mean[c], " is out of range: a finite number"));
+    }
+    if (!std::isfinite(o.std[c]) || o.std[c] == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("std[", c, "] ", o.std[c], " is out of range: a finite number, not 0"));
+    }
     t.scale_[c] = 1.f / (255.f * o.std[c]);
     t.bias_[c] = -o.mean[c] / o.std[c];
   }
@@ -184,11 +194,24 @@ absl::StatusOr<SampleTransform> SampleTransform::Make(const ReaderOptions& o,
     case Transform::Kind::kRandomResizedCrop:
     case Transform::Kind::kCenterCrop: {
       const auto& tr = o.transform;
-      if (out <= 0 || out > 8192) {
-        return absl::InvalidArgumentError(absl::StrCat("bad output size ", out));
+      if (out <= 0 || out > kMaxTransformSize) {
+        return absl::InvalidArgumentError(absl::StrCat("transform size ", out,
+                                                       " is out of range: 1 to ",
+                                                       kMaxTransformSize));
       }
-      if (!(tr.scale[0] > 0 && tr.scale[0] <= tr.scale[1] && tr.ratio[0] > 0 && tr.ratio[1] > 0)) {
-        return absl::InvalidArgumentError("bad RandomResizedCrop scale or ratio");
+      // Finite: an infinite ratio would make an infinite crop side.
+      auto finite = [](const std::array<double, 2>& r) {
+        return std::isfinite(r[0]) && std::isfinite(r[1]);
+      };
+      if (!(finite(tr.scale) && tr.scale[0] > 0 && tr.scale[0] <= tr.scale[1])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("RandomResizedCrop scale (", tr.scale[0], ", ", tr.scale[1],
+                         ") is out of range: finite, 0 < scale[0] <= scale[1]"));
+      }
+      if (!(finite(tr.ratio) && tr.ratio[0] > 0 && tr.ratio[1] > 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("RandomResizedCrop ratio (", tr.ratio[0], ", ", tr.ratio[1],
+                         ") is out of range: finite and above 0"));
       }
       t.shape_ = {out, out, 3, 0};
       break;

@@ -18,8 +18,9 @@
 #define SHARDPACK_READER_H_
 
 #include <array>
-#include <functional>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -62,10 +63,11 @@ struct Transform {
                          // size x size, in one antialiased bilinear resize
   };
   Kind kind = Kind::kNone;
-  int size = 32;  // output side for the crop transforms
-  int pad = 4;    // kCifarTrain: padding around the stored image; if the
-                  // dataset was packed with --pad, the stored padding is used
-                  // first and only the rest is added on the fly
+  int size = 32;  // output side for the crop transforms: 1..kMaxTransformSize
+  int pad = 4;    // kCifarTrain: padding around the stored image, 0..
+                  // kMaxTransformSize; if the dataset was packed with --pad,
+                  // the stored padding is used first and only the rest is
+                  // added on the fly
   // kRandomResizedCrop: the range of the crop's area as a fraction of the
   // image's, and of its aspect ratio (width / height).
   std::array<double, 2> scale = {0.08, 1.0};
@@ -147,9 +149,16 @@ inline constexpr int kAutoDeviceBuffers = 0;
 // when staging to a device. Reader::ring_slots() says which.
 inline constexpr int kAutoRingSlots = 0;
 inline constexpr int kMaxThreads = 1024;
+// Transform::size and Transform::pad: at most this many pixels.
+inline constexpr int kMaxTransformSize = 8192;
 inline constexpr int kMaxWorldSize = 1 << 20;
 // Segments a saved state may list for one epoch (ReaderState::earlier).
 inline constexpr size_t kMaxStateSegments = 64;
+// The last epoch a reader reads: 2^63-1. Restore refuses a state past it;
+// after that epoch's end (its OutOfRangeError) the reader stays there and
+// Next() is a FailedPreconditionError. So the pipeline's epoch arithmetic
+// (the next epoch, the one after it) never wraps around.
+inline constexpr uint64_t kMaxEpoch = (uint64_t{1} << 63) - 1;
 
 struct ReaderOptions {
   // A dataset folder, its manifest.json, or a lone shard of any backend
@@ -232,7 +241,7 @@ struct ReadSegment {
 // field is checked on Restore: a state is data from outside.
 struct ReaderState {
   uint64_t seed = 0;
-  uint64_t epoch = 0;
+  uint64_t epoch = 0;  // 0..kMaxEpoch
   uint64_t batch = 0;  // batches of `epoch` already delivered in this segment
   // Reader::fingerprint() of the dataset the state was saved on.
   uint64_t fingerprint = 0;
@@ -348,8 +357,17 @@ class Reader {
   // after it starts the next epoch. A damaged sample (with kError) or an I/O
   // failure comes out here, naming shard and offset.
   // FailedPreconditionError when the Batch delivered ring_slots calls ago is
-  // still alive (its slot is the one the next batch needs).
+  // still alive (its slot is the one the next batch needs), and after the
+  // end of epoch kMaxEpoch.
   absl::StatusOr<Batch> Next();
+  // The same, waiting at most `timeout` for the batch to be built:
+  // DeadlineExceededError when it is not, and nothing is consumed (the next
+  // call waits for the same batch). A ready batch costs what Next() costs:
+  // the clock is read only when there is a wait. For a caller that must do
+  // something while it waits (the Python binding answers Ctrl-C between
+  // waits). With GPU staging, the wait for a batch's copy to complete is
+  // not cut short: it is as long as the device's work.
+  absl::StatusOr<Batch> Next(std::chrono::nanoseconds timeout);
 
   // Batches per epoch on this rank (the same on every rank).
   uint64_t batches_per_epoch() const;
@@ -388,7 +406,8 @@ class Reader {
   // batches (docs/reader.md); later epochs are ordinary ones. Costs what
   // planning and filling the buffers cost, not what reading the skipped
   // batches would. InvalidArgumentError naming the field for a state of
-  // another dataset or seed or with a value out of range.
+  // another dataset or seed or with a value out of range (an epoch past
+  // kMaxEpoch, a batch past the epoch's end, ...).
   absl::Status Restore(const ReaderState& state);
 
   ReaderStats stats() const;

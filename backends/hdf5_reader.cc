@@ -323,7 +323,7 @@ absl::Status Hdf5ShardReader::Load() {
     return absl::DataLossError(absl::StrCat(path_, ": not an HDF5 file (no HDF5 signature)"));
   }
   Files& f = *files_;
-  f.file = Hid(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  f.file = Hid(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), internal::CloseFile);
   if (!f.file.valid()) return internal::Hdf5Error(path_, "cannot open HDF5 file");
   SP_ASSIGN_OR_RETURN(std::optional<std::string> meta, ReadMetaAttribute(path_, f.file.get()));
   std::array<bool, kSlots> have{};

@@ -120,6 +120,14 @@ std::string Hdf5ErrorText(int* err) {
   return stack.text;
 }
 
+std::string Printable(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
 absl::Status Hdf5Error(std::string_view path, std::string_view what) {
   int err = 0;
   std::string text = Hdf5ErrorText(&err);

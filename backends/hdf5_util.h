@@ -28,6 +28,10 @@ std::unique_lock<std::mutex> LockHdf5();
 // set to N (else 0), when err is not null. Call with the lock held.
 std::string Hdf5ErrorText(int* err = nullptr);
 
+// A name or text from a file (dataset, filter, link names) as one
+// printable ASCII line: other bytes become '?'.
+std::string Printable(std::string_view text);
+
 // "<path>: <what>: <Hdf5ErrorText()>", or "<path>: <what> failed" when HDF5
 // gave no message: a DataLossError, or when a system call failed, the code
 // of its errno (ResourceExhaustedError for ENOSPC, as for every file

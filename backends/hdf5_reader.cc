@@ -9,6 +9,8 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/hdf5_layout.h"
 #include "backends/hdf5_store.h"
 #include "backends/hdf5_util.h"
 #include "backends/publish.h"
@@ -75,16 +77,8 @@ constexpr uint64_t kMaxFilterRatio = 2048;
 // Largest read a scan step or reader unit asks for because of the file's
 // chunk shape (a file can declare chunks of up to 4 GiB).
 constexpr uint64_t kMaxChunkReadBytes = uint64_t{64} << 20;
-
-// HDF5 names and filter names come from the file: keep them to one
-// printable line.
-std::string Printable(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c < 0x20 || c > 0x7e) c = '?';
-  }
-  return out;
-}
+// Names of ignored datasets kept for LayoutText (a file may hold millions).
+constexpr size_t kMaxIgnoredListed = 16;
 
 absl::Status Refused(const std::string& path, const char* name, std::string_view what) {
   return absl::DataLossError(
@@ -136,10 +130,11 @@ absl::Status CheckSources(const std::string& path, const char* name, hid_t dcpl,
                                      sizeof(filter_name), filter_name, &config);
     if (id < 0) return internal::Hdf5Error(path, absl::StrCat("filters of '", name, "'"));
     if (!BuiltInFilter(id)) {
-      return Refused(path, name,
-                     absl::StrCat("needs HDF5 filter ", id, " ('", Printable(filter_name),
-                                  "'), not one built into HDF5 (deflate, shuffle, fletcher32, "
-                                  "szip, nbit, scaleoffset); filter plugins are not loaded"));
+      return Refused(
+          path, name,
+          absl::StrCat("needs HDF5 filter ", id, " ('", internal::Printable(filter_name),
+                       "'), not one built into HDF5 (deflate, shuffle, fletcher32, szip, nbit, "
+                       "scaleoffset); filter plugins are not loaded"));
     }
   }
   *filtered = filters > 0;
@@ -207,16 +202,16 @@ absl::Status CheckShape(const std::string& path, int slot, hid_t type,
     return Refused(path, name,
                    absl::StrCat("has ", dims.size(), " dimensions, not the ",
                                 slot == kImageInfo ? "[N,5]"
-                                : want.rank == 0   ? "[N,H,W,C] or [N,H,W]"
+                                : want.rank == 0   ? "[N,H,W,C], [N,C,H,W] or [N,H,W]"
                                                    : "one",
                                 " it must have"));
   }
   const size_t bytes = H5Tget_size(type);
   if (H5Tget_class(type) != H5T_INTEGER || bytes == 0 || bytes > 8 ||
       (want.element_bytes != 0 && bytes != want.element_bytes)) {
-    return Refused(
-        path, name,
-        want.element_bytes == 1 ? "does not hold bytes (uint8)" : "does not hold integers");
+    return Refused(path, name,
+                   absl::StrCat("holds ", internal::Hdf5TypeName(type), ", not ",
+                                want.element_bytes == 1 ? "bytes (uint8)" : "integers"));
   }
   return absl::OkStatus();
 }
@@ -231,6 +226,12 @@ absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, uint64_t f
   if (exists < 0) return internal::Hdf5Error(path, absl::StrCat("looking up '", name, "'"));
   if (exists == 0) return false;
   SP_RETURN_IF_ERROR(CheckLink(path, file, name));
+  {
+    Hid object(H5Oopen(file, name, H5P_DEFAULT), H5Oclose);
+    const H5I_type_t kind = object.valid() ? H5Iget_type(object.get()) : H5I_BADID;
+    if (kind == H5I_GROUP) return Refused(path, name, "is a group, not a dataset");
+    if (kind == H5I_DATATYPE) return Refused(path, name, "is a named datatype, not a dataset");
+  }
   // The bulk datasets are read a whole chunk (or several) per call: without a
   // chunk cache HDF5 reads them straight into the caller's buffer instead of
   // through the cache (one copy less).
@@ -247,7 +248,7 @@ absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, uint64_t f
   Hid space(H5Dget_space(out->get()), H5Sclose);
   Hid type(H5Dget_type(out->get()), H5Tclose);
   int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
-  if (rank < 1 || !type.valid()) {
+  if (rank < 0 || !type.valid()) {
     return internal::Hdf5Error(path, absl::StrCat("shape of '", name, "'"));
   }
   dims->resize(static_cast<size_t>(rank));
@@ -323,73 +324,14 @@ absl::Status Hdf5ShardReader::Load() {
     return absl::DataLossError(absl::StrCat(path_, ": not an HDF5 file (no HDF5 signature)"));
   }
   Files& f = *files_;
-  f.file = Hid(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  f.file = Hid(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), internal::CloseFile);
   if (!f.file.valid()) return internal::Hdf5Error(path_, "cannot open HDF5 file");
+  // The layout is told by what the file holds: our metadata attribute says
+  // ours (and which layout); without it, `images` and `labels` make a plain
+  // file. Datasets the layout does not use are never opened.
   SP_ASSIGN_OR_RETURN(std::optional<std::string> meta, ReadMetaAttribute(path_, f.file.get()));
-  std::array<bool, kSlots> have{};
-  for (int s = 0; s < kSlots; ++s) {
-    SP_ASSIGN_OR_RETURN(
-        have[s], OpenDataset(path_, f.file.get(), file_bytes_, s, &f.datasets[s], &f.dims[s]));
-  }
-  auto missing = [&](int slot) {
-    return absl::DataLossError(absl::StrCat(path_, ": missing dataset '", SlotName(slot), "'"));
-  };
   ours_ = meta.has_value();
-  if (ours_) {
-    SP_ASSIGN_OR_RETURN(meta_, internal::ParseShardMeta(
-                                   *meta, absl::StrCat(path_, " attribute ", kHdf5MetaAttribute),
-                                   Backend::kHdf5));
-    size_ = meta_.shards[0].records;
-    const ImageInfo& image = meta_.schema.image;
-    fixed_shape_ = image.encoding == Encoding::kRaw && image.height != 0 && image.width != 0 &&
-                   image.channels != 0;
-    std::vector<int> needed = {kKeys, kKeyOffsets, kExtra, kExtraOffsets};
-    if (fixed_shape_) {
-      needed.push_back(kImages);
-    } else {
-      needed.insert(needed.end(), {kData, kOffsets, kImageInfo});
-    }
-    for (size_t k = 0; k < meta_.schema.labels.size(); ++k) {
-      needed.push_back(kFirstLabel + static_cast<int>(k));
-    }
-    for (int s : needed) {
-      if (!have[s]) return missing(s);
-    }
-    if (fixed_shape_) {
-      std::vector<hsize_t> want = {size_, image.height, image.width, image.channels};
-      if (image.layout == Layout::kCHW) want = {size_, image.channels, image.height, image.width};
-      if (f.dims[kImages] != want) {
-        return absl::DataLossError(
-            absl::StrCat(path_, ": dataset 'images' does not have the schema's shape"));
-      }
-    }
-  } else {
-    if (!have[kImages]) {
-      return absl::DataLossError(absl::StrCat(
-          path_, ": missing dataset 'images' (neither a shardpack shard nor an images/labels "
-                 "file)"));
-    }
-    if (!have[kFirstLabel]) return missing(kFirstLabel);
-    const std::vector<hsize_t>& d = f.dims[kImages];
-    if (d[1] == 0 || d[1] > UINT32_MAX || d[2] == 0 || d[2] > UINT32_MAX ||
-        (d.size() == 4 && (d[3] == 0 || d[3] > 255))) {
-      return absl::DataLossError(
-          absl::StrCat(path_,
-                       ": dataset 'images' is not [N,H,W,C] (0 < H, W < 2^32, 0 < C <= 255) or "
-                       "[N,H,W]"));
-    }
-    size_ = d[0];
-    fixed_shape_ = true;
-    meta_.backend = Backend::kHdf5;
-    meta_.schema.image = ImageInfo{Encoding::kRaw, Layout::kHWC, static_cast<uint32_t>(d[1]),
-                                   static_cast<uint32_t>(d[2]),
-                                   static_cast<uint8_t>(d.size() == 4 ? d[3] : 1)};
-    meta_.schema.labels.push_back({"label", {}});
-    if (have[kFirstLabel + 1]) meta_.schema.labels.push_back({"coarse", {}});
-    meta_.shards.assign(1, ShardEntry{std::filesystem::path(path_).filename().string(), size_,
-                                      0, 0});
-    meta_.pack_json = R"({"source":"plain HDF5 file"})";
-  }
+  SP_RETURN_IF_ERROR(ours_ ? LoadOurs(*meta) : LoadPlain());
   for (size_t k = 0; k < meta_.schema.labels.size(); ++k) {
     labels_.push_back(kFirstLabel + static_cast<int>(k));
   }
@@ -402,14 +344,129 @@ absl::Status Hdf5ShardReader::Load() {
   // Every per-row dataset has size() rows (offsets one more).
   for (int s = 0; s < kSlots; ++s) {
     if (!f.datasets[s].valid() || s == kData || s == kKeys || s == kExtra) continue;
-    if (s >= kFirstLabel && (s - kFirstLabel) >= static_cast<int>(labels_.size())) continue;
     uint64_t want = size_ + ((s == kOffsets || s == kKeyOffsets || s == kExtraOffsets) ? 1 : 0);
     if (f.dims[s][0] != want) {
       return absl::DataLossError(absl::StrCat(path_, ": dataset '", SlotName(s), "' has ",
                                               f.dims[s][0], " rows, expected ", want));
     }
   }
-  // Rows per chunk of the main dataset: the natural read unit.
+  ListIgnored();
+  SetChunkRows();
+  H5Eclear2(H5E_DEFAULT);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Hdf5ShardReader::OpenSlot(int slot) {
+  Files& f = *files_;
+  return OpenDataset(path_, f.file.get(), file_bytes_, slot, &f.datasets[slot], &f.dims[slot]);
+}
+
+// Our shard: the metadata's schema says which layout, and every dataset of
+// that layout must be there.
+absl::Status Hdf5ShardReader::LoadOurs(const std::string& meta) {
+  SP_ASSIGN_OR_RETURN(meta_,
+                      internal::ParseShardMeta(
+                          meta, absl::StrCat(path_, " attribute ", kHdf5MetaAttribute),
+                          Backend::kHdf5));
+  size_ = meta_.shards[0].records;
+  const ImageInfo& image = meta_.schema.image;
+  fixed_shape_ = image.encoding == Encoding::kRaw && image.height != 0 && image.width != 0 &&
+                 image.channels != 0;
+  std::vector<int> needed = {kKeys, kKeyOffsets, kExtra, kExtraOffsets};
+  if (fixed_shape_) {
+    needed.push_back(kImages);
+  } else {
+    needed.insert(needed.end(), {kData, kOffsets, kImageInfo});
+  }
+  for (size_t k = 0; k < meta_.schema.labels.size(); ++k) {
+    needed.push_back(kFirstLabel + static_cast<int>(k));
+  }
+  for (int s : needed) {
+    SP_ASSIGN_OR_RETURN(bool have, OpenSlot(s));
+    if (!have) {
+      return absl::DataLossError(absl::StrCat(path_, ": missing dataset '", SlotName(s),
+                                              "' (a shardpack ",
+                                              fixed_shape_ ? "fixed" : "flat", " layout shard)"));
+    }
+  }
+  if (fixed_shape_) {
+    std::vector<hsize_t> want = {size_, image.height, image.width, image.channels};
+    if (image.layout == Layout::kCHW) want = {size_, image.channels, image.height, image.width};
+    if (files_->dims[kImages] != want) {
+      return absl::DataLossError(
+          absl::StrCat(path_, ": dataset 'images' does not have the schema's shape"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A plain file: `images` and `labels`, and `coarse_labels` when it is a
+// column of integers, one per row; nothing else is looked at.
+absl::Status Hdf5ShardReader::LoadPlain() {
+  Files& f = *files_;
+  SP_ASSIGN_OR_RETURN(bool images, OpenSlot(kImages));
+  bool labels = false;
+  if (images) {
+    SP_ASSIGN_OR_RETURN(labels, OpenSlot(kFirstLabel));
+  }
+  if (!images || !labels) {
+    uint64_t total = 0;
+    std::vector<internal::RootEntry> found = internal::ListRoot(f.file.get(), 8, &total, true);
+    return absl::DataLossError(absl::StrCat(
+        path_, ": not a layout shardpack reads (no attribute '", kHdf5MetaAttribute,
+        "', no dataset '", images ? "labels" : "images", "'); found ",
+        internal::EntriesText(found, total),
+        "; accepted: a shardpack shard, or a plain file with 'images' uint8 [N,H,W,C], "
+        "[N,C,H,W] or [N,H,W] and integer 'labels' [N]"));
+  }
+  const std::vector<hsize_t>& d = f.dims[kImages];
+  std::optional<ImageInfo> image =
+      internal::PlainImageShape(std::vector<hsize_t>(d.begin() + 1, d.end()));
+  if (!image.has_value()) {
+    return absl::DataLossError(absl::StrCat(
+        path_, ": dataset 'images' [", absl::StrJoin(d, ","),
+        "] is not [N,H,W,C] or [N,C,H,W] (0 < H, W < 2^32, 0 < C <= 255) or [N,H,W]"));
+  }
+  size_ = d[0];
+  fixed_shape_ = true;
+  meta_.backend = Backend::kHdf5;
+  meta_.schema.image = *image;
+  meta_.schema.labels.push_back({"label", {}});
+  std::optional<internal::RootEntry> coarse =
+      internal::FindRootEntry(f.file.get(), SlotName(kFirstLabel + 1));
+  if (coarse.has_value() && coarse->IsIntegerColumn(size_)) {
+    SP_ASSIGN_OR_RETURN(bool have, OpenSlot(kFirstLabel + 1));
+    if (have) meta_.schema.labels.push_back({"coarse", {}});
+  }
+  meta_.shards.assign(1, ShardEntry{std::filesystem::path(path_).filename().string(), size_,
+                                    0, 0});
+  meta_.pack_json = R"({"source":"plain HDF5 file"})";
+  return absl::OkStatus();
+}
+
+// The root's other links, by name: at most kMaxIgnoredListed of them, and
+// how many there are.
+void Hdf5ShardReader::ListIgnored() {
+  const Files& f = *files_;
+  auto used = [&](const std::string& name) {
+    for (int s = 0; s < kSlots; ++s) {
+      if (f.datasets[s].valid() && name == SlotName(s)) return true;
+    }
+    return false;
+  };
+  const uint64_t opened = static_cast<uint64_t>(std::count_if(
+      f.datasets.begin(), f.datasets.end(), [](const Hid& d) { return d.valid(); }));
+  uint64_t total = 0;
+  for (const internal::RootEntry& e :
+       internal::ListRoot(f.file.get(), kMaxIgnoredListed + opened, &total, false)) {
+    if (!used(e.name) && ignored_.size() < kMaxIgnoredListed) ignored_.push_back(e.name);
+  }
+  ignored_count_ = total - std::min(total, opened);
+}
+
+// Rows per chunk of the main dataset: the natural read unit.
+void Hdf5ShardReader::SetChunkRows() {
+  Files& f = *files_;
   int main = fixed_shape_ ? kImages : kOffsets;
   Hid dcpl(H5Dget_create_plist(f.datasets[main].get()), H5Pclose);
   uint64_t row_bytes = fixed_shape_ ? std::max<uint64_t>(1, meta_.schema.image.RawBytes()) : 8;
@@ -424,8 +481,23 @@ absl::Status Hdf5ShardReader::Load() {
           std::min<uint64_t>(chunk[0], std::max<uint64_t>(1, kMaxChunkReadBytes / row_bytes));
     }
   }
-  H5Eclear2(H5E_DEFAULT);
-  return absl::OkStatus();
+}
+
+std::string Hdf5ShardReader::LayoutText() const {
+  std::string text = !ours_          ? "fixed images/labels (plain file)"
+                     : fixed_shape_ ? "fixed images (shardpack)"
+                                    : "flat data/offsets (shardpack)";
+  if (!ours_ && num_labels() > 1) text = "fixed images/labels/coarse_labels (plain file)";
+  if (!ours_ && meta_.schema.image.layout == Layout::kCHW) {
+    absl::StrAppend(&text, ", images channels first");
+  }
+  if (ignored_count_ > 0) {
+    absl::StrAppend(&text, "; ignored: ", absl::StrJoin(ignored_, ", "));
+    if (ignored_count_ > ignored_.size()) {
+      absl::StrAppend(&text, " and ", ignored_count_ - ignored_.size(), " more");
+    }
+  }
+  return text;
 }
 
 namespace {

@@ -14,8 +14,11 @@
 // and the root attribute `shardpack_manifest` (ShardMetaJson text).
 //
 // A plain file written by h5py or anything else, with `images` uint8
-// [N,H,W,C] (or [N,H,W]) and integer `labels` [N], opens too: its schema is
-// made up from the shapes (see SynthesizeHdf5Manifest).
+// [N,H,W,C] (or [N,C,H,W], [N,H,W]) and integer `labels` [N], opens too,
+// whatever else it holds: its schema is made up from the shapes (see
+// SynthesizeHdf5Manifest). The layout is told by what the file holds (our
+// metadata attribute, else those two datasets), never by a name alone;
+// datasets the layout does not use are never opened (docs/format.md, 14.2).
 //
 // Threads: Debian's libhdf5 is built without its thread-safety option, so
 // every HDF5 call in this library holds one process-wide mutex. Each object
@@ -69,7 +72,8 @@ class Hdf5ShardReader {
   // NotFoundError when `path` does not exist; DataLossError with one line
   // naming the path and what is wrong when it is not HDF5, truncated,
   // damaged, lacks a dataset the layout needs or has one of the wrong shape
-  // or type. HDF5's own error stack is never printed.
+  // or type, or holds neither layout (then what its root holds and what is
+  // accepted). HDF5's own error stack is never printed.
   static absl::StatusOr<std::unique_ptr<Hdf5ShardReader>> Open(const std::string& path);
   ~Hdf5ShardReader();
   Hdf5ShardReader(const Hdf5ShardReader&) = delete;
@@ -93,6 +97,10 @@ class Hdf5ShardReader {
   int num_labels() const { return static_cast<int>(labels_.size()); }
   bool has_keys() const;
   bool has_extra() const;
+  // How the file was recognized, and the root's links it does not use:
+  // "fixed images/labels (plain file); ignored: keys, extra" (at most 16
+  // names, then "and N more"), "flat data/offsets (shardpack)".
+  std::string LayoutText() const;
 
   // OK while the file has the size it had when opened; else a
   // DataLossError naming it. libhdf5 reads the part of a file that shrank
@@ -125,6 +133,11 @@ class Hdf5ShardReader {
   struct Files;
   explicit Hdf5ShardReader(std::string path);
   absl::Status Load();
+  absl::Status LoadOurs(const std::string& meta);
+  absl::Status LoadPlain();
+  absl::StatusOr<bool> OpenSlot(int slot);
+  void ListIgnored();
+  void SetChunkRows();
   absl::Status ReadVarBytes(int which, uint64_t begin, uint64_t end,
                             std::vector<int64_t>* offsets, std::vector<uint8_t>* bytes);
 
@@ -137,6 +150,8 @@ class Hdf5ShardReader {
   bool fixed_shape_ = false;
   Manifest meta_;
   std::vector<int> labels_;  // slots in files_ of the label datasets
+  std::vector<std::string> ignored_;  // names of root links not read (some)
+  uint64_t ignored_count_ = 0;        // how many there are
 };
 
 // The manifest of a dataset that is one HDF5 file (ours without its

@@ -1,8 +1,17 @@
 #include "backends/hdf5_util.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "format/errors.h"
 
 namespace shardpack::backends::internal {
 namespace {
@@ -22,18 +31,62 @@ std::mutex& Hdf5Mutex() {
   return *mutex;
 }
 
+// libhdf5's atexit handler (H5close) is off before any HDF5 call: see
+// CloseFile. False when something in this process started the library
+// first (it then closes itself at exit, as before).
+const bool atexit_is_ours = H5dont_atexit() >= 0;
+std::atomic<bool> file_close_failed{false};
+
+void CloseHdf5AtExit() {
+  // A thread still inside libhdf5 (or a failed close) makes closing it
+  // here worse than leaving the process's memory to the kernel.
+  if (file_close_failed.load() || !Hdf5Mutex().try_lock()) return;
+  H5close();
+  Hdf5Mutex().unlock();
+}
+
+// What the error stack says: the innermost message and the first errno.
+struct StackText {
+  std::string text;
+  int err = 0;
+};
+
 // Walking upward, entry 0 is where the error was detected: the most
 // specific message. Entries of the plugin loader are skipped: they name
 // plugin folders, which says nothing about the file (a filter that needs a
 // plugin is reported by the pipeline entry above them, with its name).
+// HDF5's file drivers report a failed system call as "..., errno = N,
+// error message = '...', ...".
 herr_t KeepInnermost(unsigned, const H5E_error2_t* err, void* data) {
-  auto* text = static_cast<std::string*>(data);
-  if (!text->empty() || err->maj_num == H5E_PLUGIN || err->desc == nullptr ||
-      err->desc[0] == '\0') {
-    return 0;
+  auto* out = static_cast<StackText*>(data);
+  if (err->desc == nullptr || err->desc[0] == '\0') return 0;
+  if (out->err == 0) {
+    if (const char* at = std::strstr(err->desc, "errno = ")) out->err = std::atoi(at + 8);
   }
-  *text = err->desc;
+  if (out->text.empty() && err->maj_num != H5E_PLUGIN) out->text = err->desc;
   return 0;
+}
+
+// "<path>: <what>: <text>" ("<path>: <what> failed" without text): with the
+// code errno has wherever shardpack reports a failed system call, else
+// (err 0: libhdf5 itself found something wrong) DataLossError.
+absl::Status PathError(std::string_view path, std::string_view what, std::string_view text,
+                       int err) {
+  using shardpack::internal::AsAbsl;
+  std::string message =
+      absl::StrCat(AsAbsl(path), ": ", AsAbsl(what), text.empty() ? " failed" : ": ", AsAbsl(text));
+  if (err == 0) return absl::DataLossError(message);
+  return absl::Status(shardpack::internal::ErrnoError("", "", err).code(), message);
+}
+
+// The POSIX descriptor of a file opened with the sec2 driver; -1 if none.
+int Sec2Descriptor(hid_t file) {
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == nullptr) {
+    H5Eclear2(H5E_DEFAULT);
+    return -1;
+  }
+  return *static_cast<int*>(handle);
 }
 
 }  // namespace
@@ -41,6 +94,7 @@ herr_t KeepInnermost(unsigned, const H5E_error2_t* err, void* data) {
 std::unique_lock<std::mutex> LockHdf5() {
   std::unique_lock<std::mutex> lock(Hdf5Mutex());
   static bool configured = [] {
+    if (atexit_is_ours) std::atexit(CloseHdf5AtExit);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     // No filter plugins: a file must not make this process dlopen a library
     // from HDF5_PLUGIN_PATH. The reader refuses such filters by name anyway.
@@ -51,22 +105,63 @@ std::unique_lock<std::mutex> LockHdf5() {
   return lock;
 }
 
-std::string Hdf5ErrorText() {
-  std::string text;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, KeepInnermost, &text);
+std::string Hdf5ErrorText(int* err) {
+  StackText stack;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, KeepInnermost, &stack);
   H5Eclear2(H5E_DEFAULT);
+  if (err != nullptr) *err = stack.err;
+  // The driver's message holds times, descriptors and buffer addresses:
+  // what the user needs is the cause.
+  if (stack.err != 0) return strerror(stack.err);
   // Messages can quote names from the file: one printable line.
-  for (char& c : text) {
+  for (char& c : stack.text) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
   }
-  return text;
+  return stack.text;
+}
+
+std::string Printable(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
 }
 
 absl::Status Hdf5Error(std::string_view path, std::string_view what) {
-  std::string text = Hdf5ErrorText();
-  return absl::DataLossError(absl::StrCat(absl::string_view(path.data(), path.size()), ": ",
-                                          absl::string_view(what.data(), what.size()),
-                                          text.empty() ? " failed" : ": ", text));
+  int err = 0;
+  std::string text = Hdf5ErrorText(&err);
+  return PathError(path, what, text, err);
+}
+
+herr_t CloseFile(hid_t file) {
+  const herr_t result = H5Fclose(file);
+  if (result < 0) file_close_failed.store(true);
+  return result;
+}
+
+absl::Status ReserveFileSpace(hid_t file, std::string_view path) {
+  const int fd = Sec2Descriptor(file);
+  haddr_t eoa = 0;
+  if (fd < 0 || H5Fget_eoa(file, &eoa) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return absl::OkStatus();  // nothing to reserve with: H5Fclose as before
+  }
+  if (fallocate(fd, 0, 0, static_cast<off_t>(eoa)) == 0 || errno == EOPNOTSUPP) {
+    return absl::OkStatus();
+  }
+  const int err = errno;
+  return PathError(path, absl::StrCat("reserving ", eoa, " bytes"), strerror(err), err);
+}
+
+void DiscardFurtherWrites(hid_t file) {
+  const int fd = Sec2Descriptor(file);
+  if (fd < 0) return;
+  // Sparse: only what is written takes memory (the dirty caches, a few MiB).
+  const int sink = memfd_create("shardpack-abandoned-hdf5", MFD_CLOEXEC);
+  if (sink < 0) return;
+  dup2(sink, fd);  // closes the partial file's descriptor; HDF5 keeps its number
+  close(sink);
 }
 
 }  // namespace shardpack::backends::internal

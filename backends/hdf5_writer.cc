@@ -91,7 +91,11 @@ class Appender {
     return absl::OkStatus();
   }
 
-  void Close() { dataset_.Reset(); }
+  // Closing writes the chunks HDF5 still caches: an error is lost rows.
+  absl::Status Close() {
+    if (dataset_.Reset()) return absl::OkStatus();
+    return internal::Hdf5Error(*path_, absl::StrCat("closing '", name_, "'"));
+  }
   hid_t id() const { return dataset_.get(); }
 
  private:
@@ -128,9 +132,10 @@ struct VarBytes {
     SP_RETURN_IF_ERROR(bytes.Flush());
     return offsets.Flush();
   }
-  void Close() {
-    bytes.Close();
-    offsets.Close();
+  absl::Status Close() {
+    absl::Status s = bytes.Close();
+    s.Update(offsets.Close());
+    return s;
   }
 };
 
@@ -153,9 +158,14 @@ class Hdf5ShardSink : public ShardSink {
              image.channels != 0;
   }
 
+  // An uncommitted file is abandoned: what libhdf5 still has to write goes
+  // nowhere (it may be what failed), every id is closed once, the file
+  // removed.
   ~Hdf5ShardSink() override {
     auto lock = internal::LockHdf5();
-    CloseAll();
+    if (file_.valid()) internal::DiscardFurtherWrites(file_.get());
+    CloseDatasets().IgnoreError();
+    file_.Reset();
     if (!committed_) internal::RemoveIfExists(partial_);
   }
 
@@ -209,14 +219,15 @@ class Hdf5ShardSink : public ShardSink {
   absl::Status WriteMeta();
   absl::Status WriteStringsAttribute(hid_t object, const char* name,
                                      const std::vector<std::string>& values, bool scalar);
-  void CloseAll() {
-    images_.Close();
-    data_.Close();
-    image_info_.Close();
-    for (Appender& a : labels_) a.Close();
-    keys_.Close();
-    extra_.Close();
-    file_.Reset();
+  // Closes every dataset (each once, whatever fails); the first error.
+  absl::Status CloseDatasets() {
+    absl::Status s = images_.Close();
+    s.Update(data_.Close());
+    s.Update(image_info_.Close());
+    for (Appender& a : labels_) s.Update(a.Close());
+    s.Update(keys_.Close());
+    s.Update(extra_.Close());
+    return s;
   }
 
   std::string path_;
@@ -241,10 +252,15 @@ absl::Status Hdf5ShardSink::Open() {
   auto lock = internal::LockHdf5();
   internal::RemoveIfExists(partial_);
   Hid fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
-  if (!fcpl.valid() || H5Pset_obj_track_times(fcpl.get(), false) < 0) {
+  // sec2 (HDF5's default, named so that it stays so): DiscardFurtherWrites
+  // needs its file descriptor.
+  Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (!fcpl.valid() || H5Pset_obj_track_times(fcpl.get(), false) < 0 || !fapl.valid() ||
+      H5Pset_fapl_sec2(fapl.get()) < 0) {
     return internal::Hdf5Error(partial_, "file properties");
   }
-  file_ = Hid(H5Fcreate(partial_.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT), H5Fclose);
+  file_ = Hid(H5Fcreate(partial_.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
+              internal::CloseFile);
   if (!file_.valid()) return internal::Hdf5Error(partial_, "creating the file");
   const hid_t f = file_.get();
   const ImageInfo& image = meta_.schema.image;
@@ -321,9 +337,12 @@ absl::StatusOr<ShardEntry> Hdf5ShardSink::Commit() {
     SP_RETURN_IF_ERROR(keys_.Flush());
     SP_RETURN_IF_ERROR(extra_.Flush());
     SP_RETURN_IF_ERROR(WriteMeta());
-    Hid file = std::move(file_);
-    CloseAll();  // every dataset, so that closing the file writes everything
-    if (!file.Reset()) return internal::Hdf5Error(partial_, "closing the file");
+    SP_RETURN_IF_ERROR(CloseDatasets());
+    // A failed H5Fclose cannot be undone (see internal::CloseFile): the
+    // space its writes need is reserved first, while a failure still leaves
+    // the file open for the destructor to abandon.
+    SP_RETURN_IF_ERROR(internal::ReserveFileSpace(file_.get(), partial_));
+    if (!file_.Reset()) return internal::Hdf5Error(partial_, "closing the file");
   }
   SP_ASSIGN_OR_RETURN(ShardEntry entry, internal::PublishShardFile(partial_, path_, records_));
   committed_ = true;

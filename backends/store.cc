@@ -61,6 +61,7 @@ class Hdf5Scanner : public ShardScanner {
  public:
   explicit Hdf5Scanner(std::unique_ptr<Hdf5ShardReader> reader) : r_(std::move(reader)) {}
   uint64_t size() const override { return r_->size(); }
+  std::string LayoutText() const override { return r_->LayoutText(); }
   absl::Status Scan(uint64_t begin, uint64_t end, ShardRecordVisitor visit) override {
     for (uint64_t at = begin; at < end;) {
       uint64_t step_end = std::min(end, (at / r_->chunk_rows() + 1) * r_->chunk_rows());

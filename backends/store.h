@@ -48,6 +48,9 @@ class ShardScanner {
                                                             Backend backend);
   virtual ~ShardScanner() = default;
   virtual uint64_t size() const = 0;
+  // How the file's contents were recognized, for `sharddump info`: HDF5's
+  // Hdf5ShardReader::LayoutText(); empty for backends of one layout.
+  virtual std::string LayoutText() const { return {}; }
   // Visits records [begin, end) in order. Damage is a DataLossError naming
   // the path and the record. Precondition: begin <= end <= size().
   virtual absl::Status Scan(uint64_t begin, uint64_t end, ShardRecordVisitor visit) = 0;

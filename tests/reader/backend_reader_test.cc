@@ -13,6 +13,7 @@
 #include "shardpack/reader.h"
 #include "tests/backends/backend_fixtures.h"
 #include "tests/testing/jpeg_fixtures.h"
+#include "tests/testing/python_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -274,9 +275,8 @@ TEST(PlainHdf5Test, H5pyFileOpensInTheReader) {
       "with h5py.File('", path, "', 'w') as f:\n"
       "    f.create_dataset('images', data=images, chunks=(64, h, w, 3))\n"
       "    f.create_dataset('labels', data=np.arange(n) % 10)\n");
-  testing::RunResult probe = testing::Run({"/usr/bin/python3", "-c", "import h5py, numpy"});
-  if (probe.exit_code != 0) GTEST_SKIP() << "/usr/bin/python3 lacks h5py or numpy (scripts/setup installs python3-h5py)";
-  testing::RunResult made = testing::Run({"/usr/bin/python3", "-c", script});
+  SKIP_WITHOUT_PYTHON_MODULE("h5py, numpy");
+  testing::RunResult made = testing::Python(script, {});
   ASSERT_EQ(made.exit_code, 0) << made.err;
   ReaderOptions o = Options(path, /*shuffle=*/true);
   Delivered d = ReadAll(o, 1);
@@ -292,6 +292,40 @@ TEST(PlainHdf5Test, H5pyFileOpensInTheReader) {
     }
   }
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 300);
+}
+
+// Channels first ([N,3,H,W], as torchvision tensors are stored), beside a
+// string `keys` of file names (h5py users keep them; the reader ignores
+// them): the reader delivers HWC images.
+TEST(PlainHdf5Test, ChannelsFirstFileWithStringKeysOpensInTheReader) {
+  testing::TempDir dir;
+  const std::string path = dir.Join("chw.h5");
+  const std::string script = absl::StrCat(
+      "import h5py, numpy as np\n"
+      "n, h, w = 40, 6, 5\n"
+      "i = np.arange(n * 3 * h * w, dtype=np.int64)\n"
+      "with h5py.File('", path, "', 'w') as f:\n"
+      "    f['images'] = ((i * 7) % 251).astype(np.uint8).reshape(n, 3, h, w)\n"
+      "    f['labels'] = np.arange(n) % 10\n"
+      "    keys = ['img_%d.png' % k for k in range(n)]\n"
+      "    f['keys'] = np.array(keys, dtype=h5py.string_dtype())\n");
+  SKIP_WITHOUT_PYTHON_MODULE("h5py, numpy");
+  testing::RunResult made = testing::Python(script, {});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  Delivered d = ReadAll(Options(path, /*shuffle=*/false), 1);
+  ASSERT_EQ(d.records.size(), 40u);
+  const size_t plane = 6 * 5, row = 3 * plane;
+  for (size_t p = 0; p < d.records.size(); ++p) {
+    const uint64_t r = d.records[p];
+    EXPECT_EQ(d.labels[p], int64_t(r % 10));
+    for (size_t pixel = 0; pixel < plane; ++pixel) {
+      for (size_t c = 0; c < 3; ++c) {
+        const uint64_t in_file = r * row + c * plane + pixel;  // [r, c, y, x]
+        ASSERT_EQ(d.images[p * row + pixel * 3 + c], uint8_t((in_file * 7) % 251))
+            << "record " << r << " pixel " << pixel << " channel " << c;
+      }
+    }
+  }
 }
 
 }  // namespace

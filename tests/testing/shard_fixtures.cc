@@ -32,6 +32,15 @@ OwnedRecord RawRecord(uint64_t i, uint32_t h, uint32_t w, uint8_t c, Layout layo
   return r;
 }
 
+std::string Cifar10Bytes(int n) {
+  std::string bytes;
+  for (int i = 0; i < n; ++i) {
+    bytes += static_cast<char>(i % 10);
+    for (int j = 0; j < 3072; ++j) bytes += static_cast<char>((i * 7 + j * 13) & 255);
+  }
+  return bytes;
+}
+
 OwnedRecord JpegLikeRecord(uint64_t i, size_t n) {
   OwnedRecord r;
   r.key = absl::StrCat("class_", i % 3, "/img_", i, ".JPEG");

@@ -35,6 +35,10 @@ OwnedRecord RawRecord(uint64_t i, uint32_t h, uint32_t w, uint8_t c,
 // A "jpeg" record holding `n` pattern bytes (the format does not decode).
 OwnedRecord JpegLikeRecord(uint64_t i, size_t n);
 
+// The bytes of a CIFAR-10 binary file of n records: record i has label
+// i % 10 and pixel byte j equal to (7 i + 13 j) mod 256.
+std::string Cifar10Bytes(int n);
+
 // Writes `records` into a shard in memory and returns its bytes.
 absl::StatusOr<std::string> EncodeShard(const std::vector<OwnedRecord>& records,
                                         const ShardWriterOptions& options = {});

@@ -41,15 +41,10 @@ std::string FileBytes(const fs::path& p) {
 
 class BackendCliTest : public ::testing::Test {
  protected:
-  // A CIFAR-10 file of n records (label i % 10, pixel bytes from i).
+  // A CIFAR-10 file of n records (testing::Cifar10Bytes).
   std::string WriteCifar10(int n) {
     std::string path = tmp_.Join("data_batch_1.bin");
-    std::string bytes;
-    for (int i = 0; i < n; ++i) {
-      bytes += static_cast<char>(i % 10);
-      for (int j = 0; j < 3072; ++j) bytes += static_cast<char>((i * 7 + j * 13) & 255);
-    }
-    std::ofstream(path, std::ios::binary) << bytes;
+    std::ofstream(path, std::ios::binary) << testing::Cifar10Bytes(n);
     return path;
   }
 

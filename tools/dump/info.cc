@@ -25,6 +25,7 @@ struct ShardFacts {
   uint64_t bytes = 0;
   std::optional<uint32_t> crc32c;  // from the manifest
   StorageStats storage;
+  std::string layout;  // ShardRecords::layout()
 };
 
 // Min, lower median and max of a sample (which it reorders).
@@ -73,7 +74,8 @@ absl::Status Gather(const OpenedDataset& ds, bool quiet, Facts* f) {
   for (size_t k = 0; k < ds.num_shards(); ++k) {
     SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardRecords> shard, ds.OpenShard(k));
     const ShardEntry& entry = ds.manifest().shards[k];
-    ShardFacts s{entry.path, shard->size(), shard->file_bytes(), std::nullopt, shard->storage()};
+    ShardFacts s{entry.path,      shard->size(),    shard->file_bytes(),
+                 std::nullopt,    shard->storage(), shard->layout()};
     if (ds.has_manifest()) s.crc32c = entry.crc32c;
     f->storage.blocks += s.storage.blocks;
     f->storage.compressed_blocks += s.storage.compressed_blocks;
@@ -182,7 +184,8 @@ Json InfoJson(const OpenedDataset& ds, Facts* f) {
                            {"crc32c", s.crc32c ? Json(CrcText(*s.crc32c)) : Json(nullptr)},
                            {"blocks", s.storage.blocks},
                            {"raw_bytes", s.storage.raw_bytes},
-                           {"stored_bytes", s.storage.stored_bytes}});
+                           {"stored_bytes", s.storage.stored_bytes},
+                           {"layout", s.layout.empty() ? Json(nullptr) : Json(s.layout)}});
   }
   j["pack"] = PackJson(ds);
   return j;
@@ -234,12 +237,27 @@ std::string SpreadText(std::vector<T>* v, bool with_mean) {
 std::string ShardTableText(const Facts& f);
 std::string HistogramsText(const OpenedDataset& ds, const Facts& f);
 
+// The shards' layouts: the one they share, else each with its count.
+std::string LayoutsText(const Facts& f) {
+  std::map<std::string, uint64_t> counts;
+  for (const ShardFacts& s : f.shards) {
+    if (!s.layout.empty()) ++counts[s.layout];
+  }
+  if (counts.size() == 1) return counts.begin()->first;
+  std::vector<std::string> parts;
+  for (const auto& [layout, count] : counts) {
+    parts.push_back(absl::StrCat(layout, " (", count, count == 1 ? " shard)" : " shards)"));
+  }
+  return absl::StrJoin(parts, " | ");
+}
+
 std::string InfoText(const OpenedDataset& ds, Facts* f) {
   std::string out;
   const Manifest& m = ds.manifest();
   Line(&out, "path", ds.path());
   std::string backend(BackendName(m.backend));
   Line(&out, "backend", ds.has_manifest() ? backend : backend + " (lone shard)");
+  if (std::string layouts = LayoutsText(*f); !layouts.empty()) Line(&out, "layout", layouts);
   Line(&out, "version", ds.version());
   if (ds.has_manifest()) Line(&out, "fingerprint", FormatFingerprint(ManifestFingerprint(m)));
   Line(&out, "records", absl::StrCat(f->records));

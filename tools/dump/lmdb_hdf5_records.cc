@@ -23,6 +23,7 @@ class BackendShardRecords : public ShardRecords {
   // No blocks and no compression: the file is its own storage.
   StorageStats storage() const override { return {0, 0, bytes_, bytes_}; }
   std::string format_version() const override { return "1.0"; }
+  std::string layout() const override { return scanner_->LayoutText(); }
 
   // Damage stops the walk (LMDB and HDF5 give no way to step past it);
   // `on_damage` is told, with the first record not visited.

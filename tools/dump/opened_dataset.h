@@ -73,6 +73,9 @@ class ShardRecords {
   virtual StorageStats storage() const = 0;
   // The shard's own format version, e.g. "1.0".
   virtual std::string format_version() const = 0;
+  // How its file was recognized (an HDF5 file's layout and the datasets it
+  // ignores); empty for backends of one layout.
+  virtual std::string layout() const { return {}; }
 
   // Visits records [begin, end) of the shard in order, reading a block at a
   // time. Damage stops the scan with its error, unless `on_damage` is given:

@@ -430,7 +430,8 @@ std::string ImageSource::ParamsJson() const {
       j["height"] = options_.raw_height;
       break;
   }
-  return j.dump();
+  // The root may be any bytes; JSON holds UTF-8 only (U+FFFD in its place).
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 absl::Status CheckOptions(const ImageOptions& o) {

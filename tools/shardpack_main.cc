@@ -191,7 +191,10 @@ void Report(const CommonFlags& f, const pack::PackSummary& s) {
                              {"converted", converted},     {"converted_from", s.converted},
                              {"bytes_in", s.bytes_in},     {"bytes_out", s.bytes_out},
                              {"seconds", s.seconds}};
-    std::printf("%s\n", j.dump().c_str());
+    // Paths may be any bytes: invalid UTF-8 becomes U+FFFD, as in every
+    // JSON document the tools print.
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                            .c_str());
   }
   if (f.quiet) return;
   // Converted and skipped inputs are counted on the summary line itself: a

@@ -636,6 +636,34 @@ TEST_F(ShardpackTest, EmptyClassFolderIsRefusedInBothModes) {
   }
 }
 
+// JSON holds UTF-8 only, and nlohmann's dump() throws on anything else: a
+// path that is not UTF-8 (an input file, a root, a part, an output) ended
+// shardpack with std::terminate (SIGABRT) where it wrote the pack's record
+// of its inputs or the --json summary. Such bytes become U+FFFD in JSON.
+TEST_F(ShardpackTest, NonUtf8PathsInJsonDoNotAbort) {
+  const std::string input = Out("cifar/d\xff.bin");
+  fs::copy_file(WriteCifar10("data_batch_1.bin", 4), input);
+  const std::string out = Out("o\xff");
+  RunResult cifar =
+      RunTool(SHARDPACK_PATH, {"cifar", input, "--cifar", "10", "-o", out, "--json", "-q"});
+  ASSERT_EQ(cifar.exit_code, 0) << cifar.err;
+  EXPECT_EQ(nlohmann::json::parse(cifar.out)["output"], Out("o\xef\xbf\xbd"));
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(out));
+  EXPECT_THAT(m.pack_json, HasSubstr("\"d\xef\xbf\xbd.bin\""));
+
+  RunResult merge = RunTool(SHARDPACK_PATH, {"merge", out, "-o", Out("merged")});
+  EXPECT_EQ(merge.exit_code, 0) << merge.err;
+  RunResult convert =
+      RunTool(SHARDPACK_PATH, {"convert", out, "-o", Out("lmdb"), "--format", "lmdb", "-q"});
+  EXPECT_EQ(convert.exit_code, 0) << convert.err;
+
+  const std::string root = DemoImages(2, 1, 16, 16);
+  ASSERT_FALSE(root.empty());
+  fs::rename(root, Out("img\xff"));
+  RunResult images = RunTool(SHARDPACK_PATH, {"images", Out("img\xff"), "-o", Out("i"), "-q"});
+  EXPECT_EQ(images.exit_code, 0) << images.err;
+}
+
 TEST_F(ShardpackTest, ListRootIsUsedOrRefusedNeverIgnored) {
   const std::string root = DemoImages(2, 1, 16, 16);
   ASSERT_FALSE(root.empty());

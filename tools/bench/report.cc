@@ -193,7 +193,8 @@ void PrintJson(std::FILE* out, const Report& r) {
     j["raw_direct"] = r.raw->direct;
   }
   if (r.memcpy) AddMemcpyJson(r, &j);
-  std::string text = j.dump(2);
+  // The path may be any bytes: invalid UTF-8 becomes U+FFFD.
+  std::string text = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::fprintf(out, "%s\n", text.c_str());
 }
 

@@ -208,9 +208,8 @@ void Report(const CommonFlags& f, const pack::PackSummary& s) {
                s.shards == 1 ? "" : "s", counts.c_str(), cli::FormatBytes(s.bytes_in).c_str(),
                cli::FormatBytes(s.bytes_out).c_str(), s.seconds);
   if (s.skipped > 0) {
-    std::fprintf(stderr, "skipped %llu input%s, listed in %s/skipped.tsv\n",
-                 static_cast<unsigned long long>(s.skipped), s.skipped == 1 ? "" : "s",
-                 f.output.c_str());
+    cli::PrintLine(stderr, absl::StrCat("skipped ", s.skipped, " input", s.skipped == 1 ? "" : "s",
+                                        ", listed in ", f.output, "/skipped.tsv"));
   }
 }
 
@@ -231,8 +230,8 @@ int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
     options->part_index = part->index;
     options->part_count = part->count;
     if (f.verbose) {
-      std::fprintf(stderr, "%s: part %u of %u (%s)\n", kTool, part->index + 1, part->count,
-                   part->source.c_str());
+      cli::PrintLine(stderr, absl::StrCat(kTool, ": part ", part->index + 1, " of ", part->count,
+                                          " (", part->source, ")"));
     }
   }
   absl::Status apart = pack::CheckOutputApartFromInputs(f.output, inputs);
@@ -241,19 +240,19 @@ int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
   if (!source.ok()) return cli::Fail(kTool, source.status());
   if (!f.quiet) {
     for (const datasets::Skipped& p : (*source)->open_problems()) {
-      std::fprintf(stderr, "%s: warning: %s: %s\n", kTool, p.path.c_str(), p.reason.c_str());
+      cli::PrintLine(stderr, absl::StrCat(kTool, ": warning: ", p.path, ": ", p.reason));
     }
   }
   if (f.verbose) {
-    std::fprintf(stderr, "%s: %zu inputs into %s (built in %s.partial), format %s\n", kTool,
-                 (*source)->size(), f.output.c_str(), f.output.c_str(), f.format.c_str());
+    cli::PrintLine(stderr, absl::StrCat(kTool, ": ", (*source)->size(), " inputs into ", f.output,
+                                        " (built in ", f.output, ".partial), format ", f.format));
   }
   auto summary = pack::Pack(**source, *options);
   if (!summary.ok()) return cli::Fail(kTool, summary.status());
   Report(f, *summary);
   if (f.verbose) {
     for (const datasets::Skipped& s : summary->skipped_inputs) {
-      std::fprintf(stderr, "skipped %s: %s\n", s.path.c_str(), s.reason.c_str());
+      cli::PrintLine(stderr, absl::StrCat("skipped ", s.path, ": ", s.reason));
     }
   }
   return 0;
@@ -412,8 +411,9 @@ int RunMerge(const MergeCommand& c) {
   o.check_only = c.check;
   if (!c.format.empty()) o.backend = ParseBackend(c.format);
   if (c.verbose) {
-    std::fprintf(stderr, "%s: %s %zu parts%s%s\n", kTool, c.check ? "checking" : "merging",
-                 c.parts.size(), c.check ? "" : " into ", c.output.c_str());
+    cli::PrintLine(stderr, absl::StrCat(kTool, ": ", c.check ? "checking " : "merging ",
+                                        c.parts.size(), " parts", c.check ? "" : " into ",
+                                        c.output));
   }
   auto merged = pack::Merge(c.parts, o);
   if (!merged.ok()) return cli::Fail(kTool, merged.status());
@@ -454,8 +454,8 @@ int RunConvert(ConvertCommand& c) {
   if (!flags.ok()) return cli::UsageError(kTool, flags);
   c.options.backend = c.options.writer.backend;
   if (c.verbose) {
-    std::fprintf(stderr, "%s: converting %zu inputs into %s, format %s\n", kTool,
-                 c.inputs.size(), c.options.output.c_str(), c.format.c_str());
+    cli::PrintLine(stderr, absl::StrCat(kTool, ": converting ", c.inputs.size(), " inputs into ",
+                                        c.options.output, ", format ", c.format));
   }
   auto converted = pack::Convert(c.inputs, c.options);
   if (!converted.ok()) return cli::Fail(kTool, converted.status());

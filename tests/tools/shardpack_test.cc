@@ -24,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/shard.h"
+#include "tests/testing/cli_expect.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
@@ -634,6 +635,29 @@ TEST_F(ShardpackTest, EmptyClassFolderIsRefusedInBothModes) {
     EXPECT_THAT(r.err, HasSubstr("torchvision"));
     EXPECT_FALSE(fs::exists(Out("ds")));
   }
+}
+
+// Paths named with ESC[31m and a newline: every line shardpack prints about
+// them is one line, escaped (they were printed raw).
+TEST_F(ShardpackTest, PathsWithEscapesAndNewlinesArePrintedEscaped) {
+  const std::string root = Out("in\x1b[31m\nx");
+  const std::string shown_root = Out("in\\x1b[31m\\nx");
+  fs::create_directories(root);
+  RunResult empty = RunTool(SHARDPACK_PATH, {"images", root, "-o", Out("ds"), "-q"});
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_EQ(empty.err, "shardpack: " + shown_root + ": no class folders in the image folder\n");
+
+  const std::string input = WriteCifar10("data_batch_1.bin", 3);
+  const std::string out = Out("out\x1b[31m\nx");
+  const std::string shown_out = Out("out\\x1b[31m\\nx");
+  RunResult verbose = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", out, "-q", "-v"});
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
+  EXPECT_EQ(verbose.err, "shardpack: 3 inputs into " + shown_out + " (built in " + shown_out +
+                             ".partial), format shard\n");
+  RunResult again = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", out, "-q"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, ::testing::StartsWith("shardpack: " + shown_out + " "));
+  EXPECT_EQ(testing::Lines(again.err).size(), 1u) << again.err;
 }
 
 // JSON holds UTF-8 only, and nlohmann's dump() throws on anything else: a

@@ -9,18 +9,31 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/common/escape.h"
 
 namespace shardpack::cli {
 
+namespace {
+
+constexpr char kHelpHint[] = "Run with --help for more information.\n";
+
+}  // namespace
+
+void PrintLine(std::FILE* out, std::string_view line) {
+  std::string text = EscapeText(line);
+  text.push_back('\n');
+  std::fwrite(text.data(), 1, text.size(), out);
+}
+
 int Fail(std::string_view tool, const absl::Status& status) {
-  std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(tool.size()), tool.data(),
-               static_cast<int>(status.message().size()), status.message().data());
+  const absl::string_view message = status.message();
+  PrintLine(stderr, absl::StrCat(absl::string_view(tool.data(), tool.size()), ": ", message));
   return kExitFailure;
 }
 
 int UsageError(std::string_view tool, const absl::Status& status) {
   Fail(tool, status);
-  std::fprintf(stderr, "Run with --help for more information.\n");
+  std::fputs(kHelpHint, stderr);
   return kExitUsage;
 }
 
@@ -75,8 +88,12 @@ int ParseCommandLine(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitUsage;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    // What CLI11's own failure message prints, with the message escaped: it
+    // quotes what was typed, which may hold anything.
+    PrintLine(stderr, e.what());
+    std::fputs(kHelpHint, stderr);
+    return kExitUsage;
   }
   return -1;
 }

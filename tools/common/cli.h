@@ -1,9 +1,11 @@
-// What the command-line tools share: failure printing and exit codes,
-// human-readable sizes.
+// What the command-line tools share: failure printing and exit codes, flag
+// validators, human-readable sizes.
 #ifndef SHARDPACK_TOOLS_COMMON_CLI_H_
 #define SHARDPACK_TOOLS_COMMON_CLI_H_
 
 #include <cstdint>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,7 +23,14 @@ inline constexpr int kExitUsage = 2;
 // more would only exhaust memory and the process's thread limit.
 inline constexpr uint64_t kMaxThreads = 1024;
 
-// Prints "<tool>: <message>" on stderr and returns kExitFailure.
+// Writes `line` to `out` escaped whole (EscapeText: one line, control
+// characters, invalid UTF-8 and NUL bytes shown as escapes), then a newline.
+// The way a tool prints a line to stderr that holds a path, a key, a class
+// name or an error message: compose it raw, print it through here.
+void PrintLine(std::FILE* out, std::string_view line);
+
+// Prints "<tool>: <message>" on stderr (through PrintLine: one line however
+// the message came) and returns kExitFailure.
 int Fail(std::string_view tool, const absl::Status& status);
 
 // Prints "<tool>: <message>" and CLI11's "Run with --help" hint on stderr
@@ -30,9 +39,10 @@ int Fail(std::string_view tool, const absl::Status& status);
 int UsageError(std::string_view tool, const absl::Status& status);
 
 // Parses the command line with CLI11. Returns -1 when the program should
-// go on, otherwise the exit code: 0 after --help or --version, kExitUsage
-// after a usage error (CLI11's own codes are not ours), with CLI11's message
-// printed either way.
+// go on, otherwise the exit code: 0 after --help or --version (CLI11 prints
+// them), kExitUsage after a usage error (CLI11's own codes are not ours),
+// whose message (which may quote what was typed) goes through PrintLine,
+// followed by the "Run with --help" hint.
 int ParseCommandLine(CLI::App& app, int argc, char** argv);
 
 // A CLI11 transform for a whole-number flag bound to any integer type: the

@@ -25,6 +25,7 @@
 #include "format/posix_io.h"
 #include "format/posix_open.h"
 #include "format/unique_fd.h"
+#include "format/utf8.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
@@ -177,6 +178,17 @@ absl::Status FindClasses(const fs::path& root, std::vector<std::string>* classes
   if (classes->empty()) {
     return absl::NotFoundError(
         absl::StrCat(root.string(), ": no class folders in the image folder"));
+  }
+  // torchvision would take such a name as a str with surrogate escapes
+  // (sorted by them, not by bytes); manifest.json holds UTF-8 text only.
+  for (const std::string& name : *classes) {
+    if (!internal::IsValidUtf8(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          (root / name).string(),
+          ": class folder name is not UTF-8; class names are stored in manifest.json, which "
+          "holds UTF-8 text only: rename the folder (e.g. convmv -f latin1 -t utf-8), or name "
+          "the images in a --list"));
+    }
   }
   return absl::OkStatus();
 }

@@ -637,6 +637,30 @@ TEST_F(ShardpackTest, EmptyClassFolderIsRefusedInBothModes) {
   }
 }
 
+// A class folder whose name is not UTF-8 (Latin-1 "caf\xe9") was refused
+// by the dataset writer without its name ("class 1 of label 'label' has a
+// name that is not UTF-8"); the refusal now names the folder, escaped, and
+// says what is accepted, before anything is read or written.
+TEST_F(ShardpackTest, NonUtf8ClassFolderIsRefusedNamingIt) {
+  const std::string root = DemoImages(2, 1, 16, 16);
+  ASSERT_FALSE(root.empty());
+  const fs::path latin1 = fs::path(root) / "caf\xe9";
+  fs::create_directories(latin1);
+  for (const fs::directory_entry& e : fs::directory_iterator(fs::path(root) / "class_00")) {
+    fs::copy_file(e.path(), latin1 / e.path().filename());
+  }
+  for (std::string on_error : {"skip", "fail"}) {
+    RunResult r =
+        RunTool(SHARDPACK_PATH, {"images", root, "-o", Out("ds"), "--on-error", on_error, "-q"});
+    EXPECT_EQ(r.exit_code, 1) << on_error;
+    EXPECT_EQ(r.err, "shardpack: " + root +
+                         "/caf\\xe9: class folder name is not UTF-8; class names are stored in "
+                         "manifest.json, which holds UTF-8 text only: rename the folder (e.g. "
+                         "convmv -f latin1 -t utf-8), or name the images in a --list\n");
+    EXPECT_FALSE(fs::exists(Out("ds")));
+  }
+}
+
 // Paths named with ESC[31m and a newline: every line shardpack prints about
 // them is one line, escaped (they were printed raw).
 TEST_F(ShardpackTest, PathsWithEscapesAndNewlinesArePrintedEscaped) {

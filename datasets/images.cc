@@ -464,7 +464,9 @@ absl::Status CheckOptions(const ImageOptions& o) {
     if (o.raw_width == 0 || o.raw_height == 0) return bad("raw mode needs --size WxH");
     if (o.raw_width > codec::kMaxJpegSide || o.raw_height > codec::kMaxJpegSide ||
         uint64_t{o.raw_width} * o.raw_height > o.max_pixels) {
-      return bad("raw size too large");
+      return bad(absl::StrCat("raw size ", o.raw_width, "x", o.raw_height,
+                              " is too large: each side at most ", codec::kMaxJpegSide,
+                              ", width x height at most ", o.max_pixels, " pixels"));
     }
   }
   return absl::OkStatus();

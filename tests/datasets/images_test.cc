@@ -478,6 +478,14 @@ TEST(ImagesModeTest, BadOptions) {
   options.restart_markers = true;
   EXPECT_THAT(OpenImages(options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("restart markers")));
+  // The size and the limits, not "raw size too large".
+  options.restart_markers = false;
+  options.raw_width = 20000;
+  options.raw_height = 20000;
+  EXPECT_THAT(OpenImages(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("raw size 20000x20000 is too large: each side at most 65500, "
+                                 "width x height at most 268435456 pixels")));
 }
 
 TEST(ImagesModeTest, ModeNames) {

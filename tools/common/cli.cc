@@ -17,6 +17,13 @@ namespace {
 
 constexpr char kHelpHint[] = "Run with --help for more information.\n";
 
+// "0..2^64-1", "1..1024": [min, max] as the messages write it (2^64-1
+// spelled out would read like the wrapped value of a negative).
+std::string RangeText(uint64_t min, uint64_t max) {
+  return absl::StrCat(min, "..", max == std::numeric_limits<uint64_t>::max() ? "2^64-1"
+                                                                           : absl::StrCat(max));
+}
+
 }  // namespace
 
 void PrintLine(std::FILE* out, std::string_view line) {
@@ -37,21 +44,26 @@ int UsageError(std::string_view tool, const absl::Status& status) {
   return kExitUsage;
 }
 
+std::optional<uint64_t> ParseWholeNumber(std::string_view text, uint64_t min, uint64_t max) {
+  if (text.empty() || !std::all_of(text.begin(), text.end(), absl::ascii_isdigit)) {
+    return std::nullopt;
+  }
+  while (text.size() > 1 && text.front() == '0') text.remove_prefix(1);
+  uint64_t value = 0;
+  if (!absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &value) || value < min ||
+      value > max) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 CLI::Validator WholeNumberIn(uint64_t min, uint64_t max) {
-  // 2^64-1 spelled out would read like the wrapped value of a negative.
-  const std::string range =
-      absl::StrCat(min, "..", max == std::numeric_limits<uint64_t>::max() ? "2^64-1"
-                                                                          : absl::StrCat(max));
+  const std::string range = RangeText(min, max);
   return CLI::Validator(
       [min, max, range](std::string& text) -> std::string {
-        std::string_view digits = text;
-        bool ok = !digits.empty() && std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit);
-        while (ok && digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
-        uint64_t value = 0;
-        ok = ok && absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &value) &&
-             value >= min && value <= max;
-        if (!ok) return absl::StrCat("'", text, "' is not a whole number in ", range);
-        text = std::string(digits);  // decimal, so that CLI11 cannot read it as octal
+        const std::optional<uint64_t> value = ParseWholeNumber(text, min, max);
+        if (!value) return absl::StrCat("'", text, "' is not a whole number in ", range);
+        text = absl::StrCat(*value);  // decimal, so that CLI11 cannot read it as octal
         return "";
       },
       absl::StrCat("in ", range));
@@ -77,9 +89,9 @@ CLI::Validator SizeIn(uint64_t min, uint64_t max) {
   return CLI::Validator(
       [min, max, range](std::string& text) -> std::string {
         absl::StatusOr<uint64_t> size = ParseSize(text);
-        if (!size.ok()) return std::string(size.status().message());
-        if (*size < min || *size > max) return absl::StrCat("'", text, "' is not in ", range);
-        return "";
+        if (size.ok() && *size >= min && *size <= max) return "";
+        return absl::StrCat("'", text, "' is not a size in ", range,
+                            " (bytes, or a number with KiB, MiB, GiB, K, M, G, kB, MB or GB)");
       },
       absl::StrCat("SIZE in ", range));
 }

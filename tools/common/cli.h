@@ -45,6 +45,12 @@ int UsageError(std::string_view tool, const absl::Status& status);
 // followed by the "Run with --help" hint.
 int ParseCommandLine(CLI::App& app, int argc, char** argv);
 
+// `text` as a whole number in [min, max]: decimal digits alone (leading
+// zeros allowed, no sign, no space); nullopt for anything else. The one
+// reading of a number typed on a command line, also inside a flag's value
+// ("64x64", "3/8").
+std::optional<uint64_t> ParseWholeNumber(std::string_view text, uint64_t min, uint64_t max);
+
 // A CLI11 transform for a whole-number flag bound to any integer type: the
 // value must be decimal digits alone, within [min, max] (max at most the
 // bound variable's largest value). CLI11 2.1 by itself would read "-1" into
@@ -58,7 +64,8 @@ CLI::Validator WholeNumberIn(uint64_t min, uint64_t max);
 // in (0, 31536000]".
 CLI::Validator RealAboveUpTo(double min, double max);
 
-// A CLI11 check for a size flag ("256MiB", see ParseSize) in [min, max].
+// A CLI11 check for a size flag ("256MiB", see ParseSize) in [min, max]:
+// "--block-size: '2GiB' is not a size in 1 B..1.0 GiB (bytes, or ...)".
 CLI::Validator SizeIn(uint64_t min, uint64_t max);
 
 // Parses "256MiB", "4M", "1.5GB", "4096" into bytes. Binary (KiB, MiB, GiB,

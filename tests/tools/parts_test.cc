@@ -436,6 +436,10 @@ TEST_F(PartsTest, MergeRefusesATamperedPart) {
   ExpectMergeRefused(p, p[1] + ": not a part merge can check");
   edit("\"seed\": 9", "\"seed\": 8");
   ExpectMergeRefused(p, "seed is 8, not 9");
+  // A key holding NUL was looked up through c_str(), cut at the NUL ("x",
+  // absent from both parts): the difference went unseen.
+  edit("\"seed\": 9", "\"seed\": 9, \"x\\u0000y\": 1");
+  ExpectMergeRefused(p, "x\\x00y is 1, not null");
   // More records than the part's share of the input (30 inputs, 10 a part).
   edit("\"records\": 10,", "\"records\": 12,");
   ExpectMergeRefused(p, p[1] + ": 12 records, but part 2 of 3 of 30 inputs holds at most 10");

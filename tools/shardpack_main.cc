@@ -403,9 +403,10 @@ int RunMerge(const MergeCommand& c) {
   }
   auto merged = pack::Merge(c.parts, o);
   if (!merged.ok()) return cli::Fail(kTool, merged.status());
-  std::fprintf(stderr, "%s %zu parts of one pack (input %s): %llu records in %zu shards\n",
-               c.check ? "checked" : "merged", merged->parts, merged->fingerprint.c_str(),
-               static_cast<unsigned long long>(merged->records), merged->shards);
+  // The fingerprint is the parts' manifests' text, whatever they hold.
+  cli::PrintLine(stderr, absl::StrCat(c.check ? "checked " : "merged ", merged->parts,
+                                      " parts of one pack (input ", merged->fingerprint, "): ",
+                                      merged->records, " records in ", merged->shards, " shards"));
   return 0;
 }
 

@@ -340,6 +340,25 @@ TEST_F(PartsTest, MergeInAnyOrderEqualsOnePackAndSaysItWasMerged) {
   EXPECT_THAT(again.err, HasSubstr("it is a merged dataset, not a part"));
 }
 
+// The input fingerprint merge reports comes from the parts' manifests: an
+// edited one holding ESC[31m and a newline was printed raw.
+TEST_F(PartsTest, MergePrintsTheManifestsFingerprintEscaped) {
+  const std::string input = WriteCifar("cifar", 20);
+  std::vector<std::string> parts = PackParts(input, 2, "p");
+  for (const std::string& part : parts) {
+    const fs::path manifest = fs::path(part) / "manifest.json";
+    const std::string text = FileBytes(manifest);
+    ASSERT_NE(text.find("\"crc32c:"), std::string::npos);
+    std::ofstream(manifest, std::ios::trunc)
+        << absl::StrReplaceAll(text, {{"\"crc32c:", "\"\\u001b[31m\\n"}});
+  }
+  RunResult check = Shardpack({"merge", parts[0], parts[1], "--check"});
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_THAT(check.err, ::testing::StartsWith("checked 2 parts of one pack (input \\x1b[31m\\n"));
+  EXPECT_THAT(check.err, ::testing::EndsWith("): 20 records in 2 shards\n"));
+  EXPECT_EQ(std::count(check.err.begin(), check.err.end(), '\n'), 1) << check.err;
+}
+
 // A part converted to another backend is the same part: merge converts the
 // others to the output's backend and keeps the record order.
 TEST_F(PartsTest, MergeTakesAPartConvertedToAnotherBackend) {

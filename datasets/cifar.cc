@@ -606,7 +606,8 @@ std::string MakeParamsJson(const CifarOptions& options, const std::vector<Input>
   Json j = {{"kind", "cifar"}, {"variant", data.variant},
             {"split", split},  {"layout", std::string(LayoutName(data.layout))},
             {"pad", data.pad}, {"files", files}};
-  return j.dump();
+  // A file name may be any bytes; JSON holds UTF-8 only (U+FFFD in its place).
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 }  // namespace

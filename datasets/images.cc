@@ -25,6 +25,7 @@
 #include "format/posix_io.h"
 #include "format/posix_open.h"
 #include "format/unique_fd.h"
+#include "format/utf8.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
@@ -177,6 +178,17 @@ absl::Status FindClasses(const fs::path& root, std::vector<std::string>* classes
   if (classes->empty()) {
     return absl::NotFoundError(
         absl::StrCat(root.string(), ": no class folders in the image folder"));
+  }
+  // torchvision would take such a name as a str with surrogate escapes
+  // (sorted by them, not by bytes); manifest.json holds UTF-8 text only.
+  for (const std::string& name : *classes) {
+    if (!internal::IsValidUtf8(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          (root / name).string(),
+          ": class folder name is not UTF-8; class names are stored in manifest.json, which "
+          "holds UTF-8 text only: rename the folder (e.g. convmv -f latin1 -t utf-8), or name "
+          "the images in a --list"));
+    }
   }
   return absl::OkStatus();
 }
@@ -430,7 +442,8 @@ std::string ImageSource::ParamsJson() const {
       j["height"] = options_.raw_height;
       break;
   }
-  return j.dump();
+  // The root may be any bytes; JSON holds UTF-8 only (U+FFFD in its place).
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 absl::Status CheckOptions(const ImageOptions& o) {
@@ -451,7 +464,9 @@ absl::Status CheckOptions(const ImageOptions& o) {
     if (o.raw_width == 0 || o.raw_height == 0) return bad("raw mode needs --size WxH");
     if (o.raw_width > codec::kMaxJpegSide || o.raw_height > codec::kMaxJpegSide ||
         uint64_t{o.raw_width} * o.raw_height > o.max_pixels) {
-      return bad("raw size too large");
+      return bad(absl::StrCat("raw size ", o.raw_width, "x", o.raw_height,
+                              " is too large: each side at most ", codec::kMaxJpegSide,
+                              ", width x height at most ", o.max_pixels, " pixels"));
     }
   }
   return absl::OkStatus();

@@ -89,7 +89,9 @@ struct ImageOptions {
 // them. An item's format is told by its content, never its name: a JPEG
 // named .png is a JPEG. A missing root is NotFoundError. A class folder with no
 // such file is InvalidArgumentError naming it, whatever on_error says, as
-// torchvision's ImageFolder refuses it. A bad list-file line (naming the
+// torchvision's ImageFolder refuses it. So is a class folder whose name is
+// not UTF-8 (a manifest holds UTF-8 text only; torchvision would take it as
+// a str with surrogate escapes), naming it. A bad list-file line (naming the
 // line number) is an open_problem in skip mode and the error in fail mode.
 // Keys are paths relative to root.
 //

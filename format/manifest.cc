@@ -11,6 +11,7 @@
 #include "nlohmann/json.hpp"
 #include "format/errors.h"
 #include "format/status_macros.h"
+#include "format/utf8.h"
 
 namespace shardpack {
 namespace {
@@ -216,29 +217,21 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
   return m;
 }
 
-// Whether `s` is valid UTF-8 (JSON text holds nothing else).
-bool IsUtf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    int extra = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
-    if (extra < 0 || s.size() - i <= static_cast<size_t>(extra)) return false;
-    for (int k = 1; k <= extra; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
-
 }  // namespace
 
 absl::Status CheckSchemaNames(const Schema& schema) {
+  // The names go in raw: the tools escape a message when they print it.
   for (const LabelField& field : schema.labels) {
-    if (!IsUtf8(field.name)) return absl::InvalidArgumentError("a label field name is not UTF-8");
+    if (!internal::IsValidUtf8(field.name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "label field name '", field.name,
+          "' is not UTF-8: a manifest is JSON, which holds UTF-8 text only"));
+    }
     for (size_t i = 0; i < field.classes.size(); ++i) {
-      if (!IsUtf8(field.classes[i])) {
+      if (!internal::IsValidUtf8(field.classes[i])) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "class ", i, " of label '", field.name, "' has a name that is not UTF-8"));
+            "class ", i, " of label '", field.name, "' ('", field.classes[i],
+            "') is not UTF-8: a manifest is JSON, which holds UTF-8 text only"));
       }
     }
   }

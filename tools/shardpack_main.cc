@@ -11,20 +11,21 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "backends/store.h"
+#include "codec/jpeg_probe.h"
 #include "datasets/cifar.h"
 #include "datasets/images.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/manifest.h"
 #include "format/status_macros.h"
 #include "tools/common/cli.h"
+#include "tools/pack/flag_values.h"
 #include "tools/pack/pack.h"
 #include "tools/pack/path_overlap.h"
 #include "tools/pack/scheduler_part.h"
@@ -64,24 +65,6 @@ struct CommonFlags {
 
 constexpr uint64_t kMaxU64 = std::numeric_limits<uint64_t>::max();
 
-// "I/N" with 1 <= I <= N into a 0-based index and a count.
-absl::Status ParsePart(const std::string& text, uint32_t* index, uint32_t* count) {
-  std::vector<std::string> part = absl::StrSplit(text, '/');
-  if (part.size() != 2 || !absl::SimpleAtoi(part[0], index) || !absl::SimpleAtoi(part[1], count) ||
-      *index < 1 || *index > *count) {
-    return absl::InvalidArgumentError(absl::StrCat("'", text, "': expected I/N, 1 <= I <= N"));
-  }
-  *index -= 1;
-  return absl::OkStatus();
-}
-
-std::string CheckPart(const std::string& text) {
-  if (text == "auto") return "";
-  uint32_t index, count;
-  absl::Status s = ParsePart(text, &index, &count);
-  return s.ok() ? "" : std::string(s.message());
-}
-
 // -v, --verbose: each command takes it, and so does shardpack before the
 // command (docs/cli.md lists it among the flags every tool has).
 void AddVerbose(CLI::App* app, bool* verbose) {
@@ -99,7 +82,8 @@ void AddCommonFlags(CLI::App* app, CommonFlags* f) {
       ->transform(cli::WholeNumberIn(1, kMaxU64));
   app->add_option("--block-size", f->block_size, "Target block size")
       ->check(cli::SizeIn(1, kMaxBlockSize));
-  app->add_option("--compress", f->compress, "none or zstd[:LEVEL]");
+  app->add_option("--compress", f->compress, "none or zstd[:LEVEL]")
+      ->check(pack::CheckCompress, "none|zstd[:LEVEL]");
   app->add_flag("--shuffle,!--no-shuffle", f->shuffle, "Pack-time permutation (default on)");
   app->add_option("--seed", f->seed, "Seed of the pack-time permutation")
       ->transform(cli::WholeNumberIn(0, kMaxU64));
@@ -114,7 +98,7 @@ void AddCommonFlags(CLI::App* app, CommonFlags* f) {
       ->check(CLI::IsMember({"skip", "fail"}));
   app->add_option("--part", f->part,
                   "Pack part I of N (1-based), e.g. 3/8; auto: from the scheduler's variables")
-      ->check(CheckPart, "I/N or auto");
+      ->check(pack::CheckPart, "I/N or auto");
   app->add_option("--parts", f->parts, "With --part auto: the number of parts (Kubernetes)")
       ->transform(cli::WholeNumberIn(1, pack::kMaxParts));
 }
@@ -131,15 +115,9 @@ absl::Status ParseShardFlags(const std::string& format, const std::string& block
     return absl::InvalidArgumentError("--block-size must be between 1 byte and 1 GiB");
   }
   w->shard.block_size = static_cast<uint32_t>(block);
-  std::vector<std::string> compress = absl::StrSplit(compress_flag, ':');
-  if (compress[0] == "zstd" && compress.size() <= 2) {
-    w->shard.compression = Compression::kZstd;
-    if (compress.size() == 2 && !absl::SimpleAtoi(compress[1], &w->shard.zstd_level)) {
-      return absl::InvalidArgumentError(absl::StrCat("--compress ", compress_flag, ": bad level"));
-    }
-  } else if (compress_flag != "none") {
-    return absl::InvalidArgumentError(absl::StrCat("--compress ", compress_flag,
-                                                   ": expected none or zstd[:LEVEL]"));
+  absl::Status compress = pack::ParseCompress(compress_flag, &w->shard);
+  if (!compress.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--compress: ", compress.message()));
   }
   if (format != "shard" && compress_flag != "none") {
     return absl::InvalidArgumentError(
@@ -162,8 +140,8 @@ absl::StatusOr<pack::PackOptions> ToPackOptions(const CommonFlags& f) {
     return absl::InvalidArgumentError("--parts goes with --part auto");
   }
   if (!f.part.empty() && f.part != "auto") {
-    absl::Status part = ParsePart(f.part, &o.part_index, &o.part_count);
-    if (!part.ok()) return absl::InvalidArgumentError(absl::StrCat("--part ", part.message()));
+    absl::Status part = pack::ParsePart(f.part, &o.part_index, &o.part_count);
+    if (!part.ok()) return absl::InvalidArgumentError(absl::StrCat("--part: ", part.message()));
   }
   // A part (of a job array) may be retried: its own earlier output goes.
   o.retry_replaces = !f.part.empty();
@@ -191,7 +169,10 @@ void Report(const CommonFlags& f, const pack::PackSummary& s) {
                              {"converted", converted},     {"converted_from", s.converted},
                              {"bytes_in", s.bytes_in},     {"bytes_out", s.bytes_out},
                              {"seconds", s.seconds}};
-    std::printf("%s\n", j.dump().c_str());
+    // Paths may be any bytes: invalid UTF-8 becomes U+FFFD, as in every
+    // JSON document the tools print.
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                            .c_str());
   }
   if (f.quiet) return;
   // Converted and skipped inputs are counted on the summary line itself: a
@@ -205,9 +186,8 @@ void Report(const CommonFlags& f, const pack::PackSummary& s) {
                s.shards == 1 ? "" : "s", counts.c_str(), cli::FormatBytes(s.bytes_in).c_str(),
                cli::FormatBytes(s.bytes_out).c_str(), s.seconds);
   if (s.skipped > 0) {
-    std::fprintf(stderr, "skipped %llu input%s, listed in %s/skipped.tsv\n",
-                 static_cast<unsigned long long>(s.skipped), s.skipped == 1 ? "" : "s",
-                 f.output.c_str());
+    cli::PrintLine(stderr, absl::StrCat("skipped ", s.skipped, " input", s.skipped == 1 ? "" : "s",
+                                        ", listed in ", f.output, "/skipped.tsv"));
   }
 }
 
@@ -228,8 +208,8 @@ int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
     options->part_index = part->index;
     options->part_count = part->count;
     if (f.verbose) {
-      std::fprintf(stderr, "%s: part %u of %u (%s)\n", kTool, part->index + 1, part->count,
-                   part->source.c_str());
+      cli::PrintLine(stderr, absl::StrCat(kTool, ": part ", part->index + 1, " of ", part->count,
+                                          " (", part->source, ")"));
     }
   }
   absl::Status apart = pack::CheckOutputApartFromInputs(f.output, inputs);
@@ -238,19 +218,19 @@ int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
   if (!source.ok()) return cli::Fail(kTool, source.status());
   if (!f.quiet) {
     for (const datasets::Skipped& p : (*source)->open_problems()) {
-      std::fprintf(stderr, "%s: warning: %s: %s\n", kTool, p.path.c_str(), p.reason.c_str());
+      cli::PrintLine(stderr, absl::StrCat(kTool, ": warning: ", p.path, ": ", p.reason));
     }
   }
   if (f.verbose) {
-    std::fprintf(stderr, "%s: %zu inputs into %s (built in %s.partial), format %s\n", kTool,
-                 (*source)->size(), f.output.c_str(), f.output.c_str(), f.format.c_str());
+    cli::PrintLine(stderr, absl::StrCat(kTool, ": ", (*source)->size(), " inputs into ", f.output,
+                                        " (built in ", f.output, ".partial), format ", f.format));
   }
   auto summary = pack::Pack(**source, *options);
   if (!summary.ok()) return cli::Fail(kTool, summary.status());
   Report(f, *summary);
   if (f.verbose) {
     for (const datasets::Skipped& s : summary->skipped_inputs) {
-      std::fprintf(stderr, "skipped %s: %s\n", s.path.c_str(), s.reason.c_str());
+      cli::PrintLine(stderr, absl::StrCat("skipped ", s.path, ": ", s.reason));
     }
   }
   return 0;
@@ -291,6 +271,7 @@ struct ImagesCommand {
   std::string root_arg, root_flag;
   std::string mode = "passthrough", size, non_jpeg = "convert";
   CLI::Option* quality = nullptr;
+  CLI::Option* max_side = nullptr;
 };
 
 CLI::App* AddImagesCommand(CLI::App& app, ImagesCommand* c) {
@@ -301,8 +282,8 @@ CLI::App* AddImagesCommand(CLI::App& app, ImagesCommand* c) {
   cmd->add_option("--root", c->root_flag, "Folder the --list paths are relative to")->needs(list);
   cmd->add_option("--mode", c->mode, "passthrough, reencode or raw")
       ->check(CLI::IsMember({"passthrough", "reencode", "raw"}));
-  cmd->add_option("--max-side", images.max_side, "reencode: longest side at most N")
-      ->transform(cli::WholeNumberIn(0, 65500));
+  c->max_side = cmd->add_option("--max-side", images.max_side, "reencode: longest side at most N")
+                    ->transform(cli::WholeNumberIn(0, codec::kMaxJpegSide));
   c->quality = cmd->add_option("--quality", images.quality,
                                "JPEG quality: reencode (default 90), and passthrough's "
                                "converted non-JPEG inputs (default 100)")
@@ -311,7 +292,8 @@ CLI::App* AddImagesCommand(CLI::App& app, ImagesCommand* c) {
                   "passthrough: convert (default; PNG, WebP, BMP, TIFF, PNM stored as JPEG "
                   "4:4:4) or skip (listed in skipped.tsv) inputs that are not JPEG by content")
       ->check(CLI::IsMember({"convert", "skip"}));
-  cmd->add_option("--size", c->size, "raw: output WxH, e.g. 64x64");
+  cmd->add_option("--size", c->size, "raw: output WxH, e.g. 64x64")
+      ->check(pack::CheckRawSize, "WxH");
   cmd->add_flag("--validate-decode", images.validate_decode,
                 "passthrough: decode every image to catch corrupt data");
   cmd->add_flag("--restart-markers", images.restart_markers,
@@ -342,12 +324,18 @@ absl::Status ResolveImageFlags(ImagesCommand& c) {
       return absl::InvalidArgumentError(
           "images: raw mode stores pixels: restart markers do not apply");
     }
-    std::vector<std::string> wh = absl::StrSplit(c.size, 'x');
-    if (wh.size() != 2 || !absl::SimpleAtoi(wh[0], &images.raw_width) ||
-        !absl::SimpleAtoi(wh[1], &images.raw_height) || images.raw_width == 0 ||
-        images.raw_height == 0) {
+    if (c.size.empty()) {
       return absl::InvalidArgumentError("--mode raw needs --size WxH, e.g. 64x64");
     }
+    absl::Status size = pack::ParseRawSize(c.size, &images.raw_width, &images.raw_height);
+    if (!size.ok()) return absl::InvalidArgumentError(absl::StrCat("--size: ", size.message()));
+  } else if (!c.size.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("images: --size is for --mode raw, not ", c.mode));
+  }
+  if (images.mode != datasets::ImageMode::kReencode && c.max_side->count() > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("images: --max-side is for --mode reencode, not ", c.mode));
   }
   images.non_jpeg =
       c.non_jpeg == "skip" ? datasets::NonJpeg::kSkip : datasets::NonJpeg::kConvert;
@@ -409,14 +397,16 @@ int RunMerge(const MergeCommand& c) {
   o.check_only = c.check;
   if (!c.format.empty()) o.backend = ParseBackend(c.format);
   if (c.verbose) {
-    std::fprintf(stderr, "%s: %s %zu parts%s%s\n", kTool, c.check ? "checking" : "merging",
-                 c.parts.size(), c.check ? "" : " into ", c.output.c_str());
+    cli::PrintLine(stderr, absl::StrCat(kTool, ": ", c.check ? "checking " : "merging ",
+                                        c.parts.size(), " parts", c.check ? "" : " into ",
+                                        c.output));
   }
   auto merged = pack::Merge(c.parts, o);
   if (!merged.ok()) return cli::Fail(kTool, merged.status());
-  std::fprintf(stderr, "%s %zu parts of one pack (input %s): %llu records in %zu shards\n",
-               c.check ? "checked" : "merged", merged->parts, merged->fingerprint.c_str(),
-               static_cast<unsigned long long>(merged->records), merged->shards);
+  // The fingerprint is the parts' manifests' text, whatever they hold.
+  cli::PrintLine(stderr, absl::StrCat(c.check ? "checked " : "merged ", merged->parts,
+                                      " parts of one pack (input ", merged->fingerprint, "): ",
+                                      merged->records, " records in ", merged->shards, " shards"));
   return 0;
 }
 
@@ -438,7 +428,8 @@ CLI::App* AddConvertCommand(CLI::App& app, ConvertCommand* c) {
       ->check(CLI::IsMember(BackendNames()));
   cmd->add_option("--block-size", c->block, "Target block size (shard)")
       ->check(cli::SizeIn(1, kMaxBlockSize));
-  cmd->add_option("--compress", c->compress, "none or zstd[:LEVEL] (shard)");
+  cmd->add_option("--compress", c->compress, "none or zstd[:LEVEL] (shard)")
+      ->check(pack::CheckCompress, "none|zstd[:LEVEL]");
   cmd->add_flag("--overwrite", c->options.overwrite,
                 "Replace an existing output (only a dataset shardpack wrote, or an empty folder)");
   cmd->add_flag("-q,--quiet", c->options.quiet, "No progress or summary on stderr");
@@ -451,8 +442,8 @@ int RunConvert(ConvertCommand& c) {
   if (!flags.ok()) return cli::UsageError(kTool, flags);
   c.options.backend = c.options.writer.backend;
   if (c.verbose) {
-    std::fprintf(stderr, "%s: converting %zu inputs into %s, format %s\n", kTool,
-                 c.inputs.size(), c.options.output.c_str(), c.format.c_str());
+    cli::PrintLine(stderr, absl::StrCat(kTool, ": converting ", c.inputs.size(), " inputs into ",
+                                        c.options.output, ", format ", c.format));
   }
   auto converted = pack::Convert(c.inputs, c.options);
   if (!converted.ok()) return cli::Fail(kTool, converted.status());

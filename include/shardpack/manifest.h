@@ -69,7 +69,8 @@ struct Manifest {
 };
 
 // InvalidArgumentError naming the class when a label field or class name is
-// not UTF-8 (JSON text can only hold UTF-8).
+// not well-formed UTF-8 (JSON text can only hold UTF-8). The message holds
+// the name's bytes as they are: escape it before printing it.
 absl::Status CheckSchemaNames(const Schema& schema);
 
 // Whether a record agrees with its dataset's schema: the encoding, the raw

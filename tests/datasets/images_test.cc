@@ -220,6 +220,17 @@ TEST(ImagesWalkTest, FollowsSymlinksButNotLoops) {
                               }));
 }
 
+// Opening the folder in `dir` is InvalidArgumentError with `message`, with
+// --on-error skip as with fail.
+void ExpectRefusedInBothModes(const TempDir& dir,
+                              const ::testing::Matcher<const std::string&>& message) {
+  for (OnError on_error : {OnError::kSkip, OnError::kFail}) {
+    ImageOptions options = FolderOptions(dir);
+    options.on_error = on_error;
+    EXPECT_THAT(OpenImages(options), StatusIs(absl::StatusCode::kInvalidArgument, message));
+  }
+}
+
 // torchvision's ImageFolder refuses a class folder without images; keeping
 // it (or dropping it) would shift labels, so it is refused in both modes.
 TEST(ImagesWalkTest, EmptyClassFolderIsRefusedInBothModes) {
@@ -227,14 +238,26 @@ TEST(ImagesWalkTest, EmptyClassFolderIsRefusedInBothModes) {
   WriteBytes(dir.path() / "a/1.jpg", MakeJpeg(8, 8));
   WriteText(dir.path() / "b_empty/readme.txt", "no images here");
   WriteBytes(dir.path() / "c/2.jpg", MakeJpeg(8, 8));
-  for (OnError on_error : {OnError::kSkip, OnError::kFail}) {
-    ImageOptions options = FolderOptions(dir);
-    options.on_error = on_error;
-    EXPECT_THAT(OpenImages(options),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         AllOf(HasSubstr((dir.path() / "b_empty").string() + ": empty class folder"),
-                               HasSubstr("torchvision"))));
-  }
+  ExpectRefusedInBothModes(
+      dir, AllOf(HasSubstr((dir.path() / "b_empty").string() + ": empty class folder"),
+                 HasSubstr("torchvision")));
+}
+
+// A class folder whose name is not UTF-8 cannot be a class name in a
+// manifest: refused when the classes are found, naming the folder (the
+// dataset writer refused it later, without the name). A file name that is
+// not UTF-8 is a key, which may be any bytes.
+TEST(ImagesWalkTest, NonUtf8ClassFolderIsRefusedNamingIt) {
+  TempDir dir;
+  WriteBytes(dir.path() / "a/1.jpg", MakeJpeg(8, 8));
+  WriteBytes(dir.path() / "b/caf\xe9.jpg", MakeJpeg(8, 8));
+  auto source = MustOpen(FolderOptions(dir));
+  ASSERT_NE(source, nullptr);
+  EXPECT_EQ(source->size(), 2u);
+  WriteBytes(dir.path() / "caf\xe9/2.jpg", MakeJpeg(8, 8));
+  ExpectRefusedInBothModes(dir, HasSubstr((dir.path() / "caf\xe9").string() +
+                                          ": class folder name is not UTF-8; class names are "
+                                          "stored in manifest.json, which holds UTF-8 text only"));
 }
 
 TEST(ImagesWalkTest, UnlistableFolderIsAProblem) {
@@ -455,6 +478,14 @@ TEST(ImagesModeTest, BadOptions) {
   options.restart_markers = true;
   EXPECT_THAT(OpenImages(options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("restart markers")));
+  // The size and the limits, not "raw size too large".
+  options.restart_markers = false;
+  options.raw_width = 20000;
+  options.raw_height = 20000;
+  EXPECT_THAT(OpenImages(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("raw size 20000x20000 is too large: each side at most 65500, "
+                                 "width x height at most 268435456 pixels")));
 }
 
 TEST(ImagesModeTest, ModeNames) {

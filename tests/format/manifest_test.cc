@@ -219,6 +219,24 @@ TEST(ManifestTest, NonUtf8ClassNameDoesNotThrow) {
   EXPECT_NO_THROW(SerializeManifest(m));
 }
 
+// CheckSchemaNames took overlong forms ("\xc0\xaf", a '/' spelled in two
+// bytes), surrogates and code points past U+10FFFF for UTF-8, which JSON
+// writers replace or refuse; and its refusal did not say which name.
+TEST(ManifestTest, CheckSchemaNamesRefusesMalformedUtf8NamingIt) {
+  for (std::string bad : {std::string("caf\xe9"), std::string("a\xc0\xaf" "b"),
+                          std::string("\xed\xa0\x80"), std::string("\xf4\x90\x80\x80"),
+                          std::string("cut\xe2\x82")}) {
+    Schema schema = ImageFolder().schema;
+    schema.labels[0].classes.push_back(bad);
+    EXPECT_THAT(CheckSchemaNames(schema),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("of label 'label' ('" + bad + "') is not UTF-8")));
+  }
+  Schema good = ImageFolder().schema;
+  good.labels[0].classes.push_back("caf\xc3\xa9 \xf0\x9f\x90\x88");
+  EXPECT_TRUE(CheckSchemaNames(good).ok());
+}
+
 // ParseManifest once copied "pack" with dump(), which recurses once per
 // nesting level: a 200 KB manifest whose pack holds arrays nested 100000
 // deep overflowed the stack (SIGSEGV) instead of being a DataLossError.

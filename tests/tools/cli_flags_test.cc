@@ -92,8 +92,53 @@ std::vector<BadFlag> BadWholeNumbers() {
   return cases;
 }
 
+// Values of more than one number, sizes and names: a side, product, level or
+// count past what the tools take is refused when the flag is parsed (it was
+// a failure, exit 1, at open, or clamped in silence), naming the limit.
+std::vector<BadFlag> BadCompositeValues() {
+  const std::string p = SHARDPACK_PATH, b = SHARDBENCH_PATH;
+  const std::string raw_limit = "W and H in 1..65500 and W x H at most 268435456 pixels";
+  std::vector<BadFlag> cases;
+  for (std::string v : {"70000x70000", "65501x1", "20000x20000", "0x8", "8x", "x8", "8x8x8",
+                        "+8x8", "99999999999999999999x1"}) {
+    cases.push_back({{p, "images", "root", "-o", "out", "--mode", "raw", "--size", v}, "--size",
+                     v, raw_limit});
+  }
+  const std::string levels = "zstd[:LEVEL] with LEVEL in -131072..22";
+  for (std::string v : {"zstd:23", "zstd:-131073", "zstd:99999999999999999999", "zstd:", "zstd:x",
+                        "zstd:+3", "lz4"}) {
+    cases.push_back({{p, "cifar", "in.bin", "-o", "out", "--compress", v}, "--compress", v,
+                     levels});
+    cases.push_back({{p, "convert", "in", "-o", "out", "--format", "shard", "--compress", v},
+                     "--compress", v, levels});
+  }
+  for (std::string v : {"1/4294967296", "3/2", "0/2", "1/", "1/2/3"}) {
+    cases.push_back({{p, "cifar", "in.bin", "-o", "out", "--part", v}, "--part", v,
+                     "1 <= I <= N <= 4294967295"});
+  }
+  for (std::string v : {"2GiB", "0", "1.5XB"}) {
+    cases.push_back({{p, "cifar", "in.bin", "-o", "out", "--block-size", v}, "--block-size", v,
+                     "1 B..1.0 GiB"});
+  }
+  for (std::string v : {"99999999999999999999999", "0"}) {
+    cases.push_back({{p, "cifar", "in.bin", "-o", "out", "--shard-size", v}, "--shard-size", v,
+                     "1 B..16777216.0 TiB"});
+  }
+  for (std::string flag : {"--shuffle-bytes", "--read-ahead"}) {
+    for (std::string v : {"2048TiB", "18446744073709551616"}) {
+      cases.push_back({{b, "ds", flag, v}, flag, v, "0 B..1024.0 TiB"});
+    }
+  }
+  for (std::string v : {"rrc:8193", "center:99999999999", "rrc:0", "rrc:-1"}) {
+    cases.push_back({{b, "ds", "--transform", v}, "--transform", v, "at most 8192 for rrc"});
+  }
+  return cases;
+}
+
 TEST(CliFlagsTest, BadNumbersAreUsageErrorsNamingFlagAndRange) {
-  for (const BadFlag& c : BadWholeNumbers()) {
+  std::vector<BadFlag> all = BadWholeNumbers();
+  for (BadFlag& c : BadCompositeValues()) all.push_back(std::move(c));
+  for (const BadFlag& c : all) {
     SCOPED_TRACE(c.argv[0] + " ... " + c.flag + " " + c.value);
     RunResult r = testing::Run(c.argv);
     EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -103,6 +148,43 @@ TEST(CliFlagsTest, BadNumbersAreUsageErrorsNamingFlagAndRange) {
     EXPECT_THAT(r.err, Not(HasSubstr("18446744073709551615")));
     EXPECT_LT(LongestDigitRun(r.err), 25u) << r.err;
   }
+}
+
+// The whole message of an oversize raw --size: exit 2, the flag, the value
+// and the limits, and CLI11's hint (it was "images: raw size too large",
+// exit 1, once the folder had been opened).
+TEST(CliFlagsTest, OversizeRawSizeIsAUsageErrorSayingTheLimits) {
+  RunResult r = testing::Run({SHARDPACK_PATH, "images", "root", "-o", "out", "--mode", "raw",
+                              "--size", "70000x70000"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "--size: '70000x70000' is not a size WxH with W and H in 1..65500 and W x H at most "
+            "268435456 pixels\nRun with --help for more information.\n");
+  EXPECT_EQ(r.out, "");
+}
+
+// A value typed with ESC[31m, a newline and a NUL-free but invalid byte is
+// quoted escaped, on one line, by every tool's parse error.
+TEST(CliFlagsTest, ValuesInUsageErrorsArePrintedEscaped) {
+  const std::string value = "1\x1b[31m\n\xff";
+  const std::string shown = "'1\\x1b[31m\\n\\xff'";
+  const std::string hint = "\nRun with --help for more information.\n";
+  RunResult pack = testing::Run({SHARDPACK_PATH, "cifar", "in.bin", "-o", "out", "--seed", value});
+  EXPECT_EQ(pack.exit_code, 2);
+  EXPECT_EQ(pack.err, "--seed: " + shown + " is not a whole number in 0..2^64-1" + hint);
+  RunResult dump = testing::Run({SHARDDUMP_PATH, "ls", "ds", "--shard", value});
+  EXPECT_EQ(dump.exit_code, 2);
+  EXPECT_EQ(dump.err, "--shard: " + shown + " is not a whole number in 0..2^64-1" + hint);
+  RunResult bench = testing::Run({SHARDBENCH_PATH, "ds", "--batch-size", value});
+  EXPECT_EQ(bench.exit_code, 2);
+  EXPECT_EQ(bench.err, "--batch-size: " + shown + " is not a whole number in 1..1048576" + hint);
+  // A usage error found after parsing, through cli::UsageError.
+  RunResult root = testing::Run(
+      {SHARDPACK_PATH, "images", "a\x1b[31m", "--root", "b\nc", "--list", "l", "-o", "out"});
+  EXPECT_EQ(root.exit_code, 2);
+  EXPECT_EQ(root.err,
+            "shardpack: images: the list's root given twice (ROOT a\\x1b[31m and --root "
+            "b\\nc): give it once" + hint);
 }
 
 // Flags whose values only go wrong together, or in a way the parser cannot
@@ -124,6 +206,10 @@ TEST(CliFlagsTest, FlagCombinationsAreUsageErrors) {
       {p, "images", "root", "-o", "out", "--non-jpeg", "keep"},
       {p, "images", "root", "-o", "out", "--mode", "reencode", "--non-jpeg", "skip"},
       {p, "images", "root", "-o", "out", "--quality", "0"},
+      {p, "images", "root", "-o", "out", "--size", "8x8"},
+      {p, "images", "root", "-o", "out", "--mode", "reencode", "--size", "8x8"},
+      {p, "images", "root", "-o", "out", "--max-side", "64"},
+      {p, "images", "root", "-o", "out", "--mode", "raw", "--size", "8x8", "--max-side", "64"},
       {p, "convert", "in", "-o", "out", "--format", "shard", "--compress", "lz4"},
       {b, "ds", "--rank", "3", "--world-size", "2"},
   };

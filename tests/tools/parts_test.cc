@@ -340,6 +340,25 @@ TEST_F(PartsTest, MergeInAnyOrderEqualsOnePackAndSaysItWasMerged) {
   EXPECT_THAT(again.err, HasSubstr("it is a merged dataset, not a part"));
 }
 
+// The input fingerprint merge reports comes from the parts' manifests: an
+// edited one holding ESC[31m and a newline was printed raw.
+TEST_F(PartsTest, MergePrintsTheManifestsFingerprintEscaped) {
+  const std::string input = WriteCifar("cifar", 20);
+  std::vector<std::string> parts = PackParts(input, 2, "p");
+  for (const std::string& part : parts) {
+    const fs::path manifest = fs::path(part) / "manifest.json";
+    const std::string text = FileBytes(manifest);
+    ASSERT_NE(text.find("\"crc32c:"), std::string::npos);
+    std::ofstream(manifest, std::ios::trunc)
+        << absl::StrReplaceAll(text, {{"\"crc32c:", "\"\\u001b[31m\\n"}});
+  }
+  RunResult check = Shardpack({"merge", parts[0], parts[1], "--check"});
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_THAT(check.err, ::testing::StartsWith("checked 2 parts of one pack (input \\x1b[31m\\n"));
+  EXPECT_THAT(check.err, ::testing::EndsWith("): 20 records in 2 shards\n"));
+  EXPECT_EQ(std::count(check.err.begin(), check.err.end(), '\n'), 1) << check.err;
+}
+
 // A part converted to another backend is the same part: merge converts the
 // others to the output's backend and keeps the record order.
 TEST_F(PartsTest, MergeTakesAPartConvertedToAnotherBackend) {
@@ -436,6 +455,10 @@ TEST_F(PartsTest, MergeRefusesATamperedPart) {
   ExpectMergeRefused(p, p[1] + ": not a part merge can check");
   edit("\"seed\": 9", "\"seed\": 8");
   ExpectMergeRefused(p, "seed is 8, not 9");
+  // A key holding NUL was looked up through c_str(), cut at the NUL ("x",
+  // absent from both parts): the difference went unseen.
+  edit("\"seed\": 9", "\"seed\": 9, \"x\\u0000y\": 1");
+  ExpectMergeRefused(p, "x\\x00y is 1, not null");
   // More records than the part's share of the input (30 inputs, 10 a part).
   edit("\"records\": 10,", "\"records\": 12,");
   ExpectMergeRefused(p, p[1] + ": 12 records, but part 2 of 3 of 30 inputs holds at most 10");

@@ -150,6 +150,24 @@ TEST(ShardbenchTest, NotADatasetIsOneLineAndExitOne) {
   EXPECT_EQ(testing::Run({SHARDBENCH_PATH}).exit_code, 2);
 }
 
+// A dataset path with ESC[31m, a newline and a byte that is not UTF-8: the
+// text report printed it raw, and --json ended in std::terminate (SIGABRT)
+// when nlohmann's dump() met the byte. The text is escaped; JSON holds
+// U+FFFD in the byte's place.
+TEST(ShardbenchTest, OddPathIsEscapedInTextAndReplacedInJson) {
+  testing::TempDir dir;
+  const std::string odd = dir.Join("d\x1b[31m\n\xff");
+  std::filesystem::rename(MakeDataset(dir), odd);
+  testing::RunResult text = testing::Run({SHARDBENCH_PATH, odd, "--batch-size", "100", "-q"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, ::testing::StartsWith("dataset        " +
+                                              dir.Join("d\\x1b[31m\\n\\xff") + "  (1 shards, "));
+  testing::RunResult json =
+      testing::Run({SHARDBENCH_PATH, odd, "--batch-size", "100", "--json", "-q"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["path"], dir.Join("d\x1b[31m\n\xef\xbf\xbd"));
+}
+
 // --compare-memcpy copies the delivered samples' stored pixels in the
 // reader's order: its fields are there and positive, and the bytes it folded
 // are every record's pixels three times (3 epochs of all 300 records, in

@@ -834,6 +834,83 @@ TEST_F(SharddumpTest, ShowAndExtractNeverWriteThroughAPlantedLink) {
 }
 
 // ---------------------------------------------------------------------------
+// names from files and manifests, printed escaped (cli::EscapeText)
+
+// A dataset folder named with ESC[31m and a newline, a label field and a
+// class named likewise, a stray shard file too: info printed them raw (the
+// terminal turned red, the path line split in two), as did verify -v, the
+// verify report and the error line.
+TEST(SharddumpEscapingTest, PathsAndNamesWithEscapesAndNewlinesArePrintedEscaped) {
+  TempDir tmp;
+  const std::string dir = tmp.Join("ds\x1b[31mred\nline");
+  const std::string shown = tmp.Join("ds\\x1b[31mred\\nline");
+  Schema schema = RawSchema(4, 6, 3, 2);
+  schema.labels[0].name = "lab\nel";
+  schema.labels[0].classes[1] = "c\x1b[0m\r1";
+  WriteDataset(dir, RawRecords(2), schema, 0);
+  const uint64_t bytes = fs::file_size(dir + "/shard-00000.shard");
+
+  RunResult info = RunTool(SHARDDUMP_PATH, {"info", "-q", dir});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_THAT(info.out, Not(HasSubstr("\x1b")));
+  EXPECT_THAT(info.out, Not(HasSubstr("\r")));
+  const std::vector<std::string> lines = Lines(info.out);
+  EXPECT_EQ(lines[0], "path           " + shown);
+  EXPECT_THAT(lines, ::testing::Contains(
+                         "schema         raw/hwc 6x4x3; labels: lab\\nel (2 classes)"));
+  EXPECT_THAT(lines, ::testing::Contains("label field 0: lab\\nel (2 classes, 2 values seen)"));
+  EXPECT_THAT(lines, ::testing::Contains("           1          1  c\\x1b[0m\\r1"));
+
+  RunResult verify = RunTool(SHARDDUMP_PATH, {"verify", "-v", "-q", dir});
+  EXPECT_EQ(verify.exit_code, 0) << verify.err;
+  EXPECT_EQ(verify.err, absl::StrCat("shard 0 ", shown, "/shard-00000.shard: ok, 2 records, ",
+                                     bytes, " bytes\n"));
+
+  WriteFile(dir + "/stray\x1b[0m\n.shard", "x");
+  RunResult stray = RunTool(SHARDDUMP_PATH, {"verify", "-q", dir});
+  EXPECT_EQ(stray.exit_code, 1);
+  EXPECT_EQ(stray.out,
+            shown + "/stray\\x1b[0m\\n.shard: a .shard file the manifest does not list\n");
+  EXPECT_EQ(stray.err, "sharddump: " + shown + ": 1 problem found\n");
+
+  RunResult missing = RunTool(SHARDDUMP_PATH, {"info", dir + "/no\nsuch"});
+  ExpectOneLineFailure(missing, "sharddump: " + shown + "/no\\nsuch: ");
+}
+
+// A key holding NUL (and ESC) from a record: verify --decode's report and
+// show's error went through c_str() or printed the bytes raw; every byte of
+// the key is now shown, escaped.
+TEST(SharddumpEscapingTest, KeyWithNulIsPrintedWholeInMessages) {
+  TempDir tmp;
+  OwnedRecord r = JpegRecord(0, 16, 8, 3);
+  r.key = std::string("bad\0key\x1b[31m", 12);
+  r.payload.resize(r.payload.size() / 4);  // cut inside the header
+  Schema schema;
+  schema.image = {Encoding::kJpeg, Layout::kHWC, 0, 0, 0};
+  schema.labels.push_back({"label", {"cats", "dogs"}});
+  WriteDataset(tmp.Join("ds"), {r}, schema, 0);
+  const std::string shown_key = "bad\\x00key\\x1b[31m";
+
+  RunResult verify = RunTool(SHARDDUMP_PATH, {"verify", "--decode", "-q", tmp.Join("ds")});
+  EXPECT_EQ(verify.exit_code, 1);
+  const std::vector<std::string> lines = Lines(verify.out);
+  ASSERT_EQ(lines.size(), 1u) << verify.out;
+  EXPECT_THAT(lines[0], StartsWith("shard 0, record 0 (index 0), offset "));
+  EXPECT_THAT(lines[0], HasSubstr(tmp.Join("ds/shard-00000.shard") + " @"));
+  EXPECT_THAT(lines[0], HasSubstr(" record 0 '" + shown_key + "': jpeg header"));
+
+  RunResult json = RunTool(SHARDDUMP_PATH, {"verify", "--decode", "--json", tmp.Join("ds")});
+  EXPECT_EQ(json.exit_code, 1);
+  EXPECT_THAT(Json::parse(json.out)["problems"][0]["message"].get<std::string>(),
+              HasSubstr(" record 0 '" + shown_key + "': jpeg header"));
+
+  RunResult show =
+      RunTool(SHARDDUMP_PATH, {"show", tmp.Join("ds"), "-o", tmp.Join("sheet.png"), "-q"});
+  ExpectOneLineFailure(show, "sharddump: " + tmp.Join("ds") + ": record 0 (key '" + shown_key +
+                                 "'): ");
+}
+
+// ---------------------------------------------------------------------------
 // bad input and usage
 
 TEST_F(SharddumpTest, BadInputsGetOneLineNamingThePath) {

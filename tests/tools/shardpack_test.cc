@@ -24,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/shard.h"
+#include "tests/testing/cli_expect.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
@@ -648,6 +649,81 @@ TEST_F(ShardpackTest, EmptyClassFolderIsRefusedInBothModes) {
     EXPECT_THAT(r.err, HasSubstr("torchvision"));
     EXPECT_FALSE(fs::exists(Out("ds")));
   }
+}
+
+// A class folder whose name is not UTF-8 (Latin-1 "caf\xe9") was refused
+// by the dataset writer without its name ("class 1 of label 'label' has a
+// name that is not UTF-8"); the refusal now names the folder, escaped, and
+// says what is accepted, before anything is read or written.
+TEST_F(ShardpackTest, NonUtf8ClassFolderIsRefusedNamingIt) {
+  const std::string root = DemoImages(2, 1, 16, 16);
+  ASSERT_FALSE(root.empty());
+  const fs::path latin1 = fs::path(root) / "caf\xe9";
+  fs::create_directories(latin1);
+  for (const fs::directory_entry& e : fs::directory_iterator(fs::path(root) / "class_00")) {
+    fs::copy_file(e.path(), latin1 / e.path().filename());
+  }
+  for (std::string on_error : {"skip", "fail"}) {
+    RunResult r =
+        RunTool(SHARDPACK_PATH, {"images", root, "-o", Out("ds"), "--on-error", on_error, "-q"});
+    EXPECT_EQ(r.exit_code, 1) << on_error;
+    EXPECT_EQ(r.err, "shardpack: " + root +
+                         "/caf\\xe9: class folder name is not UTF-8; class names are stored in "
+                         "manifest.json, which holds UTF-8 text only: rename the folder (e.g. "
+                         "convmv -f latin1 -t utf-8), or name the images in a --list\n");
+    EXPECT_FALSE(fs::exists(Out("ds")));
+  }
+}
+
+// Paths named with ESC[31m and a newline: every line shardpack prints about
+// them is one line, escaped (they were printed raw).
+TEST_F(ShardpackTest, PathsWithEscapesAndNewlinesArePrintedEscaped) {
+  const std::string root = Out("in\x1b[31m\nx");
+  const std::string shown_root = Out("in\\x1b[31m\\nx");
+  fs::create_directories(root);
+  RunResult empty = RunTool(SHARDPACK_PATH, {"images", root, "-o", Out("ds"), "-q"});
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_EQ(empty.err, "shardpack: " + shown_root + ": no class folders in the image folder\n");
+
+  const std::string input = WriteCifar10("data_batch_1.bin", 3);
+  const std::string out = Out("out\x1b[31m\nx");
+  const std::string shown_out = Out("out\\x1b[31m\\nx");
+  RunResult verbose = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", out, "-q", "-v"});
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
+  EXPECT_EQ(verbose.err, "shardpack: 3 inputs into " + shown_out + " (built in " + shown_out +
+                             ".partial), format shard\n");
+  RunResult again = RunTool(SHARDPACK_PATH, {"cifar", input, "-o", out, "-q"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, ::testing::StartsWith("shardpack: " + shown_out + " "));
+  EXPECT_EQ(testing::Lines(again.err).size(), 1u) << again.err;
+}
+
+// JSON holds UTF-8 only, and nlohmann's dump() throws on anything else: a
+// path that is not UTF-8 (an input file, a root, a part, an output) ended
+// shardpack with std::terminate (SIGABRT) where it wrote the pack's record
+// of its inputs or the --json summary. Such bytes become U+FFFD in JSON.
+TEST_F(ShardpackTest, NonUtf8PathsInJsonDoNotAbort) {
+  const std::string input = Out("cifar/d\xff.bin");
+  fs::copy_file(WriteCifar10("data_batch_1.bin", 4), input);
+  const std::string out = Out("o\xff");
+  RunResult cifar =
+      RunTool(SHARDPACK_PATH, {"cifar", input, "--cifar", "10", "-o", out, "--json", "-q"});
+  ASSERT_EQ(cifar.exit_code, 0) << cifar.err;
+  EXPECT_EQ(nlohmann::json::parse(cifar.out)["output"], Out("o\xef\xbf\xbd"));
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(out));
+  EXPECT_THAT(m.pack_json, HasSubstr("\"d\xef\xbf\xbd.bin\""));
+
+  RunResult merge = RunTool(SHARDPACK_PATH, {"merge", out, "-o", Out("merged")});
+  EXPECT_EQ(merge.exit_code, 0) << merge.err;
+  RunResult convert =
+      RunTool(SHARDPACK_PATH, {"convert", out, "-o", Out("lmdb"), "--format", "lmdb", "-q"});
+  EXPECT_EQ(convert.exit_code, 0) << convert.err;
+
+  const std::string root = DemoImages(2, 1, 16, 16);
+  ASSERT_FALSE(root.empty());
+  fs::rename(root, Out("img\xff"));
+  RunResult images = RunTool(SHARDPACK_PATH, {"images", Out("img\xff"), "-o", Out("i"), "-q"});
+  EXPECT_EQ(images.exit_code, 0) << images.err;
 }
 
 TEST_F(ShardpackTest, ListRootIsUsedOrRefusedNeverIgnored) {

@@ -13,11 +13,25 @@ namespace {
 constexpr uint64_t kMaxInt = std::numeric_limits<int>::max();
 constexpr uint64_t kMaxBatchSize = uint64_t{1} << 20;
 constexpr double kMaxSeconds = 365 * 24 * 3600;  // a year: past that, a typo
+// --shuffle-bytes and --read-ahead: a pebibyte each, past any machine's
+// memory, and their sum (the reader's memory budget) far from wrapping.
+constexpr uint64_t kMaxBufferBytes = uint64_t{1} << 50;
+
+// The largest side of an rrc or center crop: the reader's SampleTransform
+// refuses more when it opens (reader/transform.cc); here it is a usage error
+// that says so before any file is read.
+constexpr int kMaxCropSide = 8192;
 
 // CLI11 validators: an empty string accepts, anything else is the message.
 std::string CheckTransform(const std::string& text) {
   auto t = ParseTransform(text);
-  return t.ok() ? "" : std::string(t.status().message());
+  const bool crop = t.ok() && (t->kind == Transform::Kind::kRandomResizedCrop ||
+                               t->kind == Transform::Kind::kCenterCrop);
+  if (t.ok() && (!crop || t->size <= kMaxCropSide)) return "";
+  return absl::StrCat("'", text,
+                      "' is not a transform: none, cifar-train[:SIZE], cifar-eval[:SIZE], "
+                      "rrc[:SIZE] or center[:SIZE], SIZE a whole number from 1 (at most ",
+                      kMaxCropSide, " for rrc and center)");
 }
 
 std::string CheckIo(const std::string& text) {
@@ -58,9 +72,9 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_flag("--shuffle,!--no-shuffle", f->shuffle, "Shuffle (default on)");
   app->add_option("--shuffle-bytes", f->shuffle_bytes,
                   "Bytes of blocks held for the shuffle (default 256MiB)")
-      ->check(cli::SizeIn(0, std::numeric_limits<uint64_t>::max()));
+      ->check(cli::SizeIn(0, kMaxBufferBytes));
   app->add_option("--read-ahead", f->read_ahead, "Bytes of reads in flight (default 32MiB)")
-      ->check(cli::SizeIn(0, std::numeric_limits<uint64_t>::max()));
+      ->check(cli::SizeIn(0, kMaxBufferBytes));
   app->add_option("--ring-slots", f->ring_slots,
                   "Batches in flight (default: 4, up to 16 for batches under 8MiB)")
       ->transform(cli::WholeNumberIn(2, 1024));

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "format/status_macros.h"
 #include "tools/bench/save_batch.h"
+#include "tools/common/cli.h"
 
 namespace shardpack::shardbench {
 namespace {
@@ -77,7 +78,7 @@ absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, AtomicFile* ord
   const Clock::time_point open_start = Clock::now();
   SP_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, Reader::Open(options.reader));
   if (!reader->device_fallback().empty()) {
-    std::fprintf(stderr, "shardbench: %s\n", reader->device_fallback().c_str());
+    cli::PrintLine(stderr, absl::StrCat("shardbench: ", reader->device_fallback()));
   }
   ReaderRun run;
   if (options.reader.device >= 0 && reader->device_fallback().empty()) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "tools/common/cli.h"
+#include "tools/common/escape.h"
 
 namespace shardpack::shardbench {
 namespace {
@@ -83,7 +84,8 @@ double Report::memcpy_cpu_ratio() const {
 void PrintText(std::FILE* out, const Report& r) {
   const ReaderRun& run = r.reader;
   const ReaderStats& s = run.stats;
-  absl::FPrintF(out, "dataset        %s  (%d shards, %s, %d records)\n", r.path, r.shards,
+  absl::FPrintF(out, "dataset        %s  (%d shards, %s, %d records)\n",
+                cli::EscapeText(r.path), r.shards,
                 cli::FormatBytes(r.dataset_bytes), run.records);
   absl::FPrintF(out,
                 "run            transform %s, io %s, threads %d, batch %d, shuffle %s, "
@@ -193,7 +195,8 @@ void PrintJson(std::FILE* out, const Report& r) {
     j["raw_direct"] = r.raw->direct;
   }
   if (r.memcpy) AddMemcpyJson(r, &j);
-  std::string text = j.dump(2);
+  // The path may be any bytes: invalid UTF-8 becomes U+FFFD.
+  std::string text = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::fprintf(out, "%s\n", text.c_str());
 }
 

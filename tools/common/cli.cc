@@ -14,8 +14,28 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/common/escape.h"
 
 namespace shardpack::cli {
+
+namespace {
+
+constexpr char kHelpHint[] = "Run with --help for more information.\n";
+
+// "0..2^64-1", "1..1024": [min, max] as the messages write it (2^64-1
+// spelled out would read like the wrapped value of a negative).
+std::string RangeText(uint64_t min, uint64_t max) {
+  return absl::StrCat(min, "..", max == std::numeric_limits<uint64_t>::max() ? "2^64-1"
+                                                                           : absl::StrCat(max));
+}
+
+}  // namespace
+
+void PrintLine(std::FILE* out, std::string_view line) {
+  std::string text = EscapeText(line);
+  text.push_back('\n');
+  std::fwrite(text.data(), 1, text.size(), out);
+}
 
 int RunMain(std::string_view tool, const std::function<int()>& body) {
   std::signal(SIGXFSZ, SIG_IGN);
@@ -40,32 +60,37 @@ absl::Status CheckOutputFile(const std::string& path, bool overwrite) {
 }
 
 int Fail(std::string_view tool, const absl::Status& status) {
-  std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(tool.size()), tool.data(),
-               static_cast<int>(status.message().size()), status.message().data());
+  const absl::string_view message = status.message();
+  PrintLine(stderr, absl::StrCat(absl::string_view(tool.data(), tool.size()), ": ", message));
   return kExitFailure;
 }
 
 int UsageError(std::string_view tool, const absl::Status& status) {
   Fail(tool, status);
-  std::fprintf(stderr, "Run with --help for more information.\n");
+  std::fputs(kHelpHint, stderr);
   return kExitUsage;
 }
 
+std::optional<uint64_t> ParseWholeNumber(std::string_view text, uint64_t min, uint64_t max) {
+  if (text.empty() || !std::all_of(text.begin(), text.end(), absl::ascii_isdigit)) {
+    return std::nullopt;
+  }
+  while (text.size() > 1 && text.front() == '0') text.remove_prefix(1);
+  uint64_t value = 0;
+  if (!absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &value) || value < min ||
+      value > max) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 CLI::Validator WholeNumberIn(uint64_t min, uint64_t max) {
-  // 2^64-1 spelled out would read like the wrapped value of a negative.
-  const std::string range =
-      absl::StrCat(min, "..", max == std::numeric_limits<uint64_t>::max() ? "2^64-1"
-                                                                          : absl::StrCat(max));
+  const std::string range = RangeText(min, max);
   return CLI::Validator(
       [min, max, range](std::string& text) -> std::string {
-        std::string_view digits = text;
-        bool ok = !digits.empty() && std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit);
-        while (ok && digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
-        uint64_t value = 0;
-        ok = ok && absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &value) &&
-             value >= min && value <= max;
-        if (!ok) return absl::StrCat("'", text, "' is not a whole number in ", range);
-        text = std::string(digits);  // decimal, so that CLI11 cannot read it as octal
+        const std::optional<uint64_t> value = ParseWholeNumber(text, min, max);
+        if (!value) return absl::StrCat("'", text, "' is not a whole number in ", range);
+        text = absl::StrCat(*value);  // decimal, so that CLI11 cannot read it as octal
         return "";
       },
       absl::StrCat("in ", range));
@@ -91,9 +116,9 @@ CLI::Validator SizeIn(uint64_t min, uint64_t max) {
   return CLI::Validator(
       [min, max, range](std::string& text) -> std::string {
         absl::StatusOr<uint64_t> size = ParseSize(text);
-        if (!size.ok()) return std::string(size.status().message());
-        if (*size < min || *size > max) return absl::StrCat("'", text, "' is not in ", range);
-        return "";
+        if (size.ok() && *size >= min && *size <= max) return "";
+        return absl::StrCat("'", text, "' is not a size in ", range,
+                            " (bytes, or a number with KiB, MiB, GiB, K, M, G, kB, MB or GB)");
       },
       absl::StrCat("SIZE in ", range));
 }
@@ -102,8 +127,12 @@ int ParseCommandLine(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitUsage;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    // What CLI11's own failure message prints, with the message escaped: it
+    // quotes what was typed, which may hold anything.
+    PrintLine(stderr, e.what());
+    std::fputs(kHelpHint, stderr);
+    return kExitUsage;
   }
   return -1;
 }

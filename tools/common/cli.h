@@ -1,10 +1,12 @@
-// What the command-line tools share: failure printing and exit codes,
-// human-readable sizes.
+// What the command-line tools share: failure printing and exit codes, flag
+// validators, human-readable sizes.
 #ifndef SHARDPACK_TOOLS_COMMON_CLI_H_
 #define SHARDPACK_TOOLS_COMMON_CLI_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,7 +41,14 @@ int RunMain(std::string_view tool, const std::function<int()>& body);
 // with Existing::kRefuse, which keeps a file that appeared meanwhile too.
 absl::Status CheckOutputFile(const std::string& path, bool overwrite);
 
-// Prints "<tool>: <message>" on stderr and returns kExitFailure.
+// Writes `line` to `out` escaped whole (EscapeText: one line, control
+// characters, invalid UTF-8 and NUL bytes shown as escapes), then a newline.
+// The way a tool prints a line to stderr that holds a path, a key, a class
+// name or an error message: compose it raw, print it through here.
+void PrintLine(std::FILE* out, std::string_view line);
+
+// Prints "<tool>: <message>" on stderr (through PrintLine: one line however
+// the message came) and returns kExitFailure.
 int Fail(std::string_view tool, const absl::Status& status);
 
 // Prints "<tool>: <message>" and CLI11's "Run with --help" hint on stderr
@@ -48,10 +57,17 @@ int Fail(std::string_view tool, const absl::Status& status);
 int UsageError(std::string_view tool, const absl::Status& status);
 
 // Parses the command line with CLI11. Returns -1 when the program should
-// go on, otherwise the exit code: 0 after --help or --version, kExitUsage
-// after a usage error (CLI11's own codes are not ours), with CLI11's message
-// printed either way.
+// go on, otherwise the exit code: 0 after --help or --version (CLI11 prints
+// them), kExitUsage after a usage error (CLI11's own codes are not ours),
+// whose message (which may quote what was typed) goes through PrintLine,
+// followed by the "Run with --help" hint.
 int ParseCommandLine(CLI::App& app, int argc, char** argv);
+
+// `text` as a whole number in [min, max]: decimal digits alone (leading
+// zeros allowed, no sign, no space); nullopt for anything else. The one
+// reading of a number typed on a command line, also inside a flag's value
+// ("64x64", "3/8").
+std::optional<uint64_t> ParseWholeNumber(std::string_view text, uint64_t min, uint64_t max);
 
 // A CLI11 transform for a whole-number flag bound to any integer type: the
 // value must be decimal digits alone, within [min, max] (max at most the
@@ -66,7 +82,8 @@ CLI::Validator WholeNumberIn(uint64_t min, uint64_t max);
 // in (0, 31536000]".
 CLI::Validator RealAboveUpTo(double min, double max);
 
-// A CLI11 check for a size flag ("256MiB", see ParseSize) in [min, max].
+// A CLI11 check for a size flag ("256MiB", see ParseSize) in [min, max]:
+// "--block-size: '2GiB' is not a size in 1 B..1.0 GiB (bytes, or ...)".
 CLI::Validator SizeIn(uint64_t min, uint64_t max);
 
 // Parses "256MiB", "4M", "1.5GB", "4096" into bytes. Binary (KiB, MiB, GiB,

@@ -20,6 +20,8 @@
 #include "format/posix_io.h"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
+#include "tools/common/cli.h"
+#include "tools/common/escape.h"
 #include "tools/common/progress_line.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/extract_names.h"
@@ -70,10 +72,11 @@ class Extractor {
     ImageFile image = ImageFileOf(r, &buffer_);
     std::string name = ExtractFileName(index, digits_, r.key, image.extension);
     SP_RETURN_IF_ERROR(WriteFileIn(name, image.header, image.body));
-    absl::StrAppend(&tsv_, name, "\t", index, "\t", EscapeKey(r.key), "\t", LabelsText(r.labels),
-                    "\t", ClassNames(r.labels), "\t", ShapeText(r.image), "\n");
+    absl::StrAppend(&tsv_, name, "\t", index, "\t", cli::EscapeText(r.key), "\t",
+                    LabelsText(r.labels), "\t", ClassNames(r.labels), "\t", ShapeText(r.image),
+                    "\n");
     ++count_;
-    if (verbose_) std::fprintf(stderr, "wrote %s/%s\n", output_.c_str(), name.c_str());
+    if (verbose_) cli::PrintLine(stderr, absl::StrCat("wrote ", output_, "/", name));
     return absl::OkStatus();
   }
 
@@ -95,7 +98,7 @@ class Extractor {
       int64_t v = labels[i];
       bool named = static_cast<size_t>(i) < fields.size() && v >= 0 &&
                    static_cast<uint64_t>(v) < fields[i].classes.size();
-      names.push_back(named ? EscapeKey(fields[i].classes[static_cast<size_t>(v)]) : "-");
+      names.push_back(named ? cli::EscapeText(fields[i].classes[static_cast<size_t>(v)]) : "-");
     }
     return absl::StrJoin(names, ",");
   }
@@ -206,7 +209,7 @@ absl::Status ExtractKey(const OpenedDataset& ds, std::string_view key, Extractor
   }
   if (x->count() == 0) {
     return absl::NotFoundError(
-        absl::StrCat(ds.path(), ": no record has the key '", EscapeKey(key), "'"));
+        absl::StrCat(ds.path(), ": no record has the key '", internal::AsAbsl(key), "'"));
   }
   return absl::OkStatus();
 }
@@ -243,8 +246,7 @@ absl::Status RunExtract(const ExtractOptions& options) {
     return s;
   }
   if (!options.common.quiet) {
-    std::fprintf(stderr, "extracted %llu records to %s\n",
-                 static_cast<unsigned long long>(x.count()), options.output.c_str());
+    cli::PrintLine(stderr, absl::StrCat("extracted ", x.count(), " records to ", options.output));
   }
   return absl::OkStatus();
 }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "format/status_macros.h"
 #include "tools/common/cli.h"
+#include "tools/common/escape.h"
 #include "tools/common/progress_line.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/opened_dataset.h"
@@ -191,9 +192,16 @@ Json InfoJson(const OpenedDataset& ds, Facts* f) {
   return j;
 }
 
-void Line(std::string* out, std::string_view name, std::string_view value) {
+// "name  text": `text` as it is, for text already one printable line.
+void RawLine(std::string* out, std::string_view name, std::string_view text) {
   absl::StrAppend(out, absl::StrFormat("%-14s %s\n", absl::string_view(name.data(), name.size()),
-                                       absl::string_view(value.data(), value.size())));
+                                       absl::string_view(text.data(), text.size())));
+}
+
+// "name  value", the value escaped whole: it may hold paths and names from
+// the manifest.
+void Line(std::string* out, std::string_view name, std::string_view value) {
+  RawLine(out, name, cli::EscapeText(value));
 }
 
 // A field of a free-form object as text: a string as it is, anything else
@@ -214,7 +222,7 @@ std::string MergedText(const Json& merged) {
   std::vector<std::string> listed;
   for (size_t i = 0; i < parts.size() && i < kShown; ++i) {
     listed.push_back(absl::StrCat(FieldText(parts[i], "index"), " ",
-                                  EscapeKey(FieldText(parts[i], "path")), " (",
+                                  FieldText(parts[i], "path"), " (",
                                   FieldText(parts[i], "records"), " records)"));
   }
   std::string text = absl::StrCat("from ", parts.size(), " parts (by ", FieldText(merged, "tool"),
@@ -285,7 +293,7 @@ std::string InfoText(const OpenedDataset& ds, Facts* f) {
       Line(&out, "merged", MergedText(pack["merged"]));
       pack.erase("merged");
     }
-    Line(&out, "pack", DumpJson(pack, false));
+    RawLine(&out, "pack", AsciiJson(pack));
   } else {
     Line(&out, "schema", "- (a lone shard has no manifest)");
   }
@@ -309,7 +317,8 @@ std::string ShardTableText(const Facts& f) {
   for (size_t k = 0; k < f.shards.size(); ++k) {
     const ShardFacts& s = f.shards[k];
     absl::StrAppend(&out, absl::StrFormat("  %-6d %10d %14d %-8s  %s\n", k, s.records, s.bytes,
-                                          s.crc32c ? CrcText(*s.crc32c) : "-", s.path));
+                                          s.crc32c ? CrcText(*s.crc32c) : "-",
+                                          cli::EscapeText(s.path)));
   }
   return out;
 }
@@ -318,14 +327,15 @@ std::string HistogramsText(const OpenedDataset& ds, const Facts& f) {
   std::string out;
   for (size_t i = 0; i < f.histograms.size(); ++i) {
     const LabelField* field = FieldOf(ds, i);
-    absl::StrAppend(&out, "\nlabel field ", i, ": ", FieldName(ds, i), " (",
+    absl::StrAppend(&out, "\nlabel field ", i, ": ", cli::EscapeText(FieldName(ds, i)), " (",
                     field ? field->classes.size() : 0, " classes, ", f.histograms[i].size(),
                     " values seen)\n",
                     absl::StrFormat("  %10s %10s  %s\n", "label", "count", "class"));
     for (const auto& [label, count] : f.histograms[i]) {
       const std::string* name = ClassName(ds, i, label);
       absl::StrAppend(
-          &out, absl::StrFormat("  %10d %10d  %s\n", label, count, name ? EscapeKey(*name) : "-"));
+          &out,
+          absl::StrFormat("  %10d %10d  %s\n", label, count, name ? cli::EscapeText(*name) : "-"));
     }
   }
   return out;

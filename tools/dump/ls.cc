@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/status_macros.h"
+#include "tools/common/escape.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/opened_dataset.h"
 #include "tools/dump/selection.h"
@@ -15,7 +16,7 @@ namespace {
 constexpr size_t kFlushBytes = 1 << 20;
 
 std::string TextLine(uint64_t index, const Record& r, size_t shard, const RecordLocation& loc) {
-  return absl::StrCat(index, "\t", EscapeKey(r.key), "\t", LabelsText(r.labels), "\t",
+  return absl::StrCat(index, "\t", cli::EscapeText(r.key), "\t", LabelsText(r.labels), "\t",
                       EncodingText(r.image), "\t", ShapeText(r.image), "\t", r.payload.size(), "\t",
                       shard, "\t", loc.Text(), "\n");
 }

@@ -11,8 +11,10 @@
 #include "codec/contact_sheet.h"
 #include "codec/jpeg_decoder.h"
 #include "shardpack/file.h"
+#include "format/errors.h"
 #include "format/status_macros.h"
 #include "tools/common/cli.h"
+#include "tools/common/escape.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/opened_dataset.h"
 #include "tools/dump/record_pixels.h"
@@ -61,7 +63,7 @@ class SheetFiller {
   SheetFiller(const OpenedDataset& ds, codec::ContactSheet* sheet) : ds_(ds), sheet_(sheet) {
     for (const LabelField& field : ds.manifest().schema.labels) {
       std::vector<std::string> names;
-      for (const std::string& name : field.classes) names.push_back(EscapeKey(name));
+      for (const std::string& name : field.classes) names.push_back(cli::EscapeText(name));
       classes_.push_back(std::move(names));
     }
   }
@@ -78,7 +80,7 @@ class SheetFiller {
     }
     if (s.ok()) return s;
     return absl::Status(s.code(), absl::StrCat(ds_.path(), ": record ", index, " (key '",
-                                               EscapeKey(r.key), "'): ", s.message()));
+                                               internal::AsAbsl(r.key), "'): ", s.message()));
   }
 
  private:
@@ -128,8 +130,9 @@ absl::Status RunShow(const ShowOptions& options) {
       options.output, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
       options.overwrite ? AtomicFile::Existing::kReplace : AtomicFile::Existing::kRefuse));
   if (!options.common.quiet) {
-    std::fprintf(stderr, "wrote %zu records as a %ux%u sheet to %s\n", indexes.size(),
-                 sheet.view().width, sheet.view().height, options.output.c_str());
+    cli::PrintLine(stderr, absl::StrCat("wrote ", indexes.size(), " records as a ",
+                                        sheet.view().width, "x", sheet.view().height,
+                                        " sheet to ", options.output));
   }
   return absl::OkStatus();
 }

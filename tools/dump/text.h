@@ -1,5 +1,6 @@
-// Output formatting shared by sharddump's commands: escaping of keys (which
-// may hold any bytes), labels and shapes as text, JSON building and printing.
+// Output formatting shared by sharddump's commands: labels and shapes as
+// text, JSON building and printing. Keys, paths and names are escaped for
+// text output by cli::EscapeText (tools/common/escape.h).
 #ifndef SHARDPACK_TOOLS_DUMP_TEXT_H_
 #define SHARDPACK_TOOLS_DUMP_TEXT_H_
 
@@ -16,18 +17,6 @@ namespace shardpack::dump {
 
 // Insertion-ordered, so documents read in the order docs/cli.md lists them.
 using Json = nlohmann::ordered_json;
-
-// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or
-// code points past U+10FFFF).
-bool IsValidUtf8(std::string_view s);
-
-// A key as one line of text that says exactly which bytes it holds: valid
-// UTF-8 other than control characters passes through; backslash, tab,
-// newline and carriage return become \\ \t \n \r; characters that reorder or
-// hide text (bidirectional overrides and isolates, zero-width characters)
-// become \u{XXXX}; every other byte (controls, NUL, DEL, bytes of invalid
-// UTF-8) becomes \xHH with two hex digits.
-std::string EscapeKey(std::string_view key);
 
 // "3,-5"; "-" when there are no labels.
 std::string LabelsText(const Labels& labels);
@@ -53,6 +42,10 @@ Json SchemaJson(const Schema& schema);
 // `j` as text: compact (one line) or indented by 2. Never throws: invalid
 // UTF-8 (which AddKey avoids) is replaced by U+FFFD.
 std::string DumpJson(const Json& j, bool pretty);
+
+// `j` on one line of printable ASCII (every other character as \uXXXX,
+// invalid UTF-8 as \ufffd): JSON inside a text report, shown as it is.
+std::string AsciiJson(const Json& j);
 
 // Writes `text` to stdout; an error if stdout cannot take it.
 absl::Status WriteStdout(std::string_view text);

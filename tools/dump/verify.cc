@@ -14,9 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "format/errors.h"
 #include "format/status_macros.h"
 #include "format/threads.h"
 #include "tools/common/cli.h"
+#include "tools/common/escape.h"
 #include "tools/common/progress_line.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/jpeg_check.h"
@@ -169,7 +171,8 @@ uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
         if (!decoded.ok()) {
           out->problems.push_back(At(k, i, loc.file_offset(),
                                      absl::StrCat(out->path, " @", loc.Text(), " record ", i, " '",
-                                                  EscapeKey(r.key), "': ", decoded.message())));
+                                                  internal::AsAbsl(r.key), "': ",
+                                                  decoded.message())));
         }
         payload_bytes += r.payload.size();
         progress_.Add(r.payload.size());
@@ -180,18 +183,20 @@ uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
   return payload_bytes;
 }
 
+// One line: the message is escaped whole (it names files and keys).
 std::string ProblemText(const Problem& p) {
-  if (!p.shard) return p.message + "\n";
+  if (!p.shard) return cli::EscapeText(p.message) + "\n";
   std::vector<std::string> where = {absl::StrCat("shard ", *p.shard)};
   if (p.record) where.push_back(absl::StrCat("record ", *p.record, " (index ", *p.index, ")"));
   where.push_back(absl::StrCat("offset ", p.offset));
-  return absl::StrCat(absl::StrJoin(where, ", "), ": ", p.message, "\n");
+  return absl::StrCat(absl::StrJoin(where, ", "), ": ", cli::EscapeText(p.message), "\n");
 }
 
 Json ProblemJson(const Problem& p) {
   auto opt = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
   return {{"shard", opt(p.shard)}, {"path", p.path},     {"record", opt(p.record)},
-          {"index", opt(p.index)}, {"offset", p.offset}, {"message", p.message}};
+          {"index", opt(p.index)}, {"offset", p.offset},
+          {"message", cli::EscapeText(p.message)}};
 }
 
 // What the whole run found.
@@ -291,9 +296,8 @@ absl::Status RunVerify(const VerifyOptions& options) {
     for (size_t k = 0; k < verifier.outcomes().size(); ++k) {
       const ShardOutcome& o = verifier.outcomes()[k];
       std::string status = o.problems.empty() ? "ok" : Plural(o.problems.size(), "problem");
-      std::fprintf(stderr, "shard %zu %s: %s, %llu records, %llu bytes\n", k, o.path.c_str(),
-                   status.c_str(), static_cast<unsigned long long>(o.records),
-                   static_cast<unsigned long long>(o.bytes));
+      cli::PrintLine(stderr, absl::StrCat("shard ", k, " ", o.path, ": ", status, ", ",
+                                          o.records, " records, ", o.bytes, " bytes"));
     }
   }
   SP_RETURN_IF_ERROR(WriteStdout(

@@ -77,7 +77,8 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
   if (!pack.is_object()) pack = Json::object();
   pack["converted_from"] = from;
   pack["converted_by"] = "shardpack " SHARDPACK_VERSION;
-  w.pack_json = pack.dump();
+  // Input paths may be any bytes; JSON holds UTF-8 only (U+FFFD in their place).
+  w.pack_json = pack.dump(-1, ' ', false, Json::error_handler_t::replace);
   backends::UseBackend(&w, o.backend);
   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
 

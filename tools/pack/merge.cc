@@ -51,7 +51,8 @@ std::string MergedPackJson(const std::vector<const PartDataset*>& sorted) {
   pack["merged"] = {{"tool", "shardpack " SHARDPACK_VERSION},
                     {"count", sorted.front()->count},
                     {"parts", std::move(from)}};
-  return pack.dump();
+  // Part paths may be any bytes; JSON holds UTF-8 only (U+FFFD in their place).
+  return pack.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 absl::StatusOr<Manifest> LinkParts(const std::vector<const PartDataset*>& sorted,

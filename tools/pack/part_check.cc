@@ -33,8 +33,10 @@ absl::Status Damaged(const std::string& path, std::string_view what) {
 }
 
 // obj[key], or null when `obj` is not an object or lacks `key` (a const
-// nlohmann operator[] must not be asked for a key that is not there).
-const Json& Field(const Json& obj, const char* key) {
+// nlohmann operator[] must not be asked for a key that is not there). The
+// key is a std::string: a manifest's key may hold NUL, which a char* would
+// cut.
+const Json& Field(const Json& obj, const std::string& key) {
   static const Json kNull;
   if (!obj.is_object()) return kNull;
   auto it = obj.find(key);
@@ -127,8 +129,8 @@ std::string FirstDifference(const Json& a, const Json& b, const std::string& pre
   if (!a.is_object() || !b.is_object()) return a == b ? "" : prefix;
   for (const Json* side : {&a, &b}) {
     for (auto it = side->begin(); it != side->end(); ++it) {
-      const Json& x = Field(a, it.key().c_str());
-      const Json& y = Field(b, it.key().c_str());
+      const Json& x = Field(a, it.key());
+      const Json& y = Field(b, it.key());
       const std::string name = prefix.empty() ? it.key() : absl::StrCat(prefix, ".", it.key());
       if (std::string d = FirstDifference(x, y, name); !d.empty()) return d;
     }
@@ -139,7 +141,7 @@ std::string FirstDifference(const Json& a, const Json& b, const std::string& pre
 const Json& At(const Json& j, const std::string& dotted) {
   const Json* at = &j;
   for (absl::string_view key : absl::StrSplit(dotted, '.')) {
-    at = &Field(*at, std::string(key).c_str());
+    at = &Field(*at, std::string(key));
   }
   return *at;
 }

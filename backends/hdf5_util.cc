@@ -112,7 +112,7 @@ std::string Hdf5ErrorText(int* err) {
   if (err != nullptr) *err = stack.err;
   // The driver's message holds times, descriptors and buffer addresses:
   // what the user needs is the cause.
-  if (stack.err != 0) return strerror(stack.err);
+  if (stack.err != 0) return shardpack::internal::ErrnoText(stack.err);
   // Messages can quote names from the file: one printable line.
   for (char& c : stack.text) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';

@@ -26,6 +26,9 @@ absl::Status LmdbWriteError(const std::string& path, std::string_view what, int 
         path, ": ", cause, " (liblmdb: ", shardpack::internal::AsAbsl(what), ": ",
         mdb_strerror(rc), ")"));
   }
+  if (rc > 0) {  // an errno: coded and explained as every other one is
+    return shardpack::internal::ErrnoError(what, path, rc);
+  }
   return absl::InternalError(
       absl::StrCat(path, ": ", shardpack::internal::AsAbsl(what), ": ", mdb_strerror(rc)));
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -25,7 +26,12 @@ absl::Status DataLossAt(std::string_view name, uint64_t offset,
 // DataLossError "<path>: holds <held> records, the manifest says <says>".
 absl::Status CheckManifestRecords(std::string_view path, uint64_t held, uint64_t says);
 
-// "<what> <path>: <strerror(err)>", with a code that matches errno
+// strerror(err), with the value of the limit that the error hits when one
+// does: "File too large (the file-size limit, ulimit -f, is N bytes)",
+// "Too many open files (the limit on open files, ulimit -n, is N)".
+std::string ErrnoText(int err);
+
+// "<what> <path>: <ErrnoText(err)>", with a code that matches errno
 // (NotFound for ENOENT, PermissionDenied for EACCES, ...).
 absl::Status ErrnoError(std::string_view what, std::string_view path, int err);
 

@@ -88,26 +88,24 @@ class MappedFile : public RandomAccessFile {
 
 }  // namespace
 
-namespace {
-
-// What a limit that the error hits is set to, when one is: a file-size or
-// descriptor limit is rarely one the user knows was set.
-std::string LimitHint(int err) {
+// A file-size or descriptor limit is rarely one the user knows was set:
+// its value is said.
+std::string internal::ErrnoText(int err) {
   struct rlimit limit;
   if (err == EFBIG && getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
-    return absl::StrCat(" (the file-size limit, ulimit -f, is ", limit.rlim_cur, " bytes)");
+    return absl::StrCat(strerror(err), " (the file-size limit, ulimit -f, is ", limit.rlim_cur,
+                        " bytes)");
   }
   if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &limit) == 0) {
-    return absl::StrCat(" (the limit on open files, ulimit -n, is ", limit.rlim_cur, ")");
+    return absl::StrCat(strerror(err), " (the limit on open files, ulimit -n, is ",
+                        limit.rlim_cur, ")");
   }
-  return "";
+  return strerror(err);
 }
-
-}  // namespace
 
 absl::Status internal::ErrnoError(std::string_view what, std::string_view path, int err) {
   std::string message = absl::StrCat(internal::AsAbsl(what), " ", internal::AsAbsl(path), ": ",
-                                     strerror(err), LimitHint(err));
+                                     ErrnoText(err));
   switch (err) {
     case ENOENT:
     case ENOTDIR:

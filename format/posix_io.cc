@@ -196,8 +196,7 @@ std::string WriteFailureCause(const std::string& path) {
   struct rlimit limit;
   if (exists && getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
       static_cast<uint64_t>(st.st_size) + kNearlyFull >= limit.rlim_cur) {
-    return absl::StrCat(strerror(EFBIG), " (the file-size limit, ulimit -f, is ", limit.rlim_cur,
-                        " bytes)");
+    return ErrnoText(EFBIG);
   }
   const std::string dir = std::filesystem::path(path).parent_path().string();
   struct statvfs fs;

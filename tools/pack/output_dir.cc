@@ -243,28 +243,47 @@ absl::Status WriteMarker(const std::string& staging, const std::string& identity
   return WriteFileAtomically(Join(staging, kStagingMarker), text);
 }
 
-// Removes everything in a directory of ours but the marker and the
-// directory itself, which the caller holds locked. The marker stays until
-// the rest is gone, so that a process killed halfway leaves a directory that
-// still says it is ours.
-absl::Status ClearDirectory(const std::string& dir) {
-  SP_ASSIGN_OR_RETURN(std::vector<Entry> entries, ListDir(dir));
-  for (const Entry& e : entries) {
-    if (e.name == kStagingMarker) continue;
-    std::error_code ec;
-    fs::remove_all(Join(dir, e.name), ec);
-    if (ec) return internal::ErrnoError("remove", Join(dir, e.name), ec.value());
+// Removes the files in a directory of ours, `dir`, through `fd`, the
+// descriptor of it the caller holds locked: the marker too only with
+// `marker`. Needs no new descriptor, so that a pack that failed for want
+// of them (ulimit -n) still cleans up. A staging directory holds files only
+// (LMDB shards are single files): anything else is an error naming it.
+absl::Status RemoveFilesAt(int fd, const std::string& dir, bool marker) {
+  // Removing entries while reading them may skip some: read again until a
+  // pass finds nothing left to remove.
+  for (bool removed = true; removed;) {
+    removed = false;
+    if (::lseek(fd, 0, SEEK_SET) != 0) return internal::ErrnoError("list", dir, errno);
+    alignas(dirent64) char buffer[16384];
+    for (ssize_t n; (n = ::getdents64(fd, buffer, sizeof(buffer))) != 0;) {
+      if (n < 0) return internal::ErrnoError("list", dir, errno);
+      for (ssize_t at = 0; at < n;) {
+        const auto* e = reinterpret_cast<const dirent64*>(buffer + at);
+        at += e->d_reclen;
+        const std::string_view name = e->d_name;
+        if (name == "." || name == ".." || (!marker && name == kStagingMarker)) continue;
+        if (::unlinkat(fd, e->d_name, 0) != 0 && errno != ENOENT) {
+          return internal::ErrnoError("remove", Join(dir, name), errno);
+        }
+        removed = true;
+      }
+    }
   }
   return absl::OkStatus();
 }
 
+// Removes everything in a directory of ours but the marker. The marker
+// stays until the rest is gone, so that a process killed halfway leaves a
+// directory that still says it is ours.
+absl::Status ClearDirectory(int fd, const std::string& dir) {
+  return RemoveFilesAt(fd, dir, /*marker=*/false);
+}
+
 // Removes a directory of ours whole: its contents, then the marker, then
 // the directory.
-absl::Status RemoveOurDirectory(const std::string& dir) {
-  SP_RETURN_IF_ERROR(ClearDirectory(dir));
-  if (::unlink(Join(dir, kStagingMarker).c_str()) != 0 && errno != ENOENT) {
-    return internal::ErrnoError("remove", Join(dir, kStagingMarker), errno);
-  }
+absl::Status RemoveOurDirectory(int fd, const std::string& dir) {
+  SP_RETURN_IF_ERROR(ClearDirectory(fd, dir));
+  SP_RETURN_IF_ERROR(RemoveFilesAt(fd, dir, /*marker=*/true));
   if (::rmdir(dir.c_str()) != 0) return internal::ErrnoError("remove", dir, errno);
   return absl::OkStatus();
 }
@@ -322,7 +341,7 @@ absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::st
   }
   // Ours, and the pack that made it is gone (killed, before its marker was
   // written when there is none): its lock is free.
-  SP_RETURN_IF_ERROR(ClearDirectory(staging));
+  SP_RETURN_IF_ERROR(ClearDirectory(fd.get(), staging));
   SP_RETURN_IF_ERROR(WriteMarker(staging, identity));
   return fd;
 }
@@ -355,7 +374,7 @@ absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& ou
   }
   absl::Status status = WriteMarker(staging, identity);
   if (!status.ok()) {
-    (void)RemoveOurDirectory(staging);  // ours, locked: its marker is all it may hold
+    (void)RemoveOurDirectory(fd.get(), staging);  // ours, locked: its marker at most
     return status;
   }
   return fd;
@@ -410,7 +429,7 @@ absl::StatusOr<std::unique_ptr<OutputDir>> OutputDir::Create(std::string path, b
 }
 
 OutputDir::~OutputDir() {
-  if (!published_) (void)RemoveOurDirectory(staging_);
+  if (!published_) (void)RemoveOurDirectory(lock_fd_, staging_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 

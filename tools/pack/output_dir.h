@@ -98,7 +98,7 @@ class OutputDir {
 
   std::string path_;
   std::string staging_;
-  int lock_fd_;  // flock()ed staging directory, or -1 where locks are not supported
+  int lock_fd_;  // the staging directory, open; flock()ed where the file system has locks
   bool published_ = false;
 };
 

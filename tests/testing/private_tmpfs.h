@@ -7,6 +7,7 @@
 
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,6 +45,24 @@ class PrivateTmpfs {
     }
     dir_ = dir;
     return "";
+  }
+
+  // Gives the mounted tmpfs a new size; what it holds stays (a size below
+  // that fails). Empty when done, else why not.
+  std::string Resize(uint64_t bytes) {
+    const std::string options = "size=" + std::to_string(bytes);
+    if (mount("tmpfs", dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_REMOUNT,
+              options.c_str()) != 0) {
+      return Why("mount -o remount");
+    }
+    return "";
+  }
+
+  // The bytes its files take (whole pages), 0 when it cannot be read.
+  uint64_t UsedBytes() const {
+    struct statvfs st;
+    if (statvfs(dir_.c_str(), &st) != 0) return 0;
+    return (st.f_blocks - st.f_bfree) * st.f_frsize;
   }
 
  private:

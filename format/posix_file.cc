@@ -162,13 +162,6 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::stri
 
 namespace {
 
-// The directory `path` is in, for O_TMPFILE: "." for a bare name.
-std::string DirectoryOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 // File systems without O_TMPFILE say so with one of these.
 bool NoTmpfile(int err) { return err == EOPNOTSUPP || err == EISDIR || err == EINVAL; }
 
@@ -183,7 +176,7 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(std::string path,
   int fd = -1;
   errno = EOPNOTSUPP;
   if (internal::atomic_file_tries_tmpfile.load(std::memory_order_relaxed)) {
-    fd = open(DirectoryOf(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    fd = open(internal::ParentDirectory(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
   }
   std::string partial;
   if (fd < 0 && NoTmpfile(errno)) {

@@ -105,9 +105,13 @@ absl::Status SyncDirectory(const std::string& dir) {
   return SyncFile(fd.get(), dir);
 }
 
-absl::Status SyncParentDirectory(const std::string& path) {
+std::string ParentDirectory(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  return SyncDirectory(parent.empty() ? std::string(".") : parent.string());
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+absl::Status SyncParentDirectory(const std::string& path) {
+  return SyncDirectory(ParentDirectory(path));
 }
 
 namespace {
@@ -167,8 +171,7 @@ absl::Status CopyBytes(int in, int out, uint64_t size, const std::string& what) 
     }
     const size_t chunk = std::min(want, buffer.size());
     SP_RETURN_IF_ERROR(PreadFull(in, what, done, {buffer.data(), chunk}));
-    absl::Status written = PwriteFull(out, what, done, {buffer.data(), chunk});
-    if (!written.ok()) return written;
+    SP_RETURN_IF_ERROR(PwriteFull(out, what, done, {buffer.data(), chunk}));
     done += chunk;
   }
   return absl::OkStatus();
@@ -198,15 +201,15 @@ std::string WriteFailureCause(const std::string& path) {
       static_cast<uint64_t>(st.st_size) + kNearlyFull >= limit.rlim_cur) {
     return ErrnoText(EFBIG);
   }
-  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const std::string dir = ParentDirectory(path);
   struct statvfs fs;
-  if (statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0) {
+  if (statvfs(dir.c_str(), &fs) == 0) {
     // Root may write into the reserved blocks (f_bfree); others not.
     const uint64_t blocks = geteuid() == 0 ? fs.f_bfree : fs.f_bavail;
     const uint64_t free_bytes = blocks * fs.f_frsize;
     if (free_bytes < kNearlyFull || fs.f_favail == 0) {
-      return absl::StrCat(strerror(ENOSPC), " (", free_bytes / 1024, " KiB free on the file system of ",
-                          AsAbsl(dir.empty() ? "." : dir), ")");
+      return absl::StrCat(strerror(ENOSPC), " (", free_bytes / 1024,
+                          " KiB free on the file system of ", AsAbsl(dir), ")");
     }
   }
   return "";

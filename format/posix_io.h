@@ -67,7 +67,10 @@ absl::Status SyncFileData(int fd, std::string_view name);
 // "fsync <dir>: ..." when the fsync fails.
 absl::Status SyncDirectory(const std::string& dir);
 
-// SyncDirectory of the directory holding `path` ("." for a bare name).
+// The directory holding `path`: "." for a bare name, "/" for "/x".
+std::string ParentDirectory(const std::string& path);
+
+// SyncDirectory of the directory holding `path` (ParentDirectory).
 absl::Status SyncParentDirectory(const std::string& path);
 
 // The one atomic publish: `partial`, already written and fsynced, is renamed

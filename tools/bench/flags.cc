@@ -17,21 +17,15 @@ constexpr double kMaxSeconds = 365 * 24 * 3600;  // a year: past that, a typo
 // memory, and their sum (the reader's memory budget) far from wrapping.
 constexpr uint64_t kMaxBufferBytes = uint64_t{1} << 50;
 
-// The largest side of an rrc or center crop: the reader's SampleTransform
-// refuses more when it opens (reader/transform.cc); here it is a usage error
-// that says so before any file is read.
-constexpr int kMaxCropSide = 8192;
-
 // CLI11 validators: an empty string accepts, anything else is the message.
+// ParseTransform refuses a SIZE past kMaxTransformSize, so a usage error
+// says so before any file is read.
 std::string CheckTransform(const std::string& text) {
-  auto t = ParseTransform(text);
-  const bool crop = t.ok() && (t->kind == Transform::Kind::kRandomResizedCrop ||
-                               t->kind == Transform::Kind::kCenterCrop);
-  if (t.ok() && (!crop || t->size <= kMaxCropSide)) return "";
+  if (ParseTransform(text).ok()) return "";
   return absl::StrCat("'", text,
                       "' is not a transform: none, cifar-train[:SIZE], cifar-eval[:SIZE], "
                       "rrc[:SIZE] or center[:SIZE], SIZE a whole number from 1 (at most ",
-                      kMaxCropSide, " for rrc and center)");
+                      kMaxTransformSize, " for rrc and center, as for every transform)");
 }
 
 std::string CheckIo(const std::string& text) {

@@ -4,20 +4,13 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "format/errors.h"
 #include "format/utf8.h"
 
 namespace shardpack::dump {
-namespace {
-
-void AppendHexByte(unsigned char c, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back(kHex[c >> 4]);
-  out->push_back(kHex[c & 15]);
-}
-
-}  // namespace
 
 std::string LabelsText(const Labels& labels) {
   if (labels.empty()) return "-";
@@ -36,10 +29,7 @@ std::string EncodingText(const ImageInfo& image) {
 void AddKey(std::string_view key, Json* object) {
   (*object)["key"] = std::string(key);
   if (!internal::IsValidUtf8(key)) {
-    std::string hex;
-    hex.reserve(2 * key.size());
-    for (char c : key) AppendHexByte(static_cast<unsigned char>(c), &hex);
-    (*object)["key_hex"] = hex;
+    (*object)["key_hex"] = absl::BytesToHexString(internal::AsAbsl(key));
   }
 }
 

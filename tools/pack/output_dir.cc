@@ -362,15 +362,12 @@ absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& ou
   // written its marker, and the directory is no longer this pack's, which
   // leaves it alone. The marker is written only under the lock, so a marker
   // seen under a free lock always belongs to a pack that is gone.
-  const auto taken = [&] {
-    return absl::FailedPreconditionError(absl::StrCat(
-        out, " is in use: another shardpack is writing it (it took ", staging, ")"));
-  };
   Fd fd;
   SP_ASSIGN_OR_RETURN(LockResult lock, TryLockDir(staging, &fd));
   if (lock == LockResult::kBusy || !IsDirectoryAt(fd.get(), staging) ||
       ::access(Join(staging, kStagingMarker).c_str(), F_OK) == 0) {
-    return taken();
+    return absl::FailedPreconditionError(absl::StrCat(
+        out, " is in use: another shardpack is writing it (it took ", staging, ")"));
   }
   absl::Status status = WriteMarker(staging, identity);
   if (!status.ok()) {
@@ -390,13 +387,14 @@ int Rename2(const std::string& from, const std::string& to, unsigned flags) {
 // then its folder, which fails if anything else appeared there since.
 absl::Status RemoveOldDataset(const std::string& old, const std::string& path,
                               const std::vector<std::string>& files) {
-  // The marker last: until then, a kill leaves a folder marked as ours.
-  for (int marker = 0; marker < 2; ++marker) {
-    for (const std::string& name : files) {
-      if ((name == kStagingMarker) != (marker == 1)) continue;
-      if (::unlink(Join(old, name).c_str()) != 0 && errno != ENOENT) {
-        return internal::ErrnoError("remove", Join(old, name), errno);
-      }
+  // The marker last (Publish listed it): until then, a kill leaves a
+  // folder marked as ours.
+  std::vector<std::string> marker_last = files;
+  std::stable_partition(marker_last.begin(), marker_last.end(),
+                        [](const std::string& name) { return name != kStagingMarker; });
+  for (const std::string& name : marker_last) {
+    if (::unlink(Join(old, name).c_str()) != 0 && errno != ENOENT) {
+      return internal::ErrnoError("remove", Join(old, name), errno);
     }
   }
   if (::rmdir(old.c_str()) == 0) return absl::OkStatus();

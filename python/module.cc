@@ -155,10 +155,10 @@ wait (KeyboardInterrupt). Not thread-safe: iterate from one thread.
 }  // namespace
 }  // namespace shardpack::python
 
-PYBIND11_MODULE(shardpack, m) {
+PYBIND11_MODULE(_shardpack, m) {
   namespace py = pybind11;
   using namespace shardpack::python;  // NOLINT: the module's own names
-  m.doc() = "shardpack: stream sharded image datasets into training loops (docs/python.md)";
+  m.doc() = "The compiled part of the shardpack package: import shardpack instead.";
   m.attr("__version__") = SHARDPACK_VERSION;
   RegisterExceptions(m);
   BindContactSheet(m);

@@ -47,9 +47,10 @@ done
 
 if [[ -n "$python" ]]; then
   echo "--- Python module" >&2
-  module=$(find "$prefix" -name 'shardpack*.so')
-  [[ -n "$module" ]] || { echo "install_test: the Python module was not installed" >&2; exit 1; }
-  PYTHONPATH="$(dirname "$module")" "$python" - "$prefix" "$tmp/ds" <<'PY'
+  package=$(find "$prefix" -name __init__.py -path '*/shardpack/*')
+  [[ -n "$package" && -n $(find "$prefix" -name '_shardpack*.so' -path '*/shardpack/*') ]] ||
+    { echo "install_test: the Python package was not installed" >&2; exit 1; }
+  PYTHONPATH="$(dirname "$(dirname "$package")")" "$python" - "$prefix" "$tmp/ds" <<'PY'
 import sys
 import shardpack
 assert shardpack.__file__.startswith(sys.argv[1]), shardpack.__file__

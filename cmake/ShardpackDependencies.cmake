@@ -19,7 +19,9 @@ pkg_check_modules(LIBJPEG REQUIRED IMPORTED_TARGET libjpeg)
 
 if(NOT SHARDPACK_FUZZ)
   find_package(CLI11 CONFIG REQUIRED)
-  find_package(GTest CONFIG REQUIRED)
+  if(NOT SHARDPACK_WHEEL)
+    find_package(GTest CONFIG REQUIRED)
+  endif()
   pkg_check_modules(URING IMPORTED_TARGET liburing)
   find_package(Threads REQUIRED)
 

@@ -1,0 +1,237 @@
+"""shardpack's PEP 517 build backend: CMake builds, shardpack_wheel packs.
+
+pyproject.toml names this module through `backend-path` and requires nothing,
+so `pip install .` builds offline in a fresh venv of any CPython 3.9 or newer:
+the build needs nothing from a package index. It needs, from the system, CMake
+3.25 or newer, a C++20 compiler and the C++ libraries of Debian's -dev packages
+(scripts/setup installs them all, pybind11-dev among them); ninja when present.
+
+The wheel holds the package `shardpack` (python/shardpack/*.py and the module
+_shardpack), the three tools in shardpack/bin/ and console-script launchers
+for them. It links the system's shared libraries: scripts/wheel then makes it
+self-contained (shardpack_bundle.py).
+
+Config settings (pip -C NAME=VALUE):
+  build-dir=DIR           build in DIR and keep it (default: a temporary folder,
+                          removed afterwards). A DIR already configured is only
+                          built, never reconfigured: its module must be for the
+                          Python running pip.
+  cmake.define.NAME=VALUE one -DNAME=VALUE for CMake (e.g. SHARDPACK_CUDA=OFF).
+"""
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import tempfile
+
+import shardpack_wheel
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NAME = "shardpack"
+SUMMARY = "Sharded image datasets streamed into training loops: pack, inspect, read"
+MIN_CMAKE = (3, 25)
+TOOLS = ("shardpack", "sharddump", "shardbench")
+SETUP_HINT = ("Debian 12: scripts/setup installs everything the build needs "
+              "(docs/python.md, 'Installing with pip')")
+
+
+def _fail(message):
+    """Ends the hook with one line that says what is missing and how to get it."""
+    sys.stderr.write(f"shardpack build: {message}\n")
+    raise SystemExit(1)
+
+
+def _version():
+    with open(os.path.join(ROOT, "CMakeLists.txt"), encoding="utf-8") as f:
+        m = re.search(r"project\(shardpack VERSION ([0-9][0-9.]*)", f.read())
+    if not m:
+        _fail(f"{ROOT}/CMakeLists.txt: no 'project(shardpack VERSION x.y.z)'")
+    return m.group(1)
+
+
+def _settings(config_settings):
+    config_settings = config_settings or {}
+    defines = []
+    for key, value in config_settings.items():
+        values = value if isinstance(value, list) else [value]
+        if key.startswith("cmake.define."):
+            defines += [f"-D{key[len('cmake.define.'):]}={v}" for v in values]
+        elif key != "build-dir":
+            _fail(f"unknown config setting '{key}': build-dir, cmake.define.NAME")
+    build_dir = config_settings.get("build-dir")
+    return (os.path.abspath(build_dir) if build_dir else None), defines
+
+
+def _tag():
+    if sys.implementation.name != "cpython":
+        _fail(f"shardpack's module is built for CPython, not {sys.implementation.name}")
+    version = f"{sys.version_info.major}{sys.version_info.minor}"
+    abi = f"cp{version}" + ("t" if sysconfig.get_config_var("Py_GIL_DISABLED") else "")
+    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return f"cp{version}-{abi}-{platform}"
+
+
+def _find_cmake():
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        _fail(f"CMake {MIN_CMAKE[0]}.{MIN_CMAKE[1]} or newer is needed and none is on PATH. "
+              + SETUP_HINT)
+    out = subprocess.run([cmake, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"version (\d+)\.(\d+)", out)
+    if not m or (int(m.group(1)), int(m.group(2))) < MIN_CMAKE:
+        found = m.group(0) if m else "an unknown version"
+        _fail(f"{cmake} is {found}; CMake {MIN_CMAKE[0]}.{MIN_CMAKE[1]} or newer is needed. "
+              + SETUP_HINT)
+    return cmake
+
+
+def _check_compiler():
+    if os.environ.get("CXX") or any(shutil.which(c) for c in ("c++", "g++", "clang++")):
+        return
+    _fail("no C++ compiler: CXX is unset and none of c++, g++, clang++ is on PATH. "
+          + SETUP_HINT)
+
+
+def _run(args, what):
+    sys.stderr.write("shardpack build: " + " ".join(args) + "\n")
+    sys.stderr.flush()
+    if subprocess.run(args, cwd=ROOT, stdout=sys.stderr).returncode != 0:
+        hint = f" A missing library is a missing -dev package: {SETUP_HINT}." \
+            if what == "configure" else ""
+        _fail(f"CMake's {what} step failed; its messages are above.{hint}")
+
+
+def _configure(cmake, build_dir, defines):
+    args = [cmake, "-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
+            "-DSHARDPACK_WHEEL=ON", "-DSHARDPACK_PYTHON=ON",
+            f"-DPython3_EXECUTABLE={sys.executable}"]
+    if shutil.which("ninja"):
+        args += ["-G", "Ninja"]
+    _run(args + defines, "configure")
+
+
+def _stage(cmake, build_dir, stage):
+    """Builds the tools and the module and installs the component 'wheel' into `stage`."""
+    jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
+    _run([cmake, "--build", build_dir, "-j", jobs, "--target", "shardpack_python", *TOOLS],
+         "build")
+    _run([cmake, "--install", build_dir, "--component", "wheel", "--prefix", stage, "--strip"],
+         "install")
+    module = "_shardpack" + sysconfig.get_config_var("EXT_SUFFIX")
+    built = [n for n in os.listdir(os.path.join(stage, NAME)) if n.startswith("_shardpack")]
+    if built != [module]:
+        _fail(f"{build_dir} built {', '.join(built) or 'no module'}, not {module} for "
+              f"{sys.executable}: give this Python a build dir of its own")
+
+
+def _metadata(version):
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    return (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {version}\nSummary: {SUMMARY}\n"
+            "Requires-Python: >=3.9\nProvides-Extra: numpy\n"
+            'Requires-Dist: numpy; extra == "numpy"\n'
+            f"Description-Content-Type: text/markdown\n\n{readme}")
+
+
+def _write_dist_info(stage, version, tag):
+    dist_info = f"{NAME}-{version}.dist-info"
+    folder = os.path.join(stage, dist_info)
+    os.makedirs(folder)
+    scripts = "".join(f"{t} = shardpack._tools:{t}\n" for t in TOOLS)
+    files = {
+        "METADATA": _metadata(version),
+        "WHEEL": (f"Wheel-Version: 1.0\nGenerator: shardpack_build {version}\n"
+                  f"Root-Is-Purelib: false\nTag: {tag}\n"),
+        "entry_points.txt": f"[console_scripts]\n{scripts}",
+        "top_level.txt": f"{NAME}\n",
+    }
+    for name, text in files.items():
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    return dist_info
+
+
+# PEP 517 hooks --------------------------------------------------------------
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def get_requires_for_build_sdist(config_settings=None):
+    return []
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    build_dir, defines = _settings(config_settings)
+    version, tag = _version(), _tag()
+    cmake = _find_cmake()
+    _check_compiler()
+    temporary = build_dir is None
+    if temporary:
+        build_dir = tempfile.mkdtemp(prefix="shardpack-build-")
+    stage = tempfile.mkdtemp(prefix="shardpack-wheel-")
+    try:
+        if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
+            _configure(cmake, build_dir, defines)
+        elif defines:
+            _fail(f"{build_dir} is configured already: cmake.define settings would be lost")
+        _stage(cmake, build_dir, stage)
+        dist_info = _write_dist_info(stage, version, tag)
+        name = f"{NAME}-{version}-{tag}.whl"
+        os.makedirs(wheel_directory, exist_ok=True)
+        shardpack_wheel.pack(stage, dist_info, os.path.join(wheel_directory, name))
+        return name
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        if temporary:
+            shutil.rmtree(build_dir, ignore_errors=True)
+
+
+def _source_files():
+    """The files an sdist holds: git's view of the tree (tracked and untracked but not
+    ignored) in a checkout, else everything but build folders (an unpacked sdist)."""
+    if os.path.exists(os.path.join(ROOT, ".git")) and shutil.which("git"):
+        out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard"], capture_output=True, check=True).stdout
+        files = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+        return sorted(p for p in files if os.path.isfile(os.path.join(ROOT, p)))
+    files = []
+    for folder, dirs, names in os.walk(ROOT):
+        dirs[:] = sorted(d for d in dirs if not (d.startswith(("build", ".")) or
+                                                d == "__pycache__"))
+        files += [os.path.relpath(os.path.join(folder, n), ROOT) for n in names]
+    return sorted(f for f in files if f != "PKG-INFO")
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    version = _version()
+    base = f"{NAME}-{version}"
+    name = f"{base}.tar.gz"
+    os.makedirs(sdist_directory, exist_ok=True)
+    path = os.path.join(sdist_directory, name)
+    partial = path + ".partial"
+
+    def normalized(info):
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mtime = 0
+        return info
+
+    try:
+        with tarfile.open(partial, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+            for rel in _source_files():
+                tar.add(os.path.join(ROOT, rel), arcname=f"{base}/{rel}", recursive=False,
+                        filter=normalized)
+            pkg_info = _metadata(version).encode("utf-8")
+            info = normalized(tarfile.TarInfo(f"{base}/PKG-INFO"))
+            info.size = len(pkg_info)
+            tar.addfile(info, io.BytesIO(pkg_info))
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    return name

@@ -29,6 +29,7 @@ both jobs every record came exactly once (but the fewer than
 """
 import argparse
 import gc
+import importlib.util
 import json
 import os
 import shutil
@@ -225,9 +226,10 @@ def spawned_rank(rank, world_size, port, argv):
 
 def launch(world_size, argv, workdir):
     """Runs `world_size` ranks of this script with `argv`: torchrun on
-    loopback, or torch.multiprocessing where torchrun is missing."""
-    torchrun = shutil.which("torchrun")
-    if torchrun is None:
+    loopback, or torch.multiprocessing where torchrun is missing. torchrun is
+    the one of this Python (python -m torch.distributed.run), never a
+    `torchrun` on PATH that belongs to another Python or venv."""
+    if importlib.util.find_spec("torch.distributed.run") is None:
         try:
             mp.spawn(spawned_rank, args=(world_size, free_port(), argv), nprocs=world_size,
                      join=True)
@@ -237,7 +239,7 @@ def launch(world_size, argv, workdir):
     # --redirects 1 --tee 1: the ranks' stdout on the console (and in log
     # files). torchrun 1.13 on Python 3.11 cannot parse its default "0"
     # (its Std enum lookup skips the zero flag) and fails before starting.
-    cmd = [torchrun, "--nnodes", "1", "--nproc_per_node", str(world_size),
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(world_size),
            "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
            "--redirects", "1", "--tee", "1",
            "--log_dir", os.path.join(workdir, f"logs-{argv[-1]}"),

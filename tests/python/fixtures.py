@@ -67,3 +67,19 @@ class DatasetTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
+
+
+def _check_installed():
+    """Under tests/wheel/wheel_test.sh these scripts test an installed wheel:
+    SHARDPACK_EXPECT_INSTALLED names the site-packages shardpack must come from."""
+    expected = os.environ.get("SHARDPACK_EXPECT_INSTALLED")
+    if not expected:
+        return
+    import shardpack
+    where = os.path.realpath(shardpack.__file__)
+    if not where.startswith(os.path.realpath(expected) + os.sep):
+        print(f"FAIL: shardpack was imported from {where}, not from {expected}", flush=True)
+        sys.exit(1)
+
+
+_check_installed()

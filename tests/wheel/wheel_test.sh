@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The wheel as a user gets it (docs/python.md, "Installing with pip"):
+#
+#   tests/wheel/wheel_test.sh BUILD_DIR
+#
+# BUILD_DIR is a build configured for /usr/bin/python3 (scripts/test's build/).
+# From it, scripts/wheel makes the self-contained wheel and the sdist; then,
+# with LD_LIBRARY_PATH unset:
+#  1. the wheel installs into a fresh venv of Debian's Python
+#     (--system-site-packages: Debian's numpy, torch, PIL, h5py, lmdb);
+#  2. every ELF file it installed resolves each library to the wheel's own
+#     copies or to the base set (glibc, libstdc++, libgcc_s), and the build
+#     tree's module, linked to the system's libraries, is caught by the same
+#     check;
+#  3. the three tools on the venv's PATH pack, verify and stream a dataset;
+#  4. the whole Python suite (tests/python/*_test.py) passes against the
+#     installed package, not the build tree;
+#  5. the sdist holds every file git tracks, and CMake configures from it;
+#  6. pip uninstall leaves the venv as it was before the install.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "$1" && pwd)
+python=/usr/bin/python3
+unset LD_LIBRARY_PATH
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "wheel_test: FAIL: $*" >&2; exit 1; }
+step() { echo "--- wheel_test: $*" >&2; }
+
+step "the wheel and the sdist (scripts/wheel)"
+"$root/scripts/wheel" --python "$python" --build-dir "$build" --out "$tmp/dist" --sdist >&2
+wheel=$(ls "$tmp"/dist/shardpack-*.whl)
+sdist=$(ls "$tmp"/dist/shardpack-*.tar.gz)
+
+step "1. install into a fresh venv"
+venv="$tmp/venv"
+"$python" -m venv --system-site-packages "$venv"
+(cd "$venv" && find . | sort) > "$tmp/before"
+"$venv/bin/pip" install -q --no-index --no-deps "$wheel"
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
+[[ -d $site/shardpack.libs && -x $site/shardpack/bin/shardpack ]] ||
+  fail "$site lacks shardpack.libs/ or shardpack/bin/"
+
+step "2. every ELF file resolves its libraries inside the wheel or to the base set"
+check() { "$python" "$root/python/backend/shardpack_bundle.py" --check "$@"; }
+check "$site/shardpack" "$site/shardpack.libs" > "$tmp/foreign" ||
+  { cat "$tmp/foreign" >&2; fail "libraries resolved outside the wheel"; }
+elves=$(find "$site/shardpack" "$site/shardpack.libs" -type f -exec sh -c \
+  'head -c4 "$1" | grep -q ELF && echo "$1"' _ {} \; | wc -l)
+(( elves >= 4 )) || fail "only $elves ELF files installed"
+while read -r f; do
+  readelf -d "$f" | grep -q 'RUNPATH.*\$ORIGIN' || fail "$f has no \$ORIGIN RUNPATH"
+done < <(find "$site/shardpack" "$site/shardpack.libs" -type f \( -name '*.so*' -o -path '*/bin/*' \))
+if check "$build/python/shardpack" > "$tmp/control"; then
+  fail "the check passed the build tree's module, which links the system's libhdf5"
+fi
+grep -q 'libhdf5' "$tmp/control" || fail "the check did not name libhdf5 for the build tree"
+echo "wheel_test: $elves ELF files, all resolved inside the wheel or to the base set" >&2
+
+step "3. the tools on the venv's PATH"
+export PATH="$venv/bin:$PATH"
+[[ $(command -v shardpack) == "$venv/bin/shardpack" ]] || fail "shardpack is not the venv's"
+"$build/datasets/make_demo_data" "$tmp/src" --cifar-records 600 --images-per-class 0 > /dev/null
+shardpack cifar "$tmp/src/cifar/data_batch_1.bin" -o "$tmp/ds" -q
+sharddump verify "$tmp/ds" >&2
+shardbench "$tmp/ds" --batch-size 100 --epochs 1 --threads 1 > "$tmp/bench"
+grep -q "600" "$tmp/bench" || { cat "$tmp/bench" >&2; fail "shardbench did not stream 600 samples"; }
+set +e
+sharddump verify "$tmp/no-such-dataset" 2> "$tmp/err"
+status=$?
+set -e
+[[ $status == 1 ]] && grep -q "no-such-dataset" "$tmp/err" ||
+  fail "a tool's error did not come through its launcher (status $status: $(cat "$tmp/err"))"
+
+step "4. the Python suite against the installed package"
+export SHARDPACK_EXPECT_INSTALLED="$site" SHARDPACK_TOOL="$venv/bin/shardpack"
+export SHARDBENCH_TOOL="$venv/bin/shardbench" MAKE_DEMO_DATA="$build/datasets/make_demo_data"
+export TRAIN_LOOP="$build/examples/train_loop" SHARDPACK_EXAMPLES="$root/examples"
+export OMP_NUM_THREADS=1
+unset PYTHONPATH
+for t in "$root"/tests/python/*_test.py; do
+  set +e
+  (cd "$tmp" && "$venv/bin/python" "$t") > "$tmp/log" 2>&1
+  status=$?
+  set -e
+  case $status in
+    0) echo "wheel_test: $(basename "$t"): passed" >&2 ;;
+    77) echo "wheel_test: $(basename "$t"): skipped: $(grep -m1 SKIP "$tmp/log")" >&2 ;;
+    *) cat "$tmp/log" >&2; fail "$(basename "$t") failed against the installed wheel" ;;
+  esac
+done
+
+step "5. the sdist"
+tar -tzf "$sdist" | sed 's|^[^/]*/||' | sort > "$tmp/sdist-files"
+(cd "$root" && git ls-files | sort) > "$tmp/git-files"
+missing=$(comm -13 "$tmp/sdist-files" "$tmp/git-files" | while read -r f; do
+  [[ -e "$root/$f" ]] && echo "$f"; done)
+[[ -z $missing ]] || fail "the sdist lacks: $missing"
+grep -qx 'PKG-INFO' "$tmp/sdist-files" || fail "the sdist has no PKG-INFO"
+mkdir "$tmp/sdist" && tar -xzf "$sdist" -C "$tmp/sdist"
+cmake -S "$tmp"/sdist/shardpack-* -B "$tmp/sdist-build" -DSHARDPACK_WHEEL=ON \
+  -DPython3_EXECUTABLE="$python" > "$tmp/sdist-configure" 2>&1 ||
+  { cat "$tmp/sdist-configure" >&2; fail "CMake does not configure from the sdist"; }
+
+step "6. pip uninstall leaves nothing behind"
+"$venv/bin/pip" uninstall -q -y shardpack
+(cd "$venv" && find . | sort) > "$tmp/after"
+diff "$tmp/before" "$tmp/after" >&2 || fail "the venv differs after pip uninstall"
+echo "wheel_test: ok" >&2

@@ -149,6 +149,18 @@ def foreign_libraries(roots):
     return bad
 
 
+def base_versions(root):
+    """The newest glibc and libstdc++ symbol versions the ELF files under `root` need:
+    what a machine must have to run the wheel, e.g. ('2.34', '3.4.30')."""
+    found = {"GLIBC": [], "GLIBCXX": []}
+    for path in elf_files(root):
+        out = subprocess.run(["objdump", "-T", path], capture_output=True, text=True).stdout
+        for name, version in re.findall(r"\b(GLIBC|GLIBCXX)_([\d.]+)\b", out):
+            found[name].append(tuple(int(x) for x in version.split(".")))
+    return tuple(".".join(map(str, max(v))) if v else "none"
+                 for v in (found["GLIBC"], found["GLIBCXX"]))
+
+
 def bundle_wheel(wheel, out_dir):
     work = tempfile.mkdtemp(prefix="shardpack-bundle-")
     try:
@@ -159,10 +171,13 @@ def bundle_wheel(wheel, out_dir):
         if bad:
             lines = "\n".join(f"  {f}: {s} -> {w}" for f, s, w in bad)
             raise SystemExit(f"shardpack_bundle: still outside the wheel:\n{lines}")
+        glibc, glibcxx = base_versions(tree)
         os.makedirs(out_dir, exist_ok=True)
         out = os.path.join(out_dir, os.path.basename(wheel))
         shardpack_wheel.pack(tree, dist_info, out)
-        return out, renamed
+        print(f"{out}: {len(renamed)} libraries bundled in {LIBS_DIR}/; it needs glibc "
+              f">= {glibc} and libstdc++ with GLIBCXX_{glibcxx}", file=sys.stderr)
+        return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -181,8 +196,7 @@ def main():
             print(f"{f}: {s} -> {w}")
         sys.exit(1 if bad else 0)
     for wheel in args.paths:
-        out, renamed = bundle_wheel(wheel, args.wheel_dir)
-        print(f"{out}: {len(renamed)} libraries bundled in {LIBS_DIR}/", file=sys.stderr)
+        bundle_wheel(wheel, args.wheel_dir)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,208 @@
+"""The build backend and the wheel files, without building anything.
+
+What a user without CMake or a compiler sees, config settings pip passes,
+the wheels and sdists the backend writes, and wheels that lie (a member that
+leaves the tree, two .dist-info folders). tests/wheel/wheel_test.sh builds,
+bundles and installs the real wheel.
+"""
+import base64
+import hashlib
+import os
+import stat
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BACKEND = os.path.join(ROOT, "python", "backend")
+sys.path.insert(0, BACKEND)
+import shardpack_bundle  # noqa: E402
+import shardpack_wheel  # noqa: E402
+
+
+def hook(name, *args, path=None, env=None):
+    """Runs a PEP 517 hook of the backend in a fresh Python, as pip does."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import shardpack_build as b; "
+            f"print(b.{name}(*sys.argv[2:3], **eval(sys.argv[3])))")
+    full_env = {k: v for k, v in os.environ.items() if k != "CXX"}
+    if path is not None:
+        full_env["PATH"] = path
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", code, BACKEND, *args], capture_output=True,
+                          text=True, env=full_env, cwd=ROOT)
+
+
+def fake_tools(tmp, tools):
+    """A folder for PATH holding only the commands `tools`: {name: shell script body}."""
+    path = os.path.join(tmp, "bin")
+    os.makedirs(path, exist_ok=True)
+    for name, body in tools.items():
+        exe = os.path.join(path, name)
+        with open(exe, "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(exe, 0o755)
+    return path
+
+
+class MissingTools(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.out = os.path.join(self.tmp, "wheels")
+
+    def build(self, tools, env=None, settings="{}"):
+        return hook("build_wheel", self.out, f"{{'config_settings': {settings}}}",
+                    path=fake_tools(self.tmp, tools), env=env)
+
+    def test_no_cmake_is_named_with_the_way_to_get_it(self):
+        p = self.build({})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("CMake 3.25 or newer is needed and none is on PATH", p.stderr)
+        self.assertIn("scripts/setup", p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+
+    def test_an_old_cmake_is_named_with_its_version(self):
+        p = self.build({"cmake": 'echo "cmake version 3.18.4"'})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("is version 3.18; CMake 3.25 or newer is needed", p.stderr)
+
+    def test_no_compiler_is_named(self):
+        p = self.build({"cmake": 'echo "cmake version 3.25.1"'})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("no C++ compiler: CXX is unset and none of c++, g++, clang++ is on PATH",
+                      p.stderr)
+
+    def test_an_unknown_setting_is_refused_by_name(self):
+        p = self.build({}, settings="{'build_dir': 'x'}")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("unknown config setting 'build_dir'", p.stderr)
+
+    def test_a_failed_configure_says_where_libraries_come_from(self):
+        tools = {"cmake": 'case "$1" in --version) echo "cmake version 3.25.1";; '
+                          '*) echo "Could not find absl" >&2; exit 1;; esac',
+                 "c++": "true"}
+        p = self.build(tools)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("Could not find absl", p.stderr)
+        self.assertIn("CMake's configure step failed", p.stderr)
+        self.assertIn("missing -dev package", p.stderr)
+        self.assertFalse(os.path.exists(self.out) and os.listdir(self.out), "a wheel was left")
+
+    def test_requirements_are_empty(self):
+        for name in ("get_requires_for_build_wheel", "get_requires_for_build_sdist"):
+            p = hook(name, "{}", "{}")
+            self.assertEqual(p.stdout.strip(), "[]", p.stderr)
+
+
+class Sdist(unittest.TestCase):
+    def test_every_tracked_file_and_pkg_info(self):
+        out = tempfile.mkdtemp()
+        p = hook("build_sdist", out, "{}")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        name = p.stdout.strip()
+        with tarfile.open(os.path.join(out, name)) as tar:
+            members = {m.name.split("/", 1)[1] for m in tar.getmembers()}
+            self.assertTrue(all(m.name.startswith(name[:-len(".tar.gz")] + "/")
+                                for m in tar.getmembers()))
+            pkg_info = tar.extractfile(name[:-len(".tar.gz")] + "/PKG-INFO").read().decode()
+        tracked = subprocess.run(["git", "-C", ROOT, "ls-files"], capture_output=True,
+                                 text=True).stdout.split()
+        tracked = [t for t in tracked if os.path.isfile(os.path.join(ROOT, t))]
+        self.assertGreater(len(tracked), 100)
+        self.assertEqual([t for t in tracked if t not in members], [])
+        self.assertFalse(any(m.startswith("build/") for m in members))
+        self.assertIn("Name: shardpack\n", pkg_info)
+        self.assertIn("Requires-Python: >=3.9\n", pkg_info)
+
+
+class WheelFiles(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def tree(self):
+        root = os.path.join(self.tmp, "tree")
+        os.makedirs(os.path.join(root, "pkg", "bin"))
+        os.makedirs(os.path.join(root, "pkg-1.dist-info"))
+        for rel, data, mode in (("pkg/__init__.py", b"x = 1\n", 0o644),
+                                ("pkg/bin/tool", b"#!/bin/sh\n", 0o755),
+                                ("pkg-1.dist-info/METADATA", b"Name: pkg\n", 0o644)):
+            with open(os.path.join(root, rel), "wb") as f:
+                f.write(data)
+            os.chmod(os.path.join(root, rel), mode)
+        return root
+
+    def test_record_hashes_modes_and_order(self):
+        wheel = os.path.join(self.tmp, "pkg-1-py3-none-any.whl")
+        shardpack_wheel.pack(self.tree(), "pkg-1.dist-info", wheel)
+        with zipfile.ZipFile(wheel) as zf:
+            names = zf.namelist()
+            self.assertEqual(names[-1], "pkg-1.dist-info/RECORD")
+            self.assertTrue(names.index("pkg/bin/tool") < names.index("pkg-1.dist-info/METADATA"))
+            record = zf.read("pkg-1.dist-info/RECORD").decode().splitlines()
+            for line in record[:-1]:
+                path, digest, size = line.split(",")
+                data = zf.read(path)
+                want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+                self.assertEqual(digest, "sha256=" + want.decode())
+                self.assertEqual(int(size), len(data))
+            self.assertEqual(record[-1], "pkg-1.dist-info/RECORD,,")
+            mode = zf.getinfo("pkg/bin/tool").external_attr >> 16
+            self.assertTrue(mode & stat.S_IXUSR, oct(mode))
+        back = os.path.join(self.tmp, "back")
+        self.assertEqual(shardpack_wheel.unpack(wheel, back), "pkg-1.dist-info")
+        self.assertTrue(os.access(os.path.join(back, "pkg", "bin", "tool"), os.X_OK))
+
+    def bad_wheel(self, members):
+        wheel = os.path.join(self.tmp, "bad.whl")
+        with zipfile.ZipFile(wheel, "w") as zf:
+            for name in members:
+                zf.writestr(name, b"x")
+        return wheel
+
+    def test_a_member_that_leaves_the_tree_is_refused(self):
+        for name in ("../evil", "/etc/evil", "pkg/../../evil", "pkg\\..\\evil"):
+            wheel = self.bad_wheel(["pkg-1.dist-info/METADATA", name])
+            with self.assertRaisesRegex(ValueError, "leaves the wheel"):
+                shardpack_wheel.unpack(wheel, os.path.join(self.tmp, "out"))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "evil")))
+
+    def test_one_dist_info_or_refused(self):
+        for members in (["pkg/a"], ["a-1.dist-info/METADATA", "b-1.dist-info/METADATA"]):
+            with self.assertRaisesRegex(ValueError, "not one"):
+                shardpack_wheel.unpack(self.bad_wheel(members), os.path.join(self.tmp, "o"))
+
+    def test_a_link_is_refused_and_no_partial_wheel_is_left(self):
+        root = self.tree()
+        os.symlink("/etc/passwd", os.path.join(root, "pkg", "link"))
+        wheel = os.path.join(self.tmp, "pkg-1-py3-none-any.whl")
+        with self.assertRaisesRegex(ValueError, "link cannot go into a wheel"):
+            shardpack_wheel.pack(root, "pkg-1.dist-info", wheel)
+        self.assertEqual([n for n in os.listdir(self.tmp) if n.endswith((".whl", ".partial"))],
+                         [])
+
+
+class BaseSet(unittest.TestCase):
+    def test_glibc_and_the_cxx_runtime_only(self):
+        for name in ("libc.so.6", "libm.so.6", "libpthread.so.0", "ld-linux-x86-64.so.2",
+                     "libstdc++.so.6", "libgcc_s.so.1", "linux-vdso.so.1", "libcuda.so.1"):
+            self.assertTrue(shardpack_bundle.is_base(name), name)
+        for name in ("libz.so.1", "libhdf5_serial.so.103", "libcudart.so.13", "libcrypt.so.1",
+                     "libstdc++-abc.so.6", "libc.so.6.evil", "libgomp.so.1"):
+            self.assertFalse(shardpack_bundle.is_base(name), name)
+
+    def test_bundled_names_keep_the_version_and_differ_by_content(self):
+        tmp = tempfile.mkdtemp()
+        a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+        for path, data in ((a, b"one"), (b, b"two")):
+            with open(path, "wb") as f:
+                f.write(data)
+        na = shardpack_bundle.bundled_name("libhdf5_serial.so.103", a)
+        nb = shardpack_bundle.bundled_name("libhdf5_serial.so.103", b)
+        self.assertRegex(na, r"^libhdf5_serial-[0-9a-f]{8}\.so\.103$")
+        self.assertNotEqual(na, nb)
+
+
+if __name__ == "__main__":
+    unittest.main()

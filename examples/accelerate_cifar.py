@@ -16,7 +16,6 @@ registered for checkpointing, so accelerator.save_state() keeps the reader's
 position (in --out/step-N) and --resume goes on from it mid-epoch, batch for
 batch.
 """
-import argparse
 import os
 
 import shardpack
@@ -24,18 +23,11 @@ import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
 
-from train_cifar import CIFAR_MEAN, CIFAR_STD, small_cnn
+from train_cifar import CIFAR_MEAN, CIFAR_STD, arguments, small_cnn
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("dataset")
-    p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--threads", type=int, default=2, help="reader transform threads")
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--log-every", type=int, default=20)
+    p = arguments(__doc__, steps=100)
     p.add_argument("--save-every", type=int, default=50, help="steps between save_state()")
     p.add_argument("--out", default="accelerate-state", help="save_state() goes to OUT/step-N")
     p.add_argument("--resume", help="a save_state() directory to go on from")

@@ -4,7 +4,7 @@
     ./scripts/python-env --test     # build/venv-torch (torch CPU, Lightning) and the module
                                     # for its Python in build-py311/
     PYTHONPATH=build-py311/python build/venv-torch/bin/python examples/lightning_cifar.py \
-        DATASET [--max-steps 200] [--batch-size 128] [--threads 2] [--checkpoint-every 50] \
+        DATASET [--steps 200] [--batch-size 128] [--threads 2] [--checkpoint-every 50] \
         [--out lightning-ckpt] [--resume lightning-ckpt/step=50.ckpt]
 
 The LightningDataModule's train_dataloader() returns a shardpack.DataLoader.
@@ -18,7 +18,6 @@ Runs on CPU; with a GPU (accelerator="auto") the reader hands out CUDA
 tensors (device=the trainer's device) and labels follow them. Each rank reads
 its share: rank and world size come from the trainer.
 """
-import argparse
 import os
 
 import lightning as L
@@ -27,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-from train_cifar import CIFAR_MEAN, CIFAR_STD, small_cnn
+from train_cifar import CIFAR_MEAN, CIFAR_STD, arguments, small_cnn
 
 
 class ShardpackCifar(L.LightningDataModule):
@@ -71,14 +70,7 @@ class Classifier(L.LightningModule):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("dataset")
-    p.add_argument("--max-steps", type=int, default=200)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--threads", type=int, default=2, help="reader transform threads")
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--log-every", type=int, default=20)
+    p = arguments(__doc__, steps=200)
     p.add_argument("--checkpoint-every", type=int, default=50, help="steps between checkpoints")
     p.add_argument("--out", default="lightning-ckpt", help="checkpoint directory")
     p.add_argument("--resume", help="a checkpoint to go on from")
@@ -89,7 +81,7 @@ def main():
     model = Classifier(lr=args.lr, log_every=args.log_every)
     every = ModelCheckpoint(dirpath=args.out, filename="{step}",
                             every_n_train_steps=args.checkpoint_every, save_top_k=-1)
-    trainer = L.Trainer(max_steps=args.max_steps, accelerator="auto", devices=1, logger=False,
+    trainer = L.Trainer(max_steps=args.steps, accelerator="auto", devices=1, logger=False,
                         callbacks=[every], enable_progress_bar=False, enable_model_summary=False)
     if args.resume:
         checkpoint = torch.load(args.resume, map_location="cpu", weights_only=False)

@@ -352,11 +352,11 @@ class ExamplesTest(fixtures.DatasetTest):
     @unittest.skipIf(L is None, NO_LIGHTNING)
     def test_lightning_example_resumes_with_the_losses_of_an_uninterrupted_run(self):
         with tempfile.TemporaryDirectory(prefix="shardpack-lightning-") as d:
-            full = run_example("lightning_cifar.py", self.ds, "--max-steps", "30",
+            full = run_example("lightning_cifar.py", self.ds, "--steps", "30",
                                "--checkpoint-every", "15", "--out", d, *self.common)
             self.assertEqual(full.returncode, 0)
             self.assertIn("done: 30 steps; reader at epoch 1 batch 10", full.stdout)
-            resumed = run_example("lightning_cifar.py", self.ds, "--max-steps", "30",
+            resumed = run_example("lightning_cifar.py", self.ds, "--steps", "30",
                                   "--resume", os.path.join(d, "step=15.ckpt"), "--out", d,
                                   *self.common)
             self.assertEqual(resumed.returncode, 0)

@@ -33,16 +33,21 @@ def small_cnn(classes, channels=3):
                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes))
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def arguments(doc, steps):
+    """The options of the CIFAR examples (this one, lightning_cifar.py, accelerate_cifar.py)."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("dataset")
-    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--steps", type=int, default=steps)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--threads", type=int, default=2, help="reader transform threads")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log-every", type=int, default=20)
-    args = p.parse_args()
+    return p
+
+
+def main():
+    args = arguments(__doc__, steps=300).parse_args()
 
     torch.manual_seed(args.seed)
     reader = shardpack.Reader(args.dataset, batch_size=args.batch_size, seed=args.seed,

@@ -91,6 +91,7 @@ py::array ContactSheet(const py::args& args, const py::kwargs& kwargs) {
   py::object images_obj = arg("images"), labels_obj = arg("labels"), classes = arg("classes");
   py::object columns = arg("columns"), tile = arg("tile"), mean = arg("mean"), std = arg("std");
   py::object indices = arg("indices"), layout = arg("layout");
+  RequireNumpy("shardpack.contact_sheet");
   py::array images = AsArray(images_obj);
   if (images.ndim() == 3)
     images =

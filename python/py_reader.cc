@@ -1,6 +1,7 @@
 #include "python/py_reader.h"
 
 #include <pybind11/numpy.h>
+#include <pybind11/stl.h>
 
 #include <cassert>
 #include <chrono>
@@ -67,6 +68,21 @@ void RaiseError(PyObject* type, std::string_view message) {
   throw py::error_already_set();
 }
 
+void RequireNumpy(std::string_view who, std::string_view hint) {
+  try {
+    py::module_::import("numpy");
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_ImportError)) throw;
+    // The exception's own words ("No module named 'numpy'"), not what(),
+    // which adds its type and a traceback.
+    RaiseError(PyExc_ImportError,
+               absl::StrCat(internal::AsAbsl(who),
+                            " needs numpy (pip install numpy; Debian: python3-numpy)",
+                            internal::AsAbsl(hint), ": ",
+                            internal::Excerpt(std::string(py::str(e.value())), 200)));
+  }
+}
+
 // ---- ReaderCore ---------------------------------------------------------
 
 absl::StatusOr<Batch> ReaderCore::Next() {
@@ -115,11 +131,14 @@ PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output
     ThrowStatus(absl::InvalidArgumentError(
         "device='cuda' hands out CUDA tensors: it needs output='torch' and copy=False"));
   }
+  if (output_ == Output::kNumpy) {
+    RequireNumpy("shardpack.Reader(output='numpy')", "; or pass output='torch'");
+  }
   if (output_ == Output::kTorch) {
     try {
       py::module_ torch = py::module_::import("torch");
       from_dlpack_ = py::module_::import("torch.utils.dlpack").attr("from_dlpack");
-      from_numpy_ = torch.attr("from_numpy");
+      torch_ = torch;
       // The copy that reuses a device buffer waits for the work torch had
       // queued on its current stream when the tensor was freed.
       if (options_.device >= 0 && torch.attr("cuda").attr("is_available")().cast<bool>()) {
@@ -130,8 +149,9 @@ PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output
     } catch (py::error_already_set& e) {
       if (!e.matches(PyExc_ImportError)) throw;
       RaiseError(PyExc_ImportError,
-                 absl::StrCat("output='torch' needs PyTorch (Debian: python3-torch): ",
-                              internal::Excerpt(e.what(), 200)));
+                 absl::StrCat("shardpack.Reader(output='torch') needs PyTorch (pip install "
+                              "torch; Debian: python3-torch): ",
+                              internal::Excerpt(std::string(py::str(e.value())), 200)));
     }
   }
   absl::StatusOr<std::unique_ptr<Reader>> reader;
@@ -153,6 +173,7 @@ py::object PyReader::View(void* data, DLDataType dtype, DLDevice device,
     if (capsule == nullptr) throw py::error_already_set();
     return from_dlpack_(py::reinterpret_steal<py::object>(capsule));
   }
+  if (output_ == Output::kTorch) return OwnedTensor(data, dtype, shape);  // copy=True
   py::dtype np = dtype.code == kDLInt     ? py::dtype::of<int64_t>()
                  : dtype.code == kDLFloat ? py::dtype::of<float>()
                                           : py::dtype::of<uint8_t>();
@@ -161,7 +182,21 @@ py::object PyReader::View(void* data, DLDataType dtype, DLDevice device,
   if (!copy_) return NewArray(np, element_bytes, dims, data, owner);
   py::array owned = NewArray(np, element_bytes, dims);
   std::memcpy(owned.mutable_data(), data, ArrayBytes(dims, element_bytes));
-  return output_ == Output::kTorch ? from_numpy_(owned) : py::object(owned);
+  return owned;
+}
+
+py::object PyReader::OwnedTensor(const void* data, DLDataType dtype,
+                                 const std::vector<int64_t>& shape) const {
+  assert(output_ == Output::kTorch && dtype.lanes == 1);
+  const char* name = dtype.code == kDLInt     ? "int64"
+                     : dtype.code == kDLFloat ? "float32"
+                                              : "uint8";
+  assert(dtype.bits == (dtype.code == kDLInt ? 64 : dtype.code == kDLFloat ? 32 : 8));
+  py::object tensor = torch_.attr("empty")(py::cast(shape), py::arg("dtype") = torch_.attr(name));
+  const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  const auto to = tensor.attr("data_ptr")().cast<uintptr_t>();
+  std::memcpy(reinterpret_cast<void*>(to), data, ArrayBytes(dims, dtype.bits / 8));
+  return tensor;
 }
 
 py::object PyReader::ImagesOf(const Batch& batch, const py::object& owner) const {
@@ -201,11 +236,15 @@ py::tuple PyReader::Next() {
   py::object images = ImagesOf(b, owner);
   py::object labels = LabelsOf(b, owner);
   if (!indices_) return py::make_tuple(images, labels);
+  std::vector<int64_t> records(static_cast<size_t>(b.size()));
+  for (int i = 0; i < b.size(); ++i) records[i] = static_cast<int64_t>(b.record_index(i));
+  if (output_ == Output::kTorch) {
+    return py::make_tuple(images, labels,
+                          OwnedTensor(records.data(), DLDataType{kDLInt, 64, 1}, {b.size()}));
+  }
   py::array indices = NewArray(py::dtype::of<int64_t>(), sizeof(int64_t), {b.size()});
-  auto* out = static_cast<int64_t*>(indices.mutable_data());
-  for (int i = 0; i < b.size(); ++i) out[i] = static_cast<int64_t>(b.record_index(i));
-  return py::make_tuple(images, labels,
-                        output_ == Output::kTorch ? from_numpy_(indices) : py::object(indices));
+  std::memcpy(indices.mutable_data(), records.data(), records.size() * sizeof(int64_t));
+  return py::make_tuple(images, labels, std::move(indices));
 }
 
 void PyReader::SetEpoch(uint64_t epoch) {

@@ -37,6 +37,10 @@ namespace py = pybind11;
 [[noreturn]] void RaiseError(PyObject* type, std::string_view message);
 // Registers shardpack.Error and shardpack.DataLossError in `m`.
 void RegisterExceptions(py::module_& m);
+// Imports numpy, or raises an ImportError saying that `who` needs it and how
+// to get it (`hint` follows): pybind11 would import it at the first array,
+// with an error that names none of this.
+void RequireNumpy(std::string_view who, std::string_view hint = "");
 
 // The C++ reader, shared by the Python Reader and every live BatchRef.
 // Batches may be freed by any Python thread, also while next() waits with
@@ -106,6 +110,10 @@ class PyReader {
   py::object LabelsOf(const Batch& batch, const py::object& owner) const;
   py::object View(void* data, DLDataType dtype, DLDevice device,
                   const std::vector<int64_t>& shape, const py::object& owner) const;
+  // A tensor torch owns, holding a copy of `data` (output="torch" with
+  // copy=True, and the indices): made without numpy, which torch does not need.
+  py::object OwnedTensor(const void* data, DLDataType dtype,
+                         const std::vector<int64_t>& shape) const;
 
   ReaderOptions options_;
   bool copy_;
@@ -113,7 +121,7 @@ class PyReader {
   Output output_;
   std::shared_ptr<ReaderCore> core_;
   py::object from_dlpack_;   // torch.utils.dlpack.from_dlpack (output="torch")
-  py::object from_numpy_;    // torch.from_numpy (output="torch", copy=True)
+  py::object torch_;         // the torch module (output="torch")
 };
 
 }  // namespace shardpack::python

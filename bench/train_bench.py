@@ -36,7 +36,7 @@ behind, not time the GPU was. Figures: images/s = timed images / wall time;
 data wait = time blocked in next() / wall time; of bound = images/s / the
 resident batch's images/s (measured with the largest k, before the other
 loaders; it runs again after them, and a NOTE says when the two differ by
-more than 5%); cores busy = CPU seconds of the process and its workers / wall
+more than 5%; not with --quick); cores busy = CPU seconds of the process and its workers / wall
 time.
 
 The fewest cores: each loader runs first with the most cores; if it reaches
@@ -221,7 +221,11 @@ class JpegTensorFolder:
         path, label = self.samples[i]
         with open(path, "rb") as f:
             data = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
-        return self.transform(decode_jpeg(data, mode=ImageReadMode.RGB)), label
+        try:
+            image = decode_jpeg(data, mode=ImageReadMode.RGB)
+        except RuntimeError as e:
+            raise RuntimeError(f"{path}: {e}") from None
+        return self.transform(image), label
 
 
 def run_one(spec):
@@ -558,12 +562,13 @@ def table(args, runs, fewest, bounds, data, device, started):
 
 
 def parse_cores(text, nproc):
+    """The core counts of --cores `text`, capped at `nproc`; ValueError if bad."""
     try:
         wanted = sorted({int(c) for c in text.replace(",", " ").split()})
     except ValueError:
-        fail(f"--cores '{text}' is not a list of core counts")
+        raise ValueError(f"--cores '{text}' is not a list of core counts") from None
     if not wanted or wanted[0] < 1:
-        fail(f"--cores '{text}': core counts start at 1")
+        raise ValueError(f"--cores '{text}': core counts start at 1")
     cores = [k for k in wanted if k <= nproc]
     if wanted[-1] > nproc and nproc not in cores:
         cores.append(nproc)  # capped at the cores there are
@@ -571,11 +576,13 @@ def parse_cores(text, nproc):
 
 
 def parse_steps(text, models):
+    """{model: timed steps} of --steps `text`; ValueError if bad."""
     steps = {}
     for item in (text or "").replace(",", " ").split():
         name, _, n = item.rpartition("=")
         if not n.isdigit() or int(n) < 1 or (name and name not in models):
-            fail(f"--steps '{item}': want N or MODEL=N, N >= 1, MODEL one of {', '.join(models)}")
+            raise ValueError(f"--steps '{item}': want N or MODEL=N, N >= 1, MODEL one of "
+                             f"{', '.join(models)}")
         for m in ([name] if name else models):
             steps[m] = int(n)
     return steps
@@ -608,7 +615,7 @@ def main():
                    help="stop a run's timed steps after this long (default GPU 8, CPU 30)")
     p.add_argument("--run-timeout", type=int, default=600)
     p.add_argument("--quick", action="store_true", help="a smoke run of about a minute: two "
-                   "models, few steps, the largest core count only, less data")
+                   "models, few steps, the largest core count only, the bound once, less data")
     p.add_argument("--out", default="", help="also write the table and run lines here")
     args = p.parse_args()
     started = time.perf_counter()
@@ -629,16 +636,21 @@ def main():
     args.models = [m for m in (args.models or ",".join(DEFAULT_MODELS[device])).split(",") if m]
     for m in args.models:
         if m not in models:
-            fail(f"--models: no model '{m}' {'on the CPU' if device == 'cpu' else 'on a GPU'}; "
-                 f"these: {', '.join(models)}")
+            p.error(f"--models: no model '{m}' {'on the CPU' if device == 'cpu' else 'on a GPU'}; "
+                    f"these: {', '.join(models)}")
     asked = [x for x in args.loaders.split(",") if x]
     bad = [x for x in asked if x not in LOADERS]
     if bad or not asked:
-        fail(f"--loaders: {', '.join(bad) or 'none'}; choose from {', '.join(LOADERS)}")
+        p.error(f"--loaders: {', '.join(bad) or 'none'}; choose from {', '.join(LOADERS)}")
     # The bound is always measured: every other loader is compared with it.
     args.loaders = [x for x in LOADERS if x in asked or x == "resident"]
-    args.cores = parse_cores(args.cores, len(os.sched_getaffinity(0)))
-    steps = parse_steps(args.steps, args.models)
+    if args.photos and not os.path.isdir(args.photos):
+        p.error(f"--photos {args.photos}: no such folder")
+    try:
+        args.cores = parse_cores(args.cores, len(os.sched_getaffinity(0)))
+        steps = parse_steps(args.steps, args.models)
+    except ValueError as e:
+        p.error(str(e))
     small = device == "cpu" or args.quick
     args.records = args.records or (10000 if small else 50000)
     args.images = args.images or (1000 if small else 4000)
@@ -691,6 +703,8 @@ def main():
             for loader in args.loaders:
                 if loader != "resident":
                     fewest[(model, loader)] = search(args, base, loader, bounds[model], runs)
+            if args.quick:
+                continue
             # Again after the loaders: did the machine's speed stay put?
             again = launch(args, dict(base, loader="resident", cores=args.cores[-1]))
             again["again"] = True

@@ -14,7 +14,8 @@
 # (portrait, 20%) or 500x333 (3:2, 20%), and written once by libjpeg-turbo
 # (Pillow) at a quality drawn from 70 to 95, 4:2:0, standard Huffman tables:
 # JPEGs as a camera or a web site leaves them, not re-coded afterwards. One
-# class folder per photograph (19).
+# class folder per photograph (19). bench/photo_crops.py does the cropping
+# (the same files for a seed, on any number of cores).
 #
 #   bench/make_photo_set.sh OUT_DIR [--count N] [--seed S] [--cache DIR]
 #
@@ -95,32 +96,4 @@ for s in "${sources[@]}"; do
 done
 
 mkdir -p "$out"
-"$python" - "$out" "$count" "$seed" "${photos[@]}" <<'EOF'
-import os, random, sys
-from PIL import Image
-
-out, count, seed, photos = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-rng = random.Random(seed)
-shapes = [(500, 375)] * 3 + [(375, 500), (500, 333)]
-sources = [Image.open(p).convert("RGB") for p in photos]
-total = 0
-for i in range(count):
-    k = i % len(sources)
-    src = sources[k]
-    w, h = rng.choice(shapes)
-    # The largest crop of the photograph with the output's aspect, then a
-    # random fraction of it (35% to 100% of the side), at a random place.
-    fit = min(src.width / w, src.height / h)
-    f = fit * rng.uniform(0.35, 1.0)
-    cw, ch = max(w, round(w * f)), max(h, round(h * f))
-    cw, ch = min(cw, src.width), min(ch, src.height)
-    x, y = rng.randint(0, src.width - cw), rng.randint(0, src.height - ch)
-    im = src.crop((x, y, x + cw, y + ch)).resize((w, h), Image.LANCZOS)
-    d = os.path.join(out, "photo_%02d" % k)
-    os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, "img_%05d.jpg" % i)
-    im.save(path, "JPEG", quality=rng.randint(70, 95), subsampling="4:2:0")
-    total += os.path.getsize(path)
-print("make_photo_set.sh: %d photographs' crops in %s, %d bytes (%.1f KB each)"
-      % (count, out, total, total / count / 1000), file=sys.stderr)
-EOF
+"$python" "$(dirname "$0")/photo_crops.py" "$out" "${photos[@]}" --count "$count" --seed "$seed"

@@ -55,9 +55,10 @@ def load_cifar10(paths):
     return images, labels
 
 
-def make_dataset(mode, images, labels, to_tensor):
+def make_dataset(mode, images, labels, to_tensor, normalize=None):
     """The torch Dataset of `mode` over images [N, 3, 32, 32] (CHW) and its
-    transform's description."""
+    transform's description. `normalize` (pil with to_tensor "float" only):
+    (mean, std) for a Normalize after ToTensor, as training recipes have it."""
     import torch
     from PIL import Image
     from torch.utils.data import Dataset
@@ -70,10 +71,13 @@ def make_dataset(mode, images, labels, to_tensor):
         described = "RandomCrop(32, padding=4) + RandomHorizontalFlip on a uint8 CHW tensor"
     else:
         data = images.transpose(0, 2, 3, 1).copy()  # HWC, as CIFAR10 keeps it for PIL
-        last = transforms.PILToTensor() if to_tensor == "uint8" else transforms.ToTensor()
-        transform = transforms.Compose(crop_flip + [last])
+        last = [transforms.PILToTensor() if to_tensor == "uint8" else transforms.ToTensor()]
+        if normalize:
+            last.append(transforms.Normalize(*normalize))
+        transform = transforms.Compose(crop_flip + last)
         described = ("RandomCrop(32, padding=4) + RandomHorizontalFlip + "
-                     + ("PILToTensor" if to_tensor == "uint8" else "ToTensor"))
+                     + ("PILToTensor" if to_tensor == "uint8" else "ToTensor")
+                     + (" + Normalize" if normalize else ""))
 
     class Cifar(Dataset):
         """What torchvision.datasets.CIFAR10 does per item (PIL), or the same

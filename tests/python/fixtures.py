@@ -21,7 +21,7 @@ def require(*modules):
             importlib.import_module(name)
         except ImportError as e:
             print(f"SKIP: {name} is not importable by {sys.executable} ({e}); "
-                  f"Debian: apt-get install python3-{name}", flush=True)
+                  f"Debian: apt-get install python3-{name.lower()}", flush=True)
             sys.exit(SKIP)
 
 

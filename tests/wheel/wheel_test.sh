@@ -14,7 +14,10 @@
 #     check;
 #  3. the three tools on the venv's PATH pack, verify and stream a dataset;
 #  4. the whole Python suite (tests/python/*_test.py) passes against the
-#     installed package, not the build tree;
+#     installed package, not the build tree: under Debian's Python (numpy 1,
+#     torch 1.13) and, installed with --target, under the venv of
+#     scripts/python-env (pip's torch 2.13 CPU, numpy 2, Lightning,
+#     Accelerate, torchdata), where the framework tests run too;
 #  5. the sdist holds every file git tracks, and CMake configures from it;
 #  6. pip uninstall leaves the venv as it was before the install.
 set -euo pipefail
@@ -73,22 +76,32 @@ set -e
   fail "a tool's error did not come through its launcher (status $status: $(cat "$tmp/err"))"
 
 step "4. the Python suite against the installed package"
-export SHARDPACK_EXPECT_INSTALLED="$site" SHARDPACK_TOOL="$venv/bin/shardpack"
-export SHARDBENCH_TOOL="$venv/bin/shardbench" MAKE_DEMO_DATA="$build/datasets/make_demo_data"
-export TRAIN_LOOP="$build/examples/train_loop" SHARDPACK_EXAMPLES="$root/examples"
-export OMP_NUM_THREADS=1
+export SHARDPACK_TOOL="$venv/bin/shardpack" SHARDBENCH_TOOL="$venv/bin/shardbench"
+export MAKE_DEMO_DATA="$build/datasets/make_demo_data" TRAIN_LOOP="$build/examples/train_loop"
+export SHARDPACK_EXAMPLES="$root/examples" OMP_NUM_THREADS=1
 unset PYTHONPATH
-for t in "$root"/tests/python/*_test.py; do
-  set +e
-  (cd "$tmp" && "$venv/bin/python" "$t") > "$tmp/log" 2>&1
-  status=$?
-  set -e
-  case $status in
-    0) echo "wheel_test: $(basename "$t"): passed" >&2 ;;
-    77) echo "wheel_test: $(basename "$t"): skipped: $(grep -m1 SKIP "$tmp/log")" >&2 ;;
-    *) cat "$tmp/log" >&2; fail "$(basename "$t") failed against the installed wheel" ;;
-  esac
-done
+# python_suite PYTHON SITE [PYTHONPATH]: every test script, under PYTHON, importing
+# shardpack from SITE only.
+python_suite() {
+  local t status
+  for t in "$root"/tests/python/*_test.py; do
+    set +e
+    (cd "$tmp" && SHARDPACK_EXPECT_INSTALLED="$2" PYTHONPATH="${3:-}" "$1" "$t") > "$tmp/log" 2>&1
+    status=$?
+    set -e
+    case $status in
+      0) echo "wheel_test: $(basename "$t") under $1: passed" >&2 ;;
+      77) echo "wheel_test: $(basename "$t") under $1: skipped: $(grep -m1 SKIP "$tmp/log")" >&2 ;;
+      *) cat "$tmp/log" >&2; fail "$(basename "$t") failed against the installed wheel ($1)" ;;
+    esac
+  done
+}
+python_suite "$venv/bin/python" "$site"
+
+torch_python=$("$root/scripts/python-env")
+[[ $torch_python == /* ]] || torch_python="$root/$torch_python"
+"$torch_python" -m pip install -q --no-index --no-deps --target "$tmp/site-torch" "$wheel"
+python_suite "$torch_python" "$tmp/site-torch" "$tmp/site-torch"
 
 step "5. the sdist"
 tar -tzf "$sdist" | sed 's|^[^/]*/||' | sort > "$tmp/sdist-files"

@@ -13,9 +13,10 @@ self-contained (shardpack_bundle.py).
 
 Config settings (pip -C NAME=VALUE):
   build-dir=DIR           build in DIR and keep it (default: a temporary folder,
-                          removed afterwards). A DIR already configured is only
-                          built, never reconfigured: its module must be for the
-                          Python running pip.
+                          removed afterwards). A DIR this backend configured is
+                          configured again for the Python running pip; any other
+                          configured DIR (scripts/test's build/) is only built,
+                          and its module must be for that Python.
   cmake.define.NAME=VALUE one -DNAME=VALUE for CMake (e.g. SHARDPACK_CUDA=OFF).
 """
 import io
@@ -114,6 +115,15 @@ def _configure(cmake, build_dir, defines):
     _run(args + defines, "configure")
 
 
+def _wheel_build(build_dir):
+    """None: `build_dir` is not configured; True: configured by this backend; False: another build."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt"), encoding="utf-8") as f:
+            return "SHARDPACK_WHEEL:BOOL=ON\n" in f.read()
+    except FileNotFoundError:
+        return None
+
+
 def _stage(cmake, build_dir, stage):
     """Builds the tools and the module and installs the component 'wheel' into `stage`."""
     jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
@@ -175,10 +185,12 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         build_dir = tempfile.mkdtemp(prefix="shardpack-build-")
     stage = tempfile.mkdtemp(prefix="shardpack-wheel-")
     try:
-        if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
+        # A folder this backend configured is configured again for this Python
+        # (the venv that made it may be gone); any other build is only built.
+        if _wheel_build(build_dir) in (None, True):
             _configure(cmake, build_dir, defines)
         elif defines:
-            _fail(f"{build_dir} is configured already: cmake.define settings would be lost")
+            _fail(f"{build_dir} is not a wheel build: cmake.define settings would be lost")
         _stage(cmake, build_dir, stage)
         dist_info = _write_dist_info(stage, version, tag)
         name = f"{NAME}-{version}-{tag}.whl"

@@ -1,6 +1,8 @@
 #include "codec/jpeg_probe.h"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "absl/status/status.h"
@@ -99,7 +101,9 @@ absl::Status ParseFrame(ByteSpan body, uint8_t marker, uint64_t offset, std::str
         absl::StrFormat("%s: image too large: %ux%u (limits: %u per side, %u pixels)", AsAbsl(name),
                         width, height, kMaxJpegSide, options.max_pixels));
   }
-  for (int c = 0; c < components; ++c) state->component_ids[c] = body[6 + 3 * c];
+  // components is 1, 3 or 4 (above); the bound says so to GCC's -O3 overflow check too.
+  const int ids = std::min<int>(components, std::size(state->component_ids));
+  for (int c = 0; c < ids; ++c) state->component_ids[c] = body[6 + 3 * c];
   JpegInfo& info = state->info;
   info.width = width;
   info.height = height;

@@ -1,0 +1,144 @@
+"""Helpers the peer modules share: the inputs and the standard augmentation.
+
+The two inputs of issue 32 (bench/peers/peer_api.py documents the interface):
+  cifar        a CIFAR-10 binary file: records of 1 label byte + 3072 bytes of
+               planar RGB (3 x 32 x 32, CHW).
+  imagefolder  an ImageFolder root: one folder per class, .jpg files in it;
+               classes are the sorted folder names, labels their indices.
+
+The standard augmentation, written once here so that every peer that has no
+operator of its own for it does exactly the same work:
+  cifar        pad 4 (zeros) + random 32x32 crop + random horizontal flip, uint8.
+  imagefolder  RandomResizedCrop(224) (torchvision's sampling: area 8-100 %,
+               aspect 3/4-4/3, 10 tries, else the centre crop) + random
+               horizontal flip, uint8 HWC.
+Peers with their own operators (DALI, SPDL's FFmpeg filters) use those, with
+the same parameters.
+"""
+
+import math
+import os
+
+import numpy as np
+
+try:
+    from peer_api import Unsupported  # noqa: F401 (re-exported for the peers)
+except ImportError:  # before the harness's peer_api.py exists
+    class Unsupported(Exception):
+        """A peer cannot be installed or cannot run a kind here; the message says why."""
+
+CIFAR_RECORD = 1 + 3 * 32 * 32
+CIFAR_PAD = 4
+CROP = 224
+SOURCE_FILE = "SOURCE"  # the peers that read the input as it is name it here
+
+
+def cifar_records(path):
+    """The records of a CIFAR-10 binary file as a read-only uint8 memmap [N, 3073]."""
+    size = os.path.getsize(path)
+    if size == 0 or size % CIFAR_RECORD != 0:
+        raise ValueError(f"{path}: {size} bytes is not a whole number of "
+                         f"{CIFAR_RECORD}-byte CIFAR-10 records")
+    return np.memmap(path, dtype=np.uint8, mode="r").reshape(-1, CIFAR_RECORD)
+
+
+def cifar_split(records):
+    """(images uint8 [B, 3, 32, 32], labels int64 [B]) of CIFAR records [B, 3073]."""
+    records = np.asarray(records)
+    return (records[:, 1:].reshape(-1, 3, 32, 32),
+            records[:, 0].astype(np.int64))
+
+
+def cifar_augment_batch(images, rng):
+    """Pad-4 random crop + random flip of uint8 [B, 3, 32, 32]; a new array."""
+    b = images.shape[0]
+    padded = np.zeros((b, 3, 32 + 2 * CIFAR_PAD, 32 + 2 * CIFAR_PAD), np.uint8)
+    padded[:, :, CIFAR_PAD:CIFAR_PAD + 32, CIFAR_PAD:CIFAR_PAD + 32] = images
+    out = np.empty_like(images)
+    ys = rng.integers(0, 2 * CIFAR_PAD + 1, b)
+    xs = rng.integers(0, 2 * CIFAR_PAD + 1, b)
+    flips = rng.random(b) < 0.5
+    for i in range(b):
+        crop = padded[i, :, ys[i]:ys[i] + 32, xs[i]:xs[i] + 32]
+        out[i] = crop[:, :, ::-1] if flips[i] else crop
+    return out
+
+
+def cifar_augment_one(image, rng):
+    """cifar_augment_batch for one uint8 [3, 32, 32] image."""
+    return cifar_augment_batch(image[None], rng)[0]
+
+
+def rrc_box(rng, width, height, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    """torchvision's RandomResizedCrop.get_params: (left, top, crop_w, crop_h)."""
+    area = width * height
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    for _ in range(10):
+        target = area * rng.uniform(scale[0], scale[1])
+        aspect = math.exp(rng.uniform(log_ratio[0], log_ratio[1]))
+        w = int(round(math.sqrt(target * aspect)))
+        h = int(round(math.sqrt(target / aspect)))
+        if 0 < w <= width and 0 < h <= height:
+            return int(rng.integers(0, width - w + 1)), int(rng.integers(0, height - h + 1)), w, h
+    in_ratio = width / height
+    if in_ratio < ratio[0]:
+        w, h = width, int(round(width / ratio[0]))
+    elif in_ratio > ratio[1]:
+        w, h = int(round(height * ratio[1])), height
+    else:
+        w, h = width, height
+    return (width - w) // 2, (height - h) // 2, w, h
+
+
+def pil_rrc_flip(data, rng):
+    """Decodes JPEG bytes with PIL, RandomResizedCrop(224) + flip: uint8 [224, 224, 3]."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        image = image.convert("RGB")
+        left, top, w, h = rrc_box(rng, image.width, image.height)
+        image = image.resize((CROP, CROP), Image.BILINEAR,
+                             box=(left, top, left + w, top + h))
+        if rng.random() < 0.5:
+            image = image.transpose(Image.FLIP_LEFT_RIGHT)
+        return np.asarray(image)
+
+
+def imagefolder_files(root):
+    """(paths, labels) of an ImageFolder root, classes in sorted order."""
+    classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    if not classes:
+        raise ValueError(f"{root}: no class folders")
+    paths, labels = [], []
+    for label, name in enumerate(classes):
+        folder = os.path.join(root, name)
+        for file in sorted(os.listdir(folder)):
+            if file.lower().endswith((".jpg", ".jpeg")):
+                paths.append(os.path.join(folder, file))
+                labels.append(label)
+    if not paths:
+        raise ValueError(f"{root}: no .jpg files in its class folders")
+    return paths, np.asarray(labels, np.int64)
+
+
+def write_source(out_dir, src):
+    """For peers that read the input as it is: out_dir/SOURCE names it."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, SOURCE_FILE), "w") as f:
+        f.write(os.path.abspath(src) + "\n")
+
+
+def read_source(out_dir):
+    path = os.path.join(out_dir, SOURCE_FILE)
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        raise ValueError(f"{path}: missing; run convert() first") from None
+
+
+def check_kind(name, kind):
+    if kind not in ("cifar", "imagefolder"):
+        raise ValueError(f"{name}: kind {kind!r} is neither 'cifar' nor 'imagefolder'")

@@ -1,0 +1,149 @@
+"""NVIDIA DALI, CPU pipelines only (device_id=None: no GPU is touched).
+
+The package is nvidia-dali-cuda130: a CUDA build whatever the device, about
+270 MB of wheels to download (DALI 199 MB, nvImageCodec, nvCOMP, nvJPEG,
+nvJPEG2000, nvTIFF) and about 600 MB installed; its CPU operators need no GPU.
+
+imagefolder: DALI reads the folder as it is (convert only names it), with the
+  operators of DALI's ResNet-50 training example moved to the CPU:
+  fn.readers.file(file_root, random_shuffle=True, pad_last_batch=True) ->
+  fn.decoders.image_random_crop(device="cpu", RandomResizedCrop's area and
+  aspect ranges; DALI's fused decode + crop decodes only the region) ->
+  fn.resize(224 x 224) -> fn.flip(horizontal=coin_flip).
+cifar: DALI has no reader for the CIFAR binary, so it is fed with
+  fn.external_source from a memmap of the file (convert only names it),
+  shuffled by a seeded permutation; fn.crop(40 x 40, out_of_bounds_policy=
+  "pad") pads 4 zeros around, then fn.crop_mirror_normalize takes a random
+  32 x 32 window (9 positions a side) with a random mirror, uint8 CHW.
+The pipeline runs num_threads=workers CPU threads, prefetch_queue_depth=2
+(DALI's default), executed pipelined and asynchronously (the defaults).
+"""
+
+import itertools
+import math
+
+import numpy as np
+
+import peer_util
+from peer_util import Unsupported
+
+NAME = "dali"
+try:
+    import nvidia.dali as dali
+    import nvidia.dali.fn as fn
+    import nvidia.dali.types as types
+    VERSION = dali.__version__
+except ImportError as e:
+    dali = None
+    VERSION = f"not installed ({e})"
+
+SETTINGS = ("CPU pipeline (device_id=None), num_threads=workers, prefetch_queue_depth=2, "
+            "exec_pipelined+exec_async; imagefolder: readers.file(random_shuffle=True, "
+            "initial_fill=1024, pad_last_batch=True) -> decoders.image_random_crop(cpu) -> "
+            "resize(224,224) -> flip(coin_flip); cifar: external_source over the binary "
+            "(seeded permutation) -> crop(40,pad) -> crop_mirror_normalize(32, random pos, "
+            "mirror, uint8)")
+
+
+def _need():
+    if dali is None:
+        raise Unsupported(f"dali: {VERSION}")
+
+
+def convert(kind, src, out_dir, workers):
+    """DALI reads the ImageFolder and the CIFAR binary as they are: out_dir names them."""
+    peer_util.check_kind(NAME, kind)
+    _need()
+    peer_util.write_source(out_dir, src)
+
+
+def _imagefolder_pipe(root, batch_size, workers, seed):
+    @dali.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None, seed=seed,
+                       prefetch_queue_depth=2)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, seed=seed,
+                                        pad_last_batch=True, name="Reader")
+        images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB,
+                                               random_area=[0.08, 1.0],
+                                               random_aspect_ratio=[3 / 4, 4 / 3],
+                                               num_attempts=10)
+        images = fn.resize(images, resize_x=peer_util.CROP, resize_y=peer_util.CROP)
+        images = fn.flip(images, horizontal=fn.random.coin_flip())
+        return images, labels
+    return pipe()
+
+
+def _cifar_pipe(path, batch_size, workers, seed):
+    records = peer_util.cifar_records(path)
+    n = records.shape[0]
+
+    epochs = itertools.count()
+
+    def source():  # called again for each epoch (cycle="raise")
+        order = np.random.default_rng([seed, next(epochs)]).permutation(n)
+        for lo in range(0, n, batch_size):
+            images, labels = peer_util.cifar_split(records[np.sort(order[lo:lo + batch_size])])
+            yield np.ascontiguousarray(images), labels
+
+    pad = 32 + 2 * peer_util.CIFAR_PAD
+    positions = [i / (2 * peer_util.CIFAR_PAD) for i in range(2 * peer_util.CIFAR_PAD + 1)]
+
+    @dali.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None, seed=seed,
+                       prefetch_queue_depth=2)
+    def pipe():
+        images, labels = fn.external_source(source=source, num_outputs=2, cycle="raise",
+                                            layout=["CHW", ""],
+                                            dtype=[types.UINT8, types.INT64])
+        images = fn.crop(images, crop=(pad, pad), out_of_bounds_policy="pad", fill_values=0)
+        images = fn.crop_mirror_normalize(images, crop=(32, 32),
+                                          crop_pos_x=fn.random.uniform(values=positions),
+                                          crop_pos_y=fn.random.uniform(values=positions),
+                                          mirror=fn.random.coin_flip(), dtype=types.UINT8,
+                                          output_layout="CHW")
+        return images, labels
+    return pipe(), n
+
+
+class _Loader:
+    """Iterates one epoch per `for`, over one pipeline built at the first."""
+
+    def __init__(self, kind, src, batch_size, workers, seed):
+        self.kind, self.src = kind, src
+        self.batch_size, self.workers, self.seed = batch_size, workers, seed
+        self.pipe = None
+
+    def _build(self):
+        if self.kind == "cifar":
+            self.pipe, self.size = _cifar_pipe(self.src, self.batch_size, self.workers, self.seed)
+        else:
+            self.pipe = _imagefolder_pipe(self.src, self.batch_size, self.workers, self.seed)
+        self.pipe.build()
+        if self.kind == "imagefolder":
+            self.size = self.pipe.epoch_size("Reader")
+
+    def __iter__(self):
+        if self.pipe is None:
+            self._build()
+        if self.kind == "cifar":
+            # external_source's generator ends the epoch: run until StopIteration
+            # (prefetching has already met it), then reset for the next one.
+            while True:
+                try:
+                    images, labels = self.pipe.run()
+                except StopIteration:
+                    self.pipe.reset()
+                    return
+                yield images.as_array(), labels.as_array().reshape(-1).astype(np.int64)
+        left = self.size
+        for _ in range(math.ceil(self.size / self.batch_size)):
+            images, labels = self.pipe.run()
+            labels = labels.as_array().reshape(-1).astype(np.int64)
+            take = min(left, len(labels))  # pad_last_batch repeats the last file
+            left -= take
+            yield images.as_array()[:take], labels[:take]
+
+
+def loader(kind, out_dir, batch_size, workers, seed):
+    peer_util.check_kind(NAME, kind)
+    _need()
+    return _Loader(kind, peer_util.read_source(out_dir), batch_size, workers, seed)

@@ -1,6 +1,7 @@
 """Helpers the peer modules share: the inputs and the standard augmentation.
 
-The two inputs of issue 32 (bench/peers/peer_api.py documents the interface):
+The two inputs of issue 32 (bench/peers/peer_api.py documents the interface;
+the peer modules are bench/peers/peer_NAME.py):
   cifar        a CIFAR-10 binary file: records of 1 label byte + 3072 bytes of
                planar RGB (3 x 32 x 32, CHW).
   imagefolder  an ImageFolder root: one folder per class, .jpg files in it;

@@ -20,8 +20,8 @@ import os
 
 import numpy as np
 
-import peer_util
-from peer_util import Unsupported
+import peers_shared as shared
+from peers_shared import Unsupported
 
 NAME = "grain"
 try:
@@ -57,7 +57,7 @@ def _write_shard(path, records):
 
 
 def _cifar_records(src, lo, hi):
-    records = peer_util.cifar_records(src)
+    records = shared.cifar_records(src)
     for i in range(lo, hi):
         yield records[i].tobytes()
 
@@ -69,14 +69,14 @@ def _jpeg_records(paths, labels):
 
 
 def convert(kind, src, out_dir, workers):
-    peer_util.check_kind(NAME, kind)
+    shared.check_kind(NAME, kind)
     _need()
     os.makedirs(out_dir, exist_ok=True)
     shards = max(1, workers)
     if kind == "cifar":
-        n = peer_util.cifar_records(src).shape[0]
+        n = shared.cifar_records(src).shape[0]
     else:
-        paths, labels = peer_util.imagefolder_files(src)
+        paths, labels = shared.imagefolder_files(src)
         n = len(paths)
     bounds = [n * i // shards for i in range(shards + 1)]
     jobs = []
@@ -92,13 +92,13 @@ def convert(kind, src, out_dir, workers):
 
 
 def _cifar_batch(records, rng):
-    raw = np.frombuffer(b"".join(records), np.uint8).reshape(-1, peer_util.CIFAR_RECORD)
-    images, labels = peer_util.cifar_split(raw)
-    return peer_util.cifar_augment_batch(images, rng), labels
+    raw = np.frombuffer(b"".join(records), np.uint8).reshape(-1, shared.CIFAR_RECORD)
+    images, labels = shared.cifar_split(raw)
+    return shared.cifar_augment_batch(images, rng), labels
 
 
 def _jpeg_record(record, rng):
-    return peer_util.pil_rrc_flip(record[2:], rng), np.int64(int.from_bytes(record[:2], "little"))
+    return shared.pil_rrc_flip(record[2:], rng), np.int64(int.from_bytes(record[:2], "little"))
 
 
 def _collate(samples):
@@ -106,7 +106,7 @@ def _collate(samples):
 
 
 def loader(kind, out_dir, batch_size, workers, seed):
-    peer_util.check_kind(NAME, kind)
+    shared.check_kind(NAME, kind)
     _need()
     files = sorted(glob.glob(os.path.join(out_dir, f"{kind}-*.array_record")))
     if not files:

@@ -19,8 +19,8 @@ import os
 
 import numpy as np
 
-import peer_util
-from peer_util import Unsupported
+import peers_shared as shared
+from peers_shared import Unsupported
 
 NAME = "spdl"
 try:
@@ -54,11 +54,11 @@ def _need_io():
 
 def convert(kind, src, out_dir, workers):
     """SPDL reads the files themselves: out_dir only names them."""
-    peer_util.check_kind(NAME, kind)
+    shared.check_kind(NAME, kind)
     _need()
     if kind == "imagefolder":
         _need_io()
-    peer_util.write_source(out_dir, src)
+    shared.write_source(out_dir, src)
 
 
 def _jpeg_op(seed):
@@ -68,9 +68,9 @@ def _jpeg_op(seed):
         index, path, label, draw = item
         rng = np.random.default_rng([seed, index, draw])
         packets = spdl.io.demux_image(path)
-        left, top, w, h = peer_util.rrc_box(rng, packets.width, packets.height)
+        left, top, w, h = shared.rrc_box(rng, packets.width, packets.height)
         flip = ",hflip" if rng.random() < 0.5 else ""
-        desc = (f"crop={w}:{h}:{left}:{top},scale={peer_util.CROP}:{peer_util.CROP}"
+        desc = (f"crop={w}:{h}:{left}:{top},scale={shared.CROP}:{shared.CROP}"
                 f":flags=bilinear{flip},format=pix_fmts=rgb24")
         frames = spdl.io.decode_packets(packets, filter_desc=desc)
         return spdl.io.to_numpy(spdl.io.convert_frames(frames)), label
@@ -94,12 +94,12 @@ class _Epoch:
 
 
 def loader(kind, out_dir, batch_size, workers, seed):
-    peer_util.check_kind(NAME, kind)
+    shared.check_kind(NAME, kind)
     _need()
-    src = peer_util.read_source(out_dir)
+    src = shared.read_source(out_dir)
     rng = np.random.default_rng(seed)
     if kind == "cifar":
-        records = peer_util.cifar_records(src)
+        records = shared.cifar_records(src)
 
         def source():
             order = rng.permutation(records.shape[0])
@@ -108,8 +108,8 @@ def loader(kind, out_dir, batch_size, workers, seed):
 
         def load(item):
             draw, idx = item
-            images, labels = peer_util.cifar_split(records[idx])
-            return peer_util.cifar_augment_batch(images, np.random.default_rng(draw)), labels
+            images, labels = shared.cifar_split(records[idx])
+            return shared.cifar_augment_batch(images, np.random.default_rng(draw)), labels
 
         def build():
             return (spdl.pipeline.PipelineBuilder().add_source(source())
@@ -117,7 +117,7 @@ def loader(kind, out_dir, batch_size, workers, seed):
                     .add_sink(2 * workers).build(num_threads=workers))
     else:
         _need_io()
-        paths, labels = peer_util.imagefolder_files(src)
+        paths, labels = shared.imagefolder_files(src)
         op = _jpeg_op(seed)
 
         def source():

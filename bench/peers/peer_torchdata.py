@@ -14,8 +14,8 @@ import os
 
 import numpy as np
 
-import peer_util
-from peer_util import Unsupported
+import peers_shared as shared
+from peers_shared import Unsupported
 
 NAME = "torchdata"
 try:
@@ -40,9 +40,9 @@ def _need():
 
 def convert(kind, src, out_dir, workers):
     """torchdata reads the files themselves: out_dir only names them."""
-    peer_util.check_kind(NAME, kind)
+    shared.check_kind(NAME, kind)
     _need()
-    peer_util.write_source(out_dir, src)
+    shared.write_source(out_dir, src)
 
 
 class _CifarBatch:
@@ -62,11 +62,11 @@ class _CifarBatch:
 
     def __call__(self, indices):
         if self.records is None:
-            self.records = peer_util.cifar_records(self.path)
+            self.records = shared.cifar_records(self.path)
         idx = np.sort(np.asarray(indices, np.int64))
         rng = np.random.default_rng([self.seed, int(idx[0]), os.getpid(), next(self.calls)])
-        images, labels = peer_util.cifar_split(self.records[idx])
-        return peer_util.cifar_augment_batch(images, rng), labels
+        images, labels = shared.cifar_split(self.records[idx])
+        return shared.cifar_augment_batch(images, rng), labels
 
 
 class _JpegSample:
@@ -80,7 +80,7 @@ class _JpegSample:
         rng = np.random.default_rng([self.seed, index, next(self.calls)])
         with open(self.paths[index], "rb") as f:
             data = f.read()
-        return peer_util.pil_rrc_flip(data, rng), self.labels[index]
+        return shared.pil_rrc_flip(data, rng), self.labels[index]
 
 
 def _collate(samples):
@@ -89,19 +89,19 @@ def _collate(samples):
 
 
 def loader(kind, out_dir, batch_size, workers, seed):
-    peer_util.check_kind(NAME, kind)
+    shared.check_kind(NAME, kind)
     _need()
-    src = peer_util.read_source(out_dir)
+    src = shared.read_source(out_dir)
     generator = torch.Generator()
     generator.manual_seed(seed)
     if kind == "cifar":
-        n = peer_util.cifar_records(src).shape[0]
+        n = shared.cifar_records(src).shape[0]
         node = tn.SamplerWrapper(torch.utils.data.RandomSampler(range(n), generator=generator))
         node = tn.Batcher(node, batch_size=batch_size, drop_last=False)
         node = tn.ParallelMapper(node, map_fn=_CifarBatch(src, seed), num_workers=workers,
                                  in_order=False, method="process")
     else:
-        paths, labels = peer_util.imagefolder_files(src)
+        paths, labels = shared.imagefolder_files(src)
         node = tn.SamplerWrapper(torch.utils.data.RandomSampler(range(len(paths)),
                                                                 generator=generator))
         node = tn.ParallelMapper(node, map_fn=_JpegSample(paths, labels, seed),

@@ -25,8 +25,8 @@ import os
 
 import numpy as np
 
-import peer_util
-from peer_util import Unsupported
+import peers_shared as shared
+from peers_shared import Unsupported
 
 NAME = "ffcv"
 try:
@@ -64,7 +64,7 @@ def _beton(out_dir, kind):
 
 class _Cifar:
     def __init__(self, path):
-        self.images, self.labels = peer_util.cifar_split(peer_util.cifar_records(path))
+        self.images, self.labels = shared.cifar_split(shared.cifar_records(path))
 
     def __len__(self):
         return len(self.labels)
@@ -75,7 +75,7 @@ class _Cifar:
 
 class _Folder:
     def __init__(self, root):
-        self.paths, self.labels = peer_util.imagefolder_files(root)
+        self.paths, self.labels = shared.imagefolder_files(root)
 
     def __len__(self):
         return len(self.paths)
@@ -87,7 +87,7 @@ class _Folder:
 
 
 def convert(kind, src, out_dir, workers):
-    peer_util.check_kind(NAME, kind)
+    shared.check_kind(NAME, kind)
     _need()
     os.makedirs(out_dir, exist_ok=True)
     if kind == "cifar":
@@ -109,16 +109,16 @@ class _Epochs:
 
 
 def loader(kind, out_dir, batch_size, workers, seed):
-    peer_util.check_kind(NAME, kind)
+    shared.check_kind(NAME, kind)
     _need()
     path = _beton(out_dir, kind)
     if not os.path.exists(path):
         raise ValueError(f"{path}: missing; run convert() first")
     if kind == "cifar":
         image = [SimpleRGBImageDecoder(), RandomHorizontalFlip(),
-                 RandomTranslate(padding=peer_util.CIFAR_PAD, fill=(0, 0, 0))]
+                 RandomTranslate(padding=shared.CIFAR_PAD, fill=(0, 0, 0))]
     else:
-        image = [RandomResizedCropRGBImageDecoder((peer_util.CROP, peer_util.CROP)),
+        image = [RandomResizedCropRGBImageDecoder((shared.CROP, shared.CROP)),
                  RandomHorizontalFlip()]
     return _Epochs(Loader(path, batch_size=batch_size, num_workers=workers,
                           order=OrderOption.RANDOM, os_cache=True, drop_last=False,

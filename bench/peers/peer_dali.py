@@ -24,8 +24,8 @@ import math
 
 import numpy as np
 
-import peer_util
-from peer_util import Unsupported
+import peers_shared as shared
+from peers_shared import Unsupported
 
 NAME = "dali"
 try:
@@ -52,9 +52,9 @@ def _need():
 
 def convert(kind, src, out_dir, workers):
     """DALI reads the ImageFolder and the CIFAR binary as they are: out_dir names them."""
-    peer_util.check_kind(NAME, kind)
+    shared.check_kind(NAME, kind)
     _need()
-    peer_util.write_source(out_dir, src)
+    shared.write_source(out_dir, src)
 
 
 def _imagefolder_pipe(root, batch_size, workers, seed):
@@ -67,14 +67,14 @@ def _imagefolder_pipe(root, batch_size, workers, seed):
                                                random_area=[0.08, 1.0],
                                                random_aspect_ratio=[3 / 4, 4 / 3],
                                                num_attempts=10)
-        images = fn.resize(images, resize_x=peer_util.CROP, resize_y=peer_util.CROP)
+        images = fn.resize(images, resize_x=shared.CROP, resize_y=shared.CROP)
         images = fn.flip(images, horizontal=fn.random.coin_flip())
         return images, labels
     return pipe()
 
 
 def _cifar_pipe(path, batch_size, workers, seed):
-    records = peer_util.cifar_records(path)
+    records = shared.cifar_records(path)
     n = records.shape[0]
 
     epochs = itertools.count()
@@ -82,11 +82,11 @@ def _cifar_pipe(path, batch_size, workers, seed):
     def source():  # called again for each epoch (cycle="raise")
         order = np.random.default_rng([seed, next(epochs)]).permutation(n)
         for lo in range(0, n, batch_size):
-            images, labels = peer_util.cifar_split(records[np.sort(order[lo:lo + batch_size])])
+            images, labels = shared.cifar_split(records[np.sort(order[lo:lo + batch_size])])
             yield np.ascontiguousarray(images), labels
 
-    pad = 32 + 2 * peer_util.CIFAR_PAD
-    positions = [i / (2 * peer_util.CIFAR_PAD) for i in range(2 * peer_util.CIFAR_PAD + 1)]
+    pad = 32 + 2 * shared.CIFAR_PAD
+    positions = [i / (2 * shared.CIFAR_PAD) for i in range(2 * shared.CIFAR_PAD + 1)]
 
     @dali.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None, seed=seed,
                        prefetch_queue_depth=2)
@@ -144,6 +144,6 @@ class _Loader:
 
 
 def loader(kind, out_dir, batch_size, workers, seed):
-    peer_util.check_kind(NAME, kind)
+    shared.check_kind(NAME, kind)
     _need()
-    return _Loader(kind, peer_util.read_source(out_dir), batch_size, workers, seed)
+    return _Loader(kind, shared.read_source(out_dir), batch_size, workers, seed)

@@ -25,7 +25,6 @@ import math
 import numpy as np
 
 import peers_shared as shared
-from peers_shared import Unsupported
 
 NAME = "dali"
 try:
@@ -45,15 +44,10 @@ SETTINGS = ("CPU pipeline (device_id=None), num_threads=workers, prefetch_queue_
             "mirror, uint8)")
 
 
-def _need():
-    if dali is None:
-        raise Unsupported(f"dali: {VERSION}")
-
 
 def convert(kind, src, out_dir, workers):
     """DALI reads the ImageFolder and the CIFAR binary as they are: out_dir names them."""
-    shared.check_kind(NAME, kind)
-    _need()
+    shared.require(NAME, kind, dali, VERSION)
     shared.write_source(out_dir, src)
 
 
@@ -144,6 +138,5 @@ class _Loader:
 
 
 def loader(kind, out_dir, batch_size, workers, seed):
-    shared.check_kind(NAME, kind)
-    _need()
+    shared.require(NAME, kind, dali, VERSION)
     return _Loader(kind, shared.read_source(out_dir), batch_size, workers, seed)

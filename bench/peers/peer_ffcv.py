@@ -26,7 +26,6 @@ import os
 import numpy as np
 
 import peers_shared as shared
-from peers_shared import Unsupported
 
 NAME = "ffcv"
 try:
@@ -39,23 +38,17 @@ try:
     from ffcv.transforms import RandomHorizontalFlip, RandomTranslate
     from ffcv.writer import DatasetWriter
     VERSION = metadata.version("ffcv")  # ffcv.__version__ still says 0.0.3rc1
-    _ERROR = None
 except ImportError as e:
-    VERSION = "not installed"
-    _ERROR = (f"{e}; `pip install ffcv==1.0.2` builds from source and fails without "
-              "OpenCV's headers: 'RuntimeError: Could not find required package: opencv4.' "
-              "(Debian: libopencv-dev)")
+    DatasetWriter = None
+    VERSION = (f"not installed ({e}); `pip install ffcv==1.0.2` builds from source and "
+               "fails without OpenCV's headers: 'RuntimeError: Could not find required "
+               "package: opencv4.' (Debian: libopencv-dev)")
 
 SETTINGS = ("DatasetWriter(num_workers=workers), cifar RGBImageField(raw), imagefolder "
             "RGBImageField(jpg, q90, no max_resolution); Loader(order=RANDOM, os_cache=True, "
             "num_workers=workers, batches_ahead=3, drop_last=False); cifar: "
             "SimpleRGBImageDecoder+RandomHorizontalFlip+RandomTranslate(4); imagefolder: "
             "RandomResizedCropRGBImageDecoder(224)+RandomHorizontalFlip")
-
-
-def _need():
-    if _ERROR is not None:
-        raise Unsupported(f"ffcv: {_ERROR}")
 
 
 def _beton(out_dir, kind):
@@ -87,8 +80,7 @@ class _Folder:
 
 
 def convert(kind, src, out_dir, workers):
-    shared.check_kind(NAME, kind)
-    _need()
+    shared.require(NAME, kind, DatasetWriter, VERSION)
     os.makedirs(out_dir, exist_ok=True)
     if kind == "cifar":
         dataset, image_field = _Cifar(src), RGBImageField(write_mode="raw")
@@ -109,8 +101,7 @@ class _Epochs:
 
 
 def loader(kind, out_dir, batch_size, workers, seed):
-    shared.check_kind(NAME, kind)
-    _need()
+    shared.require(NAME, kind, DatasetWriter, VERSION)
     path = _beton(out_dir, kind)
     if not os.path.exists(path):
         raise ValueError(f"{path}: missing; run convert() first")

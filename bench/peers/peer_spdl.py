@@ -38,10 +38,6 @@ SETTINGS = ("PipelineBuilder: source (shuffled) -> pipe(load+augment, concurrenc
             "FFmpeg filter crop,scale=224:224:flags=bilinear,hflip,format=rgb24")
 
 
-def _need():
-    if spdl is None:
-        raise Unsupported(f"spdl: {VERSION}")
-
 
 def _need_io():
     """spdl.io's FFmpeg bindings load lazily: try them now for a clear Unsupported."""
@@ -54,8 +50,7 @@ def _need_io():
 
 def convert(kind, src, out_dir, workers):
     """SPDL reads the files themselves: out_dir only names them."""
-    shared.check_kind(NAME, kind)
-    _need()
+    shared.require(NAME, kind, spdl, VERSION)
     if kind == "imagefolder":
         _need_io()
     shared.write_source(out_dir, src)
@@ -94,8 +89,7 @@ class _Epoch:
 
 
 def loader(kind, out_dir, batch_size, workers, seed):
-    shared.check_kind(NAME, kind)
-    _need()
+    shared.require(NAME, kind, spdl, VERSION)
     src = shared.read_source(out_dir)
     rng = np.random.default_rng(seed)
     if kind == "cifar":

@@ -15,7 +15,6 @@ import os
 import numpy as np
 
 import peers_shared as shared
-from peers_shared import Unsupported
 
 NAME = "torchdata"
 try:
@@ -33,15 +32,10 @@ SETTINGS = ("torchdata.nodes: SamplerWrapper(RandomSampler) -> ParallelMapper(nu
             "prefetch_factor=2*workers) -> Loader")
 
 
-def _need():
-    if tn is None:
-        raise Unsupported(f"torchdata: {VERSION}")
-
 
 def convert(kind, src, out_dir, workers):
     """torchdata reads the files themselves: out_dir only names them."""
-    shared.check_kind(NAME, kind)
-    _need()
+    shared.require(NAME, kind, tn, VERSION)
     shared.write_source(out_dir, src)
 
 
@@ -89,8 +83,7 @@ def _collate(samples):
 
 
 def loader(kind, out_dir, batch_size, workers, seed):
-    shared.check_kind(NAME, kind)
-    _need()
+    shared.require(NAME, kind, tn, VERSION)
     src = shared.read_source(out_dir)
     generator = torch.Generator()
     generator.manual_seed(seed)

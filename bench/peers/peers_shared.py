@@ -124,8 +124,16 @@ def imagefolder_files(root):
     return paths, np.asarray(labels, np.int64)
 
 
+def require(name, kind, module, version):
+    """Checks `kind`; raises Unsupported when the peer's package did not import
+    (`module` None), `version` saying why."""
+    check_kind(name, kind)
+    if module is None:
+        raise Unsupported(f"{name}: {version}")
+
+
 def write_source(out_dir, src):
-    """For peers that read the input as it is: out_dir/SOURCE names it."""
+    """The convert of the peers that read the input as it is: out_dir/SOURCE names it."""
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, SOURCE_FILE), "w") as f:
         f.write(os.path.abspath(src) + "\n")

@@ -1,0 +1,93 @@
+"""The interface every loader module of bench/peers/ follows, and what they share.
+
+bench/peers/peer_bench.py loads each module by name (bench/peers/peer_NAME.py;
+the prefix keeps a module from shadowing the package it measures: a file
+webdataset.py would hide the webdataset package) and calls:
+
+    NAME = "webdataset"          # the row label
+    VERSION = "1.0.2"            # the package's __version__, read at import
+    SETTINGS = "..."             # the documented fastest settings used, one line
+
+    def convert(kind, src, out_dir, workers) -> None
+        # kind "cifar": src is a CIFAR-10 binary file (3073-byte records:
+        #   1 label byte, 3072 planar RGB bytes), class-sorted;
+        # kind "imagefolder": src is an ImageFolder root (class dirs of .jpg).
+        # Writes the peer's own format into out_dir (which exists, empty) with
+        # the peer's own tool, using `workers` processes or threads where the
+        # tool has that knob.
+
+    def loader(kind, out_dir, batch_size, workers, seed) -> iterable
+        # One epoch per iter(): (images, labels) batches of `batch_size`
+        # (the short last batch dropped or kept, the peer's default), images
+        # uint8 (numpy or torch, NHWC or NCHW), labels integers, with the
+        # standard augmentation (cifar: pad-4 random crop + random flip;
+        # imagefolder: RandomResizedCrop(224) + flip), shuffled with `seed`,
+        # `workers` threads or worker processes (the peer's own knob).
+
+A module that cannot run a kind (not installed, not buildable, no such
+feature) raises Unsupported("reason: the error") from convert or loader, or
+at import; the table records the reason in that row.
+
+The harness runs every convert and every loader in a subprocess of its own,
+pinned with taskset, and measures from outside (wall time, the RSS of the
+whole process tree); a module only does the work.
+"""
+
+import os
+
+import numpy as np
+
+CIFAR_RECORD = 1 + 3 * 32 * 32
+
+
+class Unsupported(Exception):
+    """A peer cannot run this row on this machine: the message says why."""
+
+
+def read_cifar(src):
+    """A CIFAR-10 binary file -> (images uint8 [N, 32, 32, 3] NHWC, labels int64 [N])."""
+    raw = np.fromfile(src, dtype=np.uint8)
+    if raw.size == 0 or raw.size % CIFAR_RECORD != 0:
+        raise ValueError(f"{src}: {raw.size} bytes is not a whole number of "
+                         f"{CIFAR_RECORD}-byte CIFAR-10 records")
+    records = raw.reshape(-1, CIFAR_RECORD)
+    labels = records[:, 0].astype(np.int64)
+    images = records[:, 1:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(images), labels
+
+
+def cifar_augment(image, rng):
+    """The CIFAR train augmentation on one uint8 HWC image, in numpy: pad 4
+    (zeros) + random 32x32 crop + random horizontal flip; as
+    torchvision's RandomCrop(32, padding=4) + RandomHorizontalFlip. For the
+    peers whose documentation applies a per-sample transform (PyPI's
+    torchvision does not work beside torch 2.13 here, so no torchvision)."""
+    dy, dx = rng.integers(0, 9, size=2)
+    out = np.zeros_like(image)
+    # The crop window [dy-4, dy+28) x [dx-4, dx+28) of the unpadded image.
+    y0, x0 = max(dy - 4, 0), max(dx - 4, 0)
+    y1, x1 = min(dy + 28, 32), min(dx + 28, 32)
+    out[y0 - dy + 4:y1 - dy + 4, x0 - dx + 4:x1 - dx + 4] = image[y0:y1, x0:x1]
+    if rng.integers(0, 2):
+        out = out[:, ::-1]
+    return np.ascontiguousarray(out)
+
+
+def worker_rng(seed):
+    """A numpy Generator for this process (a DataLoader worker gets its own
+    stream from torch's per-worker seed; the main process from `seed`)."""
+    try:
+        import torch.utils.data
+        info = torch.utils.data.get_worker_info()
+        if info is not None:
+            return np.random.default_rng([seed, info.id, info.seed % (2**32)])
+    except ImportError:
+        pass
+    return np.random.default_rng([seed, os.getpid()])
+
+
+def files_under(path):
+    """Every regular file under `path` (for bytes on disk and cold cache)."""
+    for top, _, names in os.walk(path):
+        for name in names:
+            yield os.path.join(top, name)

@@ -34,6 +34,7 @@ whole process tree); a module only does the work.
 """
 
 import os
+import random
 
 import numpy as np
 
@@ -62,28 +63,30 @@ def cifar_augment(image, rng):
     torchvision's RandomCrop(32, padding=4) + RandomHorizontalFlip. For the
     peers whose documentation applies a per-sample transform (PyPI's
     torchvision does not work beside torch 2.13 here, so no torchvision)."""
-    dy, dx = rng.integers(0, 9, size=2)
+    dy, dx = rng.randrange(9), rng.randrange(9)
     out = np.zeros_like(image)
     # The crop window [dy-4, dy+28) x [dx-4, dx+28) of the unpadded image.
     y0, x0 = max(dy - 4, 0), max(dx - 4, 0)
     y1, x1 = min(dy + 28, 32), min(dx + 28, 32)
     out[y0 - dy + 4:y1 - dy + 4, x0 - dx + 4:x1 - dx + 4] = image[y0:y1, x0:x1]
-    if rng.integers(0, 2):
+    if rng.random() < 0.5:
         out = out[:, ::-1]
     return np.ascontiguousarray(out)
 
 
 def worker_rng(seed):
-    """A numpy Generator for this process (a DataLoader worker gets its own
-    stream from torch's per-worker seed; the main process from `seed`)."""
+    """A random.Random for this process, for cifar_augment (Python's own
+    generator: a draw costs far less than a numpy Generator call). A
+    DataLoader worker gets its own stream from torch's per-worker seed; the
+    main process one from `seed`."""
     try:
         import torch.utils.data
         info = torch.utils.data.get_worker_info()
         if info is not None:
-            return np.random.default_rng([seed, info.id, info.seed % (2**32)])
+            return random.Random(f"{seed}:{info.id}:{info.seed}")
     except ImportError:
         pass
-    return np.random.default_rng([seed, os.getpid()])
+    return random.Random(f"{seed}:main")
 
 
 def files_under(path):
@@ -91,3 +94,27 @@ def files_under(path):
     for top, _, names in os.walk(path):
         for name in names:
             yield os.path.join(top, name)
+
+
+_torchvision_lib = None
+
+
+def torchvision_shim():
+    """Lets PyPI's torchvision 0.28.0 import beside torch 2.13.0+cpu (for
+    mosaicml-streaming, which imports it at import time). That wheel's _C.so
+    is linked against CUDA torch (libtorch_cuda.so), so its ops never load,
+    and its _meta_registrations then fails on register_fake("torchvision::nms")
+    ("operator torchvision::nms does not exist"). Defining the two schemas
+    it registers fakes for, with no kernels, lets the import finish; nothing
+    in the benchmarks calls a torchvision op."""
+    global _torchvision_lib
+    if _torchvision_lib is not None:
+        return
+    import torch
+    _torchvision_lib = torch.library.Library("torchvision", "DEF")
+    for op in ("nms", "qnms"):
+        try:
+            _torchvision_lib.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) "
+                                    "-> Tensor")
+        except RuntimeError:  # already defined: torchvision's own ops did load
+            pass

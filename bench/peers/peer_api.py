@@ -35,10 +35,18 @@ whole process tree); a module only does the work.
 
 import os
 import random
+import zlib
 
 import numpy as np
 
 CIFAR_RECORD = 1 + 3 * 32 * 32
+
+# Set by peer_bench.py's resume check only: cifar_augment then draws from a
+# generator seeded by the image's own bytes, so the augmented pixels are a
+# function of the sample and a resumed stream can be compared pixel for
+# pixel (the per-process generators of the peers' workers are in no
+# state_dict). Never set for the timed runs.
+DETERMINISTIC_AUGMENT = False
 
 
 class Unsupported(Exception):
@@ -63,6 +71,8 @@ def cifar_augment(image, rng):
     torchvision's RandomCrop(32, padding=4) + RandomHorizontalFlip. For the
     peers whose documentation applies a per-sample transform (PyPI's
     torchvision does not work beside torch 2.13 here, so no torchvision)."""
+    if DETERMINISTIC_AUGMENT:
+        rng = random.Random(zlib.crc32(image.tobytes()))
     dy, dx = rng.randrange(9), rng.randrange(9)
     out = np.zeros_like(image)
     # The crop window [dy-4, dy+28) x [dx-4, dx+28) of the unpadded image.

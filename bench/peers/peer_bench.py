@@ -7,12 +7,14 @@ Python; the subcommands:
       A class-sorted CIFAR-10 binary: N records, the real fragment's records
       (shared/data/cifar10-fragment) first, synthetic pixels for the rest,
       then every record sorted by label (stable): the shuffle-quality input.
+  peer_bench.py child-resume PEER KIND OUT_DIR BATCH_SIZE WORKERS SEED
+      The exact-resume check (bench/peers/peer_resume.py), once per peer.
   peer_bench.py run --kind cifar --src FILE --work DIR [--peers a,b,...]
       [--workers 1,2] [--repeats N] [--batch-size B] [--seed S] [--out FILE]
       Converts SRC with every peer (timed, peak RSS of the process tree,
       bytes on disk), then --repeats rounds of loader runs (each peer, each
       worker count, warm cache and cold), the peers' order rotated each
-      round; writes the JSON of every run under WORK/results and the
+      round, and one resume check per peer (1 worker); writes the JSON of every run under WORK/results and the
       markdown table to --out (and stdout).
 
 Every convert and loader run is a subprocess of its own (`child-convert`,
@@ -147,6 +149,18 @@ def child_load(args):
         "batch_shape": shape,
         "xor_fold": f"{sink & (2**64 - 1):016x}",
     }
+    print(json.dumps(out))
+
+
+def child_resume(args):
+    from peer_resume import resume_check
+    try:
+        peer = load_peer(args.peer)
+        out = resume_check(peer, args.kind, args.out_dir, args.batch_size, args.workers,
+                           args.seed)
+    except Unsupported as e:
+        print(json.dumps({"unsupported": str(e)}))
+        sys.exit(EXIT_UNSUPPORTED)
     print(json.dumps(out))
 
 
@@ -286,8 +300,18 @@ def run(args):
         row.update(convert_s=res["convert_s"], convert_wall_s=wall, convert_peak_rss=peak,
                    convert_workers=w, out_dir=out_dir)
         row["bytes_apparent"], row["bytes_on_disk"] = disk_bytes(out_dir)
+        rc, res, err, _, _ = measure(
+            me + ["child-resume", name, args.kind, out_dir, str(args.batch_size), "1",
+                  str(args.seed)], cores_for(1), args.timeout)
+        if rc == 0 and res:
+            row["resume"] = res["resume"]
+        elif rc == EXIT_UNSUPPORTED and res:
+            row["resume"] = "cannot run: " + res["unsupported"]
+        else:
+            row["resume"] = f"failed: rc {rc}: {err}"
 
     # Loader runs, rounds with the order rotated.
+    info["load_start"] = os.getloadavg()[0]
     runnable = [n for n in peers if "out_dir" in info["peers"][n]]
     for r in range(args.repeats):
         k = r % len(runnable) if runnable else 0
@@ -320,6 +344,7 @@ def run(args):
                                peak_rss=peak)
                     with open(os.path.join(results, f"{name}.w{w}.{cache}.{r}.json"), "w") as f:
                         json.dump(res, f)
+    info["load_end"] = os.getloadavg()[0]
     with open(os.path.join(results, "info.json"), "w") as f:
         json.dump(info, f, indent=1)
     table = make_table(info, results)
@@ -351,14 +376,17 @@ def make_table(info, results):
                 cpu = line.split(":", 1)[1].strip()
                 break
     lines.append(f"{info['kind']}: {os.path.basename(info['src'])}; CPU {cpu}, "
-                 f"{os.cpu_count()} cores (shared with other users); batch "
+                 f"{os.cpu_count()} cores (shared with other users; load average "
+                 f"{info.get('load_start', 0):.1f} at the start of the loader runs, "
+                 f"{info.get('load_end', 0):.1f} at the end); batch "
                  f"{info['batch_size']}; medians of {info['repeats']} rounds, peer order "
                  f"rotated each round; cold cache by {info['cold']}. Ratios are "
                  "shardpack / peer (throughput: > 1 is shardpack faster; time, bytes, "
                  "memory: < 1 is shardpack smaller).")
     lines.append("")
-    lines.append("| peer | version | convert s | convert peak RSS MB | MB on disk |")
-    lines.append("|---|---|---:|---:|---:|")
+    lines.append("| peer | version | convert s | convert peak RSS MB | MB on disk | "
+                 "exact resume (after 5 batches, 1 worker) |")
+    lines.append("|---|---|---:|---:|---:|---|")
 
     def ratio(a, b):
         return f" ({a / b:.2f}x)" if a is not None and b and b > 0 else ""
@@ -366,7 +394,7 @@ def make_table(info, results):
     for name, row in peers.items():
         if "convert_s" not in row:
             why = row.get("unsupported") or row.get("convert_error") or "?"
-            lines.append(f"| {name} | {row.get('version', '-')} | cannot run: {why} | | |")
+            lines.append(f"| {name} | {row.get('version', '-')} | cannot run: {why} | | | |")
             continue
         lines.append(
             f"| {name} | {row['version']} | {row['convert_s']:.2f}"
@@ -374,7 +402,8 @@ def make_table(info, results):
             f"{row['convert_peak_rss'] / 1e6:.0f}"
             f"{ratio(base.get('convert_peak_rss'), row['convert_peak_rss'])} | "
             f"{row['bytes_on_disk'] / 1e6:.1f}"
-            f"{ratio(base.get('bytes_on_disk'), row['bytes_on_disk'])} |")
+            f"{ratio(base.get('bytes_on_disk'), row['bytes_on_disk'])} | "
+            f"{row.get('resume', '-')} |")
     lines.append("")
     lines.append("| peer | workers | warm img/s (steady epoch) | cold img/s (first epoch) | "
                  "open to first batch s (warm) | peak RSS of tree MB (warm) | "
@@ -444,6 +473,11 @@ def main():
     for a in ("peer", "kind", "src", "out_dir"):
         p.add_argument(a)
     p.add_argument("workers", type=int)
+    p = sub.add_parser("child-resume")
+    for a in ("peer", "kind", "out_dir"):
+        p.add_argument(a)
+    for a in ("batch_size", "workers", "seed"):
+        p.add_argument(a, type=int)
     p = sub.add_parser("child-load")
     for a in ("peer", "kind", "out_dir"):
         p.add_argument(a)
@@ -451,7 +485,7 @@ def main():
         p.add_argument(a, type=int)
     args = parser.parse_args()
     {"gen-cifar": gen_cifar, "run": run, "child-convert": child_convert,
-     "child-load": child_load}[args.cmd](args)
+     "child-load": child_load, "child-resume": child_resume}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ NAME = "webdataset"
 VERSION = wds.__version__
 SHARD_RECORDS = 5000  # 10 shards of 50,000: at least as many shards as workers
 SETTINGS = (f"ShardWriter(maxcount={SHARD_RECORDS}), raw HWC pixel bytes + cls; "
-            "WebDataset(shardshuffle=True, seed) .shuffle(5000) .map augment "
+            "WebDataset(shardshuffle=100, seed) .shuffle(5000) .map augment "
             ".batched(B) in the workers, WebLoader(batch_size=None, num_workers=W)")
 
 
@@ -50,7 +50,7 @@ def loader(kind, out_dir, batch_size, workers, seed):
     shards = sorted(glob.glob(os.path.join(out_dir, "shard-*.tar")))
     if not shards:
         raise FileNotFoundError(f"{out_dir}: no shard-*.tar")
-    dataset = (wds.WebDataset(shards, shardshuffle=True, seed=seed)
+    dataset = (wds.WebDataset(shards, shardshuffle=100, seed=seed)
                .shuffle(5000, seed=seed)
                .to_tuple("u8", "cls")
                .map(_sample(seed))

@@ -33,6 +33,8 @@ pinned with taskset, and measures from outside (wall time, the RSS of the
 whole process tree); a module only does the work.
 """
 
+import io
+import math
 import os
 import random
 import zlib
@@ -82,6 +84,55 @@ def cifar_augment(image, rng):
     if rng.random() < 0.5:
         out = out[:, ::-1]
     return np.ascontiguousarray(out)
+
+
+def imagefolder_items(root):
+    """An ImageFolder root -> sorted [(path, label)], the classes being the
+    sorted subfolder names (as torchvision's ImageFolder numbers them)."""
+    classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    if not classes:
+        raise ValueError(f"{root}: no class folders (an ImageFolder root has ROOT/CLASS/FILE)")
+    items = []
+    for label, name in enumerate(classes):
+        folder = os.path.join(root, name)
+        for f in sorted(os.listdir(folder)):
+            items.append((os.path.join(folder, f), label))
+    return items
+
+
+def rrc_augment(jpeg, rng, size=224):
+    """The ImageNet train augmentation on one encoded image (bytes), with
+    Pillow: decode, RandomResizedCrop(size) (scale 0.08-1, ratio 3/4-4/3,
+    bilinear, torchvision's draw of the box with its center-crop fallback)
+    + random horizontal flip -> uint8 [size, size, 3] HWC."""
+    from PIL import Image
+    if DETERMINISTIC_AUGMENT:
+        rng = random.Random(zlib.crc32(jpeg))
+    image = Image.open(io.BytesIO(jpeg))
+    width, height = image.size
+    area = width * height
+    for _ in range(10):
+        target = area * rng.uniform(0.08, 1.0)
+        aspect = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
+        w = round(math.sqrt(target * aspect))
+        h = round(math.sqrt(target / aspect))
+        if 0 < w <= width and 0 < h <= height:
+            top, left = rng.randint(0, height - h), rng.randint(0, width - w)
+            break
+    else:
+        ratio = width / height
+        if ratio < 3 / 4:
+            w, h = width, round(width / (3 / 4))
+        elif ratio > 4 / 3:
+            h, w = height, round(height * (4 / 3))
+        else:
+            w, h = width, height
+        top, left = (height - h) // 2, (width - w) // 2
+    out = image.convert("RGB").resize((size, size), Image.BILINEAR,
+                                      box=(left, top, left + w, top + h))
+    if rng.random() < 0.5:
+        out = out.transpose(Image.FLIP_LEFT_RIGHT)
+    return np.asarray(out)
 
 
 def worker_rng(seed):

@@ -9,12 +9,18 @@ Python; the subcommands:
       then every record sorted by label (stable): the shuffle-quality input.
   peer_bench.py child-resume PEER KIND OUT_DIR BATCH_SIZE WORKERS SEED
       The exact-resume check (bench/peers/peer_resume.py), once per peer.
+  peer_bench.py gen-imagefolder ROOT [--images N] [--classes C] [--noise S]
+      An ImageNet-like ImageFolder: N JPEGs (default 20,000) over C classes
+      (default 100), 500x375, quality 90, 4:2:0 (Pillow): smooth random
+      content (a 16x12 random image upscaled, bicubic) plus Gaussian noise
+      of sigma S (default 8: ~60 KB a file; ~20: ~110 KB, ImageNet's mean).
   peer_bench.py run --kind cifar --src FILE --work DIR [--peers a,b,...]
       [--workers 1,2] [--repeats N] [--batch-size B] [--seed S] [--out FILE]
       Converts SRC with every peer (timed, peak RSS of the process tree,
       bytes on disk), then --repeats rounds of loader runs (each peer, each
       worker count, warm cache and cold), the peers' order rotated each
-      round, and one resume check per peer (1 worker); writes the JSON of every run under WORK/results and the
+      round, and one resume check per peer (1 worker); writes the JSON of
+      every run under WORK/results and the
       markdown table to --out (and stdout).
 
 Every convert and loader run is a subprocess of its own (`child-convert`,
@@ -69,6 +75,39 @@ def gen_cifar(args):
     records.tofile(args.file)
     print(f"peer_bench.py: {args.file}: {len(records)} records ({have} real), class-sorted",
           file=sys.stderr)
+
+
+def _jpeg_files(job):
+    root, classes, noise, start, stop = job
+    import io
+    import numpy as np
+    from PIL import Image
+    for i in range(start, stop):
+        rng = np.random.default_rng([7, i])
+        small = Image.fromarray(rng.integers(0, 256, (12, 16, 3), dtype=np.uint8))
+        pixels = np.asarray(small.resize((500, 375), Image.BICUBIC)).astype(np.int16)
+        if noise:
+            pixels = pixels + rng.normal(0, noise, pixels.shape).astype(np.int16)
+        image = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+        folder = os.path.join(root, f"class{i % classes:03d}")
+        out = io.BytesIO()
+        image.save(out, "JPEG", quality=90)
+        with open(os.path.join(folder, f"img{i:07d}.jpg"), "wb") as f:
+            f.write(out.getvalue())
+
+
+def gen_imagefolder(args):
+    import multiprocessing
+    for c in range(args.classes):
+        os.makedirs(os.path.join(args.root, f"class{c:03d}"), exist_ok=True)
+    step = 500
+    jobs = [(args.root, args.classes, args.noise, a, min(a + step, args.images))
+            for a in range(0, args.images, step)]
+    with multiprocessing.Pool(os.cpu_count()) as pool:
+        pool.map(_jpeg_files, jobs)
+    total = sum(os.path.getsize(f) for f in files_under(args.root))
+    print(f"peer_bench.py: {args.root}: {args.images} JPEGs in {args.classes} classes, "
+          f"{total / args.images / 1e3:.0f} KB each on average", file=sys.stderr)
 
 
 # ---- Children ------------------------------------------------------------------------------
@@ -131,7 +170,7 @@ def child_load(args):
                 if flat.size % 8 == 0:
                     sink ^= int(np.bitwise_xor.reduce(flat.view(np.uint64)))
                 if epoch == 0 and batches < FIRST_BATCHES_FOR_SHUFFLE:
-                    entropies.append(_entropy(y, 10))
+                    entropies.append(_entropy(y, args.classes))
                 images_seen += len(y)
                 batches += 1
             epochs.append({"seconds": time.perf_counter() - start, "images": images_seen,
@@ -311,6 +350,11 @@ def run(args):
             row["resume"] = f"failed: rc {rc}: {err}"
 
     # Loader runs, rounds with the order rotated.
+    if args.kind == "cifar":
+        classes = 10
+    else:
+        classes = sum(os.path.isdir(os.path.join(args.src, d)) for d in os.listdir(args.src))
+    info["classes"] = classes
     info["load_start"] = os.getloadavg()[0]
     runnable = [n for n in peers if "out_dir" in info["peers"][n]]
     for r in range(args.repeats):
@@ -332,7 +376,8 @@ def run(args):
                                     pass
                     rc, res, err, wall, peak = measure(
                         me + ["child-load", name, args.kind, row["out_dir"],
-                              str(args.batch_size), str(w), str(args.seed), str(args.epochs)],
+                              str(args.batch_size), str(w), str(args.seed), str(args.epochs),
+                              str(classes)],
                         cores_for(w), args.timeout)
                     if rc == EXIT_UNSUPPORTED:
                         row["load_error"] = "unsupported: " + (res["unsupported"] if res else err)
@@ -405,6 +450,8 @@ def make_table(info, results):
             f"{ratio(base.get('bytes_on_disk'), row['bytes_on_disk'])} | "
             f"{row.get('resume', '-')} |")
     lines.append("")
+    lines.append(f"Loaders: {info['classes']} classes, batch {info['batch_size']}, 2 epochs a run.")
+    lines.append("")
     lines.append("| peer | workers | warm img/s (steady epoch) | cold img/s (first epoch) | "
                  "open to first batch s (warm) | peak RSS of tree MB (warm) | "
                  "shuffle entropy (first 10 batches) |")
@@ -454,6 +501,11 @@ def main():
     p.add_argument("file")
     p.add_argument("--records", type=int, default=50000)
     p.add_argument("--fragment")
+    p = sub.add_parser("gen-imagefolder")
+    p.add_argument("root")
+    p.add_argument("--images", type=int, default=20000)
+    p.add_argument("--classes", type=int, default=100)
+    p.add_argument("--noise", type=float, default=8)
     p = sub.add_parser("run")
     p.add_argument("--kind", choices=["cifar", "imagefolder"], default="cifar")
     p.add_argument("--src", required=True)
@@ -481,10 +533,11 @@ def main():
     p = sub.add_parser("child-load")
     for a in ("peer", "kind", "out_dir"):
         p.add_argument(a)
-    for a in ("batch_size", "workers", "seed", "epochs"):
+    for a in ("batch_size", "workers", "seed", "epochs", "classes"):
         p.add_argument(a, type=int)
     args = parser.parse_args()
-    {"gen-cifar": gen_cifar, "run": run, "child-convert": child_convert,
+    {"gen-cifar": gen_cifar, "gen-imagefolder": gen_imagefolder, "run": run,
+     "child-convert": child_convert,
      "child-load": child_load, "child-resume": child_resume}[args.cmd](args)
 
 

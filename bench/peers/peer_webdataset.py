@@ -10,28 +10,35 @@ import os
 import numpy as np
 import webdataset as wds
 
-from peer_api import Unsupported, cifar_augment, read_cifar, worker_rng
+from peer_api import (cifar_augment, imagefolder_items, read_cifar, rrc_augment,
+                      worker_rng)
 
 NAME = "webdataset"
 VERSION = wds.__version__
 SHARD_RECORDS = 5000  # 10 shards of 50,000: at least as many shards as workers
-SETTINGS = (f"ShardWriter(maxcount={SHARD_RECORDS}), raw HWC pixel bytes + cls; "
-            "WebDataset(shardshuffle=100, seed) .shuffle(5000) .map augment "
-            ".batched(B) in the workers, WebLoader(batch_size=None, num_workers=W)")
+SHARD_FILES = 1000    # imagefolder: 20+ shards of 20,000 JPEGs
+SETTINGS = (f"ShardWriter(maxcount={SHARD_RECORDS} CIFAR records of raw HWC pixel bytes, or "
+            f"{SHARD_FILES} JPEGs as their file bytes) + cls; WebDataset(shardshuffle=100, "
+            "seed) .shuffle(5000) .map(decode + augment) .batched(B) in the workers, "
+            "WebLoader(batch_size=None, num_workers=W)")
 
 
 def convert(kind, src, out_dir, workers):
-    if kind != "cifar":
-        raise Unsupported("imagefolder: not written yet")
+    pattern = os.path.join(out_dir, "shard-%06d.tar")
+    if kind == "imagefolder":
+        with wds.ShardWriter(pattern, maxcount=SHARD_FILES, verbose=0) as sink:
+            for i, (path, label) in enumerate(imagefolder_items(src)):
+                with open(path, "rb") as f:
+                    sink.write({"__key__": f"{i:08d}", "jpg": f.read(), "cls": label})
+        return
     images, labels = read_cifar(src)
-    with wds.ShardWriter(os.path.join(out_dir, "shard-%06d.tar"), maxcount=SHARD_RECORDS,
-                         verbose=0) as sink:
+    with wds.ShardWriter(pattern, maxcount=SHARD_RECORDS, verbose=0) as sink:
         for i in range(len(images)):
             sink.write({"__key__": f"{i:06d}", "u8": images[i].tobytes(),
                         "cls": int(labels[i])})
 
 
-def _sample(seed):
+def _sample(kind, seed):
     rng = None
 
     def decode(sample):
@@ -39,20 +46,20 @@ def _sample(seed):
         if rng is None:
             rng = worker_rng(seed)
         raw, cls = sample
+        if kind == "imagefolder":
+            return rrc_augment(raw, rng), int(cls)
         image = np.frombuffer(raw, dtype=np.uint8).reshape(32, 32, 3)
         return cifar_augment(image, rng), int(cls)
     return decode
 
 
 def loader(kind, out_dir, batch_size, workers, seed):
-    if kind != "cifar":
-        raise Unsupported("imagefolder: not written yet")
     shards = sorted(glob.glob(os.path.join(out_dir, "shard-*.tar")))
     if not shards:
         raise FileNotFoundError(f"{out_dir}: no shard-*.tar")
     dataset = (wds.WebDataset(shards, shardshuffle=100, seed=seed)
                .shuffle(5000, seed=seed)
-               .to_tuple("u8", "cls")
-               .map(_sample(seed))
+               .to_tuple("jpg" if kind == "imagefolder" else "u8", "cls")
+               .map(_sample(kind, seed))
                .batched(batch_size, partial=False))
     return wds.WebLoader(dataset, batch_size=None, num_workers=workers)

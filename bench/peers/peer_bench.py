@@ -31,12 +31,15 @@ process polls the RSS of the child's whole process tree (psutil, every
 
 import argparse
 import glob
+import importlib
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,7 +52,6 @@ FIRST_BATCHES_FOR_SHUFFLE = 10
 
 
 def load_peer(name):
-    import importlib
     return importlib.import_module(f"peer_{name.replace('-', '_')}")
 
 
@@ -231,9 +233,7 @@ def measure(cmd, cores, timeout):
     child = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc = psutil.Process(child.pid)
     peak = 0
-    # Poll the RSS while the child runs; the pipes are drained afterwards, so
-    # a child must not print more than a pipe holds (they print one line).
-    import threading
+    # Poll the RSS while a thread drains the child's pipes.
     out_err = {}
 
     def drain():
@@ -257,7 +257,9 @@ def measure(cmd, cores, timeout):
             result = json.loads(lines[-1])
         except json.JSONDecodeError:
             pass
-    err_tail = "\n".join(out_err["err"].strip().splitlines()[-3:])
+    # The last lines of stderr, on one line that a table cell can hold.
+    err_tail = " / ".join(line.strip() for line in out_err["err"].strip().splitlines()[-2:])
+    err_tail = err_tail.replace("|", "\\|")
     if child.returncode not in (0, EXIT_UNSUPPORTED):
         sys.stderr.write(out_err["err"][-3000:])
     return child.returncode, result, err_tail, wall, peak
@@ -298,7 +300,6 @@ def disk_bytes(path):
 # ---- The run --------------------------------------------------------------------------------
 
 def run(args):
-    import shutil
     peers = args.peers.split(",")
     workers = [int(w) for w in args.workers.split(",")]
     results = os.path.join(args.work, "results")

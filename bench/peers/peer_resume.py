@@ -39,7 +39,11 @@ def resume_check(peer, kind, out_dir, batch_size, workers, seed):
     import peer_api
     peer_api.DETERMINISTIC_AUGMENT = True
     make = lambda: peer.loader(kind, out_dir, batch_size, workers, seed)  # noqa: E731
-    reference, _ = _batches(make(), RESUME_AFTER + COMPARE)
+    try:
+        reference, _ = _batches(make(), RESUME_AFTER + COMPARE)
+    except StopIteration:
+        return {"resume": f"not checked: an epoch has fewer than {RESUME_AFTER + COMPARE} "
+                          "batches"}
     b = make()
     if not hasattr(b, "state_dict") or not hasattr(b, "load_state_dict"):
         return {"resume": "no state_dict", "detail": f"{type(b).__name__} has no state_dict()"}

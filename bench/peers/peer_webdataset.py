@@ -15,24 +15,29 @@ from peer_api import (cifar_augment, imagefolder_items, read_cifar, rrc_augment,
 
 NAME = "webdataset"
 VERSION = wds.__version__
-SHARD_RECORDS = 5000  # 10 shards of 50,000: at least as many shards as workers
-SHARD_FILES = 1000    # imagefolder: 20+ shards of 20,000 JPEGs
+SHARD_RECORDS = 5000  # 10 shards of 50,000 records
+SHARD_FILES = 1000    # 20 shards of 20,000 JPEGs
+MIN_SHARDS = 8        # its docs: at least as many shards as workers, on small inputs too
 SETTINGS = (f"ShardWriter(maxcount={SHARD_RECORDS} CIFAR records of raw HWC pixel bytes, or "
-            f"{SHARD_FILES} JPEGs as their file bytes) + cls; WebDataset(shardshuffle=100, "
-            "seed) .shuffle(5000) .map(decode + augment) .batched(B) in the workers, "
+            f"{SHARD_FILES} JPEGs as their file bytes; at least {MIN_SHARDS} shards) + cls; "
+            "WebDataset(shardshuffle=100, seed) .shuffle(5000) .map(decode + augment) "
+            ".batched(B) in the workers, "
             "WebLoader(batch_size=None, num_workers=W)")
 
 
 def convert(kind, src, out_dir, workers):
     pattern = os.path.join(out_dir, "shard-%06d.tar")
     if kind == "imagefolder":
-        with wds.ShardWriter(pattern, maxcount=SHARD_FILES, verbose=0) as sink:
-            for i, (path, label) in enumerate(imagefolder_items(src)):
+        items = imagefolder_items(src)
+        maxcount = min(SHARD_FILES, -(-len(items) // MIN_SHARDS))
+        with wds.ShardWriter(pattern, maxcount=maxcount, verbose=0) as sink:
+            for i, (path, label) in enumerate(items):
                 with open(path, "rb") as f:
                     sink.write({"__key__": f"{i:08d}", "jpg": f.read(), "cls": label})
         return
     images, labels = read_cifar(src)
-    with wds.ShardWriter(pattern, maxcount=SHARD_RECORDS, verbose=0) as sink:
+    maxcount = min(SHARD_RECORDS, -(-len(images) // MIN_SHARDS))
+    with wds.ShardWriter(pattern, maxcount=maxcount, verbose=0) as sink:
         for i in range(len(images)):
             sink.write({"__key__": f"{i:06d}", "u8": images[i].tobytes(),
                         "cls": int(labels[i])})

@@ -100,36 +100,45 @@ def imagefolder_items(root):
     return items
 
 
+def _randint(rng, low, high):
+    """An int in [low, high] from a random.Random or a numpy Generator."""
+    return int(rng.integers(low, high + 1)) if hasattr(rng, "integers") else rng.randint(low, high)
+
+
+def rrc_box(rng, width, height, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    """torchvision's RandomResizedCrop.get_params: (left, top, crop_w, crop_h), ten
+    tries, else the center crop. `rng` is a random.Random or a numpy Generator."""
+    area = width * height
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    for _ in range(10):
+        target = area * rng.uniform(scale[0], scale[1])
+        aspect = math.exp(rng.uniform(log_ratio[0], log_ratio[1]))
+        w = int(round(math.sqrt(target * aspect)))
+        h = int(round(math.sqrt(target / aspect)))
+        if 0 < w <= width and 0 < h <= height:
+            return _randint(rng, 0, width - w), _randint(rng, 0, height - h), w, h
+    in_ratio = width / height
+    if in_ratio < ratio[0]:
+        w, h = width, int(round(width / ratio[0]))
+    elif in_ratio > ratio[1]:
+        w, h = int(round(height * ratio[1])), height
+    else:
+        w, h = width, height
+    return (width - w) // 2, (height - h) // 2, w, h
+
+
 def rrc_augment(jpeg, rng, size=224):
     """The ImageNet train augmentation on one encoded image (bytes), with
-    Pillow: decode, RandomResizedCrop(size) (scale 0.08-1, ratio 3/4-4/3,
-    bilinear, torchvision's draw of the box with its center-crop fallback)
-    + random horizontal flip -> uint8 [size, size, 3] HWC."""
+    Pillow: decode, RandomResizedCrop(size) (rrc_box; bilinear) + random
+    horizontal flip -> uint8 [size, size, 3] HWC. `rng`: a random.Random or a
+    numpy Generator."""
     from PIL import Image
     if DETERMINISTIC_AUGMENT:
         rng = random.Random(zlib.crc32(jpeg))
-    image = Image.open(io.BytesIO(jpeg))
-    width, height = image.size
-    area = width * height
-    for _ in range(10):
-        target = area * rng.uniform(0.08, 1.0)
-        aspect = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))
-        w = round(math.sqrt(target * aspect))
-        h = round(math.sqrt(target / aspect))
-        if 0 < w <= width and 0 < h <= height:
-            top, left = rng.randint(0, height - h), rng.randint(0, width - w)
-            break
-    else:
-        ratio = width / height
-        if ratio < 3 / 4:
-            w, h = width, round(width / (3 / 4))
-        elif ratio > 4 / 3:
-            h, w = height, round(height * (4 / 3))
-        else:
-            w, h = width, height
-        top, left = (height - h) // 2, (width - w) // 2
-    out = image.convert("RGB").resize((size, size), Image.BILINEAR,
-                                      box=(left, top, left + w, top + h))
+    with Image.open(io.BytesIO(jpeg)) as image:
+        left, top, w, h = rrc_box(rng, *image.size)
+        out = image.convert("RGB").resize((size, size), Image.BILINEAR,
+                                          box=(left, top, left + w, top + h))
     if rng.random() < 0.5:
         out = out.transpose(Image.FLIP_LEFT_RIGHT)
     return np.asarray(out)

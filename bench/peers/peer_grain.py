@@ -98,7 +98,7 @@ def _cifar_batch(records, rng):
 
 
 def _jpeg_record(record, rng):
-    return shared.pil_rrc_flip(record[2:], rng), np.int64(int.from_bytes(record[:2], "little"))
+    return shared.rrc_augment(record[2:], rng), np.int64(int.from_bytes(record[:2], "little"))
 
 
 def _collate(samples):

@@ -74,7 +74,7 @@ class _JpegSample:
         rng = np.random.default_rng([self.seed, index, next(self.calls)])
         with open(self.paths[index], "rb") as f:
             data = f.read()
-        return shared.pil_rrc_flip(data, rng), self.labels[index]
+        return shared.rrc_augment(data, rng), self.labels[index]
 
 
 def _collate(samples):

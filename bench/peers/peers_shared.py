@@ -17,18 +17,12 @@ Peers with their own operators (DALI, SPDL's FFmpeg filters) use those, with
 the same parameters.
 """
 
-import math
 import os
 
 import numpy as np
 
-try:
-    from peer_api import Unsupported  # noqa: F401 (re-exported for the peers)
-except ImportError:  # before the harness's peer_api.py exists
-    class Unsupported(Exception):
-        """A peer cannot be installed or cannot run a kind here; the message says why."""
+from peer_api import CIFAR_RECORD, Unsupported, imagefolder_items, rrc_augment, rrc_box  # noqa: F401
 
-CIFAR_RECORD = 1 + 3 * 32 * 32
 CIFAR_PAD = 4
 CROP = 224
 SOURCE_FILE = "SOURCE"  # the peers that read the input as it is name it here
@@ -70,58 +64,13 @@ def cifar_augment_one(image, rng):
     return cifar_augment_batch(image[None], rng)[0]
 
 
-def rrc_box(rng, width, height, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
-    """torchvision's RandomResizedCrop.get_params: (left, top, crop_w, crop_h)."""
-    area = width * height
-    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
-    for _ in range(10):
-        target = area * rng.uniform(scale[0], scale[1])
-        aspect = math.exp(rng.uniform(log_ratio[0], log_ratio[1]))
-        w = int(round(math.sqrt(target * aspect)))
-        h = int(round(math.sqrt(target / aspect)))
-        if 0 < w <= width and 0 < h <= height:
-            return int(rng.integers(0, width - w + 1)), int(rng.integers(0, height - h + 1)), w, h
-    in_ratio = width / height
-    if in_ratio < ratio[0]:
-        w, h = width, int(round(width / ratio[0]))
-    elif in_ratio > ratio[1]:
-        w, h = int(round(height * ratio[1])), height
-    else:
-        w, h = width, height
-    return (width - w) // 2, (height - h) // 2, w, h
-
-
-def pil_rrc_flip(data, rng):
-    """Decodes JPEG bytes with PIL, RandomResizedCrop(224) + flip: uint8 [224, 224, 3]."""
-    import io
-
-    from PIL import Image
-
-    with Image.open(io.BytesIO(data)) as image:
-        image = image.convert("RGB")
-        left, top, w, h = rrc_box(rng, image.width, image.height)
-        image = image.resize((CROP, CROP), Image.BILINEAR,
-                             box=(left, top, left + w, top + h))
-        if rng.random() < 0.5:
-            image = image.transpose(Image.FLIP_LEFT_RIGHT)
-        return np.asarray(image)
-
-
 def imagefolder_files(root):
-    """(paths, labels) of an ImageFolder root, classes in sorted order."""
-    classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-    if not classes:
-        raise ValueError(f"{root}: no class folders")
-    paths, labels = [], []
-    for label, name in enumerate(classes):
-        folder = os.path.join(root, name)
-        for file in sorted(os.listdir(folder)):
-            if file.lower().endswith((".jpg", ".jpeg")):
-                paths.append(os.path.join(folder, file))
-                labels.append(label)
-    if not paths:
+    """(paths, labels) of the .jpg files of an ImageFolder root (peer_api.imagefolder_items)."""
+    items = [(p, label) for p, label in imagefolder_items(root)
+             if p.lower().endswith((".jpg", ".jpeg"))]
+    if not items:
         raise ValueError(f"{root}: no .jpg files in its class folders")
-    return paths, np.asarray(labels, np.int64)
+    return [p for p, _ in items], np.asarray([label for _, label in items], np.int64)
 
 
 def require(name, kind, module, version):

@@ -44,7 +44,6 @@ SETTINGS = ("CPU pipeline (device_id=None), num_threads=workers, prefetch_queue_
             "mirror, uint8)")
 
 
-
 def convert(kind, src, out_dir, workers):
     """DALI reads the ImageFolder and the CIFAR binary as they are: out_dir names them."""
     shared.require(NAME, kind, dali, VERSION)

@@ -47,7 +47,6 @@ SETTINGS = (f"ArrayRecord ({WRITER_OPTIONS}, default zstd:3), one shard per work
             "workers); cifar augmented per batch, imagefolder per record (PIL decode)")
 
 
-
 def _write_shard(path, records):
     writer = array_record_module.ArrayRecordWriter(path, WRITER_OPTIONS)
     try:

@@ -38,7 +38,6 @@ SETTINGS = ("PipelineBuilder: source (shuffled) -> pipe(load+augment, concurrenc
             "FFmpeg filter crop,scale=224:224:flags=bilinear,hflip,format=rgb24")
 
 
-
 def _need_io():
     """spdl.io's FFmpeg bindings load lazily: try them now for a clear Unsupported."""
     import spdl.io

@@ -32,7 +32,6 @@ SETTINGS = ("torchdata.nodes: SamplerWrapper(RandomSampler) -> ParallelMapper(nu
             "prefetch_factor=2*workers) -> Loader")
 
 
-
 def convert(kind, src, out_dir, workers):
     """torchdata reads the files themselves: out_dir only names them."""
     shared.require(NAME, kind, tn, VERSION)

@@ -43,12 +43,14 @@ import numpy as np
 
 CIFAR_RECORD = 1 + 3 * 32 * 32
 
-# Set by peer_bench.py's resume check only: cifar_augment then draws from a
-# generator seeded by the image's own bytes, so the augmented pixels are a
-# function of the sample and a resumed stream can be compared pixel for
-# pixel (the per-process generators of the peers' workers are in no
-# state_dict). Never set for the timed runs.
-DETERMINISTIC_AUGMENT = False
+# Set by peer_bench.py's resume check only (peer_resume.deterministic_augment,
+# through the environment, so that worker processes a peer spawns see it too):
+# the augmentations then draw from a generator seeded by the image's own bytes,
+# so the augmented pixels are a function of the sample and a resumed stream can
+# be compared pixel for pixel (the per-process generators of the peers' workers
+# are in no state_dict). Never set for the timed runs.
+DETERMINISTIC_ENV = "SHARDPACK_PEER_DETERMINISTIC_AUGMENT"
+DETERMINISTIC_AUGMENT = os.environ.get(DETERMINISTIC_ENV) == "1"
 
 
 class Unsupported(Exception):
@@ -160,7 +162,11 @@ def worker_rng(seed):
 
 
 def files_under(path):
-    """Every regular file under `path` (for bytes on disk and cold cache)."""
+    """Every regular file under `path`, or `path` itself when it is a file (for
+    bytes on disk and cold cache)."""
+    if os.path.isfile(path):
+        yield path
+        return
     for top, _, names in os.walk(path):
         for name in names:
             yield os.path.join(top, name)

@@ -45,6 +45,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import peers_shared  # noqa: E402
 from peer_api import CIFAR_RECORD, Unsupported, files_under  # noqa: E402
 
 EXIT_UNSUPPORTED = 3
@@ -288,6 +289,16 @@ def drop_caches(path, whole):
     return "fadvise(DONTNEED) of every file of the dataset before each cold run"
 
 
+def dataset_root(out_dir):
+    """What a peer's loader reads: out_dir, or, for a peer that reads the input as it is
+    (its convert wrote only peers_shared.SOURCE_FILE), the input that file names."""
+    source = os.path.join(out_dir, peers_shared.SOURCE_FILE)
+    if os.listdir(out_dir) == [peers_shared.SOURCE_FILE]:
+        with open(source) as f:
+            return f.read().strip()
+    return out_dir
+
+
 def disk_bytes(path):
     apparent = blocks = 0
     for name in files_under(path):
@@ -339,7 +350,7 @@ def run(args):
             continue
         row.update(convert_s=res["convert_s"], convert_wall_s=wall, convert_peak_rss=peak,
                    convert_workers=w, out_dir=out_dir)
-        row["bytes_apparent"], row["bytes_on_disk"] = disk_bytes(out_dir)
+        row["bytes_apparent"], row["bytes_on_disk"] = disk_bytes(dataset_root(out_dir))
         rc, res, err, _, _ = measure(
             me + ["child-resume", name, args.kind, out_dir, str(args.batch_size), "1",
                   str(args.seed)], cores_for(1), args.timeout)
@@ -368,10 +379,11 @@ def run(args):
                     if "load_error" in row:
                         continue
                     if cache == "cold":
-                        info["cold"] = drop_caches(row["out_dir"], args.drop_all_caches)
+                        info["cold"] = drop_caches(dataset_root(row["out_dir"]),
+                                                   args.drop_all_caches)
                     else:
                         # Warm: one read of every file first.
-                        for f in files_under(row["out_dir"]):
+                        for f in files_under(dataset_root(row["out_dir"])):
                             with open(f, "rb") as fh:
                                 while fh.read(1 << 22):
                                     pass

@@ -16,6 +16,7 @@ A loader with no state_dict() is "no state_dict".
 
 import hashlib
 import json
+import os
 
 RESUME_AFTER = 5   # K
 COMPARE = 5        # M
@@ -37,6 +38,7 @@ def _batches(loader, n):
 
 def resume_check(peer, kind, out_dir, batch_size, workers, seed):
     import peer_api
+    os.environ[peer_api.DETERMINISTIC_ENV] = "1"  # for the workers a peer spawns
     peer_api.DETERMINISTIC_AUGMENT = True
     make = lambda: peer.loader(kind, out_dir, batch_size, workers, seed)  # noqa: E731
     try:

@@ -18,9 +18,12 @@ the same parameters.
 """
 
 import os
+import random
+import zlib
 
 import numpy as np
 
+import peer_api
 from peer_api import CIFAR_RECORD, Unsupported, imagefolder_items, rrc_augment, rrc_box  # noqa: F401
 
 CIFAR_PAD = 4
@@ -50,9 +53,15 @@ def cifar_augment_batch(images, rng):
     padded = np.zeros((b, 3, 32 + 2 * CIFAR_PAD, 32 + 2 * CIFAR_PAD), np.uint8)
     padded[:, :, CIFAR_PAD:CIFAR_PAD + 32, CIFAR_PAD:CIFAR_PAD + 32] = images
     out = np.empty_like(images)
-    ys = rng.integers(0, 2 * CIFAR_PAD + 1, b)
-    xs = rng.integers(0, 2 * CIFAR_PAD + 1, b)
-    flips = rng.random(b) < 0.5
+    if peer_api.DETERMINISTIC_AUGMENT:  # the resume check: draws seeded by each image's bytes
+        draws = [random.Random(zlib.crc32(image.tobytes())) for image in images]
+        ys = [d.randrange(2 * CIFAR_PAD + 1) for d in draws]
+        xs = [d.randrange(2 * CIFAR_PAD + 1) for d in draws]
+        flips = [d.random() < 0.5 for d in draws]
+    else:
+        ys = rng.integers(0, 2 * CIFAR_PAD + 1, b)
+        xs = rng.integers(0, 2 * CIFAR_PAD + 1, b)
+        flips = rng.random(b) < 0.5
     for i in range(b):
         crop = padded[i, :, ys[i]:ys[i] + 32, xs[i]:xs[i] + 32]
         out[i] = crop[:, :, ::-1] if flips[i] else crop

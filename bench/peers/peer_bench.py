@@ -50,6 +50,7 @@ from peer_api import CIFAR_RECORD, Unsupported, files_under  # noqa: E402
 
 EXIT_UNSUPPORTED = 3
 FIRST_BATCHES_FOR_SHUFFLE = 10
+ALL_PEERS = "shardpack,webdataset,mosaicml,litdata,ffcv,dali,spdl,torchdata,grain"
 
 
 def load_peer(name):
@@ -523,7 +524,7 @@ def main():
     p.add_argument("--kind", choices=["cifar", "imagefolder"], default="cifar")
     p.add_argument("--src", required=True)
     p.add_argument("--work", required=True)
-    p.add_argument("--peers", default="shardpack,webdataset,mosaicml,litdata")
+    p.add_argument("--peers", default=ALL_PEERS)
     p.add_argument("--workers", default="1,2")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=512)

@@ -24,7 +24,8 @@
 #    --drop-all-caches, which needs root), 2 epochs each: the steady epoch's
 #    images/s, the first epoch's, the time from open to the first batch, the
 #    peak RSS of the process tree, the label entropy of the first 10 batches.
-# --peers: default shardpack,webdataset,mosaicml,litdata.
+# --peers: default all nine: shardpack,webdataset,mosaicml,litdata,ffcv,dali,
+#   spdl,torchdata,grain.
 # --out: the markdown table (also printed); default DIR/peer-bench/table.md,
 #   with --kind both DIR/peer-bench/table-KIND.md.
 # --batch-size: default 512 for cifar, 128 for imagefolder.
@@ -39,7 +40,7 @@ records=50000
 out=""
 keep=0
 parse_bench_args "$@"
-peers=shardpack,webdataset,mosaicml,litdata
+peers=shardpack,webdataset,mosaicml,litdata,ffcv,dali,spdl,torchdata,grain
 workers=1,2
 drop_all=()
 kind=cifar

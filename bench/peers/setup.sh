@@ -1,17 +1,33 @@
 #!/usr/bin/env bash
 # Makes build/venv-peers, the venv of the peer benchmarks (issue 32):
-# CPython 3.11 with every peer of bench/peers/requirements.txt pinned
-# (scripts/python-env --requirements ... --venv ...: the same checks as
-# build/venv-torch, torch 2.13.0's CPU build only), then shardpack's own
-# cp311 wheel (scripts/wheel, its CMake build kept in build/peers-wheel)
-# installed into it with --no-index --no-deps. Prints the venv's python.
+# 1. the Debian packages the peers need (scripts/setup --peers);
+# 2. CPython 3.11 with every peer of bench/peers/requirements.txt pinned
+#    (scripts/python-env --requirements ... --venv ...: the same checks as
+#    build/venv-torch, torch 2.13.0's CPU build only);
+# 3. FFCV, built from its sdist (bench/peers/requirements-ffcv.txt);
+# 4. shardpack's own cp311 wheel (scripts/wheel, its CMake build kept in
+#    build/peers-wheel), installed with --no-index --no-deps.
+# Prints the venv's python.
 #
 #   bench/peers/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 venv=build/venv-peers
+scripts/setup --peers
 scripts/python-env --requirements bench/peers/requirements.txt --venv "$venv" >/dev/null
+
+ffcv=bench/peers/requirements-ffcv.txt
+if ! cmp -s "$ffcv" "$venv/requirements-ffcv.txt"; then
+  echo "setup.sh: building and installing $ffcv (ffcv from its sdist)" >&2
+  "$venv/bin/python" -m pip install --no-input --only-binary=:all: --no-binary=ffcv \
+    --constraint bench/peers/requirements.txt --constraint "$ffcv" -r "$ffcv" \
+    >"$venv/ffcv-install.log" 2>&1 ||
+    { tail -20 "$venv/ffcv-install.log" >&2
+      echo "setup.sh: installing $ffcv failed; the whole log: $venv/ffcv-install.log" >&2; exit 1; }
+  "$venv/bin/python" -m pip check >&2
+  cp "$ffcv" "$venv/requirements-ffcv.txt"
+fi
 scripts/wheel --python "$venv/bin/python" --out build/peers-dist --build-dir build/peers-wheel >&2
 wheel=$(ls build/peers-dist/shardpack-*-cp311-cp311-linux_x86_64.whl)
 "$venv/bin/python" -m pip install --no-input --no-index --no-deps --force-reinstall \

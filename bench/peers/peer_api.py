@@ -24,6 +24,11 @@ webdataset.py would hide the webdataset package) and calls:
         # imagefolder: RandomResizedCrop(224) + flip), shuffled with `seed`,
         # `workers` threads or worker processes (the peer's own knob).
 
+    DEVICE_LOADER = True         # optional: loader(..., device="cuda") puts the
+                                 # images on that GPU itself (peer_bench.py
+                                 # run --device cuda); without it the harness
+                                 # copies each host batch there
+
 A module that cannot run a kind (not installed, not buildable, no such
 feature) raises Unsupported("reason: the error") from convert or loader, or
 at import; the table records the reason in that row.

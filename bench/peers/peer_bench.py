@@ -23,6 +23,13 @@ Python; the subcommands:
       every run under WORK/results and the
       markdown table to --out (and stdout).
 
+With --device cuda (a machine with a GPU and a CUDA torch) every loader
+run delivers its batches to the GPU: a peer module that can put them there
+itself (loader(..., device=...), DEVICE_LOADER = True: shardpack's GPU
+staging, DALI's mixed decoder) does; for the others the harness copies each
+host batch with torch's .to(device), as a user of that peer would. The
+consumer then sums every byte on the GPU and waits for it, batch by batch.
+
 Every convert and loader run is a subprocess of its own (`child-convert`,
 `child-load`), pinned with taskset (-c 0 for 1 worker, -c 0,1 for 2); this
 process polls the RSS of the child's whole process tree (psutil, every
@@ -144,12 +151,45 @@ def _entropy(labels, classes):
     return float(-(p * np.log(p)).sum() / math.log(min(classes, len(labels))))
 
 
+def _consumer(device):
+    """What the training loop does with a batch: reads every byte of it and
+    returns (images' shape, labels as numpy, a fold of the bytes)."""
+    import numpy as np
+    if device == "cpu":
+        def consume(images, labels):
+            x = _as_numpy(images)
+            if x.dtype != np.uint8:
+                raise TypeError(f"images are {x.dtype}, not uint8")
+            flat = np.ascontiguousarray(x).reshape(-1)
+            fold = int(np.bitwise_xor.reduce(flat.view(np.uint64))) if flat.size % 8 == 0 else 0
+            return list(x.shape), _as_numpy(labels), fold
+        return consume
+    import torch
+
+    def consume(images, labels):
+        if not (isinstance(images, torch.Tensor) and images.device.type == "cuda"):
+            images = torch.from_numpy(np.ascontiguousarray(_as_numpy(images))).to(device)
+        if images.dtype != torch.uint8:
+            raise TypeError(f"images are {images.dtype}, not uint8")
+        fold = int(images.sum(dtype=torch.int64).item())  # waits for the copy and the sum
+        if isinstance(labels, torch.Tensor):
+            labels = labels.cpu()
+        return list(images.shape), _as_numpy(labels), fold
+    return consume
+
+
 def child_load(args):
     import numpy as np
     try:
         peer = load_peer(args.peer)
+        consume = _consumer(args.device)
         opened = time.perf_counter()
-        loader = peer.loader(args.kind, args.out_dir, args.batch_size, args.workers, args.seed)
+        if args.device != "cpu" and getattr(peer, "DEVICE_LOADER", False):
+            loader = peer.loader(args.kind, args.out_dir, args.batch_size, args.workers,
+                                 args.seed, device=args.device)
+        else:
+            loader = peer.loader(args.kind, args.out_dir, args.batch_size, args.workers,
+                                 args.seed)
         epochs = []
         first_batch_s = None
         entropies = []
@@ -162,17 +202,15 @@ def child_load(args):
             images_seen = 0
             batches = 0
             for images, labels in loader:
-                x = _as_numpy(images)
-                y = _as_numpy(labels).astype(np.int64).reshape(-1)
-                if x.dtype != np.uint8:
-                    raise TypeError(f"peer {args.peer}: images are {x.dtype}, not uint8")
+                try:
+                    batch_shape, y, fold = consume(images, labels)
+                except TypeError as e:
+                    raise TypeError(f"peer {args.peer}: {e}") from None
+                y = y.astype(np.int64).reshape(-1)
                 if first_batch_s is None:
                     first_batch_s = time.perf_counter() - opened
-                    shape = list(x.shape)
-                # Read every byte, as shardbench's consumer does.
-                flat = np.ascontiguousarray(x).reshape(-1)
-                if flat.size % 8 == 0:
-                    sink ^= int(np.bitwise_xor.reduce(flat.view(np.uint64)))
+                    shape = batch_shape
+                sink ^= fold
                 if epoch == 0 and batches < FIRST_BATCHES_FOR_SHUFFLE:
                     entropies.append(_entropy(y, args.classes))
                 images_seen += len(y)
@@ -311,14 +349,30 @@ def disk_bytes(path):
 
 # ---- The run --------------------------------------------------------------------------------
 
+def check_device(device):
+    """--device cuda needs a CUDA torch that sees a GPU: say what is missing."""
+    if device == "cpu":
+        return
+    try:
+        import torch
+    except ImportError as e:
+        sys.exit(f"peer_bench.py: --device {device}: torch does not import ({e})")
+    if not torch.cuda.is_available():
+        sys.exit(f"peer_bench.py: --device {device}: torch {torch.__version__} sees no CUDA "
+                 f"device (torch.version.cuda = {torch.version.cuda}); run it on a machine "
+                 "with a GPU and a CUDA build of torch")
+
+
 def run(args):
+    check_device(args.device)
     peers = args.peers.split(",")
     workers = [int(w) for w in args.workers.split(",")]
     results = os.path.join(args.work, "results")
     os.makedirs(results, exist_ok=True)
     me = [sys.executable, os.path.abspath(__file__)]
     info = {"peers": {}, "kind": args.kind, "src": args.src, "repeats": args.repeats,
-            "batch_size": args.batch_size, "workers": workers, "cold": None}
+            "batch_size": args.batch_size, "workers": workers, "cold": None,
+            "device": args.device}
 
     def cores_for(w):
         return ",".join(str(c) for c in range(min(w, os.cpu_count())))
@@ -391,7 +445,7 @@ def run(args):
                     rc, res, err, wall, peak = measure(
                         me + ["child-load", name, args.kind, row["out_dir"],
                               str(args.batch_size), str(w), str(args.seed), str(args.epochs),
-                              str(classes)],
+                              str(classes), "--device", args.device],
                         cores_for(w), args.timeout)
                     if rc == EXIT_UNSUPPORTED:
                         row["load_error"] = "unsupported: " + (res["unsupported"] if res else err)
@@ -411,6 +465,13 @@ def run(args):
         with open(args.out, "w") as f:
             f.write(table)
     print(table)
+
+
+def _delivery(device):
+    if device == "cpu":
+        return "batches consumed on the CPU (every byte read)"
+    return (f"batches delivered to {device} (by the peer where it can, else a host "
+            "copy with .to(device)) and summed there")
 
 
 def make_table(info, results):
@@ -439,7 +500,8 @@ def make_table(info, results):
                  f"{info.get('load_start', 0):.1f} at the start of the loader runs, "
                  f"{info.get('load_end', 0):.1f} at the end); batch "
                  f"{info['batch_size']}; medians of {info['repeats']} rounds, peer order "
-                 f"rotated each round; cold cache by {info['cold']}. Ratios are "
+                 f"rotated each round; cold cache by {info['cold']}; "
+                 f"{_delivery(info.get('device', 'cpu'))}. Ratios are "
                  "shardpack / peer (throughput: > 1 is shardpack faster; time, bytes, "
                  "memory: < 1 is shardpack smaller).")
     lines.append("")
@@ -531,6 +593,8 @@ def main():
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--device", default="cpu",
+                   help="cpu, or cuda / cuda:N: every batch delivered to that GPU")
     p.add_argument("--drop-all-caches", action="store_true",
                    help="cold runs after echo 3 > /proc/sys/vm/drop_caches (root), not only "
                         "the dataset's files dropped")
@@ -549,7 +613,10 @@ def main():
         p.add_argument(a)
     for a in ("batch_size", "workers", "seed", "epochs", "classes"):
         p.add_argument(a, type=int)
+    p.add_argument("--device", default="cpu")
     args = parser.parse_args()
+    if getattr(args, "device", "cpu") != "cpu" and not args.device.startswith("cuda"):
+        parser.error(f"--device {args.device}: cpu, cuda or cuda:N")
     {"gen-cifar": gen_cifar, "gen-imagefolder": gen_imagefolder, "run": run,
      "child-convert": child_convert,
      "child-load": child_load, "child-resume": child_resume}[args.cmd](args)

@@ -17,6 +17,12 @@ cifar: DALI has no reader for the CIFAR binary, so it is fed with
   32 x 32 window (9 positions a side) with a random mirror, uint8 CHW.
 The pipeline runs num_threads=workers CPU threads, prefetch_queue_depth=2
 (DALI's default), executed pipelined and asynchronously (the defaults).
+
+With a GPU (peer_bench.py run --device cuda; not yet run on one): device_id
+is the GPU, the JPEGs are decoded by the mixed decoder (nvJPEG,
+decoders.image_random_crop(device="mixed")) and resized and flipped there;
+the CIFAR pixels go to the GPU (.gpu()) before the crops; batches reach
+torch through DALI's DALIGenericIterator, as its PyTorch examples do.
 """
 
 import itertools
@@ -50,13 +56,23 @@ def convert(kind, src, out_dir, workers):
     shared.write_source(out_dir, src)
 
 
-def _imagefolder_pipe(root, batch_size, workers, seed):
-    @dali.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None, seed=seed,
-                       prefetch_queue_depth=2)
+def _device_id(device):
+    """DALI's device_id: None for CPU pipelines, N for cuda:N."""
+    if device == "cpu":
+        return None
+    return int(device.split(":", 1)[1]) if ":" in device else 0
+
+
+def _imagefolder_pipe(root, batch_size, workers, seed, device="cpu"):
+    on_gpu = device != "cpu"
+
+    @dali.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=_device_id(device),
+                       seed=seed, prefetch_queue_depth=2)
     def pipe():
         jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, seed=seed,
                                         pad_last_batch=True, name="Reader")
-        images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB,
+        images = fn.decoders.image_random_crop(jpegs, device="mixed" if on_gpu else "cpu",
+                                               output_type=types.RGB,
                                                random_area=[0.08, 1.0],
                                                random_aspect_ratio=[3 / 4, 4 / 3],
                                                num_attempts=10)
@@ -66,7 +82,7 @@ def _imagefolder_pipe(root, batch_size, workers, seed):
     return pipe()
 
 
-def _cifar_pipe(path, batch_size, workers, seed):
+def _cifar_pipe(path, batch_size, workers, seed, device="cpu"):
     records = shared.cifar_records(path)
     n = records.shape[0]
 
@@ -81,12 +97,14 @@ def _cifar_pipe(path, batch_size, workers, seed):
     pad = 32 + 2 * shared.CIFAR_PAD
     positions = [i / (2 * shared.CIFAR_PAD) for i in range(2 * shared.CIFAR_PAD + 1)]
 
-    @dali.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=None, seed=seed,
-                       prefetch_queue_depth=2)
+    @dali.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=_device_id(device),
+                       seed=seed, prefetch_queue_depth=2)
     def pipe():
         images, labels = fn.external_source(source=source, num_outputs=2, cycle="raise",
                                             layout=["CHW", ""],
                                             dtype=[types.UINT8, types.INT64])
+        if device != "cpu":
+            images = images.gpu()
         images = fn.crop(images, crop=(pad, pad), out_of_bounds_policy="pad", fill_values=0)
         images = fn.crop_mirror_normalize(images, crop=(32, 32),
                                           crop_pos_x=fn.random.uniform(values=positions),
@@ -100,23 +118,36 @@ def _cifar_pipe(path, batch_size, workers, seed):
 class _Loader:
     """Iterates one epoch per `for`, over one pipeline built at the first."""
 
-    def __init__(self, kind, src, batch_size, workers, seed):
+    def __init__(self, kind, src, batch_size, workers, seed, device="cpu"):
         self.kind, self.src = kind, src
         self.batch_size, self.workers, self.seed = batch_size, workers, seed
+        self.device = device
         self.pipe = None
 
     def _build(self):
         if self.kind == "cifar":
-            self.pipe, self.size = _cifar_pipe(self.src, self.batch_size, self.workers, self.seed)
+            self.pipe, self.size = _cifar_pipe(self.src, self.batch_size, self.workers, self.seed,
+                                               self.device)
         else:
-            self.pipe = _imagefolder_pipe(self.src, self.batch_size, self.workers, self.seed)
+            self.pipe = _imagefolder_pipe(self.src, self.batch_size, self.workers, self.seed,
+                                          self.device)
         self.pipe.build()
         if self.kind == "imagefolder":
             self.size = self.pipe.epoch_size("Reader")
+        if self.device != "cpu":
+            from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+            reader = {"reader_name": "Reader"} if self.kind == "imagefolder" else {}
+            self.torch_iter = DALIGenericIterator(
+                self.pipe, ["images", "labels"], last_batch_policy=LastBatchPolicy.PARTIAL,
+                auto_reset=True, **reader)
 
     def __iter__(self):
         if self.pipe is None:
             self._build()
+        if self.device != "cpu":
+            for (batch,) in self.torch_iter:  # one dict a pipeline (one GPU)
+                yield batch["images"], batch["labels"].reshape(-1)
+            return
         if self.kind == "cifar":
             # external_source's generator ends the epoch: run until StopIteration
             # (prefetching has already met it), then reset for the next one.
@@ -136,6 +167,10 @@ class _Loader:
             yield images.as_array()[:take], labels[:take]
 
 
-def loader(kind, out_dir, batch_size, workers, seed):
+# With a GPU, DALI's own pipeline puts the batches there (mixed decoder).
+DEVICE_LOADER = True
+
+
+def loader(kind, out_dir, batch_size, workers, seed, device="cpu"):
     shared.require(NAME, kind, dali, VERSION)
-    return _Loader(kind, shared.read_source(out_dir), batch_size, workers, seed)
+    return _Loader(kind, shared.read_source(out_dir), batch_size, workers, seed, device)

@@ -29,7 +29,13 @@ def convert(kind, src, out_dir, workers):
                     "--threads", str(workers)], check=True)
 
 
-def loader(kind, out_dir, batch_size, workers, seed):
+# With a GPU, the reader's own staging delivers the images to it (docs/python.md,
+# `device`): pinned ring slots copied on the reader's stream.
+DEVICE_LOADER = True
+
+
+def loader(kind, out_dir, batch_size, workers, seed, device="cpu"):
     transform = "cifar-train" if kind == "cifar" else "rrc:224"
+    on_gpu = {} if device == "cpu" else {"device": device, "output": "torch", "copy": False}
     return shardpack.Reader(out_dir, batch_size=batch_size, seed=seed, transform=transform,
-                            threads=workers)
+                            threads=workers, **on_gpu)

@@ -6,7 +6,8 @@
 #   bench/peers/run_peer_bench.sh [--dir DIR] [--repeats N] [--records N]
 #       [--out FILE] [--keep] [--peers a,b,...] [--workers 1,2]
 #       [--drop-all-caches] [--kind cifar|imagefolder|both] [--images N]
-#       [--classes C] [--noise S] [--batch-size B]
+#       [--classes C] [--noise S] [--batch-size B] [--device cpu|cuda]
+#       [--timeout S]
 #
 # 1. bench/peers/setup.sh: build/venv-peers (every peer pinned,
 #    bench/peers/requirements.txt) with shardpack's own cp311 wheel in it.
@@ -29,6 +30,13 @@
 # --out: the markdown table (also printed); default DIR/peer-bench/table.md,
 #   with --kind both DIR/peer-bench/table-KIND.md.
 # --batch-size: default 512 for cifar, 128 for imagefolder.
+# --device cuda: every batch delivered to the GPU (shardpack's GPU staging,
+#   DALI's mixed decoder, else a host copy with torch); needs a CUDA torch in
+#   the venv, so on a GPU machine that has one, point SHARDPACK_PEERS_PYTHON
+#   at its python (the peers and shardpack's wheel installed there) instead
+#   of building build/venv-peers, whose torch is the CPU build.
+# --timeout: seconds one convert or loader run may take (default 600); a run
+#   past it is killed and recorded as an error row.
 # Needs ~250 MB under DIR for cifar, ~6x the JPEGs' bytes for imagefolder
 # (removed at the end unless --keep).
 set -euo pipefail
@@ -48,6 +56,8 @@ images=20000
 classes=100
 noise=8
 batch_size=""
+device=cpu
+timeout=600
 set -- "${extra_args[@]+"${extra_args[@]}"}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -59,6 +69,8 @@ while [[ $# -gt 0 ]]; do
     --classes) classes="$2"; shift 2 ;;
     --noise) noise="$2"; shift 2 ;;
     --batch-size) batch_size="$2"; shift 2 ;;
+    --device) device="$2"; shift 2 ;;
+    --timeout) timeout="$2"; shift 2 ;;
     *) unknown_arg "$1" ;;
   esac
 done
@@ -75,7 +87,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-python="$root/$("$root/bench/peers/setup.sh")"
+if [[ -n ${SHARDPACK_PEERS_PYTHON:-} ]]; then
+  python="$SHARDPACK_PEERS_PYTHON"
+else
+  python="$root/$("$root/bench/peers/setup.sh")"
+fi
 bench="$root/bench/peers/peer_bench.py"
 mkdir -p "$work/src"
 for k in "${kinds[@]}"; do
@@ -102,6 +118,7 @@ for k in "${kinds[@]}"; do
   rm -rf "$work/$k"
   "$python" "$bench" run --kind "$k" --src "$src" --work "$work/$k" --peers "$peers" \
     --workers "$workers" --repeats "$repeats" --batch-size "$bs" --out "$table" \
+    --device "$device" --timeout "$timeout" \
     "${drop_all[@]+"${drop_all[@]}"}"
   echo "run_peer_bench.sh: table written to $table" >&2
 done

@@ -273,6 +273,7 @@ def measure(cmd, cores, timeout):
     child = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc = psutil.Process(child.pid)
     peak = 0
+    timed_out = False
     # Poll the RSS while a thread drains the child's pipes.
     out_err = {}
 
@@ -282,7 +283,8 @@ def measure(cmd, cores, timeout):
     reader.start()
     while reader.is_alive():
         peak = max(peak, tree_rss(proc))
-        if time.perf_counter() - start > timeout:
+        if time.perf_counter() - start > timeout and not timed_out:
+            timed_out = True
             for p in [proc] + proc.children(recursive=True):
                 try:
                     p.kill()
@@ -300,6 +302,9 @@ def measure(cmd, cores, timeout):
     # The last lines of stderr, on one line that a table cell can hold.
     err_tail = " / ".join(line.strip() for line in out_err["err"].strip().splitlines()[-2:])
     err_tail = err_tail.replace("|", "\\|")
+    if timed_out:
+        err_tail = (f"killed after {timeout:.0f} s (--timeout) without finishing"
+                    + (f"; its stderr: {err_tail}" if err_tail else ""))
     if child.returncode not in (0, EXIT_UNSUPPORTED):
         sys.stderr.write(out_err["err"][-3000:])
     return child.returncode, result, err_tail, wall, peak

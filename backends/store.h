@@ -2,8 +2,8 @@
 // reading the records of a shard of any backend.
 //
 //   DatasetWriterOptions o = ...;
-//   SP_RETURN_IF_ERROR(backends::UseBackend(&o, Backend::kLmdb));
-//   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(o));
+//   backends::UseBackend(&o, Backend::kLmdb);
+//   SP_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> writer, DatasetWriter::Create(o));
 //
 // The per-backend readers are in lmdb_store.h and hdf5_store.h.
 #ifndef SHARDPACK_BACKENDS_STORE_H_

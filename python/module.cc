@@ -131,8 +131,8 @@ DLPack, no copy). copy=False (the default): the arrays view the reader's
 ring slot. They stay valid as long as they live, but the batch delivered
 ring_slots steps before must be freed before the next batch can be built
 into its slot: next() raises shardpack.Error rather than wait if it is not.
-ring_slots=0 (the default) chooses 4, or for small batches as many up to 16
-as fit in 32 MiB; the reader's ring_slots property says how many.
+ring_slots=0 (the default): the reader chooses (docs/reader.md,
+ring_slots); the reader's ring_slots property says how many.
 copy=True: owned arrays, nothing to release.
 
 rank / world_size: -1 takes RANK / WORLD_SIZE from the environment (as

@@ -84,16 +84,15 @@ struct CorruptInBatch {
 int WorkerThreads(int requested);
 
 // The ring's slots for ReaderOptions::ring_slots `requested`, batches of
-// `batch_bytes` and `workers` workers: `requested`, or for kAutoRingSlots
-// the larger of
-// - 4, or as many up to 16 as fit in 32 MiB: with small batches (CIFAR's are
-//   1.5 MiB) 4 slots are about a millisecond of the workers' output, and a
-//   consumer that the scheduler holds back that long (three threads on two
-//   cores) stalled them;
-// - workers + 2: each worker builds a whole batch into a slot of its own, so
-//   with fewer slots the rest sit idle (16 workers on 4 slots of 224x224
-//   batches kept 4 cores busy), and two more let the consumer hold one
-//   batch while the next is ready.
+// `batch_bytes` and `workers` (the caller counts a device's buffers among
+// them): `requested`, or kAutoRingSlots' rule (include/shardpack/reader.h,
+// the one statement of it). Why that rule: with small batches (CIFAR's are
+// 1.5 MiB) 4 slots are about a millisecond of the workers' output, and a
+// consumer that the scheduler holds back that long (three threads on two
+// cores) stalled them; each worker builds a whole batch into a slot of its
+// own, so with fewer slots than workers the rest sit idle (16 workers on 4
+// slots of 224x224 batches kept 4 cores busy), and two more let the
+// consumer hold one batch while the next is ready.
 int RingSlotsFor(int requested, uint64_t batch_bytes, int workers);
 
 // A staging slot of the ring.

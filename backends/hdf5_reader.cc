@@ -2,6 +2,7 @@
 // hyperslabs of many rows, one H5Dread per dataset per call.
 #include <sys/stat.h>
 
+#include <cassert>
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -531,6 +532,7 @@ absl::Status ReadSlab(const std::string& path, hid_t dataset, const std::vector<
 
 absl::Status Hdf5ShardReader::ReadRows(uint64_t begin, uint64_t end, uint8_t* images,
                                        int64_t* const* labels) {
+  assert(begin <= end && end <= size());
   auto lock = internal::LockHdf5();
   Files& f = *files_;
   if (images != nullptr) {

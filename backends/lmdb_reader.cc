@@ -1,6 +1,7 @@
 // LmdbShardReader: read-only, lock-free, one read transaction for life.
 #include <lmdb.h>
 
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 
@@ -128,6 +129,7 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
 absl::Status LmdbShardReader::Scan(
     uint64_t begin, uint64_t end,
     absl::FunctionRef<absl::Status(uint64_t index, ByteSpan value)> visit) {
+  assert(begin <= end && end <= size());
   if (begin >= end) return absl::OkStatus();
   // liblmdb trusts its map: a page lost to a shrunk file ends the walk
   // instead of being followed (format/mapping_guard.h).

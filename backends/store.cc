@@ -1,5 +1,6 @@
 #include "backends/store.h"
 
+#include <cassert>
 #include <algorithm>
 #include <new>
 #include <vector>
@@ -19,6 +20,7 @@ class ShardFileScanner : public ShardScanner {
       : file_(std::move(file)), reader_(std::move(reader)) {}
   uint64_t size() const override { return reader_->index().num_records(); }
   absl::Status Scan(uint64_t begin, uint64_t end, ShardRecordVisitor visit) override {
+    assert(begin <= end && end <= size());
     const ShardIndex& index = reader_->index();
     if (begin >= end) return absl::OkStatus();
     for (size_t b = index.BlockOf(begin); b < index.num_blocks(); ++b) {
@@ -46,6 +48,7 @@ class LmdbScanner : public ShardScanner {
   explicit LmdbScanner(std::unique_ptr<LmdbShardReader> reader) : reader_(std::move(reader)) {}
   uint64_t size() const override { return reader_->size(); }
   absl::Status Scan(uint64_t begin, uint64_t end, ShardRecordVisitor visit) override {
+    assert(begin <= end && end <= size());
     return reader_->Scan(begin, end, [&](uint64_t i, ByteSpan value) -> absl::Status {
       SP_ASSIGN_OR_RETURN(Record record, DecodeLmdbValue(value, reader_->path(), i));
       return visit(i, record);
@@ -63,6 +66,7 @@ class Hdf5Scanner : public ShardScanner {
   uint64_t size() const override { return r_->size(); }
   std::string LayoutText() const override { return r_->LayoutText(); }
   absl::Status Scan(uint64_t begin, uint64_t end, ShardRecordVisitor visit) override {
+    assert(begin <= end && end <= size());
     for (uint64_t at = begin; at < end;) {
       uint64_t step_end = std::min(end, (at / r_->chunk_rows() + 1) * r_->chunk_rows());
       // A step's buffers are sized by the file (up to a chunk of 4 GiB rows,

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "codec/bytes.h"
+#include "format/enum_names.h"
 
 namespace shardpack::codec {
 namespace {
@@ -36,52 +37,30 @@ ImageFormat SniffImageFormat(ByteSpan data) {
   return ImageFormat::kUnknown;
 }
 
+namespace {
+using internal::EnumName;
+constexpr EnumName<ImageFormat> kFormatNames[] = {
+    {ImageFormat::kEmpty, "empty"}, {ImageFormat::kUnknown, "unknown"},
+    {ImageFormat::kJpeg, "JPEG"},   {ImageFormat::kPng, "PNG"},
+    {ImageFormat::kWebp, "WebP"},   {ImageFormat::kBmp, "BMP"},
+    {ImageFormat::kTiff, "TIFF"},   {ImageFormat::kPnm, "PNM"},
+    {ImageFormat::kGif, "GIF"}};
+// What a message calls a file of each format.
+constexpr EnumName<ImageFormat> kContentNames[] = {
+    {ImageFormat::kEmpty, "an empty file"}, {ImageFormat::kUnknown, "unknown content"},
+    {ImageFormat::kJpeg, "JPEG image"},     {ImageFormat::kPng, "PNG image"},
+    {ImageFormat::kWebp, "WebP image"},     {ImageFormat::kBmp, "BMP image"},
+    {ImageFormat::kTiff, "TIFF image"},     {ImageFormat::kPnm, "PNM image"},
+    {ImageFormat::kGif, "GIF image"}};
+}  // namespace
+
 std::string_view ImageFormatName(ImageFormat format) {
-  switch (format) {
-    case ImageFormat::kEmpty:
-      return "empty";
-    case ImageFormat::kUnknown:
-      return "unknown";
-    case ImageFormat::kJpeg:
-      return "JPEG";
-    case ImageFormat::kPng:
-      return "PNG";
-    case ImageFormat::kWebp:
-      return "WebP";
-    case ImageFormat::kBmp:
-      return "BMP";
-    case ImageFormat::kTiff:
-      return "TIFF";
-    case ImageFormat::kPnm:
-      return "PNM";
-    case ImageFormat::kGif:
-      return "GIF";
-  }
-  return "unknown";
+  return internal::NameIn(kFormatNames, format);
 }
 
 std::string_view ImageContentName(ImageFormat format) {
-  switch (format) {
-    case ImageFormat::kEmpty:
-      return "an empty file";
-    case ImageFormat::kUnknown:
-      return "unknown content";
-    case ImageFormat::kJpeg:
-      return "JPEG image";
-    case ImageFormat::kPng:
-      return "PNG image";
-    case ImageFormat::kWebp:
-      return "WebP image";
-    case ImageFormat::kBmp:
-      return "BMP image";
-    case ImageFormat::kTiff:
-      return "TIFF image";
-    case ImageFormat::kPnm:
-      return "PNM image";
-    case ImageFormat::kGif:
-      return "GIF image";
-  }
-  return "unknown content";
+  const std::string_view name = internal::NameIn(kContentNames, format);
+  return name == "unknown" ? "unknown content" : name;
 }
 
 }  // namespace shardpack::codec

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "codec/bytes.h"
 #include "codec/image_format.h"
+#include "format/enum_names.h"
 #include "format/errors.h"
 
 namespace shardpack::codec {
@@ -221,20 +222,15 @@ bool HasEoi(ByteSpan data, uint64_t sos) {
 
 }  // namespace
 
+namespace {
+constexpr internal::EnumName<JpegColorSpace> kColorSpaces[] = {
+    {JpegColorSpace::kGray, "gray"}, {JpegColorSpace::kYCbCr, "ycbcr"},
+    {JpegColorSpace::kRGB, "rgb"},   {JpegColorSpace::kCMYK, "cmyk"},
+    {JpegColorSpace::kYCCK, "ycck"}};
+}  // namespace
+
 std::string_view JpegColorSpaceName(JpegColorSpace c) {
-  switch (c) {
-    case JpegColorSpace::kGray:
-      return "gray";
-    case JpegColorSpace::kYCbCr:
-      return "ycbcr";
-    case JpegColorSpace::kRGB:
-      return "rgb";
-    case JpegColorSpace::kCMYK:
-      return "cmyk";
-    case JpegColorSpace::kYCCK:
-      return "ycck";
-  }
-  return "unknown";
+  return internal::NameIn(kColorSpaces, c);
 }
 
 absl::StatusOr<JpegInfo> ProbeJpeg(ByteSpan data, std::string_view name,

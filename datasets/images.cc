@@ -21,6 +21,7 @@
 #include "codec/jpeg_probe.h"
 #include "codec/jpeg_restart.h"
 #include "codec/transcode.h"
+#include "format/enum_names.h"
 #include "format/errors.h"
 #include "format/posix_io.h"
 #include "format/posix_open.h"
@@ -486,27 +487,18 @@ std::string NormalizeRoot(const ImageOptions& o) {
 
 }  // namespace
 
-std::string_view ImageModeName(ImageMode mode) {
-  switch (mode) {
-    case ImageMode::kPassthrough:
-      return "passthrough";
-    case ImageMode::kReencode:
-      return "reencode";
-    case ImageMode::kRaw:
-      return "raw";
-  }
-  return "unknown";
-}
+namespace {
+constexpr internal::EnumName<ImageMode> kImageModes[] = {{ImageMode::kPassthrough, "passthrough"},
+                                                        {ImageMode::kReencode, "reencode"},
+                                                        {ImageMode::kRaw, "raw"}};
+constexpr internal::EnumName<NonJpeg> kNonJpeg[] = {{NonJpeg::kConvert, "convert"},
+                                                    {NonJpeg::kSkip, "skip"}};
+}  // namespace
 
-std::string_view NonJpegName(NonJpeg policy) {
-  return policy == NonJpeg::kSkip ? "skip" : "convert";
-}
-
-std::optional<ImageMode> ParseImageMode(std::string_view name) {
-  for (ImageMode m : {ImageMode::kPassthrough, ImageMode::kReencode, ImageMode::kRaw}) {
-    if (name == ImageModeName(m)) return m;
-  }
-  return std::nullopt;
+std::string_view ImageModeName(ImageMode mode) { return internal::NameIn(kImageModes, mode); }
+std::string_view NonJpegName(NonJpeg policy) { return internal::NameIn(kNonJpeg, policy); }
+absl::StatusOr<ImageMode> ParseImageMode(std::string_view name) {
+  return internal::ParseIn(kImageModes, "image mode", name);
 }
 
 absl::StatusOr<std::unique_ptr<Source>> OpenImages(const ImageOptions& options) {

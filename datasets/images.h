@@ -43,7 +43,8 @@ std::string_view NonJpegName(NonJpeg policy);
 
 // "passthrough", "reencode", "raw".
 std::string_view ImageModeName(ImageMode mode);
-std::optional<ImageMode> ParseImageMode(std::string_view name);
+// InvalidArgumentError listing the names for any other name.
+absl::StatusOr<ImageMode> ParseImageMode(std::string_view name);
 
 struct ImageOptions {
   // ImageFolder layout: root/<class>/<...>/<file>. Classes are the

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "format/enum_names.h"
 #include "format/errors.h"
 #include "format/status_macros.h"
 #include "format/utf8.h"
@@ -90,10 +91,10 @@ absl::StatusOr<Schema> ParseSchema(const Json& j, const std::string& where) {
   Schema schema;
   SP_ASSIGN_OR_RETURN(std::string encoding, f.String("encoding"));
   SP_ASSIGN_OR_RETURN(std::string layout, f.String("layout"));
-  auto e = ParseEncoding(encoding);
-  auto l = ParseLayout(layout);
-  if (!e) return f.Error("encoding", absl::StrCat("unknown encoding '", encoding, "'"));
-  if (!l) return f.Error("layout", absl::StrCat("unknown layout '", layout, "'"));
+  absl::StatusOr<Encoding> e = ParseEncoding(encoding);
+  if (!e.ok()) return f.Error("encoding", std::string(e.status().message()));
+  absl::StatusOr<Layout> l = ParseLayout(layout);
+  if (!l.ok()) return f.Error("layout", std::string(l.status().message()));
   schema.image.encoding = *e;
   schema.image.layout = *l;
   SP_ASSIGN_OR_RETURN(uint64_t height, f.Unsigned("height", UINT32_MAX));
@@ -175,8 +176,8 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
         kManifestMajorVersion, ".x)"));
   }
   SP_ASSIGN_OR_RETURN(std::string backend, f.String("backend"));
-  const std::optional<Backend> parsed = ParseBackend(backend);
-  if (!parsed) return f.Error("backend", absl::StrCat("unknown backend '", backend, "'"));
+  absl::StatusOr<Backend> parsed = ParseBackend(backend);
+  if (!parsed.ok()) return f.Error("backend", std::string(parsed.status().message()));
   m.backend = *parsed;
   SP_ASSIGN_OR_RETURN(const Json* schema, f.Get("schema", Json::value_t::object));
   SP_ASSIGN_OR_RETURN(m.schema, ParseSchema(*schema, name + ".schema"));
@@ -238,20 +239,15 @@ absl::Status CheckSchemaNames(const Schema& schema) {
   return absl::OkStatus();
 }
 
-std::string_view BackendName(Backend b) {
-  switch (b) {
-    case Backend::kShard: return "shard";
-    case Backend::kLmdb: return "lmdb";
-    case Backend::kHdf5: return "hdf5";
-  }
-  return "unknown";
-}
+namespace {
+constexpr internal::EnumName<Backend> kBackendNames[] = {
+    {Backend::kShard, "shard"}, {Backend::kLmdb, "lmdb"}, {Backend::kHdf5, "hdf5"}};
+static_assert(std::size(kBackendNames) == std::size(kBackends));
+}  // namespace
 
-std::optional<Backend> ParseBackend(std::string_view name) {
-  for (Backend b : kBackends) {
-    if (BackendName(b) == name) return b;
-  }
-  return std::nullopt;
+std::string_view BackendName(Backend b) { return internal::NameIn(kBackendNames, b); }
+absl::StatusOr<Backend> ParseBackend(std::string_view name) {
+  return internal::ParseIn(kBackendNames, "backend", name);
 }
 
 uint64_t Manifest::records() const {

@@ -1,35 +1,34 @@
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "shardpack/record.h"
 
+#include "format/enum_names.h"
+
 namespace shardpack {
 
-std::string_view EncodingName(Encoding e) {
-  switch (e) {
-    case Encoding::kRaw: return "raw";
-    case Encoding::kJpeg: return "jpeg";
-  }
-  return "unknown";
+namespace {
+
+using internal::EnumName;
+constexpr EnumName<Encoding> kEncodings[] = {{Encoding::kRaw, "raw"}, {Encoding::kJpeg, "jpeg"}};
+constexpr EnumName<Layout> kLayouts[] = {{Layout::kHWC, "hwc"}, {Layout::kCHW, "chw"}};
+
+}  // namespace
+
+std::string_view EncodingName(Encoding e) { return internal::NameIn(kEncodings, e); }
+std::string_view LayoutName(Layout l) { return internal::NameIn(kLayouts, l); }
+absl::StatusOr<Encoding> ParseEncoding(std::string_view name) {
+  return internal::ParseIn(kEncodings, "encoding", name);
+}
+absl::StatusOr<Layout> ParseLayout(std::string_view name) {
+  return internal::ParseIn(kLayouts, "layout", name);
 }
 
-std::string_view LayoutName(Layout l) {
-  switch (l) {
-    case Layout::kHWC: return "hwc";
-    case Layout::kCHW: return "chw";
-  }
-  return "unknown";
-}
-
-std::optional<Encoding> ParseEncoding(std::string_view name) {
-  if (name == "raw") return Encoding::kRaw;
-  if (name == "jpeg") return Encoding::kJpeg;
-  return std::nullopt;
-}
-
-std::optional<Layout> ParseLayout(std::string_view name) {
-  if (name == "hwc") return Layout::kHWC;
-  if (name == "chw") return Layout::kCHW;
-  return std::nullopt;
+void Labels::Full() {
+  std::fprintf(stderr, "shardpack: Labels::push_back on a full Labels (kMaxLabels = %d): a bug of "
+               "the caller's\n", kMaxLabels);
+  std::abort();
 }
 
 bool SameContents(const Record& a, const Record& b) {

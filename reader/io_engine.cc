@@ -17,6 +17,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -70,6 +71,7 @@ class QueuedEngine : public EngineBase {
   }
 
   IoCompletion Wait() final {
+    assert(!queue_.empty());
     IoRequest r = queue_.front();
     queue_.pop_front();
     absl::Status status = CheckRange(r);

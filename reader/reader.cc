@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/rng.h"
+#include "format/enum_names.h"
 #include "format/errors.h"
 #include "reader/dataset_units.h"
 #include "reader/options.h"
@@ -660,34 +661,18 @@ int Batch::skipped() const { return slot_->ring->skipped; }
 
 // ---- Option names -----------------------------------------------------------
 
+// Option values, given by people, parse in any case (format/enum_names.h).
 namespace {
 
-// An option enum's names, in declaration order.
+using internal::Case;
+using internal::NameIn;
 template <typename E>
-using Name = std::pair<E, std::string_view>;
+using Name = internal::EnumName<E>;
 
 template <typename E, size_t N>
-std::string_view NameIn(const Name<E> (&names)[N], E e) {
-  for (const auto& [value, name] : names) {
-    if (value == e) return name;
-  }
-  return "unknown";
-}
-
-// The value named `name` (in any case), or an error listing the names.
-template <typename E, size_t N>
-absl::StatusOr<E> ParseIn(const Name<E> (&names)[N], std::string_view what,
-                          std::string_view name) {
-  std::string listed;
-  for (const auto& [value, n] : names) {
-    if (absl::EqualsIgnoreCase(absl::string_view(n.data(), n.size()),
-                               absl::string_view(name.data(), name.size()))) {
-      return value;
-    }
-    listed += (listed.empty() ? "" : ", ") + std::string(n);
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown ", AsAbsl(what), " '",
-                                                 internal::Excerpt(name), "' (", listed, ")"));
+absl::StatusOr<E> ParseOption(const Name<E> (&names)[N], std::string_view what,
+                              std::string_view name) {
+  return internal::ParseIn(names, what, name, Case::kAny);
 }
 
 constexpr Name<IoEngine> kIoEngines[] = {{IoEngine::kAuto, "auto"},
@@ -710,25 +695,25 @@ constexpr Name<OnCorrupt> kOnCorrupt[] = {{OnCorrupt::kError, "error"},
 
 std::string_view IoEngineName(IoEngine e) { return NameIn(kIoEngines, e); }
 absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name) {
-  return ParseIn(kIoEngines, "I/O engine", name);
+  return ParseOption(kIoEngines, "I/O engine", name);
 }
 std::string_view OutputLayoutName(OutputLayout l) { return NameIn(kLayouts, l); }
 absl::StatusOr<OutputLayout> ParseOutputLayout(std::string_view name) {
-  return ParseIn(kLayouts, "layout", name);
+  return ParseOption(kLayouts, "layout", name);
 }
 std::string_view DTypeName(DType d) { return NameIn(kDTypes, d); }
-absl::StatusOr<DType> ParseDType(std::string_view name) { return ParseIn(kDTypes, "dtype", name); }
+absl::StatusOr<DType> ParseDType(std::string_view name) { return ParseOption(kDTypes, "dtype", name); }
 std::string_view DeviceDTypeName(DeviceDType d) { return NameIn(kDeviceDTypes, d); }
 absl::StatusOr<DeviceDType> ParseDeviceDType(std::string_view name) {
-  return ParseIn(kDeviceDTypes, "device dtype", name);
+  return ParseOption(kDeviceDTypes, "device dtype", name);
 }
 std::string_view RemainderName(Remainder r) { return NameIn(kRemainders, r); }
 absl::StatusOr<Remainder> ParseRemainder(std::string_view name) {
-  return ParseIn(kRemainders, "remainder", name);
+  return ParseOption(kRemainders, "remainder", name);
 }
 std::string_view OnCorruptName(OnCorrupt c) { return NameIn(kOnCorrupt, c); }
 absl::StatusOr<OnCorrupt> ParseOnCorrupt(std::string_view name) {
-  return ParseIn(kOnCorrupt, "on_corrupt", name);
+  return ParseOption(kOnCorrupt, "on_corrupt", name);
 }
 
 absl::StatusOr<Transform> ParseTransform(std::string_view text) {

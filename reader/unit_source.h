@@ -9,6 +9,7 @@
 #ifndef SHARDPACK_READER_UNIT_SOURCE_H_
 #define SHARDPACK_READER_UNIT_SOURCE_H_
 
+#include <cassert>
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -74,16 +75,23 @@ class SyncUnitSource : public UnitSource {
  public:
   size_t max_in_flight() const override { return 1; }
   absl::Status Submit(uint32_t u, uint8_t* buffer) final {
+    assert(!pending_);
     done_ = {u, Load(u, buffer)};
+    pending_ = true;
     return absl::OkStatus();
   }
-  UnitLoad Wait() final { return std::move(done_); }
+  UnitLoad Wait() final {
+    assert(pending_);
+    pending_ = false;
+    return std::move(done_);
+  }
 
  protected:
   virtual absl::StatusOr<UnitView> Load(uint32_t u, uint8_t* buffer) = 0;
 
  private:
   UnitLoad done_;
+  bool pending_ = false;  // done_ is a load not yet handed back
 };
 
 // Cuts rows [0, rows) of shard `file` into units of `rows_per_unit` rows

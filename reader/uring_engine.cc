@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include <array>
+#include <cassert>
 #include <cstring>
 #include <utility>
 
@@ -204,6 +205,7 @@ void UringIo::Apply(uint64_t seq, int res) {
 }
 
 IoCompletion UringIo::Wait() {
+  assert(head_ < tail_);  // else Reap() would wait forever
   Slot& s = SlotOf(head_);
   while (!s.complete) Reap();
   ++head_;

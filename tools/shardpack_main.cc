@@ -1,4 +1,5 @@
-// shardpack: CIFAR binaries and JPEG folders into sharded datasets.
+// shardpack: image folders, list files and CIFAR-10/100 binaries into sharded
+// datasets (.shard, LMDB or HDF5); merge parts, convert between backends.
 //
 //   shardpack cifar INPUT... -o OUT [--cifar 10|100] [--split train|test] ...
 //   shardpack images ROOT -o OUT [--mode passthrough|reencode|raw] ...
@@ -123,7 +124,7 @@ absl::Status ParseShardFlags(const std::string& format, const std::string& block
     return absl::InvalidArgumentError(
         absl::StrCat("--compress applies to --format shard only, not ", format));
   }
-  backends::UseBackend(w, *ParseBackend(format));
+  backends::UseBackend(w, *ParseBackend(format));  // a CLI choice: valid
   return absl::OkStatus();
 }
 
@@ -258,7 +259,7 @@ CLI::App* AddCifarCommand(CLI::App& app, CifarCommand* c) {
 }
 
 int RunCifar(CifarCommand& c) {
-  c.cifar.layout = *ParseLayout(c.layout);
+  c.cifar.layout = *ParseLayout(c.layout);  // a CLI choice: valid
   c.cifar.on_error = OnErrorOf(c.flags);
   std::vector<pack::InputPath> inputs;
   for (const std::string& input : c.cifar.inputs) inputs.push_back({input});
@@ -395,7 +396,7 @@ int RunMerge(const MergeCommand& c) {
   o.output = c.output;
   o.overwrite = c.overwrite;
   o.check_only = c.check;
-  if (!c.format.empty()) o.backend = ParseBackend(c.format);
+  if (!c.format.empty()) o.backend = *ParseBackend(c.format);  // a CLI choice: valid
   if (c.verbose) {
     cli::PrintLine(stderr, absl::StrCat(kTool, ": ", c.check ? "checking " : "merging ",
                                         c.parts.size(), " parts", c.check ? "" : " into ",
@@ -460,7 +461,9 @@ int RunConvert(ConvertCommand& c) {
 
 int main(int argc, char** argv) {
   using namespace shardpack;
-  CLI::App app{"shardpack: pack CIFAR binaries and JPEG folders into sharded datasets"};
+  CLI::App app{
+      "shardpack: pack image folders, list files and CIFAR binaries into sharded datasets "
+      "(.shard, LMDB, HDF5)"};
   app.set_version_flag("--version", "shardpack " SHARDPACK_VERSION);
   app.require_subcommand(1);
   bool verbose = false;  // -v before the command

@@ -28,8 +28,9 @@ enum class Backend { kShard, kLmdb, kHdf5 };
 // Every backend, in the order the tools list them.
 inline constexpr Backend kBackends[] = {Backend::kShard, Backend::kLmdb, Backend::kHdf5};
 std::string_view BackendName(Backend b);  // "shard", "lmdb", "hdf5"
-// The inverse of BackendName; nullopt for any other name.
-std::optional<Backend> ParseBackend(std::string_view name);
+// The inverse of BackendName: InvalidArgumentError listing the names for any
+// other name.
+absl::StatusOr<Backend> ParseBackend(std::string_view name);
 
 // One label field of the schema; record.labels[i] belongs to field i.
 struct LabelField {

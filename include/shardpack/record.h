@@ -12,9 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <optional>
 #include <span>
 #include <string_view>
+
+#include "absl/status/statusor.h"
 
 namespace shardpack {
 
@@ -34,8 +35,9 @@ enum class Layout : uint8_t {
 
 std::string_view EncodingName(Encoding e);  // "raw", "jpeg"
 std::string_view LayoutName(Layout l);      // "hwc", "chw"
-std::optional<Encoding> ParseEncoding(std::string_view name);
-std::optional<Layout> ParseLayout(std::string_view name);
+// The inverses: InvalidArgumentError listing the names for any other name.
+absl::StatusOr<Encoding> ParseEncoding(std::string_view name);
+absl::StatusOr<Layout> ParseLayout(std::string_view name);
 
 // Most labels a record may carry (CIFAR-100 uses two: fine and coarse).
 inline constexpr int kMaxLabels = 8;
@@ -49,7 +51,12 @@ class Labels {
     for (int64_t v : values) push_back(v);
   }
   // Precondition: size() < kMaxLabels (checked by callers that take input).
-  void push_back(int64_t v) { values_[size_++] = v; }
+  // Breaking it is a bug of the caller's: the process stops with a message
+  // (in every build) rather than write past the array.
+  void push_back(int64_t v) {
+    if (size_ >= kMaxLabels) [[unlikely]] Full();
+    values_[size_++] = v;
+  }
   int size() const { return size_; }
   bool empty() const { return size_ == 0; }
   int64_t operator[](int i) const { return values_[i]; }
@@ -64,6 +71,8 @@ class Labels {
   }
 
  private:
+  [[noreturn]] static void Full();  // prints the broken precondition and aborts
+
   std::array<int64_t, kMaxLabels> values_{};
   uint8_t size_ = 0;
 };

@@ -490,9 +490,11 @@ TEST(ImagesModeTest, BadOptions) {
 
 TEST(ImagesModeTest, ModeNames) {
   for (ImageMode m : {ImageMode::kPassthrough, ImageMode::kReencode, ImageMode::kRaw}) {
-    EXPECT_EQ(ParseImageMode(ImageModeName(m)), m);
+    EXPECT_EQ(*ParseImageMode(ImageModeName(m)), m);
   }
-  EXPECT_EQ(ParseImageMode("jpeg"), std::nullopt);
+  EXPECT_THAT(ParseImageMode("jpeg"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown image mode 'jpeg' (passthrough, reencode, raw)")));
 }
 
 TEST(ImagesModeTest, WorkerReusesItsRecord) {

@@ -44,6 +44,11 @@ struct Batch::Slot {
 class Reader::Impl {
  public:
   ~Impl() { Stop(); }
+  // A Reader around an initialized Impl (a nested class may call Reader's
+  // private constructor; the public header names no test hook).
+  static std::unique_ptr<Reader> Wrap(std::unique_ptr<Impl> impl) {
+    return std::unique_ptr<Reader>(new Reader(std::move(impl)));
+  }
   // `engine`: the copy engine to stage batches through (tests), else one is
   // made for options.device when it is >= 0.
   absl::Status Init(const ReaderOptions& options, std::unique_ptr<internal::CopyEngine> engine);
@@ -587,14 +592,14 @@ Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Reader::~Reader() = default;
 
 absl::StatusOr<std::unique_ptr<Reader>> Reader::Open(const ReaderOptions& options) {
-  return internal::ReaderAccess::Open(options, nullptr);
+  return internal::OpenReaderWithEngine(options, nullptr);
 }
 
-absl::StatusOr<std::unique_ptr<Reader>> internal::ReaderAccess::Open(
+absl::StatusOr<std::unique_ptr<Reader>> internal::OpenReaderWithEngine(
     const ReaderOptions& options, std::unique_ptr<CopyEngine> engine) {
   auto impl = std::make_unique<Reader::Impl>();
   SP_RETURN_IF_ERROR(impl->Init(options, std::move(engine)));
-  return std::unique_ptr<Reader>(new Reader(std::move(impl)));
+  return Reader::Impl::Wrap(std::move(impl));
 }
 
 absl::StatusOr<Batch> Reader::Next() { return impl_->Next(this, internal::kNoTimeout); }

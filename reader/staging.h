@@ -93,6 +93,12 @@ class CopyEngine {
 // The CUDA engine on `device`, or the reason there is none (CUDA not built
 // in, no driver, no such device). `consumer_stream` as in ReaderOptions.
 absl::StatusOr<std::unique_ptr<CopyEngine>> MakeCudaCopyEngine(int device, void* consumer_stream);
+
+// Reader::Open with the GPU staging copying through `engine` (tests: a fake
+// engine) instead of the CUDA one made for options.device; with a null
+// engine, Reader::Open itself.
+absl::StatusOr<std::unique_ptr<Reader>> OpenReaderWithEngine(const ReaderOptions& options,
+                                                             std::unique_ptr<CopyEngine> engine);
 // Copies `bytes` of device memory to the host (tests); Unimplemented without CUDA.
 absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes);
 

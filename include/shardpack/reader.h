@@ -286,9 +286,6 @@ struct ReaderStats {
 };
 
 class Reader;
-namespace internal {
-struct ReaderAccess;  // tests and benchmarks: a reader on a given copy engine
-}  // namespace internal
 
 // A finished batch in a staging slot. Move-only; destroying it returns the
 // slot to the ring. Views are valid while the Batch lives. Batch k is built
@@ -412,10 +409,11 @@ class Reader {
 
   ReaderStats stats() const;
 
+  // The implementation (reader/reader.cc); complete only there.
+  class Impl;
+
  private:
   friend class Batch;
-  friend struct internal::ReaderAccess;
-  class Impl;
   explicit Reader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -241,7 +241,7 @@ class StagingTest : public ::testing::Test {
                                                           std::shared_ptr<FakeLog> log,
                                                           milliseconds delay, int fail = -1) {
     o.device = 0;
-    return ReaderAccess::Open(o, std::make_unique<FakeCopyEngine>(log, delay, fail));
+    return OpenReaderWithEngine(o, std::make_unique<FakeCopyEngine>(log, delay, fail));
   }
 
   testing::TempDir dir_;

@@ -34,8 +34,9 @@ def convert(kind, src, out_dir, workers):
 DEVICE_LOADER = True
 
 
-def loader(kind, out_dir, batch_size, workers, seed, device="cpu"):
+def loader(kind, out_dir, batch_size, workers, seed, device="cpu", **options):
+    """`options`: more Reader options (peer_shardpack_32m.py: shuffle_bytes)."""
     transform = "cifar-train" if kind == "cifar" else "rrc:224"
     on_gpu = {} if device == "cpu" else {"device": device, "output": "torch", "copy": False}
     return shardpack.Reader(out_dir, batch_size=batch_size, seed=seed, transform=transform,
-                            threads=workers, **on_gpu)
+                            threads=workers, **on_gpu, **options)

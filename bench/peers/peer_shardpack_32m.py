@@ -7,8 +7,6 @@ jittered sort (docs/reader.md, "Shuffle"), and the first batch waits for a
 few blocks. The row shows what that costs in shuffle quality on the
 pack-time-shuffled dataset."""
 
-import shardpack
-
 import peer_shardpack
 
 NAME = "shardpack-32m"
@@ -21,7 +19,5 @@ convert = peer_shardpack.convert
 
 
 def loader(kind, out_dir, batch_size, workers, seed, device="cpu"):
-    transform = "cifar-train" if kind == "cifar" else "rrc:224"
-    on_gpu = {} if device == "cpu" else {"device": device, "output": "torch", "copy": False}
-    return shardpack.Reader(out_dir, batch_size=batch_size, seed=seed, transform=transform,
-                            threads=workers, shuffle_bytes=SHUFFLE_BYTES, **on_gpu)
+    return peer_shardpack.loader(kind, out_dir, batch_size, workers, seed, device,
+                                 shuffle_bytes=SHUFFLE_BYTES)

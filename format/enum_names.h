@@ -48,12 +48,14 @@ constexpr std::string_view NameIn(const EnumName<E> (&names)[N], E e) {
 template <typename E, size_t N>
 absl::StatusOr<E> ParseIn(const EnumName<E> (&names)[N], std::string_view what,
                           std::string_view name, Case match = Case::kExact) {
-  std::string listed;
   for (const auto& [value, n] : names) {
     if (match == Case::kExact ? n == name : absl::EqualsIgnoreCase(AsAbsl(n), AsAbsl(name))) {
       return value;
     }
-    absl::StrAppend(&listed, listed.empty() ? "" : ", ", AsAbsl(n));
+  }
+  std::string listed;  // only for the error
+  for (const auto& entry : names) {
+    absl::StrAppend(&listed, listed.empty() ? "" : ", ", AsAbsl(entry.name));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown ", AsAbsl(what), " '", Excerpt(name), "' (", listed, ")"));

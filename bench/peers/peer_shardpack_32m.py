@@ -14,7 +14,7 @@ VERSION = peer_shardpack.VERSION
 SHUFFLE_BYTES = 32 << 20
 SETTINGS = peer_shardpack.SETTINGS.replace("default ring and shuffle_bytes",
                                            "default ring, shuffle_bytes=32 MiB")
-DEVICE_LOADER = True
+DEVICE_LOADER = peer_shardpack.DEVICE_LOADER
 convert = peer_shardpack.convert
 
 

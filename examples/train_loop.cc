@@ -100,7 +100,7 @@ absl::Status Train(const Args& a) {
     std::printf("  checkpoint: seed %llu epoch %llu batch %llu\n",
                 static_cast<unsigned long long>(state.seed),
                 static_cast<unsigned long long>(state.epoch),
-                static_cast<unsigned long long>(state.batch));
+                static_cast<unsigned long long>(state.segment.batches));
   }
   const shardpack::ReaderStats s = reader.stats();
   std::printf("samples %llu, checksum %lld, waits: io %.3f s, transform %.3f s, consumer %.3f s\n",

@@ -250,9 +250,9 @@ py::tuple PyReader::Next() {
 void PyReader::SetEpoch(uint64_t epoch) {
   assert(epoch <= kMaxEpoch);  // module.cc checks the argument
   ReaderState now = core_->reader().state();
-  if (now.epoch == epoch && now.batch == 0 && now.earlier.empty()) return;
+  if (now.epoch == epoch && now.segment.batches == 0 && now.earlier.empty()) return;
   now.epoch = epoch;  // this reader's own options: an ordinary epoch
-  now.batch = 0;
+  now.segment.batches = 0;
   now.earlier.clear();
   LoadState(now);
 }
@@ -386,9 +386,10 @@ py::dict PyReader::StateDict() const {
   py::dict d;
   d["seed"] = s.seed;
   d["epoch"] = s.epoch;
-  d["batch"] = s.batch;
+  d["batch"] = s.segment.batches;
   d["fingerprint"] = FormatFingerprint(s.fingerprint);
-  PutPlan(d, s.world_size, s.batch_size, s.remainder, s.shuffle, s.shuffle_bytes);
+  const ReadSegment& mine = s.segment;
+  PutPlan(d, mine.world_size, mine.batch_size, mine.remainder, mine.shuffle, mine.shuffle_bytes);
   py::list earlier;
   for (const ReadSegment& e : s.earlier) {
     py::dict seg;
@@ -407,19 +408,15 @@ void PyReader::LoadStateDict(const py::object& object) {
   ReaderState s;
   s.seed = StateUint(state, "seed", where);
   s.epoch = StateUint(state, "epoch", where, kMaxEpoch);
-  s.batch = StateUint(state, "batch", where);
+  const uint64_t batch = StateUint(state, "batch", where);
   py::object fp = StateItem(state, "fingerprint", where);
   const std::string text = Utf8Of(fp).value_or("");
   if (text.size() != 16 || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
     BadState("state_dict['fingerprint']", fp, "16 lowercase hex digits");
   }
   s.fingerprint = std::stoull(text, nullptr, 16);  // 16 hex digits: cannot throw
-  ReadSegment mine = StateSegment(state, where);
-  s.world_size = mine.world_size;
-  s.batch_size = mine.batch_size;
-  s.remainder = mine.remainder;
-  s.shuffle = mine.shuffle;
-  s.shuffle_bytes = mine.shuffle_bytes;
+  s.segment = StateSegment(state, where);
+  s.segment.batches = batch;
   py::object earlier = StateItem(state, "earlier", where);
   if (!py::isinstance<py::list>(earlier) || py::len(earlier) > kMaxStateSegments) {
     BadState("state_dict['earlier']", earlier,

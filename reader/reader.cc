@@ -88,8 +88,7 @@ class Reader::Impl {
   void Stop();
   // The segments `state` says its epoch was read in, oldest first, ending
   // with the state's own; InvalidArgumentError naming a bad field.
-  absl::StatusOr<std::vector<internal::PlanSegment>> SegmentsOf(const ReaderState& state) const;
-  internal::PlanOptions PlanOf(const ReadSegment& segment) const;
+  absl::StatusOr<std::vector<ReadSegment>> SegmentsOf(const ReaderState& state) const;
 
   ReaderOptions options_;
   internal::PlanOptions plan_;
@@ -193,7 +192,7 @@ absl::Status ResolveRank(ReaderOptions* o) {
 
 // The plan options of `o`, whose rank and world size are resolved.
 internal::PlanOptions PlanOptionsOf(const ReaderOptions& o) {
-  return {o.shuffle, o.seed, o.rank, o.world_size, o.batch_size, o.remainder, o.shuffle_bytes};
+  return internal::PlanOf(internal::SegmentOf(o), o.seed, o.rank);
 }
 
 absl::Status CheckOptions(const ReaderOptions& o) {
@@ -454,26 +453,10 @@ void Reader::Impl::GiveBack(Batch::Slot* slot) {
 }
 
 ReaderState Reader::Impl::state() const {
-  ReaderState s;
-  s.seed = options_.seed;
-  s.epoch = epoch_;
-  s.batch = batch_;
-  s.fingerprint = fingerprint_;
-  s.world_size = options_.world_size;
-  s.batch_size = options_.batch_size;
-  s.remainder = options_.remainder;
-  s.shuffle = options_.shuffle;
-  s.shuffle_bytes = options_.shuffle_bytes;
-  s.earlier = earlier_;
-  return s;
+  return {options_.seed, epoch_, fingerprint_, internal::SegmentOf(options_, batch_), earlier_};
 }
 
-internal::PlanOptions Reader::Impl::PlanOf(const ReadSegment& segment) const {
-  return {segment.shuffle,    options_.seed,     0, segment.world_size,
-          segment.batch_size, segment.remainder, segment.shuffle_bytes};
-}
-
-absl::StatusOr<std::vector<internal::PlanSegment>> Reader::Impl::SegmentsOf(
+absl::StatusOr<std::vector<ReadSegment>> Reader::Impl::SegmentsOf(
     const ReaderState& state) const {
   if (state.fingerprint != fingerprint_) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -496,9 +479,7 @@ absl::StatusOr<std::vector<internal::PlanSegment>> Reader::Impl::SegmentsOf(
                                                    kMaxStateSegments, ")"));
   }
   std::vector<ReadSegment> all = state.earlier;
-  all.push_back({state.world_size, state.batch_size, state.remainder, state.shuffle,
-                 state.shuffle_bytes, state.batch});
-  std::vector<internal::PlanSegment> segments;
+  all.push_back(state.segment);
   for (size_t i = 0; i < all.size(); ++i) {
     const ReadSegment& e = all[i];
     const std::string field =
@@ -516,30 +497,29 @@ absl::StatusOr<std::vector<internal::PlanSegment>> Reader::Impl::SegmentsOf(
       return absl::InvalidArgumentError(absl::StrCat(
           field, "remainder ", static_cast<int>(e.remainder), " is not drop, partial or pad"));
     }
-    segments.push_back({PlanOf(e), e.batches});
   }
-  return segments;
+  return all;
 }
 
 absl::Status Reader::Impl::Restore(const ReaderState& state) {
   if (outstanding_.load(std::memory_order_acquire) > 0) {
     return absl::FailedPreconditionError("destroy every Batch before Restore");
   }
-  SP_ASSIGN_OR_RETURN(std::vector<internal::PlanSegment> segments, SegmentsOf(state));
+  SP_ASSIGN_OR_RETURN(std::vector<ReadSegment> segments, SegmentsOf(state));
   // The state's own segment goes on when this reader's plan options are its
   // options; otherwise it is finished (an elastic resume), or dropped when
   // it delivered nothing.
-  const internal::PlanSegment& theirs = segments.back();
-  const bool same = PlanOf({options_.world_size, options_.batch_size, options_.remainder,
-                            options_.shuffle, options_.shuffle_bytes, 0}) == theirs.options;
-  if (same || state.batch == 0) segments.pop_back();
+  const uint64_t delivered = state.segment.batches;
+  const bool same = internal::SegmentOf(options_, delivered) == state.segment;
+  if (same || delivered == 0) segments.pop_back();
   std::shared_ptr<const internal::EpochRest> rest;
   if (!segments.empty()) {
     SP_ASSIGN_OR_RETURN(internal::EpochRest r,
-                        internal::RestOfEpoch(dataset_.source->units(), segments, state.epoch));
+                        internal::RestOfEpoch(dataset_.source->units(), segments, options_.seed,
+                                              state.epoch));
     rest = std::make_shared<const internal::EpochRest>(std::move(r));
   }
-  const uint64_t batch = same ? state.batch : 0;
+  const uint64_t batch = same ? delivered : 0;
   const uint64_t batches = rest != nullptr ? internal::BatchesPerEpoch(rest->count, plan_)
                                            : pipeline_->batches_per_epoch();
   if (batch > batches) {
@@ -552,11 +532,7 @@ absl::Status Reader::Impl::Restore(const ReaderState& state) {
   batch_ = batch;
   last_epoch_ended_ = false;
   epoch_batches_ = batches;
-  earlier_.clear();
-  for (const internal::PlanSegment& p : segments) {
-    earlier_.push_back({p.options.world_size, p.options.batch_size, p.options.remainder,
-                        p.options.shuffle, p.options.budget_bytes, p.batches});
-  }
+  earlier_ = std::move(segments);
   rest_ = std::move(rest);
   seq_ = 0;
   return absl::OkStatus();

@@ -218,9 +218,12 @@ struct ReaderOptions {
   void* consumer_stream = nullptr;
 };
 
-// A stretch of an epoch read with the given plan options: the world size
+// A stretch of an epoch read with one set of plan options: the world size
 // and options of the job that read it, and the batches each of its ranks
-// delivered (docs/reader.md, Elastic resume).
+// delivered (docs/reader.md, Elastic resume). With the seed, the epoch and
+// the dataset, this says which records every rank of the job delivered:
+// the one type for a reader's position (ReaderState) and the plan's input
+// (reader/epoch_plan.h, PlanOf).
 struct ReadSegment {
   int world_size = 0;
   int batch_size = 0;
@@ -242,15 +245,12 @@ struct ReadSegment {
 struct ReaderState {
   uint64_t seed = 0;
   uint64_t epoch = 0;  // 0..kMaxEpoch
-  uint64_t batch = 0;  // batches of `epoch` already delivered in this segment
   // Reader::fingerprint() of the dataset the state was saved on.
   uint64_t fingerprint = 0;
-  // The plan options `batch` counts in (the saving reader's).
-  int world_size = 0;
-  int batch_size = 0;
-  Remainder remainder = Remainder::kDrop;
-  bool shuffle = true;
-  uint64_t shuffle_bytes = 0;
+  // The segment being read: the saving reader's plan options, and in
+  // `batches` the batches of `epoch` it delivered in this segment ("batch"
+  // in the saved form).
+  ReadSegment segment;
   // Earlier segments of `epoch`, oldest first (empty unless the epoch was
   // resumed with other options); at most kMaxStateSegments.
   std::vector<ReadSegment> earlier;

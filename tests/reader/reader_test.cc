@@ -316,7 +316,7 @@ TEST_F(ReaderTest, RestoreGivesTheIdenticalRestOfTheEpochWithoutReplaying) {
   for (int i = 0; i < k; ++i) SP_ASSERT_OK(first->Next().status());
   ReaderState state = first->state();
   EXPECT_EQ(state.epoch, 0u);
-  EXPECT_EQ(state.batch, uint64_t(k));
+  EXPECT_EQ(state.segment.batches, uint64_t(k));
 
   SP_ASSERT_OK_AND_ASSIGN(auto resumed, Reader::Open(o));
   SP_ASSERT_OK(resumed->Restore(state));
@@ -687,8 +687,8 @@ TEST_F(ReaderTest, ElasticResumeDeliversEveryRecordOnceOnFewerOrMoreRanks) {
     std::vector<uint64_t> seen;
     std::set<uint64_t> counts;
     ReaderState state = ReadRanks(o, c.w, nullptr, c.b, &seen, &counts);
-    EXPECT_EQ(state.batch, c.b);
-    EXPECT_EQ(state.world_size, c.w);
+    EXPECT_EQ(state.segment.batches, c.b);
+    EXPECT_EQ(state.segment.world_size, c.w);
     const size_t first = seen.size();
     counts.clear();
     ReaderState after = ReadRanks(o, c.w2, &state, UINT64_MAX, &seen, &counts);
@@ -778,24 +778,24 @@ TEST_F(ReaderTest, StatesOfAnotherDatasetSeedOrWithBadFieldsAreRefused) {
   s.seed = 8;
   refused(s, "state of seed 8");
   s = good;
-  s.world_size = 0;
+  s.segment.world_size = 0;
   refused(s, "state.world_size 0");
-  s.world_size = kMaxWorldSize + 1;
+  s.segment.world_size = kMaxWorldSize + 1;
   refused(s, "state.world_size");
   s = good;
-  s.batch_size = -3;
+  s.segment.batch_size = -3;
   refused(s, "state.batch_size -3");
   s = good;
-  s.remainder = static_cast<Remainder>(9);
+  s.segment.remainder = static_cast<Remainder>(9);
   refused(s, "state.remainder 9");
   s = good;
-  s.batch = 101;  // of 100
+  s.segment.batches = 101;  // of 100
   refused(s, "state.batch 101");
-  s.batch = UINT64_MAX;
+  s.segment.batches = UINT64_MAX;
   refused(s, "state.batch");
   s = good;
-  s.world_size = 2;
-  s.batch = 51;  // of 50 on 2 ranks
+  s.segment.world_size = 2;
+  s.segment.batches = 51;  // of 50 on 2 ranks
   refused(s, "51 batches delivered");
   s = good;
   s.earlier.assign(kMaxStateSegments + 1, {1, 10, Remainder::kDrop, true, 1 << 20, 1});

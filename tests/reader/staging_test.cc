@@ -345,7 +345,7 @@ TEST_F(StagingTest, RestoreWithCopiesInFlightGivesTheSameRest) {
   for (int i = 0; i < 3; ++i) { SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next()); }
   ReaderState state = reader->state();
   state.epoch = 0;
-  state.batch = 5;
+  state.segment.batches = 5;
   SP_ASSERT_OK(reader->Restore(state));
   const std::string rest = ReadEpoch(*reader, true);
   const size_t per_batch = whole.size() / 12;

@@ -242,6 +242,9 @@ struct ReadSegment {
 // delivered. A state saved by any rank restores on a job of another world
 // size, batch size, remainder or shuffle budget (Reader::Restore). Every
 // field is checked on Restore: a state is data from outside.
+//
+// Saved as JSON text by ToJson and read back by FromJson (docs/reader.md,
+// "The saved state"); the Python binding's state_dict() is the same fields.
 struct ReaderState {
   uint64_t seed = 0;
   uint64_t epoch = 0;  // 0..kMaxEpoch
@@ -255,6 +258,20 @@ struct ReaderState {
   // resumed with other options); at most kMaxStateSegments.
   std::vector<ReadSegment> earlier;
   friend bool operator==(const ReaderState&, const ReaderState&) = default;
+
+  // One line of JSON: {"seed":..,"epoch":..,"batch":..,"fingerprint":"<16
+  // hex digits>","world_size":..,"batch_size":..,"remainder":"drop",
+  // "shuffle":true,"shuffle_bytes":..,"earlier":[{..,"batches":..}]}.
+  std::string ToJson() const;
+  // The state ToJson wrote. InvalidArgumentError naming the field and
+  // quoting its value (bounded) for text that is not JSON, a missing or
+  // unknown key, a value of the wrong type, a negative number or one past
+  // its field's range (epoch past kMaxEpoch, more than kMaxStateSegments
+  // earlier segments): `state["epoch"] is -1: it must be an integer from 0
+  // to 2^63-1`. What depends on the dataset and the reader (the
+  // fingerprint, the seed, a batch past its epoch's end, a world size of 0)
+  // is Reader::Restore's to check.
+  static absl::StatusOr<ReaderState> FromJson(std::string_view text);
 };
 
 // Where time goes. Each stage's wait is time that stage spent blocked on the

@@ -318,8 +318,12 @@ TEST_F(ReaderTest, RestoreGivesTheIdenticalRestOfTheEpochWithoutReplaying) {
   EXPECT_EQ(state.epoch, 0u);
   EXPECT_EQ(state.segment.batches, uint64_t(k));
 
+  // Through its saved form, as a checkpoint keeps it.
+  SP_ASSERT_OK_AND_ASSIGN(const ReaderState saved, ReaderState::FromJson(state.ToJson()));
+  EXPECT_EQ(saved, state);
+
   SP_ASSERT_OK_AND_ASSIGN(auto resumed, Reader::Open(o));
-  SP_ASSERT_OK(resumed->Restore(state));
+  SP_ASSERT_OK(resumed->Restore(saved));
   Delivered rest = ReadEpochs(*resumed, 2);
   size_t skip = size_t(k) * 32;
   ASSERT_EQ(rest.records.size(), whole.records.size() - skip);
@@ -774,6 +778,10 @@ TEST_F(ReaderTest, StatesOfAnotherDatasetSeedOrWithBadFieldsAreRefused) {
                 testing::StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(says)));
   };
   refused(on_other->state(), "another dataset");
+  // A saved state of another dataset reads back fine: the dataset is Restore's to check.
+  SP_ASSERT_OK_AND_ASSIGN(const ReaderState loaded,
+                          ReaderState::FromJson(on_other->state().ToJson()));
+  refused(loaded, "another dataset");
   ReaderState s = good;
   s.seed = 8;
   refused(s, "state of seed 8");

@@ -204,20 +204,13 @@ py::object PyReader::OwnedTensor(const void* data, DLDataType dtype,
 py::object PyReader::ImagesOf(const Batch& batch, const py::object& owner) const {
   std::array<int64_t, 4> s = batch.shape();
   const std::vector<int64_t> shape = {s[0], s[1], s[2], s[3]};
-  if (batch.on_device()) {  // the device kernel's output, or the host batch's bytes
-    DLDataType dtype = options_.device_dtype == DeviceDType::kFloat16   ? DLDataType{kDLFloat, 16, 1}
-                       : options_.device_dtype == DeviceDType::kFloat32 ? DLDataType{kDLFloat, 32, 1}
-                       : options_.dtype == DType::kFloat32              ? DLDataType{kDLFloat, 32, 1}
-                                                                        : DLDataType{kDLUInt, 8, 1};
-    return View(const_cast<void*>(batch.device_images()), dtype, {kDLCUDA, options_.device},
-                shape, owner);
-  }
-  // On the host; with device_dtype and no device, the reader made float32.
-  const bool is_float = options_.dtype == DType::kFloat32 ||
-                        options_.device_dtype != DeviceDType::kAsHost;
-  return View(const_cast<void*>(batch.images()),
-              is_float ? DLDataType{kDLFloat, 32, 1} : DLDataType{kDLUInt, 8, 1}, {kDLCPU, 0},
-              shape, owner);
+  const ElementType type = batch.dtype();
+  const auto bits = static_cast<uint8_t>(8 * ElementBytes(type));
+  const DLDataType dtype = {type == ElementType::kUint8 ? kDLUInt : kDLFloat, bits, 1};
+  // device_images() is images() on the host.
+  const DLDevice device =
+      batch.on_device() ? DLDevice{kDLCUDA, options_.device} : DLDevice{kDLCPU, 0};
+  return View(const_cast<void*>(batch.device_images()), dtype, device, shape, owner);
 }
 
 py::object PyReader::LabelsOf(const Batch& batch, const py::object& owner) const {

@@ -71,6 +71,7 @@ class Reader::Impl {
   std::array<int64_t, 4> output_shape() const;
   IoEngine io_engine() const { return dataset_.source->engine(); }
   const std::string& device_fallback() const { return no_device_; }
+  ElementType dtype() const { return dtype_; }
 
  private:
   // The options the pipeline builds with: a device finish's input is uint8
@@ -101,6 +102,7 @@ class Reader::Impl {
   std::unique_ptr<internal::Stager> stager_;  // null: batches stay on the host
   size_t device_sample_bytes_ = 0;
   std::string no_device_;  // why there is no engine for options_.device
+  ElementType dtype_ = ElementType::kUint8;  // of every Batch's images
   std::unique_ptr<Batch::Slot[]> slots_;  // ring_slots or device_buffers of them
   size_t num_slots_ = 0;
   bool started_ = false;
@@ -246,6 +248,15 @@ uint64_t DatasetFingerprint(const internal::StreamDataset& d) {
   return h;
 }
 
+// The element type of a reader's batches, built on the host with `host`
+// (HostOptions) and, when `staged`, copied to a device whose kernel may
+// convert them (options.device_dtype).
+ElementType BatchDType(const ReaderOptions& host, bool staged) {
+  if (staged && host.device_dtype == DeviceDType::kFloat16) return ElementType::kFloat16;
+  if (staged && host.device_dtype == DeviceDType::kFloat32) return ElementType::kFloat32;
+  return host.dtype == DType::kFloat32 ? ElementType::kFloat32 : ElementType::kUint8;
+}
+
 // The CUDA engine for `device`, or null with why batches stay in host
 // memory in `why` (Reader::device_fallback(): the tools print it).
 std::unique_ptr<internal::CopyEngine> DeviceEngine(const ReaderOptions& o, std::string* why) {
@@ -300,6 +311,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   if (engine_ == nullptr && options_.device >= 0) engine_ = DeviceEngine(options_, &no_device_);
   ReaderOptions host;
   SP_RETURN_IF_ERROR(HostOptions(&host));
+  dtype_ = BatchDType(host, engine_ != nullptr);
   SP_ASSIGN_OR_RETURN(dataset_, internal::OpenStreamDataset(options_.path, options_.io));
   SP_ASSIGN_OR_RETURN(internal::SampleTransform t,
                       internal::SampleTransform::Make(host, dataset_.source->image()));
@@ -338,7 +350,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
 size_t Reader::Impl::DeviceSampleBytes() const {
   const internal::OutputShape& shape = transform_->shape();
   if (options_.device_dtype == DeviceDType::kAsHost) return shape.sample_bytes;
-  const size_t element = options_.device_dtype == DeviceDType::kFloat16 ? 2 : 4;
+  const size_t element = ElementBytes(dtype_);  // what the device kernel makes
   return size_t(shape.height) * shape.width * shape.channels * element;
 }
 
@@ -629,6 +641,7 @@ std::array<int64_t, 4> Batch::shape() const {
   if (slot_->layout == OutputLayout::kNCHW) return {size(), s.channels, s.height, s.width};
   return {size(), s.height, s.width, s.channels};
 }
+ElementType Batch::dtype() const { return reader_->impl_->dtype(); }
 uint64_t Batch::image_bytes() const { return uint64_t(size()) * slot_->sample_bytes; }
 const int64_t* Batch::labels() const { return slot_->ring->labels.data(); }
 int Batch::num_labels() const { return slot_->num_labels; }
@@ -664,6 +677,9 @@ constexpr Name<IoEngine> kIoEngines[] = {{IoEngine::kAuto, "auto"},
 constexpr Name<OutputLayout> kLayouts[] = {{OutputLayout::kNHWC, "nhwc"},
                                           {OutputLayout::kNCHW, "nchw"}};
 constexpr Name<DType> kDTypes[] = {{DType::kUint8, "uint8"}, {DType::kFloat32, "float32"}};
+constexpr Name<ElementType> kElementTypes[] = {{ElementType::kUint8, "uint8"},
+                                              {ElementType::kFloat16, "float16"},
+                                              {ElementType::kFloat32, "float32"}};
 constexpr Name<DeviceDType> kDeviceDTypes[] = {{DeviceDType::kAsHost, "as-host"},
                                               {DeviceDType::kFloat32, "float32"},
                                               {DeviceDType::kFloat16, "float16"}};
@@ -684,6 +700,10 @@ absl::StatusOr<OutputLayout> ParseOutputLayout(std::string_view name) {
 }
 std::string_view DTypeName(DType d) { return NameIn(kDTypes, d); }
 absl::StatusOr<DType> ParseDType(std::string_view name) { return ParseOption(kDTypes, "dtype", name); }
+std::string_view ElementTypeName(ElementType t) { return NameIn(kElementTypes, t); }
+size_t ElementBytes(ElementType t) {
+  return t == ElementType::kFloat32 ? 4 : t == ElementType::kFloat16 ? 2 : 1;
+}
 std::string_view DeviceDTypeName(DeviceDType d) { return NameIn(kDeviceDTypes, d); }
 absl::StatusOr<DeviceDType> ParseDeviceDType(std::string_view name) {
   return ParseOption(kDeviceDTypes, "device dtype", name);

@@ -19,6 +19,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -94,6 +95,12 @@ absl::StatusOr<OutputLayout> ParseOutputLayout(std::string_view name);  // any c
 enum class DType { kUint8, kFloat32 };
 std::string_view DTypeName(DType d);  // "uint8", "float32"
 absl::StatusOr<DType> ParseDType(std::string_view name);
+
+// The element type of a batch's images (Batch::dtype()): ReaderOptions::dtype
+// on the host, or what the device's kernel made (DeviceDType).
+enum class ElementType { kUint8, kFloat16, kFloat32 };
+std::string_view ElementTypeName(ElementType t);  // "uint8", "float16", "float32"
+size_t ElementBytes(ElementType t);               // 1, 2, 4
 
 // What the device's small kernel makes of a uint8 NHWC batch after its copy
 // (docs/reader.md, GPU staging). kAsHost: no kernel, the device holds the
@@ -322,7 +329,7 @@ class Batch {
   // Samples in this batch (batch_size except a short last batch).
   int size() const;
   // Image tensor: size() x H x W x C (NHWC) or size() x C x H x W (NCHW),
-  // uint8 or float32 as configured; shape() gives the four dimensions.
+  // of dtype() elements; shape() gives the four dimensions.
   // Host memory; null when on_device() (the host slot went back to the ring
   // once its copy completed). shape() and image_bytes() describe
   // device_images() when on_device().
@@ -340,6 +347,11 @@ class Batch {
   // ordering is explicit.
   void* device_event() const;
   std::array<int64_t, 4> shape() const;
+  // The images' element type, on the host or the device: uint8 or float32
+  // as ReaderOptions::dtype says; with device_dtype, float32 or float16 on
+  // the device (float32 on the host when there is no device). The same for
+  // every batch of a reader.
+  ElementType dtype() const;
   uint64_t image_bytes() const;
   // labels()[i * num_labels() + j] is label j of sample i.
   const int64_t* labels() const;

@@ -120,6 +120,7 @@ TEST_F(ReaderTest, NoTransformDeliversTheStoredPixelsInDatasetOrder) {
   EXPECT_EQ(reader->batches_per_epoch(), 10u);
   SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
   EXPECT_EQ(b.shape(), (std::array<int64_t, 4>{10, 4, 4, 3}));
+  EXPECT_EQ(b.dtype(), ElementType::kUint8);
   const uint8_t* px = static_cast<const uint8_t*>(b.images());
   for (int i = 0; i < 10; ++i) {
     EXPECT_EQ(b.record_index(i), uint64_t(i));
@@ -509,6 +510,8 @@ TEST_F(ReaderTest, EvalTransformNchwFloatNormalizes) {
   SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
   SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
   EXPECT_EQ(b.shape(), (std::array<int64_t, 4>{4, 3, 4, 4}));
+  EXPECT_EQ(b.dtype(), ElementType::kFloat32);
+  EXPECT_EQ(b.image_bytes(), 4u * 3 * 4 * 4 * ElementBytes(b.dtype()));
   const float* f = static_cast<const float*>(b.images());
   for (int i = 0; i < 4; ++i)
     for (int c = 0; c < 3; ++c) {
@@ -944,6 +947,8 @@ TEST(ReaderOptionNamesTest, EveryOptionEnumHasANameAndParsesBack) {
     EXPECT_EQ(*ParseOutputLayout(OutputLayoutName(l)), l);
   }
   for (DType d : {DType::kUint8, DType::kFloat32}) EXPECT_EQ(*ParseDType(DTypeName(d)), d);
+  EXPECT_EQ(ElementTypeName(ElementType::kFloat16), "float16");
+  EXPECT_EQ(ElementTypeName(ElementType::kUint8), "uint8");
   for (DeviceDType d : {DeviceDType::kAsHost, DeviceDType::kFloat32, DeviceDType::kFloat16}) {
     EXPECT_EQ(*ParseDeviceDType(DeviceDTypeName(d)), d);
   }

@@ -23,7 +23,7 @@ using Json = nlohmann::ordered_json;
 constexpr int kMaxJsonDepth = 8;
 
 // The plan options of a segment, as the saved form names them, in the
-// order ToJson writes them (ReadPlan reads them in the same order).
+// order ToJson writes them (MapReader::Plan reads them in that order).
 void PutPlan(const ReadSegment& s, Json& j) {
   j["world_size"] = s.world_size;
   j["batch_size"] = s.batch_size;

@@ -1,7 +1,11 @@
-// ReaderState's saved form (reader/reader_state.cc): the JSON text docs/reader.md
-// shows, byte for byte; every state round-trips; damaged or hostile text is an
-// InvalidArgumentError that names the field and quotes its value, short.
+// ReaderState's saved form (reader/reader_state.cc): the JSON text that
+// docs/reader.md shows, byte for byte (read from docs/); every state
+// round-trips; damaged or hostile text is an InvalidArgumentError that names
+// the field and quotes its value, short.
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,8 +57,23 @@ std::string Refusal(std::string_view text) {
   return s.ok() ? "" : std::string(s.status().message());
 }
 
+// The ```json block of docs/reader.md's "The saved state", or "" when the
+// section or the block is not there.
+std::string DocumentedJson() {
+  std::ifstream in(std::filesystem::path(SHARDPACK_SOURCE_DIR) / "docs" / "reader.md");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const size_t section = doc.find("\n## The saved state\n");
+  const size_t open = doc.find("```json\n", section);
+  if (section == std::string::npos || open == std::string::npos) return "";
+  const size_t begin = open + 8, end = doc.find("\n```", begin);
+  return end == std::string::npos ? "" : doc.substr(begin, end - begin);
+}
+
 TEST(ReaderStateTest, ToJsonWritesTheDocumentedText) {
   EXPECT_EQ(Example().ToJson(), kExampleJson);
+  EXPECT_EQ(DocumentedJson(), kExampleJson) << "docs/reader.md, \"The saved state\"";
 }
 
 TEST(ReaderStateTest, EveryStateRoundTrips) {

@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     next(*r);
     std::printf("restore on %d ranks%s: Restore %.3f s, + first batch %.3f s; %llu batches left\n",
                 world, world == from ? " (same plan)" : " (elastic)", restore, Since(t),
-                (unsigned long long)(r->batches_in_epoch() - r->state().batch + 1));
+                (unsigned long long)(r->batches_in_epoch() - r->state().segment.batches + 1));
   }
   return 0;
 }

@@ -96,11 +96,8 @@ absl::Status Train(const Args& a) {
                 "step)\n",
                 epoch, static_cast<unsigned long long>(steps), images / total_s,
                 steps ? 1e3 * wait_s / steps : 0.0, total_s > 0 ? 100 * wait_s / total_s : 0.0);
-    const shardpack::ReaderState state = reader.state();  // checkpoint this with the model
-    std::printf("  checkpoint: seed %llu epoch %llu batch %llu\n",
-                static_cast<unsigned long long>(state.seed),
-                static_cast<unsigned long long>(state.epoch),
-                static_cast<unsigned long long>(state.batch));
+    // Checkpoint this with the model; ReaderState::FromJson reads it back.
+    std::printf("  checkpoint: %s\n", reader.state().ToJson().c_str());
   }
   const shardpack::ReaderStats s = reader.stats();
   std::printf("samples %llu, checksum %lld, waits: io %.3f s, transform %.3f s, consumer %.3f s\n",

@@ -190,7 +190,8 @@ PYBIND11_MODULE(_shardpack, m) {
            "state_dict()\n\n"
            "The position after the last batch delivered: seed, epoch, batch, the dataset's\n"
            "fingerprint, the plan options (world_size, batch_size, remainder, shuffle,\n"
-           "shuffle_bytes) and the epoch's earlier segments. The same on every rank.")
+           "shuffle_bytes) and the epoch's earlier segments. The same on every rank; the\n"
+           "same keys as the C++ ReaderState::ToJson() (docs/reader.md, The saved state).")
       .def("load_state_dict",
            [](PyReader& r, const py::args& args, const py::kwargs& kwargs) {
              const CallArgs a("load_state_dict", args, kwargs, {"state"}, 1, 1);

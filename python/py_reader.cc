@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cassert>
 #include <chrono>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "python/args.h"
 #include "python/arrays.h"
 #include "python/dlpack.h"
+#include "reader/reader_state.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack::python {
@@ -202,20 +204,13 @@ py::object PyReader::OwnedTensor(const void* data, DLDataType dtype,
 py::object PyReader::ImagesOf(const Batch& batch, const py::object& owner) const {
   std::array<int64_t, 4> s = batch.shape();
   const std::vector<int64_t> shape = {s[0], s[1], s[2], s[3]};
-  if (batch.on_device()) {  // the device kernel's output, or the host batch's bytes
-    DLDataType dtype = options_.device_dtype == DeviceDType::kFloat16   ? DLDataType{kDLFloat, 16, 1}
-                       : options_.device_dtype == DeviceDType::kFloat32 ? DLDataType{kDLFloat, 32, 1}
-                       : options_.dtype == DType::kFloat32              ? DLDataType{kDLFloat, 32, 1}
-                                                                        : DLDataType{kDLUInt, 8, 1};
-    return View(const_cast<void*>(batch.device_images()), dtype, {kDLCUDA, options_.device},
-                shape, owner);
-  }
-  // On the host; with device_dtype and no device, the reader made float32.
-  const bool is_float = options_.dtype == DType::kFloat32 ||
-                        options_.device_dtype != DeviceDType::kAsHost;
-  return View(const_cast<void*>(batch.images()),
-              is_float ? DLDataType{kDLFloat, 32, 1} : DLDataType{kDLUInt, 8, 1}, {kDLCPU, 0},
-              shape, owner);
+  const ElementType type = batch.dtype();
+  const auto bits = static_cast<uint8_t>(8 * ElementBytes(type));
+  const DLDataType dtype = {type == ElementType::kUint8 ? kDLUInt : kDLFloat, bits, 1};
+  // device_images() is images() on the host.
+  const DLDevice device =
+      batch.on_device() ? DLDevice{kDLCUDA, options_.device} : DLDevice{kDLCPU, 0};
+  return View(const_cast<void*>(batch.device_images()), dtype, device, shape, owner);
 }
 
 py::object PyReader::LabelsOf(const Batch& batch, const py::object& owner) const {
@@ -250,9 +245,9 @@ py::tuple PyReader::Next() {
 void PyReader::SetEpoch(uint64_t epoch) {
   assert(epoch <= kMaxEpoch);  // module.cc checks the argument
   ReaderState now = core_->reader().state();
-  if (now.epoch == epoch && now.batch == 0 && now.earlier.empty()) return;
+  if (now.epoch == epoch && now.segment.batches == 0 && now.earlier.empty()) return;
   now.epoch = epoch;  // this reader's own options: an ordinary epoch
-  now.batch = 0;
+  now.segment.batches = 0;
   now.earlier.clear();
   LoadState(now);
 }
@@ -264,75 +259,58 @@ void PyReader::LoadState(const ReaderState& state) {
 
 namespace {
 
-// The plan options of a segment, as the keys of state_dict() name them.
-void PutPlan(py::dict& d, int world_size, int batch_size, Remainder remainder, bool shuffle,
-             uint64_t shuffle_bytes) {
-  d["world_size"] = world_size;
-  d["batch_size"] = batch_size;
-  d["remainder"] = std::string(RemainderName(remainder));
-  d["shuffle"] = shuffle;
-  d["shuffle_bytes"] = shuffle_bytes;
-}
-
-// The value is shown bounded: a damaged or hostile state may hold megabytes.
-[[noreturn]] void BadState(const std::string& where, const py::object& v, std::string_view what) {
-  ThrowStatus(absl::InvalidArgumentError(
-      absl::StrCat(where, " is ", Shown(v), ": it must be ", internal::AsAbsl(what))));
-}
-
-py::object StateItem(const py::dict& d, const char* key, const std::string& where) {
-  if (!d.contains(key)) {
-    ThrowStatus(absl::InvalidArgumentError(absl::StrCat(
-        where, " has no '", key, "' (a state_dict() of this version of shardpack has it)")));
-  }
-  return d[key];
-}
-
-// d[key] as an unsigned integer of at most `max`, or a ValueError that says
-// which key holds what (not pybind11's cast error).
-uint64_t StateUint(const py::dict& d, const char* key, const std::string& where,
-                   uint64_t max = UINT64_MAX) {
-  py::object v = StateItem(d, key, where);
-  const std::string at = absl::StrCat(where, "['", key, "']");
-  if (py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v)) {
+// A value of a state_dict() as ReadState asks for it (reader/reader_state.h):
+// the keys and their checks are the C++ serializer's, the Python types and
+// the quoting (Shown) are this binding's.
+class PyStateValue final : public internal::StateValue {
+ public:
+  explicit PyStateValue(py::object v) : v_(std::move(v)) {}
+  std::string Shown() const override { return python::Shown(v_); }
+  std::optional<uint64_t> Uint() const override {
+    if (!py::isinstance<py::int_>(v_) || py::isinstance<py::bool_>(v_)) return std::nullopt;
     try {
-      uint64_t n = v.cast<uint64_t>();  // fails for negatives and past 2**64-1
-      if (n <= max) return n;
+      return v_.cast<uint64_t>();  // fails for negatives and past 2**64-1
     } catch (const py::cast_error&) {
+      return std::nullopt;
     }
   }
-  BadState(at, v, max == UINT64_MAX  ? "an int from 0 to 2**64-1"
-                  : max == kMaxEpoch ? "an int from 0 to 2**63-1"
-                                     : absl::StrCat("an int from 0 to ", max));
-}
-
-bool StateBool(const py::dict& d, const char* key, const std::string& where) {
-  py::object v = StateItem(d, key, where);
-  if (!py::isinstance<py::bool_>(v)) BadState(absl::StrCat(where, "['", key, "']"), v, "a bool");
-  return v.cast<bool>();
-}
-
-Remainder StateRemainder(const py::dict& d, const std::string& where) {
-  py::object v = StateItem(d, "remainder", where);
-  if (const std::optional<std::string> name = Utf8Of(v)) {
-    for (Remainder r : {Remainder::kDrop, Remainder::kPartial, Remainder::kPad}) {
-      if (*name == RemainderName(r)) return r;  // exactly: a state is data, not a user's spelling
-    }
+  std::optional<bool> Bool() const override {
+    if (!py::isinstance<py::bool_>(v_)) return std::nullopt;
+    return v_.cast<bool>();
   }
-  BadState(where + "['remainder']", v, "'drop', 'partial' or 'pad'");
-}
+  std::optional<std::string> Text() const override { return Utf8Of(v_); }
+  std::optional<size_t> Length() const override {
+    if (!py::isinstance<py::list>(v_)) return std::nullopt;
+    return py::len(v_);
+  }
+  std::unique_ptr<StateValue> Element(size_t i) const override {
+    return std::make_unique<PyStateValue>(v_.cast<py::list>()[i]);
+  }
+  bool IsMap() const override { return py::isinstance<py::dict>(v_); }
+  std::unique_ptr<StateValue> Member(std::string_view key) const override {
+    const py::dict d = v_.cast<py::dict>();
+    const py::str name(key.data(), key.size());
+    if (!d.contains(name)) return nullptr;
+    return std::make_unique<PyStateValue>(d[name]);
+  }
+  std::optional<std::string> KeyNotIn(const std::vector<std::string_view>& known) const override {
+    for (const auto& item : v_.cast<py::dict>()) {
+      const std::optional<std::string> name = Utf8Of(item.first);
+      if (!name || std::find(known.begin(), known.end(), *name) == known.end()) {
+        return python::Shown(item.first);
+      }
+    }
+    return std::nullopt;
+  }
 
-// The world size and batch size are range-checked by Reader::Restore, which
-// names the field; here only that they fit an int.
-ReadSegment StateSegment(const py::dict& d, const std::string& where) {
-  ReadSegment s;
-  s.world_size = static_cast<int>(StateUint(d, "world_size", where, INT32_MAX));
-  s.batch_size = static_cast<int>(StateUint(d, "batch_size", where, INT32_MAX));
-  s.remainder = StateRemainder(d, where);
-  s.shuffle = StateBool(d, "shuffle", where);
-  s.shuffle_bytes = StateUint(d, "shuffle_bytes", where);
-  return s;
-}
+ private:
+  py::object v_;
+};
+
+// load_state_dict()'s words: state_dict['epoch'] is -1: it must be an int
+// from 0 to 2**63-1.
+constexpr internal::StateDialect kPythonState = {
+    "state_dict", "state_dict()", "a dict", "dicts", "a list", "an int", "a bool", "**", '\''};
 
 }  // namespace
 
@@ -382,59 +360,15 @@ std::string PyReader::fingerprint() const {
 }
 
 py::dict PyReader::StateDict() const {
-  ReaderState s = core_->reader().state();
-  py::dict d;
-  d["seed"] = s.seed;
-  d["epoch"] = s.epoch;
-  d["batch"] = s.batch;
-  d["fingerprint"] = FormatFingerprint(s.fingerprint);
-  PutPlan(d, s.world_size, s.batch_size, s.remainder, s.shuffle, s.shuffle_bytes);
-  py::list earlier;
-  for (const ReadSegment& e : s.earlier) {
-    py::dict seg;
-    PutPlan(seg, e.world_size, e.batch_size, e.remainder, e.shuffle, e.shuffle_bytes);
-    seg["batches"] = e.batches;
-    earlier.append(seg);
-  }
-  d["earlier"] = earlier;
-  return d;
+  // The saved form's keys and values are ReaderState::ToJson's.
+  const std::string json = core_->reader().state().ToJson();
+  return py::module_::import("json").attr("loads")(json).cast<py::dict>();
 }
 
 void PyReader::LoadStateDict(const py::object& object) {
-  if (!py::isinstance<py::dict>(object)) BadState("state_dict", object, "a dict from state_dict()");
-  py::dict state = object.cast<py::dict>();
-  const std::string where = "state_dict";
-  ReaderState s;
-  s.seed = StateUint(state, "seed", where);
-  s.epoch = StateUint(state, "epoch", where, kMaxEpoch);
-  s.batch = StateUint(state, "batch", where);
-  py::object fp = StateItem(state, "fingerprint", where);
-  const std::string text = Utf8Of(fp).value_or("");
-  if (text.size() != 16 || text.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    BadState("state_dict['fingerprint']", fp, "16 lowercase hex digits");
-  }
-  s.fingerprint = std::stoull(text, nullptr, 16);  // 16 hex digits: cannot throw
-  ReadSegment mine = StateSegment(state, where);
-  s.world_size = mine.world_size;
-  s.batch_size = mine.batch_size;
-  s.remainder = mine.remainder;
-  s.shuffle = mine.shuffle;
-  s.shuffle_bytes = mine.shuffle_bytes;
-  py::object earlier = StateItem(state, "earlier", where);
-  if (!py::isinstance<py::list>(earlier) || py::len(earlier) > kMaxStateSegments) {
-    BadState("state_dict['earlier']", earlier,
-             absl::StrCat("a list of at most ", kMaxStateSegments, " dicts"));
-  }
-  py::list list = earlier.cast<py::list>();
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string at = absl::StrCat("state_dict['earlier'][", i, "]");
-    if (!py::isinstance<py::dict>(list[i])) BadState(at, list[i], "a dict");
-    py::dict seg = list[i].cast<py::dict>();
-    ReadSegment e = StateSegment(seg, at);
-    e.batches = StateUint(seg, "batches", at);
-    s.earlier.push_back(e);
-  }
-  LoadState(s);
+  absl::StatusOr<ReaderState> state = internal::ReadState(PyStateValue(object), kPythonState);
+  if (!state.ok()) ThrowStatus(state.status());
+  LoadState(*state);
 }
 
 py::dict PyReader::Stats() const {

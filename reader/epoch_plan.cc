@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cmath>
 #include <span>
 #include <numeric>
@@ -315,8 +316,8 @@ void MarkDelivered(const std::vector<ReadUnit>& units, const Share& share, const
   });
 }
 
-absl::Status CheckSegment(const PlanSegment& s, size_t i, uint64_t records) {
-  const PlanOptions& o = s.options;
+absl::Status CheckSegment(const ReadSegment& s, const PlanOptions& o, size_t i,
+                          uint64_t records) {
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("segment ", i, " of the epoch: ", what));
   };
@@ -398,13 +399,24 @@ uint64_t PlanMemoryBound(const std::vector<ReadUnit>& units, const PlanOptions& 
   return at_rest + build;
 }
 
+PlanOptions PlanOf(const ReadSegment& segment, uint64_t seed, int rank) {
+  return {segment.shuffle,    seed,      rank, segment.world_size, segment.batch_size,
+          segment.remainder, segment.shuffle_bytes};
+}
+
+ReadSegment SegmentOf(const ReaderOptions& o, uint64_t batches) {
+  assert(o.world_size >= 1 && o.rank >= 0);  // resolved
+  return {o.world_size, o.batch_size, o.remainder, o.shuffle, o.shuffle_bytes, batches};
+}
+
 uint64_t BatchesPerEpoch(uint64_t records, const PlanOptions& o) {
   uint64_t q = SamplesPerRank(records, o), b = static_cast<uint64_t>(o.batch_size);
   return o.remainder == Remainder::kDrop ? q / b : (q + b - 1) / b;
 }
 
 absl::StatusOr<EpochRest> RestOfEpoch(const std::vector<ReadUnit>& units,
-                                      const std::vector<PlanSegment>& segments, uint64_t epoch) {
+                                      const std::vector<ReadSegment>& segments, uint64_t seed,
+                                      uint64_t epoch) {
   uint64_t n = 0;
   for (const ReadUnit& u : units) n += u.records;
   // Before the first segment every record is owed.
@@ -413,9 +425,9 @@ absl::StatusOr<EpochRest> RestOfEpoch(const std::vector<ReadUnit>& units,
   if (n % 64 != 0) rest.owed.back() = (uint64_t{1} << (n % 64)) - 1;
   rest.count = n;
   for (size_t i = 0; i < segments.size(); ++i) {
-    const PlanOptions& o = segments[i].options;
+    const PlanOptions o = PlanOf(segments[i], seed, 0);
     const bool whole = i == 0;  // segment 0 is an ordinary epoch plan
-    if (absl::Status s = CheckSegment(segments[i], i, rest.count); !s.ok()) return s;
+    if (absl::Status s = CheckSegment(segments[i], o, i, rest.count); !s.ok()) return s;
     const uint64_t share = SamplesPerRank(rest.count, o);
     const uint64_t delivered =
         std::min(share, segments[i].batches * static_cast<uint64_t>(o.batch_size));

@@ -77,6 +77,14 @@ struct PlanOptions {
   friend bool operator==(const PlanOptions&, const PlanOptions&) = default;
 };
 
+// The one conversion from a segment to a plan's input: rank `rank` of
+// `segment`'s world (0..world_size-1) for a reader of `seed`, the segment's
+// shuffle_bytes as the budget.
+PlanOptions PlanOf(const ReadSegment& segment, uint64_t seed, int rank);
+// The segment a reader opened with `options` reads (rank and world size
+// resolved, not -1), having delivered `batches` of it.
+ReadSegment SegmentOf(const ReaderOptions& options, uint64_t batches = 0);
+
 // The plan of a reader opened with `options` (reader/reader.cc): rank and
 // world size from RANK / WORLD_SIZE where they are -1, and
 // InvalidArgumentError for a bad value or a rank that does not exist. For
@@ -107,13 +115,6 @@ uint64_t PlanBytes(const EpochPlan& plan);
 // before any plan is made, so the reader's budget can say it at Open.
 uint64_t PlanMemoryBound(const std::vector<ReadUnit>& units, const PlanOptions& options);
 
-// A finished segment of an epoch: its plan options (rank unused) and the
-// batches each of its ranks delivered.
-struct PlanSegment {
-  PlanOptions options;
-  uint64_t batches = 0;
-};
-
 // The records an epoch still owes after its earlier segments.
 struct EpochRest {
   std::vector<uint64_t> owed;  // bit r of owed[r / 64]: record r is owed
@@ -122,12 +123,14 @@ struct EpochRest {
   bool Owes(uint64_t record) const { return (owed[record >> 6] >> (record & 63)) & 1; }
 };
 
-// What `segments` (oldest first) left of `epoch`: a pure function of its
-// arguments, O(records) per segment. InvalidArgumentError naming the segment
-// when one claims more batches than its plan has or has options out of
-// range (they come from a saved state, docs/reader.md).
+// What `segments` (finished segments of `epoch`, oldest first, read with
+// `seed`) left of it: a pure function of its arguments, O(records) per
+// segment. InvalidArgumentError naming the segment when one claims more
+// batches than its plan has or has options out of range (they come from a
+// saved state, docs/reader.md).
 absl::StatusOr<EpochRest> RestOfEpoch(const std::vector<ReadUnit>& units,
-                                      const std::vector<PlanSegment>& segments, uint64_t epoch);
+                                      const std::vector<ReadSegment>& segments, uint64_t seed,
+                                      uint64_t epoch);
 
 // The plan of `options.rank` for `epoch`, or, with `rest`, for the segment
 // that reads that rest (the records of the plan are then rest's records).

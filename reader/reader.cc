@@ -71,6 +71,7 @@ class Reader::Impl {
   std::array<int64_t, 4> output_shape() const;
   IoEngine io_engine() const { return dataset_.source->engine(); }
   const std::string& device_fallback() const { return no_device_; }
+  ElementType dtype() const { return dtype_; }
 
  private:
   // The options the pipeline builds with: a device finish's input is uint8
@@ -88,8 +89,7 @@ class Reader::Impl {
   void Stop();
   // The segments `state` says its epoch was read in, oldest first, ending
   // with the state's own; InvalidArgumentError naming a bad field.
-  absl::StatusOr<std::vector<internal::PlanSegment>> SegmentsOf(const ReaderState& state) const;
-  internal::PlanOptions PlanOf(const ReadSegment& segment) const;
+  absl::StatusOr<std::vector<ReadSegment>> SegmentsOf(const ReaderState& state) const;
 
   ReaderOptions options_;
   internal::PlanOptions plan_;
@@ -102,6 +102,7 @@ class Reader::Impl {
   std::unique_ptr<internal::Stager> stager_;  // null: batches stay on the host
   size_t device_sample_bytes_ = 0;
   std::string no_device_;  // why there is no engine for options_.device
+  ElementType dtype_ = ElementType::kUint8;  // of every Batch's images
   std::unique_ptr<Batch::Slot[]> slots_;  // ring_slots or device_buffers of them
   size_t num_slots_ = 0;
   bool started_ = false;
@@ -193,7 +194,7 @@ absl::Status ResolveRank(ReaderOptions* o) {
 
 // The plan options of `o`, whose rank and world size are resolved.
 internal::PlanOptions PlanOptionsOf(const ReaderOptions& o) {
-  return {o.shuffle, o.seed, o.rank, o.world_size, o.batch_size, o.remainder, o.shuffle_bytes};
+  return internal::PlanOf(internal::SegmentOf(o), o.seed, o.rank);
 }
 
 absl::Status CheckOptions(const ReaderOptions& o) {
@@ -245,6 +246,15 @@ uint64_t DatasetFingerprint(const internal::StreamDataset& d) {
     h = internal::Draw(h, u.first_record, u.records, u.bytes);
   }
   return h;
+}
+
+// The element type of a reader's batches, built on the host with `host`
+// (HostOptions) and, when `staged`, copied to a device whose kernel may
+// convert them (options.device_dtype).
+ElementType BatchDType(const ReaderOptions& host, bool staged) {
+  if (staged && host.device_dtype == DeviceDType::kFloat16) return ElementType::kFloat16;
+  if (staged && host.device_dtype == DeviceDType::kFloat32) return ElementType::kFloat32;
+  return host.dtype == DType::kFloat32 ? ElementType::kFloat32 : ElementType::kUint8;
 }
 
 // The CUDA engine for `device`, or null with why batches stay in host
@@ -301,6 +311,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   if (engine_ == nullptr && options_.device >= 0) engine_ = DeviceEngine(options_, &no_device_);
   ReaderOptions host;
   SP_RETURN_IF_ERROR(HostOptions(&host));
+  dtype_ = BatchDType(host, engine_ != nullptr);
   SP_ASSIGN_OR_RETURN(dataset_, internal::OpenStreamDataset(options_.path, options_.io));
   SP_ASSIGN_OR_RETURN(internal::SampleTransform t,
                       internal::SampleTransform::Make(host, dataset_.source->image()));
@@ -339,7 +350,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
 size_t Reader::Impl::DeviceSampleBytes() const {
   const internal::OutputShape& shape = transform_->shape();
   if (options_.device_dtype == DeviceDType::kAsHost) return shape.sample_bytes;
-  const size_t element = options_.device_dtype == DeviceDType::kFloat16 ? 2 : 4;
+  const size_t element = ElementBytes(dtype_);  // what the device kernel makes
   return size_t(shape.height) * shape.width * shape.channels * element;
 }
 
@@ -454,26 +465,10 @@ void Reader::Impl::GiveBack(Batch::Slot* slot) {
 }
 
 ReaderState Reader::Impl::state() const {
-  ReaderState s;
-  s.seed = options_.seed;
-  s.epoch = epoch_;
-  s.batch = batch_;
-  s.fingerprint = fingerprint_;
-  s.world_size = options_.world_size;
-  s.batch_size = options_.batch_size;
-  s.remainder = options_.remainder;
-  s.shuffle = options_.shuffle;
-  s.shuffle_bytes = options_.shuffle_bytes;
-  s.earlier = earlier_;
-  return s;
+  return {options_.seed, epoch_, fingerprint_, internal::SegmentOf(options_, batch_), earlier_};
 }
 
-internal::PlanOptions Reader::Impl::PlanOf(const ReadSegment& segment) const {
-  return {segment.shuffle,    options_.seed,     0, segment.world_size,
-          segment.batch_size, segment.remainder, segment.shuffle_bytes};
-}
-
-absl::StatusOr<std::vector<internal::PlanSegment>> Reader::Impl::SegmentsOf(
+absl::StatusOr<std::vector<ReadSegment>> Reader::Impl::SegmentsOf(
     const ReaderState& state) const {
   if (state.fingerprint != fingerprint_) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -496,9 +491,7 @@ absl::StatusOr<std::vector<internal::PlanSegment>> Reader::Impl::SegmentsOf(
                                                    kMaxStateSegments, ")"));
   }
   std::vector<ReadSegment> all = state.earlier;
-  all.push_back({state.world_size, state.batch_size, state.remainder, state.shuffle,
-                 state.shuffle_bytes, state.batch});
-  std::vector<internal::PlanSegment> segments;
+  all.push_back(state.segment);
   for (size_t i = 0; i < all.size(); ++i) {
     const ReadSegment& e = all[i];
     const std::string field =
@@ -516,30 +509,29 @@ absl::StatusOr<std::vector<internal::PlanSegment>> Reader::Impl::SegmentsOf(
       return absl::InvalidArgumentError(absl::StrCat(
           field, "remainder ", static_cast<int>(e.remainder), " is not drop, partial or pad"));
     }
-    segments.push_back({PlanOf(e), e.batches});
   }
-  return segments;
+  return all;
 }
 
 absl::Status Reader::Impl::Restore(const ReaderState& state) {
   if (outstanding_.load(std::memory_order_acquire) > 0) {
     return absl::FailedPreconditionError("destroy every Batch before Restore");
   }
-  SP_ASSIGN_OR_RETURN(std::vector<internal::PlanSegment> segments, SegmentsOf(state));
+  SP_ASSIGN_OR_RETURN(std::vector<ReadSegment> segments, SegmentsOf(state));
   // The state's own segment goes on when this reader's plan options are its
   // options; otherwise it is finished (an elastic resume), or dropped when
   // it delivered nothing.
-  const internal::PlanSegment& theirs = segments.back();
-  const bool same = PlanOf({options_.world_size, options_.batch_size, options_.remainder,
-                            options_.shuffle, options_.shuffle_bytes, 0}) == theirs.options;
-  if (same || state.batch == 0) segments.pop_back();
+  const uint64_t delivered = state.segment.batches;
+  const bool same = internal::SegmentOf(options_, delivered) == state.segment;
+  if (same || delivered == 0) segments.pop_back();
   std::shared_ptr<const internal::EpochRest> rest;
   if (!segments.empty()) {
     SP_ASSIGN_OR_RETURN(internal::EpochRest r,
-                        internal::RestOfEpoch(dataset_.source->units(), segments, state.epoch));
+                        internal::RestOfEpoch(dataset_.source->units(), segments, options_.seed,
+                                              state.epoch));
     rest = std::make_shared<const internal::EpochRest>(std::move(r));
   }
-  const uint64_t batch = same ? state.batch : 0;
+  const uint64_t batch = same ? delivered : 0;
   const uint64_t batches = rest != nullptr ? internal::BatchesPerEpoch(rest->count, plan_)
                                            : pipeline_->batches_per_epoch();
   if (batch > batches) {
@@ -552,11 +544,7 @@ absl::Status Reader::Impl::Restore(const ReaderState& state) {
   batch_ = batch;
   last_epoch_ended_ = false;
   epoch_batches_ = batches;
-  earlier_.clear();
-  for (const internal::PlanSegment& p : segments) {
-    earlier_.push_back({p.options.world_size, p.options.batch_size, p.options.remainder,
-                        p.options.shuffle, p.options.budget_bytes, p.batches});
-  }
+  earlier_ = std::move(segments);
   rest_ = std::move(rest);
   seq_ = 0;
   return absl::OkStatus();
@@ -653,6 +641,7 @@ std::array<int64_t, 4> Batch::shape() const {
   if (slot_->layout == OutputLayout::kNCHW) return {size(), s.channels, s.height, s.width};
   return {size(), s.height, s.width, s.channels};
 }
+ElementType Batch::dtype() const { return reader_->impl_->dtype(); }
 uint64_t Batch::image_bytes() const { return uint64_t(size()) * slot_->sample_bytes; }
 const int64_t* Batch::labels() const { return slot_->ring->labels.data(); }
 int Batch::num_labels() const { return slot_->num_labels; }
@@ -688,6 +677,9 @@ constexpr Name<IoEngine> kIoEngines[] = {{IoEngine::kAuto, "auto"},
 constexpr Name<OutputLayout> kLayouts[] = {{OutputLayout::kNHWC, "nhwc"},
                                           {OutputLayout::kNCHW, "nchw"}};
 constexpr Name<DType> kDTypes[] = {{DType::kUint8, "uint8"}, {DType::kFloat32, "float32"}};
+constexpr Name<ElementType> kElementTypes[] = {{ElementType::kUint8, "uint8"},
+                                              {ElementType::kFloat16, "float16"},
+                                              {ElementType::kFloat32, "float32"}};
 constexpr Name<DeviceDType> kDeviceDTypes[] = {{DeviceDType::kAsHost, "as-host"},
                                               {DeviceDType::kFloat32, "float32"},
                                               {DeviceDType::kFloat16, "float16"}};
@@ -708,6 +700,10 @@ absl::StatusOr<OutputLayout> ParseOutputLayout(std::string_view name) {
 }
 std::string_view DTypeName(DType d) { return NameIn(kDTypes, d); }
 absl::StatusOr<DType> ParseDType(std::string_view name) { return ParseOption(kDTypes, "dtype", name); }
+std::string_view ElementTypeName(ElementType t) { return NameIn(kElementTypes, t); }
+size_t ElementBytes(ElementType t) {
+  return t == ElementType::kFloat32 ? 4 : t == ElementType::kFloat16 ? 2 : 1;
+}
 std::string_view DeviceDTypeName(DeviceDType d) { return NameIn(kDeviceDTypes, d); }
 absl::StatusOr<DeviceDType> ParseDeviceDType(std::string_view name) {
   return ParseOption(kDeviceDTypes, "device dtype", name);

@@ -19,6 +19,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -94,6 +95,12 @@ absl::StatusOr<OutputLayout> ParseOutputLayout(std::string_view name);  // any c
 enum class DType { kUint8, kFloat32 };
 std::string_view DTypeName(DType d);  // "uint8", "float32"
 absl::StatusOr<DType> ParseDType(std::string_view name);
+
+// The element type of a batch's images (Batch::dtype()): ReaderOptions::dtype
+// on the host, or what the device's kernel made (DeviceDType).
+enum class ElementType { kUint8, kFloat16, kFloat32 };
+std::string_view ElementTypeName(ElementType t);  // "uint8", "float16", "float32"
+size_t ElementBytes(ElementType t);               // 1, 2, 4
 
 // What the device's small kernel makes of a uint8 NHWC batch after its copy
 // (docs/reader.md, GPU staging). kAsHost: no kernel, the device holds the
@@ -218,9 +225,12 @@ struct ReaderOptions {
   void* consumer_stream = nullptr;
 };
 
-// A stretch of an epoch read with the given plan options: the world size
+// A stretch of an epoch read with one set of plan options: the world size
 // and options of the job that read it, and the batches each of its ranks
-// delivered (docs/reader.md, Elastic resume).
+// delivered (docs/reader.md, Elastic resume). With the seed, the epoch and
+// the dataset, this says which records every rank of the job delivered:
+// the one type for a reader's position (ReaderState) and the plan's input
+// (reader/epoch_plan.h, PlanOf).
 struct ReadSegment {
   int world_size = 0;
   int batch_size = 0;
@@ -239,22 +249,36 @@ struct ReadSegment {
 // delivered. A state saved by any rank restores on a job of another world
 // size, batch size, remainder or shuffle budget (Reader::Restore). Every
 // field is checked on Restore: a state is data from outside.
+//
+// Saved as JSON text by ToJson and read back by FromJson (docs/reader.md,
+// "The saved state"); the Python binding's state_dict() is the same fields.
 struct ReaderState {
   uint64_t seed = 0;
   uint64_t epoch = 0;  // 0..kMaxEpoch
-  uint64_t batch = 0;  // batches of `epoch` already delivered in this segment
   // Reader::fingerprint() of the dataset the state was saved on.
   uint64_t fingerprint = 0;
-  // The plan options `batch` counts in (the saving reader's).
-  int world_size = 0;
-  int batch_size = 0;
-  Remainder remainder = Remainder::kDrop;
-  bool shuffle = true;
-  uint64_t shuffle_bytes = 0;
+  // The segment being read: the saving reader's plan options, and in
+  // `batches` the batches of `epoch` it delivered in this segment ("batch"
+  // in the saved form).
+  ReadSegment segment;
   // Earlier segments of `epoch`, oldest first (empty unless the epoch was
   // resumed with other options); at most kMaxStateSegments.
   std::vector<ReadSegment> earlier;
   friend bool operator==(const ReaderState&, const ReaderState&) = default;
+
+  // One line of JSON: {"seed":..,"epoch":..,"batch":..,"fingerprint":"<16
+  // hex digits>","world_size":..,"batch_size":..,"remainder":"drop",
+  // "shuffle":true,"shuffle_bytes":..,"earlier":[{..,"batches":..}]}.
+  std::string ToJson() const;
+  // The state ToJson wrote. InvalidArgumentError naming the field and
+  // quoting its value (bounded) for text that is not JSON, a missing or
+  // unknown key, a value of the wrong type, a negative number or one past
+  // its field's range (epoch past kMaxEpoch, more than kMaxStateSegments
+  // earlier segments): `state["epoch"] is -1: it must be an integer from 0
+  // to 2^63-1`. What depends on the dataset and the reader (the
+  // fingerprint, the seed, a batch past its epoch's end, a world size of 0)
+  // is Reader::Restore's to check.
+  static absl::StatusOr<ReaderState> FromJson(std::string_view text);
 };
 
 // Where time goes. Each stage's wait is time that stage spent blocked on the
@@ -305,7 +329,7 @@ class Batch {
   // Samples in this batch (batch_size except a short last batch).
   int size() const;
   // Image tensor: size() x H x W x C (NHWC) or size() x C x H x W (NCHW),
-  // uint8 or float32 as configured; shape() gives the four dimensions.
+  // of dtype() elements; shape() gives the four dimensions.
   // Host memory; null when on_device() (the host slot went back to the ring
   // once its copy completed). shape() and image_bytes() describe
   // device_images() when on_device().
@@ -323,6 +347,11 @@ class Batch {
   // ordering is explicit.
   void* device_event() const;
   std::array<int64_t, 4> shape() const;
+  // The images' element type, on the host or the device: uint8 or float32
+  // as ReaderOptions::dtype says; with device_dtype, float32 or float16 on
+  // the device (float32 on the host when there is no device). The same for
+  // every batch of a reader.
+  ElementType dtype() const;
   uint64_t image_bytes() const;
   // labels()[i * num_labels() + j] is label j of sample i.
   const int64_t* labels() const;

@@ -5,6 +5,7 @@ Run by ctest with /usr/bin/python3 and PYTHONPATH at the build tree's module
 cases are skipped without torch.
 """
 import gc
+import json
 import os
 import signal
 import sys
@@ -208,6 +209,29 @@ class ReaderTest(fixtures.DatasetTest):
                 with self.assertRaisesRegex(ValueError, says):
                     r.load_state_dict(state)
         self.assertEqual(r.state_dict(), good)
+
+    def test_load_state_dict_refuses_a_key_it_does_not_know(self):
+        # The keys are the C++ serializer's (ReaderState::ToJson, the same
+        # text): one this version does not know is refused by name, not ignored.
+        r = self.reader()
+        good = r.state_dict()
+        self.assertEqual(json.loads(json.dumps(good)), good)
+        segment = dict(world_size=2, batch_size=10, remainder="drop", shuffle=True,
+                       shuffle_bytes=1, batches=1)
+        cases = [
+            (dict(good, rank=1), r"^state_dict has an unknown key 'rank' \(a state_dict\(\) of "
+             r"this version of shardpack has only seed, epoch, batch, fingerprint, world_size, "
+             r"batch_size, remainder, shuffle, shuffle_bytes, earlier\)$"),
+            ({**good, 3: 0}, r"^state_dict has an unknown key 3 "),
+            (dict(good, earlier=[dict(segment, x=0)]),
+             r"^state_dict\['earlier'\]\[0\] has an unknown key 'x' "),
+        ]
+        for state, says in cases:
+            with self.subTest(says=says):
+                with self.assertRaisesRegex(ValueError, says):
+                    r.load_state_dict(state)
+        r.load_state_dict(dict(good, earlier=[segment]))  # a well-formed earlier segment
+        self.assertEqual(r.state_dict()["earlier"], [segment])
 
     def test_elastic_resume_on_another_world_size(self):
         # 2 ranks read 3 batches; 3 ranks finish the epoch from rank 1's state.

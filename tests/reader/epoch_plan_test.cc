@@ -275,6 +275,11 @@ std::set<uint64_t> Owed(const EpochRest& rest, uint64_t n) {
 
 std::set<uint64_t> AsSet(const std::vector<uint64_t>& v) { return {v.begin(), v.end()}; }
 
+// The segment read with plan options `o` that delivered `batches`.
+ReadSegment Segment(const PlanOptions& o, uint64_t batches) {
+  return {o.world_size, o.batch_size, o.remainder, o.shuffle, o.budget_bytes, batches};
+}
+
 // W ranks read `b` batches, W' ranks read the rest: every record the epoch
 // owed is delivered once (as the remainder rule allows), each rank the same
 // number of batches.
@@ -286,7 +291,8 @@ void CheckElastic(Remainder rem, int w, int w2, uint64_t b, uint64_t budget, int
   std::vector<ReadUnit> units = Units(n, 37, 4096);
   PlanOptions o{true, 7, 0, w, 10, rem, budget};
   Phase first = Deliver(units, o, 3, nullptr, b);
-  absl::StatusOr<EpochRest> rest = RestOfEpoch(units, {{o, b}}, 3);
+  EXPECT_EQ(PlanOf(Segment(o, b), o.seed, o.rank), o);  // the one conversion
+  absl::StatusOr<EpochRest> rest = RestOfEpoch(units, {Segment(o, b)}, o.seed, 3);
   ASSERT_TRUE(rest.ok()) << rest.status();
   std::set<uint64_t> owed = Owed(*rest, n);
   EXPECT_EQ(rest->count, owed.size());
@@ -338,20 +344,20 @@ TEST(EpochPlanElasticTest, ABatchSizeChangeIsASegmentToo) {
 TEST(EpochPlanElasticTest, AChainOfResumesStillDeliversEachRecordOnce) {
   const uint64_t n = 1003;
   std::vector<ReadUnit> units = Units(n, 37, 4096);
-  std::vector<PlanSegment> segments = {{{true, 7, 0, 4, 10, Remainder::kPartial, 6 * 4096}, 3},
-                                       {{true, 7, 0, 3, 16, Remainder::kPartial, 6 * 4096}, 4},
-                                       {{true, 7, 0, 5, 8, Remainder::kPartial, 1 << 20}, 2}};
+  std::vector<ReadSegment> segments = {{4, 10, Remainder::kPartial, true, 6 * 4096, 3},
+                                       {3, 16, Remainder::kPartial, true, 6 * 4096, 4},
+                                       {5, 8, Remainder::kPartial, true, 1 << 20, 2}};
   std::vector<uint64_t> delivered;
   for (size_t i = 0; i < segments.size(); ++i) {
-    std::vector<PlanSegment> before(segments.begin(), segments.begin() + i);
-    absl::StatusOr<EpochRest> rest = RestOfEpoch(units, before, 1);
+    std::vector<ReadSegment> before(segments.begin(), segments.begin() + i);
+    absl::StatusOr<EpochRest> rest = RestOfEpoch(units, before, 7, 1);
     ASSERT_TRUE(rest.ok()) << rest.status();
-    Phase p = Deliver(units, segments[i].options, 1, i == 0 ? nullptr : &*rest,
+    Phase p = Deliver(units, PlanOf(segments[i], 7, 0), 1, i == 0 ? nullptr : &*rest,
                       segments[i].batches);
     EXPECT_EQ(p.batch_counts.size(), 1u);
     delivered.insert(delivered.end(), p.records.begin(), p.records.end());
   }
-  absl::StatusOr<EpochRest> rest = RestOfEpoch(units, segments, 1);
+  absl::StatusOr<EpochRest> rest = RestOfEpoch(units, segments, 7, 1);
   ASSERT_TRUE(rest.ok());
   PlanOptions last{true, 7, 0, 2, 10, Remainder::kPartial, 1 << 20};
   Phase p = Deliver(units, last, 1, &*rest, UINT64_MAX);
@@ -366,25 +372,26 @@ TEST(EpochPlanElasticTest, AChainOfResumesStillDeliversEachRecordOnce) {
 TEST(EpochPlanElasticTest, SegmentsThatCannotBeAreRefused) {
   std::vector<ReadUnit> units = Units(1003, 37, 4096);
   PlanOptions o{true, 7, 0, 4, 10, Remainder::kDrop, 1 << 20};
-  absl::StatusOr<EpochRest> r = RestOfEpoch(units, {{o, 26}}, 0);  // 25 batches an epoch
+  // 25 batches an epoch
+  absl::StatusOr<EpochRest> r = RestOfEpoch(units, {Segment(o, 26)}, o.seed, 0);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("26 batches delivered"), std::string_view::npos)
       << r.status();
   PlanOptions bad = o;
   bad.world_size = 0;
-  EXPECT_FALSE(RestOfEpoch(units, {{bad, 0}}, 0).ok());
+  EXPECT_FALSE(RestOfEpoch(units, {Segment(bad, 0)}, bad.seed, 0).ok());
   bad = o;
   bad.batch_size = 0;
-  EXPECT_FALSE(RestOfEpoch(units, {{bad, 0}}, 0).ok());
+  EXPECT_FALSE(RestOfEpoch(units, {Segment(bad, 0)}, bad.seed, 0).ok());
   bad = o;
   bad.remainder = static_cast<Remainder>(7);
-  EXPECT_FALSE(RestOfEpoch(units, {{bad, 0}}, 0).ok());
+  EXPECT_FALSE(RestOfEpoch(units, {Segment(bad, 0)}, bad.seed, 0).ok());
   // The largest world size allowed is planned in well under a second.
   bad = o;
   bad.world_size = kMaxWorldSize;
   bad.remainder = Remainder::kPad;
-  absl::StatusOr<EpochRest> big = RestOfEpoch(units, {{bad, 1}}, 0);
+  absl::StatusOr<EpochRest> big = RestOfEpoch(units, {Segment(bad, 1)}, bad.seed, 0);
   ASSERT_TRUE(big.ok()) << big.status();
   EXPECT_EQ(big->count, 0u);  // each of the 2^20 ranks delivered its one record
 }

@@ -88,7 +88,7 @@ TEST_F(ReaderLimitsTest, EpochsUpToTheLastOneWorkAndThoseAfterAreRefusedByName) 
                        HasSubstr("epoch 9223372036854775807 (2^63-1) was the last")));
   ReaderState end = reader->state();
   EXPECT_EQ(end.epoch, kMaxEpoch);
-  EXPECT_EQ(end.batch, 10u);
+  EXPECT_EQ(end.segment.batches, 10u);
   // That state restores: at the end of the last epoch.
   SP_ASSERT_OK(reader->Restore(end));
   EXPECT_EQ(ReadEpoch(*reader, kMaxEpoch), 0u);
@@ -103,14 +103,14 @@ TEST_F(ReaderLimitsTest, EpochsUpToTheLastOneWorkAndThoseAfterAreRefusedByName) 
   }
   // The last epoch from its start, and its batch count's end.
   s.epoch = kMaxEpoch;
-  s.batch = 0;
+  s.segment.batches = 0;
   SP_ASSERT_OK(reader->Restore(s));
   EXPECT_EQ(ReadEpoch(*reader, kMaxEpoch), 10u);
-  s.batch = 10;
+  s.segment.batches = 10;
   SP_ASSERT_OK(reader->Restore(s));
   EXPECT_EQ(ReadEpoch(*reader, kMaxEpoch), 0u);
   for (uint64_t batch : {uint64_t{11}, uint64_t{1} << 63, UINT64_MAX}) {
-    s.batch = batch;
+    s.segment.batches = batch;
     EXPECT_THAT(reader->Restore(s),
                 StatusIs(absl::StatusCode::kInvalidArgument,
                          HasSubstr(absl::StrCat("state.batch ", batch,
@@ -180,7 +180,7 @@ TEST_F(ReaderLimitsTest, NextWithATimeoutConsumesNothingWhenTheBatchIsNotReady) 
   EXPECT_THAT(reader->Next(std::chrono::nanoseconds(0)),
               StatusIs(absl::StatusCode::kDeadlineExceeded,
                        HasSubstr("batch 0 of epoch 0 was not ready within 0 ms")));
-  EXPECT_EQ(reader->state().batch, 0u);
+  EXPECT_EQ(reader->state().segment.batches, 0u);
   {
     SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next(kPatience));
     EXPECT_EQ(b.index(), 0u);
@@ -293,7 +293,7 @@ TEST_F(ReaderLimitsTest, RankAndWorldSizeFromTheEnvironmentAreNamedWhenWrong) {
   ExpectRefused(Reader::Open(o), "RANK=3 is out of range: 0 to 1 (world_size 2)");
   o.world_size = -1;
   SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
-  EXPECT_EQ(reader->state().world_size, 4);
+  EXPECT_EQ(reader->state().segment.world_size, 4);
   setenv("WORLD_SIZE", "1048576", 1);
   setenv("RANK", "1048575", 1);
   ExpectRefused(Reader::Open(o), "records give rank 1048575 of 1048576 no batch");

@@ -120,6 +120,7 @@ TEST_F(ReaderTest, NoTransformDeliversTheStoredPixelsInDatasetOrder) {
   EXPECT_EQ(reader->batches_per_epoch(), 10u);
   SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
   EXPECT_EQ(b.shape(), (std::array<int64_t, 4>{10, 4, 4, 3}));
+  EXPECT_EQ(b.dtype(), ElementType::kUint8);
   const uint8_t* px = static_cast<const uint8_t*>(b.images());
   for (int i = 0; i < 10; ++i) {
     EXPECT_EQ(b.record_index(i), uint64_t(i));
@@ -316,10 +317,14 @@ TEST_F(ReaderTest, RestoreGivesTheIdenticalRestOfTheEpochWithoutReplaying) {
   for (int i = 0; i < k; ++i) SP_ASSERT_OK(first->Next().status());
   ReaderState state = first->state();
   EXPECT_EQ(state.epoch, 0u);
-  EXPECT_EQ(state.batch, uint64_t(k));
+  EXPECT_EQ(state.segment.batches, uint64_t(k));
+
+  // Through its saved form, as a checkpoint keeps it.
+  SP_ASSERT_OK_AND_ASSIGN(const ReaderState saved, ReaderState::FromJson(state.ToJson()));
+  EXPECT_EQ(saved, state);
 
   SP_ASSERT_OK_AND_ASSIGN(auto resumed, Reader::Open(o));
-  SP_ASSERT_OK(resumed->Restore(state));
+  SP_ASSERT_OK(resumed->Restore(saved));
   Delivered rest = ReadEpochs(*resumed, 2);
   size_t skip = size_t(k) * 32;
   ASSERT_EQ(rest.records.size(), whole.records.size() - skip);
@@ -505,6 +510,8 @@ TEST_F(ReaderTest, EvalTransformNchwFloatNormalizes) {
   SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
   SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
   EXPECT_EQ(b.shape(), (std::array<int64_t, 4>{4, 3, 4, 4}));
+  EXPECT_EQ(b.dtype(), ElementType::kFloat32);
+  EXPECT_EQ(b.image_bytes(), 4u * 3 * 4 * 4 * ElementBytes(b.dtype()));
   const float* f = static_cast<const float*>(b.images());
   for (int i = 0; i < 4; ++i)
     for (int c = 0; c < 3; ++c) {
@@ -687,8 +694,8 @@ TEST_F(ReaderTest, ElasticResumeDeliversEveryRecordOnceOnFewerOrMoreRanks) {
     std::vector<uint64_t> seen;
     std::set<uint64_t> counts;
     ReaderState state = ReadRanks(o, c.w, nullptr, c.b, &seen, &counts);
-    EXPECT_EQ(state.batch, c.b);
-    EXPECT_EQ(state.world_size, c.w);
+    EXPECT_EQ(state.segment.batches, c.b);
+    EXPECT_EQ(state.segment.world_size, c.w);
     const size_t first = seen.size();
     counts.clear();
     ReaderState after = ReadRanks(o, c.w2, &state, UINT64_MAX, &seen, &counts);
@@ -774,28 +781,32 @@ TEST_F(ReaderTest, StatesOfAnotherDatasetSeedOrWithBadFieldsAreRefused) {
                 testing::StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(says)));
   };
   refused(on_other->state(), "another dataset");
+  // A saved state of another dataset reads back fine: the dataset is Restore's to check.
+  SP_ASSERT_OK_AND_ASSIGN(const ReaderState loaded,
+                          ReaderState::FromJson(on_other->state().ToJson()));
+  refused(loaded, "another dataset");
   ReaderState s = good;
   s.seed = 8;
   refused(s, "state of seed 8");
   s = good;
-  s.world_size = 0;
+  s.segment.world_size = 0;
   refused(s, "state.world_size 0");
-  s.world_size = kMaxWorldSize + 1;
+  s.segment.world_size = kMaxWorldSize + 1;
   refused(s, "state.world_size");
   s = good;
-  s.batch_size = -3;
+  s.segment.batch_size = -3;
   refused(s, "state.batch_size -3");
   s = good;
-  s.remainder = static_cast<Remainder>(9);
+  s.segment.remainder = static_cast<Remainder>(9);
   refused(s, "state.remainder 9");
   s = good;
-  s.batch = 101;  // of 100
+  s.segment.batches = 101;  // of 100
   refused(s, "state.batch 101");
-  s.batch = UINT64_MAX;
+  s.segment.batches = UINT64_MAX;
   refused(s, "state.batch");
   s = good;
-  s.world_size = 2;
-  s.batch = 51;  // of 50 on 2 ranks
+  s.segment.world_size = 2;
+  s.segment.batches = 51;  // of 50 on 2 ranks
   refused(s, "51 batches delivered");
   s = good;
   s.earlier.assign(kMaxStateSegments + 1, {1, 10, Remainder::kDrop, true, 1 << 20, 1});
@@ -936,6 +947,8 @@ TEST(ReaderOptionNamesTest, EveryOptionEnumHasANameAndParsesBack) {
     EXPECT_EQ(*ParseOutputLayout(OutputLayoutName(l)), l);
   }
   for (DType d : {DType::kUint8, DType::kFloat32}) EXPECT_EQ(*ParseDType(DTypeName(d)), d);
+  EXPECT_EQ(ElementTypeName(ElementType::kFloat16), "float16");
+  EXPECT_EQ(ElementTypeName(ElementType::kUint8), "uint8");
   for (DeviceDType d : {DeviceDType::kAsHost, DeviceDType::kFloat32, DeviceDType::kFloat16}) {
     EXPECT_EQ(*ParseDeviceDType(DeviceDTypeName(d)), d);
   }

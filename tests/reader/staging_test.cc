@@ -345,7 +345,7 @@ TEST_F(StagingTest, RestoreWithCopiesInFlightGivesTheSameRest) {
   for (int i = 0; i < 3; ++i) { SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next()); }
   ReaderState state = reader->state();
   state.epoch = 0;
-  state.batch = 5;
+  state.segment.batches = 5;
   SP_ASSERT_OK(reader->Restore(state));
   const std::string rest = ReadEpoch(*reader, true);
   const size_t per_batch = whole.size() / 12;
@@ -390,6 +390,15 @@ TEST_F(StagingTest, DeviceFinishGetsTheUint8BatchAndMatchesHostFloat) {
   auto log = std::make_shared<FakeLog>();
   SP_ASSERT_OK_AND_ASSIGN(auto staged, OpenFake(o, log, milliseconds(0)));
   EXPECT_TRUE(ReadEpoch(*staged, true) == want);
+  // Each batch says what the device made: float32 here, float16 when asked.
+  SP_ASSERT_OK_AND_ASSIGN(auto f32, OpenFake(o, std::make_shared<FakeLog>(), milliseconds(0)));
+  SP_ASSERT_OK_AND_ASSIGN(Batch a, f32->Next());
+  EXPECT_EQ(a.dtype(), ElementType::kFloat32);
+  o.device_dtype = DeviceDType::kFloat16;
+  SP_ASSERT_OK_AND_ASSIGN(auto f16, OpenFake(o, std::make_shared<FakeLog>(), milliseconds(0)));
+  SP_ASSERT_OK_AND_ASSIGN(Batch b, f16->Next());
+  EXPECT_EQ(b.dtype(), ElementType::kFloat16);
+  EXPECT_EQ(b.image_bytes(), a.image_bytes() / 2);
 }
 
 TEST(HalfBitsTest, RoundsToNearestEvenLikeCuda) {

@@ -100,7 +100,10 @@ class Reader::Impl {
   std::unique_ptr<internal::CopyEngine> engine_;
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<internal::Stager> stager_;  // null: batches stay on the host
+  // Where Next takes batches from: the stager, else the pipeline's host ring.
+  internal::BatchRing* ring_ = nullptr;
   size_t device_sample_bytes_ = 0;
+  size_t sample_bytes_ = 0;  // of a sample of what Next hands out
   std::string no_device_;  // why there is no engine for options_.device
   std::unique_ptr<Batch::Slot[]> slots_;  // ring_slots or device_buffers of them
   size_t num_slots_ = 0;
@@ -305,7 +308,10 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   SP_ASSIGN_OR_RETURN(internal::SampleTransform t,
                       internal::SampleTransform::Make(host, dataset_.source->image()));
   transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
-  int workers = internal::WorkerThreads(options_.threads);
+  // The one place the worker count is resolved: the pipeline and the ring's
+  // default take it from here.
+  host.threads = options_.threads = internal::WorkerThreads(options_.threads);
+  int workers = options_.threads;
   if (engine_ != nullptr) {
     device_sample_bytes_ = DeviceSampleBytes();
     options_.device_buffers = internal::DeviceBuffersFor(
@@ -330,8 +336,10 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   pipeline_ = std::make_unique<Pipeline>(host, &dataset_, transform_.get(), plan, num_labels,
                                          engine_.get());
   SP_RETURN_IF_ERROR(pipeline_->CheckRing(options_.path));
-  ResizeSlots(options_.ring_slots);
+  ring_ = &pipeline_->host_ring();
+  sample_bytes_ = transform_->shape().sample_bytes;
   if (engine_ != nullptr) SP_RETURN_IF_ERROR(InitStaging(num_labels));
+  ResizeSlots(ring_->slots());
   return absl::OkStatus();
 }
 
@@ -360,17 +368,18 @@ absl::Status Reader::Impl::InitStaging(int num_labels) {
   const size_t batch = static_cast<size_t>(options_.batch_size);
   SP_RETURN_IF_ERROR(engine_->Init(options_.device_buffers, batch * shape.sample_bytes,
                                    batch * device_sample_bytes_, finish));
-  stager_ = std::make_unique<internal::Stager>(pipeline_.get(), engine_.get(),
+  stager_ = std::make_unique<internal::Stager>(&pipeline_->host_ring(), engine_.get(),
                                                options_.device_buffers, shape.sample_bytes,
                                                options_.batch_size, num_labels, options_.keys);
-  ResizeSlots(options_.device_buffers);
+  ring_ = stager_.get();
+  sample_bytes_ = device_sample_bytes_;
   return absl::OkStatus();
 }
 
 void Reader::Impl::Stop() {
-  if (stager_ != nullptr) stager_->RequestStop();
+  if (ring_ != nullptr) ring_->RequestStop();
   if (pipeline_ != nullptr) pipeline_->Stop();
-  if (stager_ != nullptr) stager_->Join();
+  if (ring_ != nullptr) ring_->Join();
   started_ = false;
 }
 
@@ -396,24 +405,24 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader, std::chrono::nanosecond
   // would never end.
   if (const Batch::Slot& reused = slots_[seq_ % num_slots_];
       reused.held.load(std::memory_order_acquire)) {
-    const char* what = stager_ ? " device buffers" : " ring slots";
+    const char* what = ring_->slot_name();
     return absl::FailedPreconditionError(absl::StrCat(
         "the Batch of epoch ", reused.ring->epoch, " batch ", reused.ring->batch,
-        " still holds the", what, "[", reused.seq % num_slots_,
-        "] the next batch needs (", num_slots_, what, "): destroy it first; at most ",
+        " still holds the ", what, "[", reused.seq % num_slots_,
+        "] the next batch needs (", num_slots_, " ", what, "): destroy it first; at most ",
         num_slots_ - 1, " Batches may be held across Next()"));
   }
   if (!started_) {
     absl::Status status = pipeline_->Start(epoch_, batch_, rest_);
-    if (status.ok() && stager_ != nullptr) {
-      status = stager_->Start();
+    if (status.ok()) {
+      status = ring_->Start();
       if (!status.ok()) pipeline_->Stop();
     }
     // Nothing was delivered: the next call tries again from here.
     if (!status.ok()) return status;
     started_ = true;
   }
-  RingSlot* built = stager_ ? stager_->Take(seq_, timeout) : pipeline_->WaitBuilt(seq_, timeout);
+  RingSlot* built = ring_->Take(seq_, timeout);
   if (built == nullptr) {
     return absl::DeadlineExceededError(absl::StrCat(
         "batch ", batch_, " of epoch ", epoch_, " was not ready within ",
@@ -426,9 +435,9 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader, std::chrono::nanosecond
   slot.shape = &transform_->shape();
   slot.num_labels = static_cast<int>(ring.labels.size() / options_.batch_size);
   slot.layout = options_.layout;
-  slot.sample_bytes = stager_ ? device_sample_bytes_ : transform_->shape().sample_bytes;
-  slot.device = stager_ ? stager_->buffer(seq_) : nullptr;
-  slot.event = stager_ ? stager_->event(seq_) : nullptr;
+  slot.sample_bytes = sample_bytes_;
+  slot.device = ring_->device_buffer(seq_);
+  slot.event = ring_->device_event(seq_);
   ++seq_;
   ++batch_;
   if (!ring.status.ok()) {
@@ -445,13 +454,7 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader, std::chrono::nanosecond
   return Batch(reader, &slot);
 }
 
-void Reader::Impl::GiveBack(Batch::Slot* slot) {
-  if (stager_ != nullptr) {
-    stager_->Release(slot->seq);
-  } else {
-    pipeline_->Release(slot->seq);
-  }
-}
+void Reader::Impl::GiveBack(Batch::Slot* slot) { ring_->Release(slot->seq); }
 
 ReaderState Reader::Impl::state() const {
   ReaderState s;
@@ -582,7 +585,7 @@ ReaderStats Reader::Impl::stats() const {
   s.batches = delivered_;
   s.samples = delivered_samples_;
   s.skipped = delivered_skipped_;
-  if (stager_ != nullptr) s.consumer_wait_s = stager_->consumer_wait_s();
+  s.consumer_wait_s = ring_->consumer_wait_s();
   return s;
 }
 

@@ -1,8 +1,9 @@
 // GPU staging: the last stage of the reader, a BatchRing (reader/ring.h)
-// in place of the host ring. Finished batches in the host ring are copied, as soon as they are built, into a ring of
-// device buffers through a CopyEngine (CUDA, or a fake in the tests); the
-// host slot goes back to the pipeline once its copy has completed, and a
-// device buffer is reused only after the consumer released its Batch.
+// in place of the host ring. Finished batches in the host ring are copied,
+// as soon as they are built, into a ring of device buffers through a
+// CopyEngine (CUDA, or a fake in the tests); the host slot goes back to the
+// host ring once its copy has completed, and a device buffer is reused only
+// after the consumer released its Batch.
 //
 //   host ring (pinned host slots) --CopyEngine::Issue--> device buffers
 //        ^ released when the copy completed        released by ~Batch ^

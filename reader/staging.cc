@@ -12,14 +12,6 @@
 
 namespace shardpack::internal {
 
-void SlotFree::operator()(uint8_t* p) const {
-  if (engine != nullptr) {
-    engine->HostFree(p);
-  } else {
-    std::free(p);
-  }
-}
-
 uint16_t HalfBits(float f) {
   uint32_t x;
   std::memcpy(&x, &f, sizeof(x));
@@ -92,9 +84,9 @@ absl::Status CopyError(const absl::Status& s, const RingSlot& staged, const Copy
 
 }  // namespace
 
-Stager::Stager(Pipeline* pipeline, CopyEngine* engine, int buffers, size_t sample_bytes,
+Stager::Stager(HostRing* host, CopyEngine* engine, int buffers, size_t sample_bytes,
                int batch_size, int num_labels, bool keys)
-    : pipeline_(pipeline),
+    : host_(host),
       engine_(engine),
       sample_bytes_(sample_bytes),
       slots_(static_cast<size_t>(buffers)),
@@ -146,7 +138,7 @@ void Stager::Join() {
 void Stager::IssueMain() {
   std::atomic<uint64_t> issue_wait_ns{0};
   for (uint64_t seq = 0;; ++seq) {
-    RingSlot& built = *pipeline_->WaitBuilt(seq);  // no timeout: never null
+    RingSlot& built = *host_->Take(seq, kNoTimeout);  // no timeout: never null
     if (stop_.load()) return;
     RingSlot& staged = slots_[seq % slots_.size()];
     // The consumer still holds this device buffer's previous batch.
@@ -172,7 +164,7 @@ void Stager::Stage(uint64_t seq, RingSlot& built, RingSlot& staged) {
   for (size_t i = 0; i < staged.keys.size(); ++i) staged.keys[i] = built.keys[i];
   issued_ok_[b] = 0;
   if (!built.status.ok()) {
-    pipeline_->Release(seq);
+    host_->Release(seq);
     return;
   }
   pending_[b] = {this, seq};
@@ -181,7 +173,7 @@ void Stager::Stage(uint64_t seq, RingSlot& built, RingSlot& staged) {
                                   &pending_[b]);
   if (!s.ok()) {
     staged.status = CopyError(s, staged, *engine_);
-    pipeline_->Release(seq);
+    host_->Release(seq);
     return;
   }
   issued_ok_[b] = 1;
@@ -189,7 +181,7 @@ void Stager::Stage(uint64_t seq, RingSlot& built, RingSlot& staged) {
 
 void Stager::OnCopied(void* arg) {
   const Pending* p = static_cast<const Pending*>(arg);
-  p->stager->pipeline_->Release(p->seq);
+  p->stager->host_->Release(p->seq);
 }
 
 RingSlot* Stager::Take(uint64_t seq, std::chrono::nanoseconds timeout) {

@@ -1,10 +1,11 @@
-// GPU staging: the last stage of the reader. Finished batches in the
-// pipeline's ring are copied, as soon as they are built, into a ring of
-// device buffers through a CopyEngine (CUDA, or a fake in the tests); the
-// host slot goes back to the pipeline once its copy has completed, and a
-// device buffer is reused only after the consumer released its Batch.
+// GPU staging: the last stage of the reader, a BatchRing (reader/ring.h)
+// in place of the host ring. Finished batches in the host ring are copied,
+// as soon as they are built, into a ring of device buffers through a
+// CopyEngine (CUDA, or a fake in the tests); the host slot goes back to the
+// host ring once its copy has completed, and a device buffer is reused only
+// after the consumer released its Batch.
 //
-//   pipeline ring (pinned host slots) --CopyEngine::Issue--> device buffers
+//   host ring (pinned host slots) --CopyEngine::Issue--> device buffers
 //        ^ released when the copy completed        released by ~Batch ^
 //
 // Synchronization is by atomics with wait/notify, as in the pipeline: one
@@ -23,7 +24,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "reader/pipeline.h"
+#include "reader/host_ring.h"
+#include "reader/ring.h"
 #include "reader/wait.h"
 #include "shardpack/reader.h"
 
@@ -117,36 +119,42 @@ struct ReaderAccess {
                                                       std::unique_ptr<CopyEngine> engine);
 };
 
-// The ring of device buffers between the pipeline and Reader::Next().
-class Stager {
+// The ring of device buffers between the host ring and Reader::Next().
+class Stager final : public BatchRing {
  public:
-  // `pipeline` and `engine` outlive the stager; engine->Init has been called
+  // `host` and `engine` outlive the stager; engine->Init has been called
   // with `buffers` buffers. A batch of n samples is n * sample_bytes bytes.
-  Stager(Pipeline* pipeline, CopyEngine* engine, int buffers, size_t sample_bytes,
-         int batch_size, int num_labels, bool keys);
-  ~Stager();
+  Stager(HostRing* host, CopyEngine* engine, int buffers, size_t sample_bytes, int batch_size,
+         int num_labels, bool keys);
+  ~Stager() override;
 
   // Starts the issuing thread at pipeline sequence number 0; the pipeline
   // has been started.
   // ResourceExhaustedError when the system will not start its thread.
-  absl::Status Start();
+  absl::Status Start() override;
   // Asks the issuing thread to stop; call before Pipeline::Stop, which wakes
   // it if it waits for a build.
-  void RequestStop();
+  void RequestStop() override;
   // Joins the thread and waits for every copy in flight. No-op when stopped.
-  void Join();
+  void Join() override;
 
   // Consumer: the metadata of `seq`, once its copy completed, with the
   // copy's error in `status` (naming the batch and the engine); null when
   // the batch was not built and issued within `timeout` (the wait for the
   // copy itself is the device's).
-  RingSlot* Take(uint64_t seq, std::chrono::nanoseconds timeout = kNoTimeout);
+  RingSlot* Take(uint64_t seq, std::chrono::nanoseconds timeout) override;
   // Consumer: gives the device buffer of `seq` back.
-  void Release(uint64_t seq);
+  void Release(uint64_t seq) override;
 
-  void* buffer(uint64_t seq) { return engine_->buffer(static_cast<int>(seq % slots_.size())); }
-  void* event(uint64_t seq) { return engine_->event(static_cast<int>(seq % slots_.size())); }
-  double consumer_wait_s() const { return consumer_wait_ns_.load() * 1e-9; }
+  void* device_buffer(uint64_t seq) override {
+    return engine_->buffer(static_cast<int>(seq % slots_.size()));
+  }
+  void* device_event(uint64_t seq) override {
+    return engine_->event(static_cast<int>(seq % slots_.size()));
+  }
+  int slots() const override { return static_cast<int>(slots_.size()); }
+  const char* slot_name() const override { return "device buffers"; }
+  double consumer_wait_s() const override { return consumer_wait_ns_.load() * 1e-9; }
 
  private:
   // What a completion callback needs: which sequence number's host slot to
@@ -159,7 +167,7 @@ class Stager {
   void IssueMain();
   void Stage(uint64_t seq, RingSlot& built, RingSlot& staged);
 
-  Pipeline* pipeline_;
+  HostRing* host_;
   CopyEngine* engine_;
   const size_t sample_bytes_;
   std::vector<RingSlot> slots_;     // per device buffer: metadata, ready, free_for

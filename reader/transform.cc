@@ -89,6 +89,46 @@ MirrorFn FastMirror(int c) {
   return nullptr;
 }
 
+// mean and std of a float32 output: finite, std not 0.
+absl::Status CheckNormalization(const ReaderOptions& o) {
+  for (int c = 0; c < 3; ++c) {
+    if (!std::isfinite(o.mean[c])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mean[", c, "] ", o.mean[c], " is out of range: a finite number"));
+    }
+    if (!std::isfinite(o.std[c]) || o.std[c] == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("std[", c, "] ", o.std[c], " is out of range: a finite number, not 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The size, scale and ratio of a RandomResizedCrop or CenterCrop.
+absl::Status CheckJpegTransform(const Transform& tr) {
+  const int out = tr.size;
+  if (out <= 0 || out > kMaxTransformSize) {
+    return absl::InvalidArgumentError(absl::StrCat("transform size ", out,
+                                                   " is out of range: 1 to ",
+                                                   kMaxTransformSize));
+  }
+  // Finite: an infinite ratio would make an infinite crop side.
+  auto finite = [](const std::array<double, 2>& r) {
+    return std::isfinite(r[0]) && std::isfinite(r[1]);
+  };
+  if (!(finite(tr.scale) && tr.scale[0] > 0 && tr.scale[0] <= tr.scale[1])) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RandomResizedCrop scale (", tr.scale[0], ", ", tr.scale[1],
+                     ") is out of range: finite, 0 < scale[0] <= scale[1]"));
+  }
+  if (!(finite(tr.ratio) && tr.ratio[0] > 0 && tr.ratio[1] > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RandomResizedCrop ratio (", tr.ratio[0], ", ", tr.ratio[1],
+                     ") is out of range: finite and above 0"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 JpegCrop SampleRandomResizedCrop(uint32_t width, uint32_t height, const Transform& t,
@@ -156,15 +196,8 @@ absl::StatusOr<SampleTransform> SampleTransform::Make(const ReaderOptions& o,
   t.layout_ = o.layout;
   t.dtype_ = o.dtype;
   t.seed_ = o.seed;
+  if (absl::Status s = CheckNormalization(o); !s.ok()) return s;
   for (int c = 0; c < 3; ++c) {
-    if (!std::isfinite(o.mean[c])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("mean[", c, "] ", o.mean[c], " is out of range: a finite number"));
-    }
-    if (!std::isfinite(o.std[c]) || o.std[c] == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("std[", c, "] ", o.std[c], " is out of range: a finite number, not 0"));
-    }
     t.scale_[c] = 1.f / (255.f * o.std[c]);
     t.bias_[c] = -o.mean[c] / o.std[c];
   }
@@ -193,26 +226,7 @@ absl::StatusOr<SampleTransform> SampleTransform::Make(const ReaderOptions& o,
     }
     case Transform::Kind::kRandomResizedCrop:
     case Transform::Kind::kCenterCrop: {
-      const auto& tr = o.transform;
-      if (out <= 0 || out > kMaxTransformSize) {
-        return absl::InvalidArgumentError(absl::StrCat("transform size ", out,
-                                                       " is out of range: 1 to ",
-                                                       kMaxTransformSize));
-      }
-      // Finite: an infinite ratio would make an infinite crop side.
-      auto finite = [](const std::array<double, 2>& r) {
-        return std::isfinite(r[0]) && std::isfinite(r[1]);
-      };
-      if (!(finite(tr.scale) && tr.scale[0] > 0 && tr.scale[0] <= tr.scale[1])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("RandomResizedCrop scale (", tr.scale[0], ", ", tr.scale[1],
-                         ") is out of range: finite, 0 < scale[0] <= scale[1]"));
-      }
-      if (!(finite(tr.ratio) && tr.ratio[0] > 0 && tr.ratio[1] > 0)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("RandomResizedCrop ratio (", tr.ratio[0], ", ", tr.ratio[1],
-                         ") is out of range: finite and above 0"));
-      }
+      if (absl::Status s = CheckJpegTransform(o.transform); !s.ok()) return s;
       t.shape_ = {out, out, 3, 0};
       break;
     }
@@ -322,11 +336,11 @@ void SampleTransform::Finish(const uint8_t* hwc, uint8_t* dst) const {
 }
 
 absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
-                                        uint64_t record_index, uint8_t* dst) const {
-  // One decoder and scratch per worker thread, for the thread's life.
-  thread_local JpegDecoder decoder;
-  thread_local ResizeScratch scratch;
-  thread_local std::vector<uint8_t> staging;
+                                        uint64_t record_index, uint8_t* dst,
+                                        TransformScratch& scratch) const {
+  if (scratch.decoder == nullptr) scratch.decoder = std::make_unique<JpegDecoder>();
+  JpegDecoder& decoder = *scratch.decoder;
+  std::vector<uint8_t>& staging = scratch.staging;
   auto damaged = [&](const absl::Status& s) {
     return absl::DataLossError(absl::StrCat("record ", record_index, " ('",
                                             std::string(record.key), "'): ", s.message()));
@@ -374,20 +388,21 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   // or the GPU copy reads the batch from memory).
   ResizeOptions options{train, c.flip};
   options.stream_output = direct;
-  ResizeRegion(*region, box, out, out, options, hwc, &scratch);
+  ResizeRegion(*region, box, out, out, options, hwc, &scratch.resize);
   if (!direct) Finish(hwc, dst);
   return absl::OkStatus();
 }
 
 absl::Status SampleTransform::Apply(const Record& record, uint64_t epoch,
-                                    uint64_t record_index, uint8_t* dst, ByteSpan ahead) const {
+                                    uint64_t record_index, uint8_t* dst,
+                                    TransformScratch& scratch, ByteSpan ahead) const {
   if (stored_.encoding == Encoding::kJpeg) {
     PrefetchLines(ahead);
     if (record.image.encoding != Encoding::kJpeg) {
       return absl::DataLossError(absl::StrCat("record ", record_index, " ('",
                                               std::string(record.key), "') is not a JPEG"));
     }
-    return ApplyJpeg(record, epoch, record_index, dst);
+    return ApplyJpeg(record, epoch, record_index, dst, scratch);
   }
   const ImageInfo& im = record.image;
   if (im.encoding != stored_.encoding || im.height != stored_.height ||
@@ -400,9 +415,9 @@ absl::Status SampleTransform::Apply(const Record& record, uint64_t epoch,
   Crop crop = Choose(epoch, record_index);
   const size_t hwc_bytes = size_t(shape_.height) * shape_.width * shape_.channels;
   // uint8 NHWC output is written in place; other outputs go through a small
-  // per-thread staging buffer (one sample, reused).
+  // small staging buffer of the worker's (one sample, reused).
   bool direct = dtype_ == DType::kUint8 && layout_ == OutputLayout::kNHWC;
-  thread_local std::vector<uint8_t> staging;
+  std::vector<uint8_t>& staging = scratch.staging;
   if (!direct && staging.size() < hwc_bytes) staging.resize(hwc_bytes);
   uint8_t* hwc = direct ? dst : staging.data();
   if (im.layout == Layout::kHWC) {

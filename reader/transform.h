@@ -11,8 +11,12 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "codec/jpeg_decoder.h"
+#include "codec/resize.h"
 #include "shardpack/reader.h"
 #include "shardpack/record.h"
 
@@ -44,6 +48,18 @@ struct OutputShape {
   size_t sample_bytes = 0;  // bytes of one sample in the slot
 };
 
+// A worker's own work memory for SampleTransform::Apply: the JPEG decoder
+// (made on the worker's first JPEG, then kept: its Huffman lookups serve the
+// next images), the resize's scratch and one sample's staging for outputs
+// not written in place. It grows to the largest sample; after that nothing
+// of ours is allocated per image. Not thread-safe: one per worker, owned by
+// it (reader/batch_builder.h).
+struct TransformScratch {
+  std::unique_ptr<JpegDecoder> decoder;  // null until the first JPEG
+  ResizeScratch resize;
+  std::vector<uint8_t> staging;
+};
+
 class SampleTransform {
  public:
   // `stored` is the schema's image (raw of a fixed shape, or JPEG).
@@ -57,13 +73,13 @@ class SampleTransform {
 
   // Writes the transformed sample into `dst` (shape().sample_bytes). A raw
   // record must have the stored shape, a JPEG record must decode;
-  // DataLossError naming the record otherwise. Thread-safe: JPEG decoding
-  // uses one decoder and scratch per calling thread, kept for its life.
+  // DataLossError naming the record otherwise. Thread-safe for calls with
+  // different `scratch`es: the calling worker's own work memory.
   // `ahead`, which may be empty: a later sample's bytes to bring into the
   // cache meanwhile. The raw crops spread those prefetches over their rows
   // (reader/prefetch.h); the JPEG path issues them first.
   absl::Status Apply(const Record& record, uint64_t epoch, uint64_t record_index,
-                     uint8_t* dst, ByteSpan ahead = {}) const;
+                     uint8_t* dst, TransformScratch& scratch, ByteSpan ahead = {}) const;
 
  private:
   // Crop window top-left in padded coordinates, and the flip.
@@ -78,7 +94,7 @@ class SampleTransform {
   void CropChw(const uint8_t* src, Crop crop, uint8_t* dst, ByteSpan ahead) const;
   void Finish(const uint8_t* hwc, uint8_t* dst) const;
   absl::Status ApplyJpeg(const Record& record, uint64_t epoch, uint64_t record_index,
-                         uint8_t* dst) const;
+                         uint8_t* dst, TransformScratch& scratch) const;
 
   Transform transform_;
   ImageInfo stored_;

@@ -21,6 +21,7 @@
 #include "tools/bench/reader_run.h"
 #include "tools/bench/report.h"
 #include "format/errors.h"
+#include "reader/pipeline.h"
 
 namespace shardpack::shardbench {
 namespace {
@@ -72,8 +73,9 @@ absl::Status RunReferences(const BenchOptions& options, const std::vector<std::s
   }
 
   if (memcpy_ref != nullptr) {
-    const int threads = ro.threads > 0 ? ro.threads : std::max(report->cpus, 1);
-    SP_ASSIGN_OR_RETURN(report->memcpy, memcpy_ref->Run(report->reader.samples, threads));
+    // As many threads as the reader had workers: its own rule.
+    SP_ASSIGN_OR_RETURN(report->memcpy, memcpy_ref->Run(report->reader.samples,
+                                                        internal::WorkerThreads(ro.threads)));
   }
   return absl::OkStatus();
 }

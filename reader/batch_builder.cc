@@ -1,0 +1,225 @@
+#include "reader/batch_builder.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/rng.h"
+#include "format/mapping_guard.h"
+#include "format/threads.h"
+#include "reader/prefetch.h"
+#include "reader/wait.h"
+
+namespace shardpack::internal {
+
+BatchBuilder::BatchBuilder(const ReaderOptions& options, StreamDataset* dataset,
+                           const SampleTransform* transform, Loader* loader, HostRing* ring,
+                           int num_labels, uint64_t batches_per_epoch,
+                           const std::atomic<bool>& stop)
+    : options_(options),
+      dataset_(dataset),
+      transform_(transform),
+      loader_(loader),
+      ring_(ring),
+      num_labels_(num_labels),
+      batches_per_epoch_(batches_per_epoch),
+      stop_(stop) {
+  assert(options.threads >= 1);
+  for (int t = 0; t < options.threads; ++t) workers_.push_back(std::make_unique<Worker>());
+}
+
+BatchBuilder::~BatchBuilder() { Join(); }
+
+absl::Status BatchBuilder::Start(const StreamStart& start) {
+  start_ = start;
+  next_build_ = 0;
+  absl::Status status;
+  const size_t n = workers_.size();
+  for (size_t t = 0; t < n && status.ok(); ++t) {
+    std::thread thread;
+    Worker* worker = workers_[t].get();
+    status = internal::StartThread(&thread,
+                                   absl::StrCat("reader worker thread ", t + 1, " of ", n),
+                                   [this, worker] { WorkerMain(*worker); });
+    if (status.ok()) threads_.push_back(std::move(thread));
+  }
+  return status;
+}
+
+void BatchBuilder::Join() {
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void BatchBuilder::WorkerMain(Worker& worker) {
+  for (;;) {
+    const uint64_t seq = next_build_.fetch_add(1);
+    RingSlot* slot = ring_->Claim(seq, &transform_wait_ns_);
+    if (slot == nullptr) return;
+    BuildBatch(worker, seq, *slot);
+    if (stop_) return;
+    ring_->Publish(seq, *slot);
+  }
+}
+
+// Epochs stay within kMaxEpoch + ring slots (Reader refuses to go past
+// kMaxEpoch; workers run at most a ring ahead of it): no sum here wraps.
+void BatchBuilder::Locate(uint64_t seq, uint64_t* epoch, uint64_t* batch) const {
+  const uint64_t global = start_.batch + seq;
+  if (global < start_.epoch_batches) {
+    *epoch = start_.epoch;
+    *batch = global;
+    return;
+  }
+  const uint64_t after = global - start_.epoch_batches;
+  *epoch = start_.epoch + 1 + after / batches_per_epoch_;
+  *batch = after % batches_per_epoch_;
+}
+
+void BatchBuilder::BuildBatch(Worker& worker, uint64_t seq, RingSlot& slot) {
+  Locate(seq, &slot.epoch, &slot.batch);
+  std::shared_ptr<EpochRun> run = loader_->WaitRun(slot.epoch);
+  if (run == nullptr) return;
+  const EpochPlan& plan = run->plan;
+  const uint64_t batch_size = static_cast<uint64_t>(options_.batch_size);
+  const uint64_t first = slot.batch * batch_size;
+  slot.size = static_cast<int>(std::min<uint64_t>(batch_size, plan.order.size() - first));
+  slot.skipped = 0;
+  slot.status = absl::OkStatus();
+  slot.corrupt.clear();
+  worker.bad.clear();
+  if (!BuildRows(worker, *run, first, slot)) return;
+  if (!worker.bad.empty()) ReplaceDamaged(worker, first, slot);
+  UnpinBatch(plan, first, slot.size);
+  samples_.fetch_add(slot.size, std::memory_order_relaxed);
+}
+
+ByteSpan BatchBuilder::RecordBytes(const EpochRun& run, uint64_t first, int size, int j) const {
+  if (j >= size) return {};
+  const SampleRef r = run.plan.order[first + j];
+  if (run.piece_ready[r.piece].load(std::memory_order_acquire) != 1) return {};
+  const UnitSlot& pu = loader_->unit(run.plan.pieces[r.piece].unit);
+  if (pu.state.load(std::memory_order_acquire) != UnitSlot::kReady) return {};
+  return pu.view.record_bytes(r.index);
+}
+
+bool BatchBuilder::BuildRows(Worker& worker, const EpochRun& run, uint64_t first,
+                             RingSlot& slot) {
+  // Shuffled records are scattered over the resident blocks: fetch each a
+  // few samples ahead so that its cache misses overlap the work on those
+  // before it. The first kAhead go in one burst; each later one is handed to
+  // the transform kAhead samples before it, which spreads its fetches over
+  // its own work (reader/prefetch.h).
+  constexpr int kAhead = 3;
+  for (int j = 0; j < kAhead; ++j) PrefetchLines(RecordBytes(run, first, slot.size, j));
+  // A mapped file that shrank under us reads as zeros (format/mapping_guard.h):
+  // a batch built while that happened is an error, whatever on_corrupt says,
+  // since which samples read zeros is not known.
+  const uint64_t faults_before = ContainedMappingFaults();
+  for (int i = 0; i < slot.size; ++i) {
+    // A stopping reader does not wait for the rest of a long batch.
+    if (stop_.load(std::memory_order_relaxed)) return false;
+    const ByteSpan ahead = RecordBytes(run, first, slot.size, i + kAhead);
+    const SampleRef ref = run.plan.order[first + i];
+    if (!WaitFor(run.piece_ready[ref.piece], 1u, stop_, &io_wait_ns_)) return false;
+    absl::Status s =
+        BuildRow(worker, run.plan.pieces[ref.piece].unit, ref.index, i, ahead, slot);
+    if (!s.ok()) Damaged(worker, i, std::move(s), slot);
+  }
+  if (ContainedMappingFaults() != faults_before) {
+    if (absl::Status intact = dataset_->source->CheckIntact(); !intact.ok()) {
+      slot.status = std::move(intact);
+      worker.bad.clear();
+      slot.corrupt.clear();
+    }
+  }
+  return true;
+}
+
+absl::Status BatchBuilder::BuildRow(Worker& worker, uint32_t unit, uint32_t index, int i,
+                                    ByteSpan ahead, RingSlot& slot) {
+  const UnitSlot& u = loader_->unit(unit);
+  const uint64_t record_index = dataset_->units()[unit].first_record + index;
+  slot.records[i] = record_index;
+  if (u.state.load(std::memory_order_acquire) != UnitSlot::kReady) return u.error;
+  absl::StatusOr<Record> record = u.view.record(index);
+  if (!record.ok()) return record.status();
+  auto path = [&]() -> const std::string& { return dataset_->paths[dataset_->units()[unit].file]; };
+  // A record that disagrees with the schema is damage (on_corrupt), never
+  // a sample with a missing label or a shape the transform did not plan.
+  if (dataset_->schema_known) {
+    if (absl::Status s = CheckRecordAgainstSchema(*record, dataset_->manifest.schema); !s.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(path(), ": dataset record ", record_index, ": ", s.message()));
+    }
+  }
+  const size_t row_bytes = transform_->shape().sample_bytes;
+  absl::Status s = transform_->Apply(*record, slot.epoch, record_index,
+                                     slot.images.get() + row_bytes * i, worker.scratch, ahead);
+  for (int j = 0; j < num_labels_; ++j) {
+    slot.labels[i * num_labels_ + j] = j < record->labels.size() ? record->labels[j] : -1;
+  }
+  if (options_.keys) slot.keys[i].assign(record->key.data(), record->key.size());
+  if (!s.ok()) return absl::DataLossError(absl::StrCat(path(), ": ", s.message()));
+  return absl::OkStatus();
+}
+
+void BatchBuilder::Damaged(Worker& worker, int i, absl::Status error, RingSlot& slot) {
+  if (options_.on_corrupt == OnCorrupt::kError) {
+    if (slot.status.ok()) slot.status = std::move(error);
+    return;
+  }
+  worker.bad.push_back(i);
+  slot.corrupt.push_back({i, slot.records[i], std::move(error)});
+}
+
+void BatchBuilder::ReplaceDamaged(Worker& worker, uint64_t first, RingSlot& slot) {
+  const std::vector<int>& bad = worker.bad;
+  std::vector<int>& good = worker.good;
+  good.clear();
+  size_t b = 0;
+  for (int i = 0; i < slot.size; ++i) {
+    if (b < bad.size() && bad[b] == i) {
+      ++b;
+    } else {
+      good.push_back(i);
+    }
+  }
+  if (good.empty()) {
+    slot.status = absl::DataLossError(absl::StrCat("every sample of batch ", slot.batch,
+                                                   " of epoch ", slot.epoch, " is damaged"));
+  }
+  const size_t row_bytes = transform_->shape().sample_bytes;
+  for (int i : bad) {
+    if (good.empty()) break;
+    int j = good[Below(Draw(options_.seed, kStreamReplace, slot.epoch, first + i), good.size())];
+    std::memcpy(slot.images.get() + row_bytes * i, slot.images.get() + row_bytes * j, row_bytes);
+    std::memcpy(&slot.labels[i * num_labels_], &slot.labels[j * num_labels_],
+                sizeof(int64_t) * num_labels_);
+    slot.records[i] = slot.records[j];
+    if (options_.keys) slot.keys[i] = slot.keys[j];
+  }
+  slot.skipped = static_cast<int>(bad.size());
+  skipped_.fetch_add(bad.size(), std::memory_order_relaxed);
+}
+
+void BatchBuilder::UnpinBatch(const EpochPlan& plan, uint64_t first, int size) {
+  for (int i = 0; i < size;) {
+    const uint32_t unit = plan.pieces[plan.order[first + i].piece].unit;
+    int n = 1;
+    while (i + n < size && plan.pieces[plan.order[first + i + n].piece].unit == unit) ++n;
+    loader_->Unpin(unit, n);
+    i += n;
+  }
+}
+
+void BatchBuilder::AddStats(ReaderStats* stats) const {
+  stats->samples = samples_.load();
+  stats->skipped = skipped_.load();
+  stats->io_wait_s = io_wait_ns_.load() * 1e-9;
+  stats->transform_wait_s = transform_wait_ns_.load() * 1e-9;
+}
+
+}  // namespace shardpack::internal

@@ -1,0 +1,65 @@
+// The share of an epoch's records that a rank reads, before its order is
+// built (reader/epoch_plan.cc): the epoch's unit order, and a share's
+// pieces, contiguous runs of units or, after an elastic resume, the owed
+// records among them. Pure integer work; the plan's helpers.
+#ifndef SHARDPACK_READER_EPOCH_SHARE_H_
+#define SHARDPACK_READER_EPOCH_SHARE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "reader/epoch_plan.h"
+
+namespace shardpack::internal {
+
+// Records a rank reads of `records`: rounded down, or up with kPad.
+uint64_t SamplesPerRank(uint64_t records, const PlanOptions& o);
+
+// The epoch's order of units: a seeded Fisher-Yates permutation.
+std::vector<uint32_t> UnitOrder(size_t n, const PlanOptions& o, uint64_t epoch);
+
+// A rank's share: its pieces in sequence order. A piece's records are all
+// of [begin, end) or, with `rest`, the owed ones among them.
+struct Share {
+  std::vector<Piece> pieces;
+  const EpochRest* rest = nullptr;
+  uint64_t records = 0;
+};
+
+// Calls fn(index) for each record of the share's piece `i`.
+template <typename Fn>
+void ForEachInPiece(const std::vector<ReadUnit>& units, const Share& s, uint32_t i, Fn&& fn) {
+  const Piece& p = s.pieces[i];
+  const uint64_t first = units[p.unit].first_record;
+  for (uint32_t r = p.begin; r < p.end; ++r) {
+    if (s.rest == nullptr || s.rest->Owes(first + r)) fn(r);
+  }
+}
+
+
+// Records before each position of `perm`: cum[k] counts those of units
+// perm[0..k).
+std::vector<uint64_t> RecordPrefix(const std::vector<ReadUnit>& units,
+                                   const std::vector<uint32_t>& perm);
+
+// The share of `share` records from position `start` of the epoch's whole
+// sequence (`cum` from RecordPrefix): pieces are contiguous runs of units.
+Share ContiguousShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>& perm,
+                      const std::vector<uint64_t>& cum, uint64_t records, uint64_t share,
+                      uint64_t start);
+
+// Owed records before each position of `perm`: cum[k] counts those of
+// units perm[0..k).
+std::vector<uint64_t> OwedPrefix(const std::vector<ReadUnit>& units,
+                                 const std::vector<uint32_t>& perm, const EpochRest& rest);
+
+// The share of `share` owed records from position `start` of the sequence
+// of owed records (in the epoch's unit order).
+Share RestShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>& perm,
+                const std::vector<uint64_t>& cum, const EpochRest& rest, uint64_t share,
+                uint64_t start);
+
+}  // namespace shardpack::internal
+
+#endif  // SHARDPACK_READER_EPOCH_SHARE_H_

@@ -1,0 +1,252 @@
+// What ReaderOptions accepts: the checks and the environment's RANK and
+// WORLD_SIZE that Reader::Open applies, and the names of option values.
+#include <climits>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "format/enum_names.h"
+#include "format/errors.h"
+#include "format/status_macros.h"
+#include "reader/options.h"
+#include "reader/reader_impl.h"
+
+namespace shardpack {
+
+using internal::AsAbsl;
+
+namespace {
+
+// An integer option of ReaderOptions, as messages name it.
+struct IntOption {
+  const char* name;
+  std::string accepted;  // "1 to 1048576"
+};
+
+const std::vector<IntOption>& IntOptions() {
+  static const auto* options = new std::vector<IntOption>{
+      {"batch_size", absl::StrCat("1 to ", kMaxBatchSize)},
+      {"ring_slots", absl::StrCat("2 to ", kMaxRingSlots, ", or 0 (chosen)")},
+      {"threads", absl::StrCat("0 (one per core) to ", kMaxThreads)},
+      {"device_buffers", absl::StrCat("2 to ", kMaxDeviceBuffers, ", or 0 (chosen)")},
+      {"device", "-1 (host memory) or a CUDA device from 0"},
+      {"rank", absl::StrCat("-1 (from RANK) or 0 to world_size-1 (at most ", kMaxWorldSize - 1,
+                            ")")},
+      {"world_size", absl::StrCat("-1 (from WORLD_SIZE) or 1 to ", kMaxWorldSize)},
+      {"transform size", absl::StrCat("1 to ", kMaxTransformSize)},
+      {"transform pad", absl::StrCat("0 to ", kMaxTransformSize)},
+  };
+  return *options;
+}
+
+// An integer from the environment variable `name`, in [lo, hi]; `fallback`
+// when it is not set. `*named` says where the value came from, for messages.
+absl::StatusOr<int> FromEnvironment(const char* name, int fallback, int lo, int hi,
+                                    std::string* named) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) {
+    *named = absl::StrCat(name, " unset: ", fallback);
+    return fallback;
+  }
+  const std::string shown = internal::Excerpt(text);
+  *named = absl::StrCat(name, "=", shown);
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(text, &v)) {
+    // Digits that do not fit are a number out of range, not a non-number.
+    const std::string_view digits = std::string_view(text).substr(text[0] == '-' || text[0] == '+');
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, "='", shown, "' is not an integer: ", lo, " to ", hi));
+    }
+    v = text[0] == '-' ? INT64_MIN : INT64_MAX;
+  }
+  if (v < lo || v > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, "=", shown, " is out of range: ", lo, " to ", hi));
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+
+// RANK / WORLD_SIZE from the environment when the option is -1; the
+// options themselves are checked (CheckOptions).
+absl::Status internal::ResolveRank(ReaderOptions* o) {
+  std::string world = absl::StrCat("world_size ", o->world_size);
+  std::string rank = absl::StrCat("rank ", o->rank);
+  if (o->world_size == -1) {
+    SP_ASSIGN_OR_RETURN(o->world_size, FromEnvironment("WORLD_SIZE", 1, 1, kMaxWorldSize, &world));
+  }
+  if (o->rank == -1) {
+    SP_ASSIGN_OR_RETURN(o->rank, FromEnvironment("RANK", 0, 0, kMaxWorldSize - 1, &rank));
+  }
+  if (o->rank >= o->world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(rank, " is out of range: 0 to ",
+                                                   o->world_size - 1, " (", world, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// The plan options of `o`, whose rank and world size are resolved.
+internal::PlanOptions internal::PlanOptionsOf(const ReaderOptions& o) {
+  return internal::PlanOf(internal::SegmentOf(o), o.seed, o.rank);
+}
+
+absl::Status internal::CheckOptions(const ReaderOptions& o) {
+  // The path goes to the system as a C string: a NUL would cut it short.
+  if (const size_t nul = o.path.find('\0'); nul != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("path '", internal::Excerpt(o.path),
+                                                   "' holds a NUL byte (at byte ", nul,
+                                                   "): a path is text without NULs"));
+  }
+  if (o.path.size() >= PATH_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat("path '", internal::Excerpt(o.path),
+                                                   "' is too long: at most ", PATH_MAX - 1,
+                                                   " bytes"));
+  }
+  auto check = [](const char* name, int v, bool ok) {
+    return ok ? absl::OkStatus() : internal::OptionOutOfRange(name, absl::StrCat(v));
+  };
+  auto in = [](int v, int lo, int hi) { return v >= lo && v <= hi; };
+  const Transform& t = o.transform;
+  SP_RETURN_IF_ERROR(check("batch_size", o.batch_size, in(o.batch_size, 1, kMaxBatchSize)));
+  SP_RETURN_IF_ERROR(check("ring_slots", o.ring_slots,
+                           o.ring_slots == kAutoRingSlots || in(o.ring_slots, 2, kMaxRingSlots)));
+  SP_RETURN_IF_ERROR(check("threads", o.threads, in(o.threads, 0, kMaxThreads)));
+  SP_RETURN_IF_ERROR(check("device", o.device, o.device >= -1));
+  SP_RETURN_IF_ERROR(check("device_buffers", o.device_buffers,
+                           o.device < 0 || o.device_buffers == kAutoDeviceBuffers ||
+                               in(o.device_buffers, 2, kMaxDeviceBuffers)));
+  SP_RETURN_IF_ERROR(check("world_size", o.world_size,
+                           o.world_size == -1 || in(o.world_size, 1, kMaxWorldSize)));
+  SP_RETURN_IF_ERROR(check("rank", o.rank, in(o.rank, -1, kMaxWorldSize - 1)));
+  SP_RETURN_IF_ERROR(check("transform size", t.size, in(t.size, 1, kMaxTransformSize)));
+  SP_RETURN_IF_ERROR(check("transform pad", t.pad, in(t.pad, 0, kMaxTransformSize)));
+  if (o.device_dtype != DeviceDType::kAsHost && o.dtype != DType::kUint8) {
+    return absl::InvalidArgumentError(
+        "with device_dtype, dtype must stay uint8: the device converts the uint8 batch");
+  }
+  if (o.device_dtype != DeviceDType::kAsHost && o.device < 0) {
+    return absl::InvalidArgumentError("device_dtype needs a device (ReaderOptions::device >= 0)");
+  }
+  return absl::OkStatus();
+}
+
+
+absl::Status internal::OptionOutOfRange(std::string_view option, std::string_view value) {
+  for (const IntOption& o : IntOptions()) {
+    if (option == o.name) {
+      return absl::InvalidArgumentError(absl::StrCat(o.name, " ", Excerpt(value),
+                                                     " is out of range: ", o.accepted));
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(AsAbsl(option), " ", Excerpt(value), " is out of range"));
+}
+
+absl::StatusOr<internal::PlanOptions> internal::ReaderPlanOptions(ReaderOptions options) {
+  SP_RETURN_IF_ERROR(CheckOptions(options));
+  SP_RETURN_IF_ERROR(ResolveRank(&options));
+  return PlanOptionsOf(options);
+}
+
+
+// ---- Option names -----------------------------------------------------------
+
+// Option values, given by people, parse in any case (format/enum_names.h).
+namespace {
+
+using internal::Case;
+using internal::NameIn;
+template <typename E>
+using Name = internal::EnumName<E>;
+
+template <typename E, size_t N>
+absl::StatusOr<E> ParseOption(const Name<E> (&names)[N], std::string_view what,
+                              std::string_view name) {
+  return internal::ParseIn(names, what, name, Case::kAny);
+}
+
+constexpr Name<IoEngine> kIoEngines[] = {{IoEngine::kAuto, "auto"},
+                                        {IoEngine::kPread, "pread"},
+                                        {IoEngine::kDirect, "direct"},
+                                        {IoEngine::kMmap, "mmap"},
+                                        {IoEngine::kUring, "uring"}};
+constexpr Name<OutputLayout> kLayouts[] = {{OutputLayout::kNHWC, "nhwc"},
+                                          {OutputLayout::kNCHW, "nchw"}};
+constexpr Name<DType> kDTypes[] = {{DType::kUint8, "uint8"}, {DType::kFloat32, "float32"}};
+constexpr Name<ElementType> kElementTypes[] = {{ElementType::kUint8, "uint8"},
+                                              {ElementType::kFloat16, "float16"},
+                                              {ElementType::kFloat32, "float32"}};
+constexpr Name<DeviceDType> kDeviceDTypes[] = {{DeviceDType::kAsHost, "as-host"},
+                                              {DeviceDType::kFloat32, "float32"},
+                                              {DeviceDType::kFloat16, "float16"}};
+constexpr Name<Remainder> kRemainders[] = {
+    {Remainder::kDrop, "drop"}, {Remainder::kPartial, "partial"}, {Remainder::kPad, "pad"}};
+constexpr Name<OnCorrupt> kOnCorrupt[] = {{OnCorrupt::kError, "error"},
+                                         {OnCorrupt::kSkip, "skip"}};
+
+}  // namespace
+
+std::string_view IoEngineName(IoEngine e) { return NameIn(kIoEngines, e); }
+absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name) {
+  return ParseOption(kIoEngines, "I/O engine", name);
+}
+std::string_view OutputLayoutName(OutputLayout l) { return NameIn(kLayouts, l); }
+absl::StatusOr<OutputLayout> ParseOutputLayout(std::string_view name) {
+  return ParseOption(kLayouts, "layout", name);
+}
+std::string_view DTypeName(DType d) { return NameIn(kDTypes, d); }
+absl::StatusOr<DType> ParseDType(std::string_view name) { return ParseOption(kDTypes, "dtype", name); }
+std::string_view ElementTypeName(ElementType t) { return NameIn(kElementTypes, t); }
+size_t ElementBytes(ElementType t) {
+  return t == ElementType::kFloat32 ? 4 : t == ElementType::kFloat16 ? 2 : 1;
+}
+std::string_view DeviceDTypeName(DeviceDType d) { return NameIn(kDeviceDTypes, d); }
+absl::StatusOr<DeviceDType> ParseDeviceDType(std::string_view name) {
+  return ParseOption(kDeviceDTypes, "device dtype", name);
+}
+std::string_view RemainderName(Remainder r) { return NameIn(kRemainders, r); }
+absl::StatusOr<Remainder> ParseRemainder(std::string_view name) {
+  return ParseOption(kRemainders, "remainder", name);
+}
+std::string_view OnCorruptName(OnCorrupt c) { return NameIn(kOnCorrupt, c); }
+absl::StatusOr<OnCorrupt> ParseOnCorrupt(std::string_view name) {
+  return ParseOption(kOnCorrupt, "on_corrupt", name);
+}
+
+absl::StatusOr<Transform> ParseTransform(std::string_view text) {
+  std::string_view kind = text.substr(0, text.find(':'));
+  Transform t;
+  if (kind == "none") {
+    t = Transform::None();
+  } else if (kind == "cifar-train") {
+    t = Transform::CifarTrain();
+  } else if (kind == "cifar-eval") {
+    t = Transform::CifarEval();
+  } else if (kind == "rrc" || kind == "random-resized-crop") {
+    t = Transform::RandomResizedCrop();
+  } else if (kind == "center" || kind == "center-crop") {
+    t = Transform::CenterCrop();
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown transform '", internal::Excerpt(text),
+        "' (none, cifar-train[:SIZE], cifar-eval[:SIZE], rrc[:SIZE], center[:SIZE])"));
+  }
+  if (size_t colon = text.find(':'); colon != std::string_view::npos) {
+    const std::string_view size = text.substr(colon + 1);
+    if (!absl::SimpleAtoi(AsAbsl(size), &t.size) || t.size < 1 || t.size > kMaxTransformSize) {
+      return absl::InvalidArgumentError(absl::StrCat("transform '", internal::Excerpt(text),
+                                                     "': SIZE is an integer from 1 to ",
+                                                     kMaxTransformSize));
+    }
+  }
+  return t;
+}
+
+}  // namespace shardpack
+

@@ -67,7 +67,7 @@ class Reader::Impl {
   uint64_t batches_in_epoch() const { return epoch_batches_; }
   uint64_t records() const { return dataset_.records; }
   uint64_t fingerprint() const { return fingerprint_; }
-  const Schema& schema() const { return dataset_.manifest.schema; }
+  const Schema& schema() const { return dataset_.manifest().schema; }
   std::array<int64_t, 4> output_shape() const;
   IoEngine io_engine() const { return dataset_.source->engine(); }
   const std::string& device_fallback() const { return no_device_; }
@@ -239,8 +239,8 @@ absl::Status CheckOptions(const ReaderOptions& o) {
 // The manifest's fingerprint; for a lone .shard file (whose manifest lists
 // no shards) folded with its read units, so that two different files differ.
 uint64_t DatasetFingerprint(const internal::StreamDataset& d) {
-  uint64_t h = ManifestFingerprint(d.manifest);
-  if (!d.manifest.shards.empty()) return h;
+  uint64_t h = ManifestFingerprint(d.manifest());
+  if (!d.manifest().shards.empty()) return h;
   for (const internal::ReadUnit& u : d.units()) {
     h = internal::Draw(h, u.first_record, u.records, u.bytes);
   }
@@ -326,7 +326,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
         options_.path, ": ", dataset_.records, " records give rank ", options_.rank, " of ",
         options_.world_size, " no batch of ", options_.batch_size));
   }
-  int num_labels = std::max<int>(1, static_cast<int>(dataset_.manifest.schema.labels.size()));
+  int num_labels = std::max<int>(1, static_cast<int>(dataset_.manifest().schema.labels.size()));
   pipeline_ = std::make_unique<Pipeline>(host, &dataset_, transform_.get(), plan, num_labels,
                                          engine_.get());
   SP_RETURN_IF_ERROR(pipeline_->CheckRing(options_.path));
@@ -565,7 +565,10 @@ absl::Status Reader::Impl::Restore(const ReaderState& state) {
 void Reader::Impl::ReportCorrupt(const RingSlot& ring) const {
   if (!options_.corrupt_reporter) return;
   for (const internal::CorruptInBatch& c : ring.corrupt) {
-    options_.corrupt_reporter({ring.epoch, ring.batch, c.position, c.record, c.error});
+    options_.corrupt_reporter(
+        {ring.epoch, ring.batch, c.position,
+         Damage{dataset_.ShardPathOf(c.record), internal::ErrorOffset(c.error).value_or(0),
+                c.record, c.error}});
   }
 }
 

@@ -49,11 +49,10 @@ class BackendShardRecords : public ShardRecords {
   std::unique_ptr<backends::ShardScanner> scanner_;
 };
 
-ShardProblem Problem(std::string message, int64_t record = -1) {
-  ShardProblem p;
-  p.record = record;
-  p.message = std::move(message);
-  return p;
+// LMDB and HDF5 records have no file offset of their own.
+Damage Problem(const std::string& path, absl::Status status,
+               std::optional<uint64_t> record = std::nullopt) {
+  return {path, 0, record, std::move(status)};
 }
 
 }  // namespace
@@ -72,7 +71,7 @@ ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
   ShardCheck check;
   auto digest = backends::DigestFile(path);
   if (!digest.ok()) {
-    check.problems.push_back(Problem(std::string(digest.status().message())));
+    check.problems.push_back(Problem(path, digest.status()));
     return check;
   }
   check.opened = true;
@@ -85,12 +84,12 @@ ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
                               ? backends::CompareDigest(path, *digest, *expected)
                               : backends::AdmitShardFile(path, backend, std::nullopt);
   if (!admitted.ok()) {
-    check.problems.push_back(Problem(std::string(admitted.message())));
+    check.problems.push_back(Problem(path, admitted));
     return check;
   }
   auto scanner = backends::ShardScanner::Open(path, backend);
   if (!scanner.ok()) {
-    check.problems.push_back(Problem(std::string(scanner.status().message())));
+    check.problems.push_back(Problem(path, scanner.status()));
     return check;
   }
   check.index_ok = true;
@@ -100,12 +99,12 @@ ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
     next = i + 1;
     if (schema == nullptr) return absl::OkStatus();
     if (absl::Status agrees = CheckRecordAgainstSchema(r, *schema); !agrees.ok()) {
-      check.problems.push_back(
-          Problem(absl::StrCat(path, " record ", i, ": ", agrees.message()), static_cast<int64_t>(i)));
+      check.problems.push_back(Problem(
+          path, absl::DataLossError(absl::StrCat(path, " record ", i, ": ", agrees.message())), i));
     }
     return absl::OkStatus();
   });
-  if (!s.ok()) check.problems.push_back(Problem(std::string(s.message()), static_cast<int64_t>(next)));
+  if (!s.ok()) check.problems.push_back(Problem(path, s, next));
   return check;
 }
 

@@ -118,9 +118,9 @@ ShardCheck OpenedDataset::CheckShard(size_t k) const {
   const std::string path = ShardPath(k);
   if (!Exists(path)) {
     ShardCheck check;
-    ShardProblem p;
-    p.message = absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)");
-    check.problems.push_back(std::move(p));
+    check.problems.push_back(
+        {path, 0, std::nullopt,
+         absl::NotFoundError(absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)"))});
     return check;
   }
   const Schema* schema = has_schema() ? &manifest().schema : nullptr;

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/open_path.h"
+#include "shardpack/damage.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
 #include "shardpack/shard.h"
@@ -94,7 +95,7 @@ struct ShardCheck {
   uint64_t bytes = 0;                  // size of the file
   bool crc_valid = false;              // every byte was read: file_crc32c is exact
   uint32_t file_crc32c = 0;            // CRC-32C of the whole file
-  std::vector<ShardProblem> problems;  // record: index in the shard, or -1
+  std::vector<Damage> problems;        // record: index in the shard
 };
 
 class OpenedDataset {

@@ -109,9 +109,7 @@ ShardCheck CheckShardFile(const std::string& path, const Schema* schema) {
   ShardCheck check;
   auto file = OpenShardBytes(path);
   if (!file.ok()) {
-    ShardProblem p;
-    p.message = std::string(file.status().message());
-    check.problems.push_back(std::move(p));
+    check.problems.push_back({path, 0, std::nullopt, file.status()});
     return check;
   }
   check.opened = true;

@@ -113,10 +113,8 @@ void Verifier::CheckOne(size_t k, JpegChecker* jpeg) {
   out.records = check.records;
   out.bytes = check.bytes;
   if (check.crc_valid) out.crc32c = check.file_crc32c;
-  for (ShardProblem& p : check.problems) {
-    std::optional<uint64_t> record;
-    if (p.record >= 0) record = static_cast<uint64_t>(p.record);
-    out.problems.push_back(At(k, record, p.offset, std::move(p.message)));
+  for (const Damage& d : check.problems) {
+    out.problems.push_back(At(k, d.record, d.offset, d.message()));
   }
   if (ds_.has_manifest() && check.opened) CompareWithManifest(k, check, &out);
   uint64_t added = 0;

@@ -10,8 +10,8 @@
 #include "format/errors.h"
 #include "shardpack/dataset.h"
 #include "format/status_macros.h"
-#include "tools/dump/lmdb_hdf5_records.h"
-#include "tools/dump/shard_file_records.h"
+#include "backends/shard_gate.h"
+#include "tools/dump/shard_check.h"
 
 namespace shardpack::dump {
 namespace {
@@ -24,16 +24,6 @@ bool Exists(const std::string& path) {
 }
 
 }  // namespace
-
-uint64_t RecordLocation::file_offset() const {
-  return compressed ? block_offset : block_offset + 32 + in_block;
-}
-
-std::string RecordLocation::Text() const {
-  if (!has_offset) return "-";
-  if (compressed) return absl::StrCat(block_offset, ":", in_block);
-  return absl::StrCat(file_offset());
-}
 
 absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, ShardPolicy policy) {
   OpenedDataset ds;
@@ -64,7 +54,7 @@ absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, Shard
 absl::Status OpenedDataset::LoadLoneShardIndex(ShardPolicy policy) {
   ShardEntry entry;
   entry.path = fs::path(path()).filename().string();
-  auto shard = OpenShardFile(path());
+  auto shard = backends::ShardScanner::Open(path(), Backend::kShard);
   if (shard.ok()) {
     lone_version_ = (*shard)->format_version();
     entry.records = (*shard)->size();
@@ -96,12 +86,11 @@ std::pair<size_t, uint64_t> OpenedDataset::Locate(uint64_t index) const {
   return {k, index - first_record_[k]};
 }
 
-absl::StatusOr<std::unique_ptr<ShardRecords>> OpenedDataset::OpenShard(
+absl::StatusOr<std::unique_ptr<backends::ShardScanner>> OpenedDataset::OpenShard(
     size_t k, bool require_manifest_count) const {
   const std::string path = ShardPath(k);
-  auto shard = manifest().backend == Backend::kShard
-                   ? OpenShardFile(path)
-                   : OpenBackendShardFile(path, manifest().backend, named_.ExpectedEntry(k));
+  // Through the gate for LMDB and HDF5; a `.shard` file passes as it is.
+  auto shard = backends::OpenShardScanner(path, manifest().backend, named_.ExpectedEntry(k));
   if (absl::IsNotFound(shard.status())) {
     return absl::NotFoundError(
         absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)"));

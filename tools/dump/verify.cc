@@ -158,11 +158,13 @@ uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
     return 0;
   }
   // Damaged blocks were reported by the byte check; step over them.
-  DamageHandler skip = [](const absl::Status&, uint64_t) {};
+  struct : backends::ScanReporter {
+    void Corruption(const Damage&) override {}
+  } skip;
   uint64_t payload_bytes = 0;
   absl::Status s = (*shard)->Scan(
       0, (*shard)->size(),
-      [&](uint64_t i, const Record& r, const RecordLocation& loc) {
+      [&](uint64_t i, const Record& r, const backends::RecordLocation& loc) {
         if (r.image.encoding != Encoding::kJpeg) return absl::OkStatus();
         absl::Status decoded = jpeg->Check(r.payload, r.image);
         ++out->decoded;

@@ -29,6 +29,8 @@ struct StreamDataset {
 
   const Manifest& manifest() const { return named.manifest; }
   const std::vector<ReadUnit>& units() const { return source->units(); }
+  // The shard file of unit `u`. Precondition: u < units().size().
+  const std::string& UnitPath(uint32_t u) const { return named.shard_paths[units()[u].file]; }
   // The shard file holding dataset record `record`.
   // Precondition: record < records.
   const std::string& ShardPathOf(uint64_t record) const;

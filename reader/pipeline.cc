@@ -321,7 +321,7 @@ void Pipeline::Submit(uint32_t unit, EpochRun& run, uint32_t piece) {
       u.buffer != nullptr
           ? dataset_->source->Submit(unit, u.buffer)
           : absl::ResourceExhaustedError(absl::StrCat(
-                dataset_->named.shard_paths[dataset_->units()[unit].file], ": out of memory for a read of ",
+                dataset_->UnitPath(unit), ": out of memory for a read of ",
                 bytes, " bytes (records ", dataset_->units()[unit].first_record, "..)"));
   if (!s.ok()) {  // misuse or no memory, not data: report it through the unit all the same
     in_flight_.pop_back();
@@ -481,7 +481,7 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
       if (s.ok() && dataset_->named.schema_known()) {
         s = CheckRecordAgainstSchema(*record, dataset_->manifest().schema);
         if (!s.ok()) {
-          s = absl::DataLossError(absl::StrCat(dataset_->named.shard_paths[dataset_->units()[unit].file],
+          s = absl::DataLossError(absl::StrCat(dataset_->UnitPath(unit),
                                                ": dataset record ", record_index, ": ", s.message()));
         }
       }
@@ -492,7 +492,7 @@ void Pipeline::BuildBatch(uint64_t seq, RingSlot& slot) {
           slot.labels[i * num_labels_ + j] = j < record->labels.size() ? record->labels[j] : -1;
         }
         if (options_.keys) slot.keys[i].assign(record->key.data(), record->key.size());
-        if (!s.ok()) s = absl::DataLossError(absl::StrCat(dataset_->named.shard_paths[dataset_->units()[unit].file], ": ", s.message()));
+        if (!s.ok()) s = absl::DataLossError(absl::StrCat(dataset_->UnitPath(unit), ": ", s.message()));
       }
     }
     if (!s.ok()) {

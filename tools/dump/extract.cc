@@ -162,7 +162,7 @@ absl::Status ExtractRange(const OpenedDataset& ds, IndexRange range, Extractor* 
     SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const uint64_t first = ds.first_record(k);
     SP_RETURN_IF_ERROR(shard->Scan(part.begin - first, part.end - first,
-                                   [&](uint64_t i, const Record& r, const backends::RecordLocation&) {
+                                   [&](uint64_t i, const Record& r) {
                                      progress->Add(r.payload.size(), 1);
                                      return x->Write(first + i, r);
                                    }));
@@ -187,7 +187,7 @@ absl::Status ExtractIndexes(const OpenedDataset& ds, const std::vector<uint64_t>
       open_k = k;
     }
     SP_RETURN_IF_ERROR(
-        shard->Scan(local, local + 1, [&](uint64_t, const Record& r, const backends::RecordLocation&) {
+        shard->Scan(local, local + 1, [&](uint64_t, const Record& r) {
           progress->Add(r.payload.size(), 1);
           return x->Write(index, r);
         }));
@@ -201,7 +201,7 @@ absl::Status ExtractKey(const OpenedDataset& ds, std::string_view key, Extractor
     SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const uint64_t first = ds.first_record(k);
     SP_RETURN_IF_ERROR(
-        shard->Scan(0, shard->size(), [&](uint64_t i, const Record& r, const backends::RecordLocation&) {
+        shard->Scan(0, shard->size(), [&](uint64_t i, const Record& r) {
           progress->Add(r.payload.size(), 1);
           if (r.key != key) return absl::OkStatus();
           return x->Write(first + i, r);

@@ -86,7 +86,7 @@ absl::Status Gather(const OpenedDataset& ds, bool quiet, Facts* f) {
     f->records += s.records;
     f->shards.push_back(std::move(s));
     SP_RETURN_IF_ERROR(
-        shard->Scan(0, shard->size(), [&](uint64_t, const Record& r, const backends::RecordLocation&) {
+        shard->Scan(0, shard->size(), [&](uint64_t, const Record& r) {
           f->widths.push_back(r.image.width);
           f->heights.push_back(r.image.height);
           f->payload_bytes.push_back(r.payload.size());

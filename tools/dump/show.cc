@@ -104,7 +104,7 @@ absl::Status FillSheet(const OpenedDataset& ds, const std::vector<uint64_t>& ind
     SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const uint64_t first = ds.first_record(k);
     SP_RETURN_IF_ERROR(shard->Scan(local, local + (b - a),
-                                   [&](uint64_t i, const Record& r, const backends::RecordLocation&) {
+                                   [&](uint64_t i, const Record& r) {
                                      return filler->Add(first + i, r);
                                    }));
     a = b;

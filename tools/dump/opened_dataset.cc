@@ -23,6 +23,12 @@ bool Exists(const std::string& path) {
   return fs::exists(path, ec);
 }
 
+// Shard k of the manifest, at `path`, is not there.
+absl::Status MissingShard(const std::string& path, size_t k) {
+  return absl::NotFoundError(
+      absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)"));
+}
+
 }  // namespace
 
 absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, ShardPolicy policy) {
@@ -40,8 +46,7 @@ absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, Shard
   if (ds.has_manifest() && policy == ShardPolicy::kRequireAll) {
     for (size_t k = 0; k < ds.num_shards(); ++k) {
       if (!Exists(ds.ShardPath(k))) {
-        return absl::NotFoundError(
-            absl::StrCat(ds.ShardPath(k), ": missing (shard ", k, " of the dataset's manifest)"));
+        return MissingShard(ds.ShardPath(k), k);
       }
     }
   }
@@ -92,8 +97,7 @@ absl::StatusOr<std::unique_ptr<backends::ShardScanner>> OpenedDataset::OpenShard
   // Through the gate for LMDB and HDF5; a `.shard` file passes as it is.
   auto shard = backends::OpenShardScanner(path, manifest().backend, named_.ExpectedEntry(k));
   if (absl::IsNotFound(shard.status())) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)"));
+    return MissingShard(path, k);
   }
   SP_RETURN_IF_ERROR(shard.status());
   if (require_manifest_count) {
@@ -107,9 +111,7 @@ ShardCheck OpenedDataset::CheckShard(size_t k) const {
   const std::string path = ShardPath(k);
   if (!Exists(path)) {
     ShardCheck check;
-    check.problems.push_back(
-        {path, 0, std::nullopt,
-         absl::NotFoundError(absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)"))});
+    check.problems.push_back({path, 0, std::nullopt, MissingShard(path, k)});
     return check;
   }
   const Schema* schema = has_schema() ? &manifest().schema : nullptr;

@@ -3,6 +3,7 @@
 // and trailer; zero checks over the padding. Each byte is read once; the
 // whole-file CRC is assembled from the parts with Crc32cCombine.
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "format/errors.h"
@@ -24,12 +25,9 @@ class Verifier {
  private:
   // Bytes [offset, offset + n) as a view: from the mapping when there is one.
   absl::StatusOr<std::span<const uint8_t>> Bytes(uint64_t offset, uint64_t n);
-  void Problem(const absl::Status& s, int64_t record = -1) {
-    ShardProblem p;
-    p.offset = internal::ErrorOffset(s).value_or(0);
-    p.record = record;
-    p.message = std::string(s.message());
-    result_->problems.push_back(std::move(p));
+  void Problem(const absl::Status& s, std::optional<uint64_t> record = std::nullopt) {
+    result_->problems.push_back(
+        Damage{file_.name(), internal::ErrorOffset(s).value_or(0), record, s});
   }
   // Checks that [offset, offset + n) is zero and folds it into the file CRC.
   void CheckPadding(uint64_t offset, uint64_t n);
@@ -76,7 +74,7 @@ void Verifier::CheckBlock(const ShardIndex& index, size_t b, uint64_t end) {
   crc = Crc32cCombine(crc, view.ok() ? info.payload_crc32c : Crc32c(payload), payload.size());
   crc_ = Crc32cCombine(crc_, Crc32cCombine(crc, Crc32c(padding), padding.size()),
                        stored->size());
-  if (!view.ok()) return Problem(view.status(), static_cast<int64_t>(info.first_record));
+  if (!view.ok()) return Problem(view.status(), info.first_record);
   auto nonzero = std::find_if(padding.begin(), padding.end(), [](uint8_t c) { return c != 0; });
   if (nonzero != padding.end()) {
     Problem(internal::DataLossAt(file_.name(), info.offset + info.stored_size +
@@ -86,7 +84,7 @@ void Verifier::CheckBlock(const ShardIndex& index, size_t b, uint64_t end) {
   for (size_t i = 0; i < view->size(); ++i) {
     auto record = view->record(i);
     if (!record.ok()) {
-      Problem(record.status(), static_cast<int64_t>(info.first_record + i));
+      Problem(record.status(), info.first_record + i);
       continue;
     }
     ++result_->records;
@@ -100,7 +98,7 @@ void Verifier::CheckBlock(const ShardIndex& index, size_t b, uint64_t end) {
       Problem(internal::DataLossAt(file_.name(), at,
                                    absl::StrCat("record ", info.first_record + i, ": ",
                                                 agrees.message())),
-              static_cast<int64_t>(info.first_record + i));
+              info.first_record + i);
     }
   }
 }

@@ -146,11 +146,11 @@ absl::Status BatchBuilder::BuildRow(Worker& worker, uint32_t unit, uint32_t inde
   if (u.state.load(std::memory_order_acquire) != UnitSlot::kReady) return u.error;
   absl::StatusOr<Record> record = u.view.record(index);
   if (!record.ok()) return record.status();
-  auto path = [&]() -> const std::string& { return dataset_->paths[dataset_->units()[unit].file]; };
+  auto path = [&]() -> const std::string& { return dataset_->UnitPath(unit); };
   // A record that disagrees with the schema is damage (on_corrupt), never
   // a sample with a missing label or a shape the transform did not plan.
-  if (dataset_->schema_known) {
-    if (absl::Status s = CheckRecordAgainstSchema(*record, dataset_->manifest.schema); !s.ok()) {
+  if (dataset_->named.schema_known()) {
+    if (absl::Status s = CheckRecordAgainstSchema(*record, dataset_->manifest().schema); !s.ok()) {
       return absl::DataLossError(
           absl::StrCat(path(), ": dataset record ", record_index, ": ", s.message()));
     }

@@ -8,26 +8,32 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/open_path.h"
 #include "reader/epoch_plan.h"
 #include "reader/unit_source.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack::internal {
 
+// What the path opened to, kept whole, plus what streaming adds: the source
+// of its read units and their record count.
 struct StreamDataset {
-  Manifest manifest;               // read, or made up for a lone shard or file
-  std::vector<std::string> paths;  // shard files
-  // The manifest's shard sizes and CRC-32Cs are real (read from a
-  // manifest.json): LMDB and HDF5 shards are checked against them before
-  // they are opened; otherwise they are vetted (backends/shard_gate.h).
-  bool checksummed = false;
+  // The manifest (read, or made up for a lone shard or file), the shard
+  // files, whether their sizes and CRC-32Cs are real (LMDB and HDF5 shards
+  // are then checked against them before they are opened; otherwise vetted,
+  // backends/shard_gate.h) and whether the schema is known (a lone `.shard`
+  // file carries none: its records are then not checked against one).
+  backends::NamedPath named;
   std::unique_ptr<UnitSource> source;
   uint64_t records = 0;
-  // False for a lone `.shard` file, which carries no schema: its records are
-  // then not checked against one.
-  bool schema_known = true;
 
+  const Manifest& manifest() const { return named.manifest; }
   const std::vector<ReadUnit>& units() const { return source->units(); }
+  // The shard file of unit `u`. Precondition: u < units().size().
+  const std::string& UnitPath(uint32_t u) const { return named.shard_paths[units()[u].file]; }
+  // The shard file holding dataset record `record`.
+  // Precondition: record < records.
+  const std::string& ShardPathOf(uint64_t record) const;
 };
 
 // Opens a dataset directory (manifest.json) or a single shard file with the

@@ -247,7 +247,7 @@ void Loader::Submit(uint32_t unit, EpochRun& run, uint32_t piece) {
       u.buffer != nullptr
           ? dataset_->source->Submit(unit, u.buffer)
           : absl::ResourceExhaustedError(absl::StrCat(
-                dataset_->paths[dataset_->units()[unit].file], ": out of memory for a read of ",
+                dataset_->UnitPath(unit), ": out of memory for a read of ",
                 bytes, " bytes (records ", dataset_->units()[unit].first_record, "..)"));
   if (!s.ok()) {  // misuse or no memory, not data: report it through the unit all the same
     in_flight_.pop_back();

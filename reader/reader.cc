@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "format/errors.h"
 #include "format/status_macros.h"
 #include "reader/reader_impl.h"
 
@@ -101,7 +102,10 @@ void Reader::Impl::GiveBack(Batch::Slot* slot) { ring_->Release(slot->seq); }
 void Reader::Impl::ReportCorrupt(const RingSlot& ring) const {
   if (!options_.corrupt_reporter) return;
   for (const internal::CorruptInBatch& c : ring.corrupt) {
-    options_.corrupt_reporter({ring.epoch, ring.batch, c.position, c.record, c.error});
+    options_.corrupt_reporter(
+        {ring.epoch, ring.batch, c.position,
+         Damage{dataset_.ShardPathOf(c.record), internal::ErrorOffset(c.error).value_or(0),
+                c.record, c.error}});
   }
 }
 

@@ -78,7 +78,7 @@ class Reader::Impl {
   uint64_t batches_in_epoch() const { return epoch_batches_; }
   uint64_t records() const { return dataset_.records; }
   uint64_t fingerprint() const { return fingerprint_; }
-  const Schema& schema() const { return dataset_.manifest.schema; }
+  const Schema& schema() const { return dataset_.manifest().schema; }
   std::array<int64_t, 4> output_shape() const;
   IoEngine io_engine() const { return dataset_.source->engine(); }
   const std::string& device_fallback() const { return no_device_; }

@@ -23,8 +23,8 @@ namespace {
 // The manifest's fingerprint; for a lone .shard file (whose manifest lists
 // no shards) folded with its read units, so that two different files differ.
 uint64_t DatasetFingerprint(const internal::StreamDataset& d) {
-  uint64_t h = ManifestFingerprint(d.manifest);
-  if (!d.manifest.shards.empty()) return h;
+  uint64_t h = ManifestFingerprint(d.manifest());
+  if (!d.manifest().shards.empty()) return h;
   for (const internal::ReadUnit& u : d.units()) {
     h = internal::Draw(h, u.first_record, u.records, u.bytes);
   }
@@ -107,7 +107,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
         options_.path, ": ", dataset_.records, " records give rank ", options_.rank, " of ",
         options_.world_size, " no batch of ", options_.batch_size));
   }
-  int num_labels = std::max<int>(1, static_cast<int>(dataset_.manifest.schema.labels.size()));
+  int num_labels = std::max<int>(1, static_cast<int>(dataset_.manifest().schema.labels.size()));
   pipeline_ = std::make_unique<Pipeline>(host, &dataset_, transform_.get(), plan, num_labels,
                                          engine_.get());
   SP_RETURN_IF_ERROR(pipeline_->CheckRing(options_.path));

@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "shardpack/damage.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack {
@@ -133,13 +134,16 @@ std::string_view OnCorruptName(OnCorrupt c);  // "error", "skip"
 absl::StatusOr<OnCorrupt> ParseOnCorrupt(std::string_view name);
 
 // A damaged sample that OnCorrupt::kSkip replaced, as told to
-// ReaderOptions::corrupt_reporter.
+// ReaderOptions::corrupt_reporter: where in the stream it was replaced, and
+// the damage, described as VerifyShard and sharddump describe it.
 struct CorruptSample {
   uint64_t epoch = 0;
   uint64_t batch = 0;      // within the epoch
   int position = 0;        // in the batch
-  uint64_t record = 0;     // the damaged record's global index
-  absl::Status error;      // what was wrong, naming the shard and offset
+  // path: the shard; offset: where in it, when the error says (else 0);
+  // record: the damaged record's global index (Batch::record_index's
+  // numbering); status: what was wrong, naming the shard and offset.
+  Damage damage;
 };
 
 // Bounds of ReaderOptions: values past them are an InvalidArgumentError from

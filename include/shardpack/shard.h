@@ -19,6 +19,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "shardpack/damage.h"
 #include "shardpack/file.h"
 #include "shardpack/record.h"
 
@@ -220,24 +221,19 @@ class ShardReader {
   BlockView current_;
 };
 
-// One problem found by VerifyShard.
-struct ShardProblem {
-  uint64_t offset = 0;   // file offset where it was found
-  int64_t record = -1;   // record index in the shard, -1 when not one record
-  std::string message;   // "<shard> @<offset>: ..." as in every error
-};
-
 // Checks every byte of a shard: header, padding, each block's header and
 // CRC-32C, every record against the index, footer and trailer, and, when
 // `schema` is given, every record against it (CheckRecordAgainstSchema).
 // Reports every problem it can find (damage to one block does not hide
 // damage to another) and returns the number of records checked. Reads block
-// by block.
+// by block. Each problem is a Damage (shardpack/damage.h): path the file's
+// name, record its index in the shard, status's message "<shard> @<offset>:
+// ..." as in every error.
 struct ShardVerifyResult {
   uint64_t records = 0;
   uint64_t bytes = 0;
   uint32_t file_crc32c = 0;  // CRC-32C of the whole file
-  std::vector<ShardProblem> problems;
+  std::vector<Damage> problems;
   bool ok() const { return problems.empty(); }
 };
 ShardVerifyResult VerifyShard(const RandomAccessFile& file, const Schema* schema = nullptr);

@@ -322,7 +322,7 @@ TEST_F(FormatSpecTest, WorkedExampleReadsBackAndVerifies) {
     EXPECT_TRUE(SameContents(got, records[i].record())) << "record " << i;
   }
   ShardVerifyResult v = VerifyShard(*mem);
-  EXPECT_TRUE(v.ok()) << (v.problems.empty() ? "" : v.problems[0].message);
+  EXPECT_TRUE(v.ok()) << (v.problems.empty() ? "" : v.problems[0].message());
   EXPECT_EQ(v.file_crc32c, Crc32c(Bytes(file)));
 }
 

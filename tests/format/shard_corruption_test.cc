@@ -156,15 +156,15 @@ Misbehaviour Check(std::span<const uint8_t> damaged, const std::vector<OwnedReco
 
   ShardVerifyResult verify = VerifyShard(*file);
   if (verify.ok()) out.emplace_back("VerifyShard found no problem", "");
-  for (const ShardProblem& p : verify.problems) {
-    if (p.message.find(kWhere) == std::string::npos) {
-      out.emplace_back("VerifyShard message does not name shard and offset", p.message);
+  for (const Damage& p : verify.problems) {
+    if (p.message().find(kWhere) == std::string::npos) {
+      out.emplace_back("VerifyShard message does not name shard and offset", p.message());
       break;
     }
   }
   if (padding && (verify.ok() || verify.problems[0].offset != position)) {
     out.emplace_back("VerifyShard did not point at the damaged padding byte",
-                     verify.ok() ? "" : verify.problems[0].message);
+                     verify.ok() ? "" : verify.problems[0].message());
   }
 
   bool reader_error = false;
@@ -285,7 +285,7 @@ TEST_P(ShardCorruptionTest, EveryTruncationIsDetected) {
     }
     ShardVerifyResult verify = VerifyShard(*file);
     ASSERT_FALSE(verify.ok());
-    ASSERT_EQ(verify.problems[0].message, std::string(index.status().message()));
+    ASSERT_EQ(verify.problems[0].message(), std::string(index.status().message()));
     ASSERT_FALSE(ShardReader::Open(file.get()).ok());
   }
 }
@@ -317,8 +317,8 @@ TEST_P(ShardCorruptionTest, WrongMagicIsNotAShard) {
   auto file = NewMemoryFile(kName, Bytes(text));
   EXPECT_THAT(ShardIndex::Load(*file),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("not a shard")));
-  EXPECT_THAT(VerifyShard(*file).problems, ::testing::ElementsAre(::testing::Field(
-                                               &ShardProblem::message, HasSubstr("not a shard"))));
+  EXPECT_THAT(VerifyShard(*file).problems, ::testing::ElementsAre(::testing::Property(
+                                               &Damage::message, HasSubstr("not a shard"))));
 }
 
 TEST_P(ShardCorruptionTest, WrongTrailerMagicIsAnUnfinishedShard) {
@@ -343,7 +343,7 @@ TEST_P(ShardCorruptionTest, NextMajorVersionIsRejectedNamingBothVersions) {
     EXPECT_THAT(ShardReader::Open(file.get()), expected);
     ShardVerifyResult verify = VerifyShard(*file);
     ASSERT_EQ(verify.problems.size(), 1u);
-    EXPECT_THAT(verify.problems[0].message, HasSubstr("1.x"));
+    EXPECT_THAT(verify.problems[0].message(), HasSubstr("1.x"));
   }
 }
 
@@ -360,7 +360,7 @@ TEST_P(ShardCorruptionTest, NewerMinorVersionStillOpens) {
     EXPECT_TRUE(SameContents(got, f.records[r].record())) << "record " << r;
   }
   ShardVerifyResult verify = VerifyShard(*file);
-  EXPECT_TRUE(verify.ok()) << verify.problems[0].message;
+  EXPECT_TRUE(verify.ok()) << verify.problems[0].message();
   EXPECT_EQ(verify.file_crc32c, Crc32c(bytes));
 }
 
@@ -422,7 +422,7 @@ class RefreshedChecksumsTest : public ::testing::Test {
     ShardVerifyResult verify = VerifyShard(*file);
     EXPECT_EQ(verify.ok(), status.ok());
     if (!verify.ok()) {
-      EXPECT_EQ(verify.problems[0].message, std::string(status.message()));
+      EXPECT_EQ(verify.problems[0].message(), std::string(status.message()));
     }
     return status;
   }

@@ -33,7 +33,7 @@ void ExpectShardHolds(const std::string& bytes, const std::vector<OwnedRecord>& 
   EXPECT_THAT(reader->ReadRecord(records.size()),
               testing::StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("no record")));
   ShardVerifyResult v = VerifyShard(*file);
-  EXPECT_TRUE(v.ok()) << (v.problems.empty() ? "" : v.problems[0].message);
+  EXPECT_TRUE(v.ok()) << (v.problems.empty() ? "" : v.problems[0].message());
   EXPECT_EQ(v.records, records.size());
   EXPECT_EQ(v.file_crc32c, Crc32c(Bytes(bytes)));
 }

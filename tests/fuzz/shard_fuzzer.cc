@@ -182,7 +182,7 @@ void FuzzShard(std::span<const uint8_t> bytes) {
   if (!loaded.ok()) {
     ExpectDamage(loaded.status(), "ShardIndex::Load", size);
     ShardVerifyResult verify = VerifyShard(*file);
-    Expect(verify.problems.size() == 1 && verify.problems[0].message == Message(loaded.status()),
+    Expect(verify.problems.size() == 1 && verify.problems[0].message() == Message(loaded.status()),
            "VerifyShard disagrees with Load");
     absl::StatusOr<std::unique_ptr<ShardReader>> reader = ShardReader::Open(file.get());
     Expect(!reader.ok() && reader.status() == loaded.status(), "Open disagrees with Load");
@@ -253,9 +253,9 @@ void FuzzShard(std::span<const uint8_t> bytes) {
 
   if (!decodable) return;
   ShardVerifyResult verify = VerifyShard(*file);
-  for (const ShardProblem& p : verify.problems) {
-    Expect(p.message.starts_with(std::string(kName) + " @"), "VerifyShard message", p.message);
-    Expect(p.offset <= size, "VerifyShard offset past the end", p.message);
+  for (const Damage& p : verify.problems) {
+    Expect(p.message().starts_with(std::string(kName) + " @"), "VerifyShard message", p.message());
+    Expect(p.offset <= size, "VerifyShard offset past the end", p.message());
   }
   Expect(verify.records == good_records, "VerifyShard counts other records as good");
   Expect(verify.ok() == (all_good && PaddingIsZero(bytes, index)),

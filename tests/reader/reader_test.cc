@@ -875,10 +875,13 @@ TEST_F(ReaderTest, CorruptReporterIsToldOfEachReplacedSample) {
   EXPECT_EQ(told.size(), skipped_in_batches);
   EXPECT_EQ(told.size(), reader->stats().skipped);
   for (const CorruptSample& c : told) {
-    EXPECT_EQ(c.error.code(), absl::StatusCode::kDataLoss);
-    EXPECT_THAT(std::string(c.error.message()), HasSubstr(".shard")) << "names the shard";
+    EXPECT_EQ(c.damage.status.code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(c.damage.status.message()), HasSubstr(".shard")) << "names the shard";
+    EXPECT_THAT(c.damage.path, HasSubstr(".shard")) << "the shard's path";
     EXPECT_LT(c.position, 50);
-    EXPECT_EQ(delivered.count(c.record), 0u) << "record " << c.record << " was replaced";
+    ASSERT_TRUE(c.damage.record.has_value());
+    EXPECT_EQ(delivered.count(*c.damage.record), 0u)
+        << "record " << *c.damage.record << " was replaced";
   }
 }
 

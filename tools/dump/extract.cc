@@ -159,10 +159,10 @@ absl::Status ExtractRange(const OpenedDataset& ds, IndexRange range, Extractor* 
   for (size_t k = 0; k < ds.num_shards(); ++k) {
     IndexRange part = Intersect(range, ds.first_record(k), ds.first_record(k + 1));
     if (part.size() == 0) continue;
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardRecords> shard, ds.OpenShard(k));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const uint64_t first = ds.first_record(k);
     SP_RETURN_IF_ERROR(shard->Scan(part.begin - first, part.end - first,
-                                   [&](uint64_t i, const Record& r, const RecordLocation&) {
+                                   [&](uint64_t i, const Record& r) {
                                      progress->Add(r.payload.size(), 1);
                                      return x->Write(first + i, r);
                                    }));
@@ -179,7 +179,7 @@ absl::Status ExtractIndexes(const OpenedDataset& ds, const std::vector<uint64_t>
     }
   }
   std::optional<size_t> open_k;
-  std::unique_ptr<ShardRecords> shard;
+  std::unique_ptr<backends::ShardScanner> shard;
   for (uint64_t index : indexes) {
     auto [k, local] = ds.Locate(index);
     if (open_k != k) {
@@ -187,7 +187,7 @@ absl::Status ExtractIndexes(const OpenedDataset& ds, const std::vector<uint64_t>
       open_k = k;
     }
     SP_RETURN_IF_ERROR(
-        shard->Scan(local, local + 1, [&](uint64_t, const Record& r, const RecordLocation&) {
+        shard->Scan(local, local + 1, [&](uint64_t, const Record& r) {
           progress->Add(r.payload.size(), 1);
           return x->Write(index, r);
         }));
@@ -198,10 +198,10 @@ absl::Status ExtractIndexes(const OpenedDataset& ds, const std::vector<uint64_t>
 absl::Status ExtractKey(const OpenedDataset& ds, std::string_view key, Extractor* x,
                         cli::ProgressLine* progress) {
   for (size_t k = 0; k < ds.num_shards(); ++k) {
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardRecords> shard, ds.OpenShard(k));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const uint64_t first = ds.first_record(k);
     SP_RETURN_IF_ERROR(
-        shard->Scan(0, shard->size(), [&](uint64_t i, const Record& r, const RecordLocation&) {
+        shard->Scan(0, shard->size(), [&](uint64_t i, const Record& r) {
           progress->Add(r.payload.size(), 1);
           if (r.key != key) return absl::OkStatus();
           return x->Write(first + i, r);

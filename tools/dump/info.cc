@@ -25,8 +25,8 @@ struct ShardFacts {
   uint64_t records = 0;
   uint64_t bytes = 0;
   std::optional<uint32_t> crc32c;  // from the manifest
-  StorageStats storage;
-  std::string layout;  // ShardRecords::layout()
+  backends::StorageStats storage;
+  std::string layout;  // ShardScanner::LayoutText()
 };
 
 // Min, lower median and max of a sample (which it reorders).
@@ -53,7 +53,7 @@ Spread<T> SpreadOf(std::vector<T>* v) {
 
 struct Facts {
   std::vector<ShardFacts> shards;
-  StorageStats storage;
+  backends::StorageStats storage;
   uint64_t bytes = 0;
   uint64_t records = 0;
   std::vector<uint32_t> widths, heights;
@@ -73,10 +73,10 @@ absl::Status Gather(const OpenedDataset& ds, bool quiet, Facts* f) {
   f->payload_bytes.reserve(reserve);
   f->histograms.resize(ds.manifest().schema.labels.size());
   for (size_t k = 0; k < ds.num_shards(); ++k) {
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardRecords> shard, ds.OpenShard(k));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const ShardEntry& entry = ds.manifest().shards[k];
     ShardFacts s{entry.path,      shard->size(),    shard->file_bytes(),
-                 std::nullopt,    shard->storage(), shard->layout()};
+                 std::nullopt,    shard->storage(), shard->LayoutText()};
     if (ds.has_manifest()) s.crc32c = entry.crc32c;
     f->storage.blocks += s.storage.blocks;
     f->storage.compressed_blocks += s.storage.compressed_blocks;
@@ -86,7 +86,7 @@ absl::Status Gather(const OpenedDataset& ds, bool quiet, Facts* f) {
     f->records += s.records;
     f->shards.push_back(std::move(s));
     SP_RETURN_IF_ERROR(
-        shard->Scan(0, shard->size(), [&](uint64_t, const Record& r, const RecordLocation&) {
+        shard->Scan(0, shard->size(), [&](uint64_t, const Record& r) {
           f->widths.push_back(r.image.width);
           f->heights.push_back(r.image.height);
           f->payload_bytes.push_back(r.payload.size());
@@ -120,7 +120,7 @@ const std::string* ClassName(const OpenedDataset& ds, size_t i, int64_t label) {
   return &field->classes[static_cast<size_t>(label)];
 }
 
-double Ratio(const StorageStats& s) {
+double Ratio(const backends::StorageStats& s) {
   return s.stored_bytes == 0 ? 1.0 : static_cast<double>(s.raw_bytes) / s.stored_bytes;
 }
 

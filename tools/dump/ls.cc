@@ -15,13 +15,15 @@ namespace {
 // Lines are gathered and written in chunks of about this size.
 constexpr size_t kFlushBytes = 1 << 20;
 
-std::string TextLine(uint64_t index, const Record& r, size_t shard, const RecordLocation& loc) {
+std::string TextLine(uint64_t index, const Record& r, size_t shard,
+                     const backends::RecordLocation& loc) {
   return absl::StrCat(index, "\t", cli::EscapeText(r.key), "\t", LabelsText(r.labels), "\t",
                       EncodingText(r.image), "\t", ShapeText(r.image), "\t", r.payload.size(), "\t",
                       shard, "\t", loc.Text(), "\n");
 }
 
-std::string JsonLine(uint64_t index, const Record& r, size_t shard, const RecordLocation& loc) {
+std::string JsonLine(uint64_t index, const Record& r, size_t shard,
+                     const backends::RecordLocation& loc) {
   Json j = RecordJson(index, r);
   j["shard"] = shard;
   j["offset"] = loc.file_offset();
@@ -53,17 +55,16 @@ absl::Status RunLs(const LsOptions& options) {
   for (size_t k = 0; k < ds.num_shards() && range.size() > 0; ++k) {
     IndexRange part = Intersect(range, ds.first_record(k), ds.first_record(k + 1));
     if (part.size() == 0) continue;
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardRecords> shard, ds.OpenShard(k));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const uint64_t first = ds.first_record(k);
-    absl::Status s = shard->Scan(part.begin - first, part.end - first,
-                                 [&](uint64_t i, const Record& r, const RecordLocation& loc) {
-                                   out += options.common.json ? JsonLine(first + i, r, k, loc)
-                                                              : TextLine(first + i, r, k, loc);
-                                   if (out.size() < kFlushBytes) return absl::OkStatus();
-                                   absl::Status written = WriteStdout(out);
-                                   out.clear();
-                                   return written;
-                                 });
+    auto line = [&](uint64_t i, const Record& r, const backends::RecordLocation& loc) {
+      out += options.common.json ? JsonLine(first + i, r, k, loc) : TextLine(first + i, r, k, loc);
+      if (out.size() < kFlushBytes) return absl::OkStatus();
+      absl::Status written = WriteStdout(out);
+      out.clear();
+      return written;
+    };
+    absl::Status s = shard->Scan(part.begin - first, part.end - first, line);
     if (!s.ok()) return s;
   }
   SP_RETURN_IF_ERROR(WriteStdout(out));

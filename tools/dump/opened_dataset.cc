@@ -10,8 +10,8 @@
 #include "format/errors.h"
 #include "shardpack/dataset.h"
 #include "format/status_macros.h"
-#include "tools/dump/lmdb_hdf5_records.h"
-#include "tools/dump/shard_file_records.h"
+#include "backends/shard_gate.h"
+#include "tools/dump/shard_check.h"
 
 namespace shardpack::dump {
 namespace {
@@ -23,17 +23,13 @@ bool Exists(const std::string& path) {
   return fs::exists(path, ec);
 }
 
+// Shard k of the manifest, at `path`, is not there.
+absl::Status MissingShard(const std::string& path, size_t k) {
+  return absl::NotFoundError(
+      absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)"));
+}
+
 }  // namespace
-
-uint64_t RecordLocation::file_offset() const {
-  return compressed ? block_offset : block_offset + 32 + in_block;
-}
-
-std::string RecordLocation::Text() const {
-  if (!has_offset) return "-";
-  if (compressed) return absl::StrCat(block_offset, ":", in_block);
-  return absl::StrCat(file_offset());
-}
 
 absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, ShardPolicy policy) {
   OpenedDataset ds;
@@ -50,8 +46,7 @@ absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, Shard
   if (ds.has_manifest() && policy == ShardPolicy::kRequireAll) {
     for (size_t k = 0; k < ds.num_shards(); ++k) {
       if (!Exists(ds.ShardPath(k))) {
-        return absl::NotFoundError(
-            absl::StrCat(ds.ShardPath(k), ": missing (shard ", k, " of the dataset's manifest)"));
+        return MissingShard(ds.ShardPath(k), k);
       }
     }
   }
@@ -64,7 +59,7 @@ absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, Shard
 absl::Status OpenedDataset::LoadLoneShardIndex(ShardPolicy policy) {
   ShardEntry entry;
   entry.path = fs::path(path()).filename().string();
-  auto shard = OpenShardFile(path());
+  auto shard = backends::ShardScanner::Open(path(), Backend::kShard);
   if (shard.ok()) {
     lone_version_ = (*shard)->format_version();
     entry.records = (*shard)->size();
@@ -96,15 +91,13 @@ std::pair<size_t, uint64_t> OpenedDataset::Locate(uint64_t index) const {
   return {k, index - first_record_[k]};
 }
 
-absl::StatusOr<std::unique_ptr<ShardRecords>> OpenedDataset::OpenShard(
+absl::StatusOr<std::unique_ptr<backends::ShardScanner>> OpenedDataset::OpenShard(
     size_t k, bool require_manifest_count) const {
   const std::string path = ShardPath(k);
-  auto shard = manifest().backend == Backend::kShard
-                   ? OpenShardFile(path)
-                   : OpenBackendShardFile(path, manifest().backend, named_.ExpectedEntry(k));
+  // Through the gate for LMDB and HDF5; a `.shard` file passes as it is.
+  auto shard = backends::OpenShardScanner(path, manifest().backend, named_.ExpectedEntry(k));
   if (absl::IsNotFound(shard.status())) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)"));
+    return MissingShard(path, k);
   }
   SP_RETURN_IF_ERROR(shard.status());
   if (require_manifest_count) {
@@ -118,9 +111,7 @@ ShardCheck OpenedDataset::CheckShard(size_t k) const {
   const std::string path = ShardPath(k);
   if (!Exists(path)) {
     ShardCheck check;
-    ShardProblem p;
-    p.message = absl::StrCat(path, ": missing (shard ", k, " of the dataset's manifest)");
-    check.problems.push_back(std::move(p));
+    check.problems.push_back({path, 0, std::nullopt, MissingShard(path, k)});
     return check;
   }
   const Schema* schema = has_schema() ? &manifest().schema : nullptr;

@@ -3,87 +3,28 @@
 // as a manifest plus per-shard record access.
 //
 // The commands never look at a backend's files themselves: they go through
-// OpenedDataset::OpenShard (records, in order, with where each lives) and
-// OpenedDataset::CheckShard (every byte of one shard). The `.shard` backend
-// is in shard_file_records.h, LMDB and HDF5 in lmdb_hdf5_records.h.
+// OpenedDataset::OpenShard (the one record scan, backends/record_scan.h:
+// records in order, with where each lives) and OpenedDataset::CheckShard
+// (every byte of one shard, tools/dump/shard_check.h).
 #ifndef SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_
 #define SHARDPACK_TOOLS_DUMP_OPENED_DATASET_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/open_path.h"
+#include "backends/record_scan.h"
+#include "shardpack/damage.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
 #include "shardpack/shard.h"
 
 namespace shardpack::dump {
-
-// Where a record lives in its shard file.
-struct RecordLocation {
-  uint64_t block_offset = 0;  // file offset of the record's block
-  uint32_t in_block = 0;      // offset in the block's raw (decompressed) payload
-  bool compressed = false;    // the block is stored compressed
-  // False for LMDB and HDF5 shards, whose records have no file offset of
-  // their own; Text() is then "-".
-  bool has_offset = true;
-
-  // The record's own file offset (of its record header) when its block is
-  // stored uncompressed: block_offset + 32 (block header) + in_block. A
-  // record of a compressed block has no file offset of its own; this is then
-  // block_offset.
-  uint64_t file_offset() const;
-  // file_offset() as text: "4128", or "4096:1200" (block at 4096, record
-  // 1200 bytes into its decompressed payload) for a compressed block.
-  std::string Text() const;
-};
-
-// Payload bytes of a shard's blocks, from its index (no data read).
-struct StorageStats {
-  uint64_t blocks = 0;
-  uint64_t compressed_blocks = 0;
-  uint64_t raw_bytes = 0;     // block payloads after decompression
-  uint64_t stored_bytes = 0;  // block payloads as stored
-};
-
-// Visits one record: its index in the shard, the record (views valid for the
-// call only) and where it lives. A non-OK status stops the scan and is
-// returned by Scan.
-using RecordVisitor =
-    absl::FunctionRef<absl::Status(uint64_t, const Record&, const RecordLocation&)>;
-
-// Told about a damaged block or record that a scan steps over: the error
-// (naming shard and offset) and the shard's index of the first record lost.
-using DamageHandler = std::function<void(const absl::Status&, uint64_t)>;
-
-// One shard's records. Not thread-safe: open one per thread.
-class ShardRecords {
- public:
-  virtual ~ShardRecords() = default;
-  virtual const std::string& path() const = 0;
-  virtual uint64_t size() const = 0;        // records
-  virtual uint64_t file_bytes() const = 0;  // size of the file
-  virtual StorageStats storage() const = 0;
-  // The shard's own format version, e.g. "1.0".
-  virtual std::string format_version() const = 0;
-  // How its file was recognized (an HDF5 file's layout and the datasets it
-  // ignores); empty for backends of one layout.
-  virtual std::string layout() const { return {}; }
-
-  // Visits records [begin, end) of the shard in order, reading a block at a
-  // time. Damage stops the scan with its error, unless `on_damage` is given:
-  // then it is told and the scan goes on past the damaged block or record.
-  // Precondition: begin <= end <= size().
-  virtual absl::Status Scan(uint64_t begin, uint64_t end, RecordVisitor visit,
-                            const DamageHandler* on_damage = nullptr) = 0;
-};
 
 // What CheckShard found in one shard's bytes (not compared with a manifest).
 struct ShardCheck {
@@ -94,7 +35,7 @@ struct ShardCheck {
   uint64_t bytes = 0;                  // size of the file
   bool crc_valid = false;              // every byte was read: file_crc32c is exact
   uint32_t file_crc32c = 0;            // CRC-32C of the whole file
-  std::vector<ShardProblem> problems;  // record: index in the shard, or -1
+  std::vector<Damage> problems;        // record: index in the shard
 };
 
 class OpenedDataset {
@@ -114,6 +55,9 @@ class OpenedDataset {
   // metadata and has_manifest() is false). Errors are one line naming PATH.
   static absl::StatusOr<OpenedDataset> Open(const std::string& path, ShardPolicy policy);
 
+  // What PATH opened to (for a lone `.shard` file, with its one shard entry
+  // made up from its index).
+  const backends::NamedPath& named() const { return named_; }
   const std::string& path() const { return named_.path; }
   // The dataset directory (for a lone shard, the directory holding it).
   const std::string& directory() const { return named_.directory; }
@@ -140,8 +84,8 @@ class OpenedDataset {
   // or its index is damaged, or (with `require_manifest_count`) when the
   // shard holds a different number of records than the manifest says, so
   // that dataset indexes stay right.
-  absl::StatusOr<std::unique_ptr<ShardRecords>> OpenShard(size_t k,
-                                                          bool require_manifest_count = true) const;
+  absl::StatusOr<std::unique_ptr<backends::ShardScanner>> OpenShard(
+      size_t k, bool require_manifest_count = true) const;
 
   // Checks every byte of shard k (checksums, index, padding) and, when the
   // schema is known, every record against it, in one pass. A missing or

@@ -101,10 +101,10 @@ absl::Status FillSheet(const OpenedDataset& ds, const std::vector<uint64_t>& ind
     const uint64_t shard_end = ds.first_record(k + 1);
     size_t b = a + 1;
     while (b < indexes.size() && indexes[b] == indexes[b - 1] + 1 && indexes[b] < shard_end) ++b;
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardRecords> shard, ds.OpenShard(k));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const uint64_t first = ds.first_record(k);
     SP_RETURN_IF_ERROR(shard->Scan(local, local + (b - a),
-                                   [&](uint64_t i, const Record& r, const RecordLocation&) {
+                                   [&](uint64_t i, const Record& r) {
                                      return filler->Add(first + i, r);
                                    }));
     a = b;

@@ -113,10 +113,8 @@ void Verifier::CheckOne(size_t k, JpegChecker* jpeg) {
   out.records = check.records;
   out.bytes = check.bytes;
   if (check.crc_valid) out.crc32c = check.file_crc32c;
-  for (ShardProblem& p : check.problems) {
-    std::optional<uint64_t> record;
-    if (p.record >= 0) record = static_cast<uint64_t>(p.record);
-    out.problems.push_back(At(k, record, p.offset, std::move(p.message)));
+  for (const Damage& d : check.problems) {
+    out.problems.push_back(At(k, d.record, d.offset, d.message()));
   }
   if (ds_.has_manifest() && check.opened) CompareWithManifest(k, check, &out);
   uint64_t added = 0;
@@ -160,11 +158,13 @@ uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
     return 0;
   }
   // Damaged blocks were reported by the byte check; step over them.
-  DamageHandler skip = [](const absl::Status&, uint64_t) {};
+  struct : backends::ScanReporter {
+    void Corruption(const Damage&) override {}
+  } skip;
   uint64_t payload_bytes = 0;
   absl::Status s = (*shard)->Scan(
       0, (*shard)->size(),
-      [&](uint64_t i, const Record& r, const RecordLocation& loc) {
+      [&](uint64_t i, const Record& r, const backends::RecordLocation& loc) {
         if (r.image.encoding != Encoding::kJpeg) return absl::OkStatus();
         absl::Status decoded = jpeg->Check(r.payload, r.image);
         ++out->decoded;

@@ -24,17 +24,13 @@ using Json = nlohmann::ordered_json;
 
 }  // namespace
 
-absl::StatusOr<InputDataset> OpenInputDataset(const std::string& path) {
+absl::StatusOr<backends::NamedPath> OpenInputDataset(const std::string& path) {
   SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
   if (!named.schema_known()) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": a lone .shard file has no schema: convert its dataset directory"));
   }
-  InputDataset in;
-  in.manifest = std::move(named.manifest);
-  in.shard_paths = std::move(named.shard_paths);
-  in.checksummed = named.checksummed();
-  return in;
+  return named;
 }
 
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o) {
@@ -42,10 +38,10 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
   std::vector<InputPath> apart;
   for (const std::string& path : inputs) apart.push_back({path});
   SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
-  std::vector<InputDataset> in;
+  std::vector<backends::NamedPath> in;
   Json from = Json::array();
   for (const std::string& path : inputs) {
-    SP_ASSIGN_OR_RETURN(InputDataset d, OpenInputDataset(path));
+    SP_ASSIGN_OR_RETURN(backends::NamedPath d, OpenInputDataset(path));
     if (!in.empty() && !(d.manifest.schema == in[0].manifest.schema)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": schema differs from that of ", inputs[0]));
@@ -56,7 +52,7 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
     in.push_back(std::move(d));
   }
   uint64_t total = 0, largest = 0;
-  for (const InputDataset& d : in) {
+  for (const backends::NamedPath& d : in) {
     total += d.manifest.records();
     for (const ShardEntry& s : d.manifest.shards) largest = std::max(largest, s.records);
   }
@@ -83,11 +79,11 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
 
   cli::ProgressLine progress("convert", 0, total, "records", !o.quiet, /*log_when_piped=*/true);
-  for (const InputDataset& d : in) {
+  for (const backends::NamedPath& d : in) {
     for (size_t k = 0; k < d.shard_paths.size(); ++k) {
       const std::string& shard = d.shard_paths[k];
       std::optional<ShardEntry> expected;
-      if (d.checksummed) expected = d.manifest.shards[k];
+      if (d.checksummed()) expected = d.manifest.shards[k];
       SP_ASSIGN_OR_RETURN(auto scanner,
                           backends::OpenShardScanner(shard, d.manifest.backend, expected));
       SP_RETURN_IF_ERROR(scanner->Scan(0, scanner->size(), [&](uint64_t, const Record& r) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/open_path.h"
 #include "datasets/source.h"
 #include "shardpack/dataset.h"
 #include "tools/pack/part_order.h"
@@ -96,20 +97,11 @@ struct MergeResult {
 // inside one is refused.
 absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& parts, const MergeOptions& o);
 
-// A dataset to read: its manifest and the paths of its shards.
-struct InputDataset {
-  Manifest manifest;
-  std::vector<std::string> shard_paths;
-  // The manifest's sizes and CRC-32Cs are real (a manifest.json): LMDB and
-  // HDF5 shards are checked against them before they are opened; otherwise
-  // they are vetted (backends/shard_gate.h).
-  bool checksummed = false;
-};
-
 // A dataset directory (manifest.json), or one LMDB or HDF5 shard file whose
 // manifest is made up from its metadata (a plain h5py images/labels file
-// included). Errors name the path.
-absl::StatusOr<InputDataset> OpenInputDataset(const std::string& path);
+// included), as backends::OpenNamedPath resolves it; a lone `.shard` file,
+// which has no schema, is refused. Errors name the path.
+absl::StatusOr<backends::NamedPath> OpenInputDataset(const std::string& path);
 
 struct ConvertOptions {
   std::string output;

@@ -1,27 +1,23 @@
-// The LMDB and HDF5 backends of OpenedDataset: records of one LMDB or HDF5
-// shard file through the gate (backends/shard_gate.h) and
-// backends::ShardScanner, with no file offsets of their own, and a check of
-// the whole file's size and CRC-32C against its manifest entry plus a decode
-// of every record. `.shard` files are in shard_file_records.h.
-#ifndef SHARDPACK_TOOLS_DUMP_LMDB_HDF5_RECORDS_H_
-#define SHARDPACK_TOOLS_DUMP_LMDB_HDF5_RECORDS_H_
+// What `sharddump verify` checks in one shard's bytes, per backend: a
+// `.shard` file against the format's own CRC-32Cs (VerifyShard), an LMDB or
+// HDF5 file, which carry none, against its manifest entry's size and
+// CRC-32C plus a decode of every record. Each problem is a Damage
+// (shardpack/damage.h). Records themselves are read through the one record
+// scan, backends/record_scan.h.
+#ifndef SHARDPACK_TOOLS_DUMP_SHARD_CHECK_H_
+#define SHARDPACK_TOOLS_DUMP_SHARD_CHECK_H_
 
-#include <memory>
 #include <optional>
 #include <string>
 
-#include "absl/status/statusor.h"
 #include "shardpack/manifest.h"
 #include "tools/dump/opened_dataset.h"
 
 namespace shardpack::dump {
 
-// Opens an LMDB or HDF5 shard through the gate (backends/shard_gate.h):
-// checked against `expected`, the manifest's entry, when given, else
-// vetted. Records have no file offset of their own
-// (RecordLocation::has_offset is false). Errors name the path.
-absl::StatusOr<std::unique_ptr<ShardRecords>> OpenBackendShardFile(
-    const std::string& path, Backend backend, const std::optional<ShardEntry>& expected);
+// VerifyShard over the mapped file (each record checked against `schema`
+// when given, in the same pass), plus the index's record count.
+ShardCheck CheckShardFile(const std::string& path, const Schema* schema);
 
 // What `sharddump verify` checks in an LMDB or HDF5 shard, which carry no
 // checksums of their own: the size and CRC-32C of the whole file (compared
@@ -37,4 +33,4 @@ ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
 
 }  // namespace shardpack::dump
 
-#endif  // SHARDPACK_TOOLS_DUMP_LMDB_HDF5_RECORDS_H_
+#endif  // SHARDPACK_TOOLS_DUMP_SHARD_CHECK_H_

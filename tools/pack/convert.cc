@@ -7,22 +7,16 @@
 #include "backends/open_path.h"
 #include "backends/shard_gate.h"
 #include "backends/store.h"
-#include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
 #include "tools/common/progress_line.h"
 #include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
+#include "tools/pack/pack_identity.h"
 #include "tools/pack/path_overlap.h"
 
 namespace shardpack::pack {
-namespace {
-
-namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
-
-}  // namespace
 
 absl::StatusOr<InputDataset> OpenInputDataset(const std::string& path) {
   SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
@@ -43,16 +37,17 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
   for (const std::string& path : inputs) apart.push_back({path});
   SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
   std::vector<InputDataset> in;
-  Json from = Json::array();
+  std::vector<PackIdentity> packs;
+  std::vector<ConvertedInput> from;
   for (const std::string& path : inputs) {
     SP_ASSIGN_OR_RETURN(InputDataset d, OpenInputDataset(path));
     if (!in.empty() && !(d.manifest.schema == in[0].manifest.schema)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": schema differs from that of ", inputs[0]));
     }
-    from.push_back({{"path", path},
-                    {"backend", std::string(BackendName(d.manifest.backend))},
-                    {"pack", Json::parse(d.manifest.pack_json, nullptr, false)}});
+    SP_ASSIGN_OR_RETURN(PackIdentity pack, PackIdentity::FromJson(d.manifest.pack_json, path));
+    from.push_back({path, d.manifest.backend, pack.ToJsonValue()});
+    packs.push_back(std::move(pack));
     in.push_back(std::move(d));
   }
   uint64_t total = 0, largest = 0;
@@ -71,14 +66,10 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
   w.shard_max_records = largest;
   w.write_manifest = false;
   // A single input keeps its pack parameters; the conversion is recorded.
-  Json pack = !o.pack_json.empty() ? Json::parse(o.pack_json, nullptr, false)
-              : inputs.size() == 1 ? Json::parse(in[0].manifest.pack_json, nullptr, false)
-                                   : Json::object();
-  if (!pack.is_object()) pack = Json::object();
-  pack["converted_from"] = from;
-  pack["converted_by"] = "shardpack " SHARDPACK_VERSION;
-  // Input paths may be any bytes; JSON holds UTF-8 only (U+FFFD in their place).
-  w.pack_json = pack.dump(-1, ' ', false, Json::error_handler_t::replace);
+  PackIdentity pack = o.pack ? *o.pack : inputs.size() == 1 ? packs[0] : PackIdentity();
+  pack.converted_from = std::move(from);
+  pack.converted_by = "shardpack " SHARDPACK_VERSION;
+  w.pack_json = pack.ToJson();
   backends::UseBackend(&w, o.backend);
   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
 

@@ -20,7 +20,6 @@
 #include "absl/strings/str_cat.h"
 #include "format/posix_io.h"
 #include "format/unique_fd.h"
-#include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
@@ -165,39 +164,44 @@ absl::Status CheckNotInUse(const std::string& dir) {
 
 constexpr std::string_view kMarkerPackPrefix = "pack ";
 
-// The "pack" object `dir` records: its manifest's, or (a publish cut short
-// before the manifest) the one its staging marker holds; null when neither.
-nlohmann::json RecordedPack(const std::string& dir, const std::vector<std::string>& files) {
+// The identity `dir` records: its manifest's, or (a publish cut short
+// before the manifest) the one its staging marker holds; nullopt when
+// neither, or when what is there does not parse.
+std::optional<PackIdentity> RecordedPack(const std::string& dir,
+                                         const std::vector<std::string>& files) {
+  absl::StatusOr<PackIdentity> recorded = absl::NotFoundError("");
   if (std::find(files.begin(), files.end(), kManifestFileName) != files.end()) {
     absl::StatusOr<Manifest> m = ReadManifest(dir);
-    if (!m.ok()) return nullptr;
-    return nlohmann::json::parse(m->pack_json, nullptr, /*allow_exceptions=*/false);
+    if (!m.ok()) return std::nullopt;
+    recorded = PackIdentity::FromJson(m->pack_json, dir);
+  } else {
+    const std::string marker_path = Join(dir, kStagingMarker);
+    absl::StatusOr<std::string> marker = ReadSmallFile(marker_path);
+    if (!marker.ok()) return std::nullopt;
+    // The line that starts with the prefix (the first line, "shardpack
+    // staging ...", holds it too, mid-line).
+    std::string_view text = *marker;
+    const size_t at = text.find(absl::StrCat("\n", std::string(kMarkerPackPrefix)));
+    if (at == std::string_view::npos) return std::nullopt;
+    text.remove_prefix(at + 1 + kMarkerPackPrefix.size());
+    recorded = PackIdentity::FromJson(text.substr(0, text.find('\n')), marker_path);
   }
-  absl::StatusOr<std::string> marker = ReadSmallFile(Join(dir, kStagingMarker));
-  if (!marker.ok()) return nullptr;
-  // The line that starts with the prefix (the first line, "shardpack
-  // staging ...", holds it too, mid-line).
-  std::string_view text = *marker;
-  const size_t at = text.find(absl::StrCat("\n", std::string(kMarkerPackPrefix)));
-  if (at == std::string_view::npos) return nullptr;
-  text.remove_prefix(at + 1 + kMarkerPackPrefix.size());
-  text = text.substr(0, text.find('\n'));
-  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!recorded.ok()) return std::nullopt;
+  return *std::move(recorded);
 }
 
 // True when the dataset of ours at `dir` (its `files`) was written by the
 // very pack `identity` describes: a retry may replace it.
 bool SamePack(const std::string& dir, const std::vector<std::string>& files,
-              const std::string& identity) {
-  if (identity.empty()) return false;
-  const nlohmann::json want = nlohmann::json::parse(identity, nullptr, false);
-  const nlohmann::json have = RecordedPack(dir, files);
-  return want.is_object() && have.is_object() && want == have;
+              const PackIdentity* identity) {
+  if (identity == nullptr) return false;
+  const std::optional<PackIdentity> recorded = RecordedPack(dir, files);
+  return recorded.has_value() && *recorded == *identity;
 }
 
 // The refusal of an existing `path`, or OK when it may be replaced.
 absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
-                                 const std::string& identity) {
+                                 const PackIdentity* identity) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
     return errno == ENOENT ? absl::OkStatus() : internal::ErrnoError("stat", path, errno);
@@ -214,8 +218,8 @@ absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
     // is there). Never a whole dataset, so any pack may replace it.
     const bool interrupted =
         !files.empty() && std::find(files.begin(), files.end(), kManifestFileName) == files.end();
-    if (interrupted && identity.empty()) return CheckNotInUse(path);
-    if (!identity.empty() && !files.empty()) {
+    if (interrupted && identity == nullptr) return CheckNotInUse(path);
+    if (identity != nullptr && !files.empty()) {
       return absl::AlreadyExistsError(absl::StrCat(
           path, " already exists", interrupted ? " (without a manifest)" : "",
           " and was not written by this pack (another part, input, seed or option): a retry "
@@ -233,12 +237,11 @@ absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
 
 // The marker names the pack (its "pack" object on one line) when it has an
 // identity, so that a retry can tell its own cut-short publish.
-absl::Status WriteMarker(const std::string& staging, const std::string& identity) {
+absl::Status WriteMarker(const std::string& staging, const PackIdentity* identity) {
   std::string text =
       absl::StrCat("shardpack staging directory, written by process ", ::getpid(), "\n");
-  if (!identity.empty()) {
-    const nlohmann::json pack = nlohmann::json::parse(identity, nullptr, false);
-    absl::StrAppend(&text, std::string(kMarkerPackPrefix), pack.dump(), "\n");
+  if (identity != nullptr) {
+    absl::StrAppend(&text, std::string(kMarkerPackPrefix), identity->ToJson(), "\n");
   }
   return WriteFileAtomically(Join(staging, kStagingMarker), text);
 }
@@ -312,7 +315,7 @@ bool IsDirectoryAt(int fd, const std::string& path) {
 // An OUT.partial that exists already: ours and abandoned (cleared and
 // taken), in use, or not ours (refused, untouched).
 absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::string& out,
-                                       const std::string& identity) {
+                                       const PackIdentity* identity) {
   struct stat st;
   if (::lstat(staging.c_str(), &st) != 0) return internal::ErrnoError("stat", staging, errno);
   if (!S_ISDIR(st.st_mode)) {
@@ -348,7 +351,7 @@ absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::st
 
 // Creates and locks the staging directory, or takes over an abandoned one.
 absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& out,
-                               const std::string& identity) {
+                               const PackIdentity* identity) {
   std::error_code ec;
   const fs::path parent = fs::path(staging).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
@@ -416,7 +419,7 @@ absl::Status CheckOurDataset(const std::string& dir) {
 }
 
 absl::StatusOr<std::unique_ptr<OutputDir>> OutputDir::Create(std::string path, bool overwrite,
-                                                             const std::string& identity) {
+                                                             const PackIdentity* identity) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   if (path.empty()) return absl::InvalidArgumentError("the output path is empty");
   SP_RETURN_IF_ERROR(CheckExistingOutput(path, overwrite, identity));
@@ -453,7 +456,7 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
   if (replace) {
     // Marked as ours before it moves: a pack killed while removing it leaves
     // a folder (at the staging name) that the next pack clears.
-    SP_RETURN_IF_ERROR(WriteMarker(path_, ""));
+    SP_RETURN_IF_ERROR(WriteMarker(path_, nullptr));
     if (std::find(old_files.begin(), old_files.end(), kStagingMarker) == old_files.end()) {
       old_files.push_back(kStagingMarker);
     }

@@ -20,8 +20,8 @@
 //   or with nothing in it yet, whose lock is free is cleared and taken; a
 //   published folder still holding the marker and no manifest (killed
 //   between the move and the manifest) is replaced (see CheckExistingOutput).
-// - A pack with an identity (its "pack" object: a part of a multi-machine
-//   pack) writes it into the marker as a line "pack <JSON>". A later run
+// - A pack with an identity (its PackIdentity: a part of a multi-machine
+//   pack) writes it into the marker as a line "pack <ToJson()>". A later run
 //   with the same identity (a retried array task) may replace, without
 //   `overwrite`, a dataset of ours that records that identity: in its
 //   manifest, or in its marker when its publish was cut short.
@@ -34,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardpack/manifest.h"
+#include "tools/pack/pack_identity.h"
 
 namespace shardpack::pack {
 
@@ -58,12 +59,12 @@ class OutputDir {
   // naming the path and why), or while another process holds it
   // (FailedPreconditionError "... is in use"). Then takes the staging
   // directory "<path>.partial" as described above.
-  // With a non-empty `identity` (a "pack" object, JSON), an existing
-  // dataset of ours recording the same object (compared as JSON) is
-  // replaced as with `overwrite`; one recording another is refused saying
-  // so.
-  static absl::StatusOr<std::unique_ptr<OutputDir>> Create(std::string path, bool overwrite,
-                                                           const std::string& identity = "");
+  // With an `identity` (not kept past the call), an existing dataset of
+  // ours recording the same identity (PackIdentity's operator==) is
+  // replaced as with `overwrite`; one recording another, or one whose
+  // record does not parse, is refused saying so.
+  static absl::StatusOr<std::unique_ptr<OutputDir>> Create(
+      std::string path, bool overwrite, const PackIdentity* identity = nullptr);
 
   // Removes the staging directory unless Publish() succeeded, then lets the
   // lock go.

@@ -3,16 +3,12 @@
 // and that a refusal leaves every file where it was.
 #include "tools/pack/output_dir.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
 
-#include "format/unique_fd.h"
+#include "format/posix_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/dataset.h"
@@ -235,8 +231,10 @@ TEST_F(OutputDirTest, AnInterruptedPublishIsReplacedByAnyPack) {
   // Held by another pack (its lock on the folder): in use, untouched.
   fs::remove(Out("ds/manifest.json"));
   std::ofstream(Out("ds/") + kStagingMarker) << "shardpack staging directory\n";
-  const internal::UniqueFd held(open(Out("ds").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  ASSERT_EQ(flock(held.get(), LOCK_EX | LOCK_NB), 0);
+  SP_ASSERT_OK_AND_ASSIGN(const internal::UniqueFd held, internal::OpenDirectory(Out("ds")));
+  SP_ASSERT_OK_AND_ASSIGN(internal::LockResult lock,
+                          internal::TryLockExclusive(held.get(), Out("ds")));
+  ASSERT_EQ(lock, internal::LockResult::kLocked);
   EXPECT_THAT(PackInto(Out("ds"), false),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("is in use")));
   EXPECT_EQ(FileBytes(Out("ds/shard-00000.shard")), "new!");

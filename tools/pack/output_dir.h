@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "format/unique_fd.h"
 #include "shardpack/manifest.h"
 #include "tools/pack/pack_identity.h"
 
@@ -81,15 +82,15 @@ class OutputDir {
   // after the marker's removal (internal::PublishFile's rule for a folder).
   // An existing dataset there is checked again (it may have changed during
   // the pack), given our marker, swapped out in one rename where the file
-  // system can (renameat2 RENAME_EXCHANGE), and its files removed, the
+  // system can (internal::RenameMode::kExchange), and its files removed, the
   // marker last. A failure before the manifest and the marker's removal are
   // durable moves everything back: no dataset without a manifest is left at
   // the final path, and the staging directory is removed as on any failure.
   absl::Status Publish(const Manifest& manifest);
 
  private:
-  OutputDir(std::string path, std::string staging, int lock_fd)
-      : path_(std::move(path)), staging_(std::move(staging)), lock_fd_(lock_fd) {}
+  OutputDir(std::string path, std::string staging, internal::UniqueFd lock)
+      : path_(std::move(path)), staging_(std::move(staging)), lock_(std::move(lock)) {}
   // Renames the staging directory to path_; returns where the dataset it
   // replaced now is ("" when there was none).
   absl::StatusOr<std::string> MoveIntoPlace(bool replace);
@@ -99,7 +100,9 @@ class OutputDir {
 
   std::string path_;
   std::string staging_;
-  int lock_fd_;  // the staging directory, open; flock()ed where the file system has locks
+  // The staging directory, open; flock()ed where the file system has locks.
+  // Closed (the lock let go) after the destructor's body removed it.
+  internal::UniqueFd lock_;
   bool published_ = false;
 };
 

@@ -12,7 +12,10 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shardpack/dataset.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "tools/pack/pack.h"
 
 namespace shardpack::pack {
 namespace {
@@ -222,6 +225,41 @@ TEST(PackIdentityTest, PartsCompareWithoutPartConversionAndSourcePaths) {
   const PackIdentity whole = a.WithoutPart();
   EXPECT_FALSE(whole.part || whole.legacy_part || whole.converted_from || whole.converted_by);
   EXPECT_EQ(whole.seed, a.seed);
+}
+
+// A dataset of no records whose "pack" is `pack_json`, at `dir`.
+void WriteEmptyDataset(const std::string& dir, const std::string& pack_json) {
+  std::filesystem::create_directories(dir);
+  DatasetWriterOptions o;
+  o.directory = dir;
+  o.schema.image = {Encoding::kRaw, Layout::kHWC, 2, 2, 1};
+  o.pack_json = pack_json;
+  auto writer = DatasetWriter::Create(o);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE((*writer)->Finish().ok());
+}
+
+// convert carries its input's identity, foreign keys included, and refuses
+// an input whose identity is damaged before it writes anything.
+TEST(PackIdentityTest, ConvertKeepsForeignKeysAndRefusesADamagedPack) {
+  testing::TempDir dir;
+  WriteEmptyDataset(dir.Join("mine"), R"({"test":true,"seed":3})");
+  ConvertOptions o;
+  o.output = dir.Join("out");
+  o.quiet = true;
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, Convert({dir.Join("mine")}, o));
+  SP_ASSERT_OK_AND_ASSIGN(PackIdentity p, PackIdentity::FromJson(m.pack_json, "out"));
+  EXPECT_EQ(p.seed, 3u);
+  EXPECT_EQ(p.extra, PackJson::parse(R"({"test":true})"));
+  ASSERT_TRUE(p.converted_from.has_value());
+  EXPECT_EQ(p.converted_from->at(0).pack, PackJson::parse(R"({"seed":3,"test":true})"));
+  WriteEmptyDataset(dir.Join("bad"), R"({"seed":"seven"})");
+  o.output = dir.Join("out2");
+  EXPECT_THAT(Convert({dir.Join("bad")}, o),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr(dir.Join("bad") + ": pack.seed \"seven\" is not an unsigned")));
+  EXPECT_FALSE(std::filesystem::exists(dir.Join("out2")));
+  EXPECT_FALSE(std::filesystem::exists(dir.Join("out2.partial")));
 }
 
 }  // namespace

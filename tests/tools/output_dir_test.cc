@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/dataset.h"
+#include "tests/testing/file_snapshot.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -20,22 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using testing::FileBytes;
+using testing::Snapshot;
 using testing::StatusIs;
-
-std::string FileBytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// Every entry under `dir`, relative, with the bytes of the files.
-std::map<std::string, std::string> Snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> entries;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    entries[fs::relative(e.path(), dir).string()] =
-        e.is_regular_file() ? FileBytes(e.path()) : "<not a file>";
-  }
-  return entries;
-}
 
 // A manifest of one (empty) shard, shard-00000.shard, with `identity`.
 Manifest OneShard(const PackIdentity& identity = {}) {

@@ -31,23 +31,42 @@ absl::StatusOr<InputDataset> OpenInputDataset(const std::string& path) {
   return in;
 }
 
+namespace {
+
+// The output's identity: o.pack, or that of the one input, or an empty one
+// for many; with each input's recorded in "converted_from". An input whose
+// identity does not parse is refused (PackIdentity::FromJson's error).
+absl::StatusOr<PackIdentity> ConvertedIdentity(const std::vector<std::string>& inputs,
+                                               const std::vector<InputDataset>& in,
+                                               const ConvertOptions& o) {
+  std::vector<ConvertedInput> from;
+  std::optional<PackIdentity> first;
+  for (size_t i = 0; i < in.size(); ++i) {
+    SP_ASSIGN_OR_RETURN(PackIdentity pack,
+                        PackIdentity::FromJson(in[i].manifest.pack_json, inputs[i]));
+    from.push_back({inputs[i], in[i].manifest.backend, pack.ToJsonValue()});
+    if (i == 0) first = std::move(pack);
+  }
+  PackIdentity pack = o.pack ? *o.pack : in.size() == 1 ? *first : PackIdentity();
+  pack.converted_from = std::move(from);
+  pack.converted_by = "shardpack " SHARDPACK_VERSION;
+  return pack;
+}
+
+}  // namespace
+
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o) {
   if (inputs.empty()) return absl::InvalidArgumentError("nothing to convert");
   std::vector<InputPath> apart;
   for (const std::string& path : inputs) apart.push_back({path});
   SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
   std::vector<InputDataset> in;
-  std::vector<PackIdentity> packs;
-  std::vector<ConvertedInput> from;
   for (const std::string& path : inputs) {
     SP_ASSIGN_OR_RETURN(InputDataset d, OpenInputDataset(path));
     if (!in.empty() && !(d.manifest.schema == in[0].manifest.schema)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": schema differs from that of ", inputs[0]));
     }
-    SP_ASSIGN_OR_RETURN(PackIdentity pack, PackIdentity::FromJson(d.manifest.pack_json, path));
-    from.push_back({path, d.manifest.backend, pack.ToJsonValue()});
-    packs.push_back(std::move(pack));
     in.push_back(std::move(d));
   }
   uint64_t total = 0, largest = 0;
@@ -55,6 +74,8 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
     total += d.manifest.records();
     for (const ShardEntry& s : d.manifest.shards) largest = std::max(largest, s.records);
   }
+  // A single input keeps its pack parameters; the conversion is recorded.
+  SP_ASSIGN_OR_RETURN(const PackIdentity pack, ConvertedIdentity(inputs, in, o));
 
   SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
   DatasetWriterOptions w = o.writer;
@@ -65,10 +86,6 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
   w.shard_max_bytes = 0;
   w.shard_max_records = largest;
   w.write_manifest = false;
-  // A single input keeps its pack parameters; the conversion is recorded.
-  PackIdentity pack = o.pack ? *o.pack : inputs.size() == 1 ? packs[0] : PackIdentity();
-  pack.converted_from = std::move(from);
-  pack.converted_by = "shardpack " SHARDPACK_VERSION;
   w.pack_json = pack.ToJson();
   backends::UseBackend(&w, o.backend);
   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));

@@ -1,15 +1,12 @@
 #include "datasets/demo.h"
 
-#include <fcntl.h>
 #include <jpeglib.h>
 #include <setjmp.h>
 #include <stdio.h>  // jpeglib.h needs FILE
 #include <turbojpeg.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +23,7 @@
 #include "codec/transcode.h"
 #include "shardpack/file.h"
 #include "format/errors.h"
+#include "format/posix_io.h"
 #include "format/threads.h"
 
 namespace shardpack::datasets {
@@ -387,24 +385,6 @@ void FinishRow(const Scene& s, int y, const RowBuffers& row, uint8_t* out) {
   }
 }
 
-absl::Status WriteWholeFile(const std::string& path, const uint8_t* data, size_t size) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return internal::ErrnoError("create", path, errno);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return internal::ErrnoError("write", path, err);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) return internal::ErrnoError("close", path, errno);
-  return absl::OkStatus();
-}
-
 absl::Status MakeDirs(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -424,7 +404,7 @@ absl::Status WriteOneImage(const std::string& path, const DemoImagesOptions& o, 
                   o.quality, 0) != 0) {
     return absl::InternalError(absl::StrCat("JPEG encode failed: ", tjGetErrorStr2(encoder)));
   }
-  absl::Status s = WriteWholeFile(path, jpeg, size);
+  absl::Status s = internal::WriteWholeFile(path, {jpeg, size});
   tjFree(jpeg);
   return s;
 }

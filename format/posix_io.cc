@@ -1,7 +1,9 @@
 #include "format/posix_io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -116,10 +118,16 @@ absl::Status SyncParentDirectory(const std::string& path) {
 
 namespace {
 
+// renameat2(2) where the file system has it; -1 with errno EINVAL or
+// ENOSYS where it does not.
+int Rename2(const std::string& from, const std::string& to, unsigned flags) {
+  return renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), flags);
+}
+
 // rename(2) that keeps a file already at `to`: 0, or -1 with errno (EEXIST
 // when `to` exists).
 int RenameNoReplace(const std::string& from, const std::string& to) {
-  if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (Rename2(from, to, RENAME_NOREPLACE) == 0) return 0;
   if (errno != EINVAL && errno != ENOSYS) return -1;
   // No renameat2 here (some network file systems): link(2) fails on an
   // existing name too; the temporary's name then goes.
@@ -237,6 +245,108 @@ bool IsPartialName(std::string_view name, std::string_view* base) {
   name.remove_suffix(kPartialSuffix.size());
   *base = name;
   return true;
+}
+
+absl::Status WriteWholeFile(const std::string& path, std::span<const uint8_t> data) {
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return ErrnoError("create", path, errno);
+  SP_RETURN_IF_ERROR(WriteFull(fd.get(), path, data));
+  if (close(fd.release()) != 0) return ErrnoError("close", path, errno);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<UniqueFd> OpenDirectory(const std::string& dir) {
+  UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoError("open", dir, errno);
+  return fd;
+}
+
+absl::StatusOr<LockResult> TryLockExclusive(int fd, std::string_view name) {
+  int rc;
+  do {
+    rc = flock(fd, LOCK_EX | LOCK_NB);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return LockResult::kLocked;
+  if (errno == EWOULDBLOCK) return LockResult::kBusy;
+  // What flock() says on a file system without locks, as opposed to a lock
+  // held by someone else.
+  if (errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL ||
+      errno == EBADF) {
+    return LockResult::kUnsupported;
+  }
+  return ErrnoError("lock", name, errno);
+}
+
+absl::StatusOr<std::vector<DirectoryEntry>> ListDirectory(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return ErrnoError("list", dir, errno);
+  std::vector<DirectoryEntry> entries;
+  absl::Status status;
+  errno = 0;
+  while (const dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    if (fstatat(dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      status = ErrnoError("stat", absl::StrCat(dir, "/", name), errno);
+      break;
+    }
+    entries.push_back({std::move(name), st.st_mode});
+    errno = 0;
+  }
+  if (status.ok() && errno != 0) status = ErrnoError("list", dir, errno);
+  closedir(d);
+  if (!status.ok()) return status;
+  return entries;
+}
+
+namespace {
+
+// One pass of RemoveFilesAt: true when it removed something.
+absl::StatusOr<bool> RemovePass(int dir_fd, const std::string& dir, std::string_view keep) {
+  if (lseek(dir_fd, 0, SEEK_SET) != 0) return ErrnoError("list", dir, errno);
+  bool removed = false;
+  alignas(dirent64) char buffer[16384];
+  for (ssize_t n; (n = getdents64(dir_fd, buffer, sizeof(buffer))) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("list", dir, errno);
+    for (ssize_t at = 0; at < n;) {
+      const auto* e = reinterpret_cast<const dirent64*>(buffer + at);
+      at += e->d_reclen;
+      const std::string_view name = e->d_name;
+      if (name == "." || name == ".." || (!keep.empty() && name == keep)) continue;
+      if (unlinkat(dir_fd, e->d_name, 0) != 0 && errno != ENOENT) {
+        return ErrnoError("remove", absl::StrCat(dir, "/", AsAbsl(name)), errno);
+      }
+      removed = true;
+    }
+  }
+  return removed;
+}
+
+}  // namespace
+
+absl::Status RemoveFilesAt(int dir_fd, const std::string& dir, std::string_view keep) {
+  for (bool removed = true; removed;) {
+    SP_ASSIGN_OR_RETURN(removed, RemovePass(dir_fd, dir, keep));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RenamePath(const std::string& from, const std::string& to, RenameMode mode) {
+  const unsigned flags = mode == RenameMode::kNoReplace ? RENAME_NOREPLACE
+                         : mode == RenameMode::kExchange ? RENAME_EXCHANGE
+                                                         : 0;
+  const int rc = flags == 0 ? rename(from.c_str(), to.c_str()) : Rename2(from, to, flags);
+  if (rc == 0) return absl::OkStatus();
+  const std::string what = absl::StrCat("rename ", from, " to");
+  if (flags != 0 && (errno == EINVAL || errno == ENOSYS)) {
+    return absl::UnimplementedError(absl::StrCat(
+        what, " ", to, ": this file system cannot ",
+        mode == RenameMode::kExchange ? "exchange" : "keep an existing target", " (",
+        strerror(errno), ")"));
+  }
+  return ErrnoError(what, to, errno);
 }
 
 absl::StatusOr<std::unique_ptr<PosixFile>> PosixFile::Open(const std::string& path) {

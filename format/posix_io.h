@@ -1,6 +1,7 @@
-// The one POSIX I/O layer: every positional read, full write, fsync and
-// atomic publish in the project goes through here, so that EINTR, short
-// reads and failed fsyncs are handled (and reported) one way. Internal: not
+// The one POSIX I/O layer: every positional read, full write, fsync, atomic
+// publish, directory listing, directory lock and rename of a folder in the
+// project goes through here, so that EINTR, short reads and failed fsyncs
+// are handled (and reported) one way. Internal: not
 // installed; the public file interface is shardpack/file.h.
 //
 // Messages name the file and, for reads, the offset:
@@ -20,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -114,6 +116,68 @@ extern std::atomic<bool> atomic_file_tries_tmpfile;
 // shard being written) or FreshPartialName's "<base>.partial-<12 hex>";
 // *base then gets the final name.
 bool IsPartialName(std::string_view name, std::string_view* base);
+
+// Creates `path`, or truncates the file there, with mode 0644 (less the
+// umask), writes all of `data` (WriteFull) and closes it, reporting a failed
+// close. Neither atomic nor fsynced: for files made again when lost (demo
+// data); a file that must survive a crash goes through WriteFileAtomically.
+// "create <path>: ...", "write <path>: ...", "close <path>: ...".
+absl::Status WriteWholeFile(const std::string& path, std::span<const uint8_t> data);
+
+// --- Directories -----------------------------------------------------------
+
+// Opens the directory `dir` itself for reading, never through a symbolic
+// link (O_NOFOLLOW): "open <dir>: ..." otherwise (a link or a file is
+// ENOTDIR or ELOOP, NotFoundError / UnknownError).
+absl::StatusOr<UniqueFd> OpenDirectory(const std::string& dir);
+
+enum class LockResult {
+  kLocked,       // this descriptor holds the lock now
+  kBusy,         // another open file description holds it
+  kUnsupported,  // the file system has no flock() (some NFS and Lustre mounts)
+};
+
+// flock(LOCK_EX | LOCK_NB) on `fd` (named `name` in errors), never waiting.
+// The lock lasts as long as the open file description: a second open of the
+// same file, in this process or another, finds it kBusy. Errors other than
+// those three outcomes: "lock <name>: ...".
+absl::StatusOr<LockResult> TryLockExclusive(int fd, std::string_view name);
+
+// One entry of a directory; `mode` is lstat's: a symbolic link is a link.
+struct DirectoryEntry {
+  std::string name;
+  uint32_t mode = 0;
+};
+
+// The entries of `dir` but "." and "..", in the order the file system
+// gives. "list <dir>: ..." when it cannot be read, "stat <dir>/<name>: ..."
+// when an entry cannot be lstat()ed (one removed meanwhile included).
+absl::StatusOr<std::vector<DirectoryEntry>> ListDirectory(const std::string& dir);
+
+// Removes every entry of the directory open as `dir_fd` (named `dir` in
+// errors) but the one named `keep` ("" keeps none), through that descriptor:
+// no other is opened, so a process out of descriptors (ulimit -n) can still
+// clean up. Entries must be files (a subdirectory is an error naming it):
+// "list <dir>: ...", "remove <dir>/<name>: ...". Reads the directory again
+// until a pass finds nothing to remove, since removing while reading may
+// skip entries.
+absl::Status RemoveFilesAt(int dir_fd, const std::string& dir, std::string_view keep = "");
+
+// How RenamePath treats what is at `to`.
+enum class RenameMode {
+  kReplace,    // rename(2): a file, or an empty directory, at `to` is replaced
+  kNoReplace,  // anything at `to` is kept: AlreadyExistsError
+  kExchange,   // `from` and `to` (both there) swap places in one step
+};
+
+// Renames `from` to `to` as `mode` says (renameat2(2)). "rename <from> to
+// <to>: <strerror>", coded as ErrnoError codes errno (EEXIST: AlreadyExists).
+// UnimplementedError "rename <from> to <to>: this file system cannot
+// (exchange|keep an existing target)" where renameat2 or the flag is
+// missing (EINVAL, ENOSYS: some network file systems), for the caller to
+// fall back.
+absl::Status RenamePath(const std::string& from, const std::string& to,
+                        RenameMode mode = RenameMode::kReplace);
 
 // A RandomAccessFile over an open regular file, read with PreadFull. The
 // descriptor is also lent to the reader's block I/O engines (fd()), so a

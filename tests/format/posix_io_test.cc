@@ -4,11 +4,17 @@
 #include "format/posix_io.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "format/errors.h"
@@ -157,6 +163,145 @@ TEST(PosixIoTest, FailedAtomicFileCommitLeavesNoPartial) {
   // Gone at once, not only when the object is destroyed.
   EXPECT_FALSE(fs::exists(path + ".partial"));
   EXPECT_TRUE(fs::is_directory(path + "/inside"));
+}
+
+void Ignore(int) {}
+
+// A write into a pipe that the reader drains slowly, hit by a signal whose
+// handler has no SA_RESTART before every read: write(2) then returns early,
+// with part of the data (a short write) or with EINTR. Every byte arrives,
+// in order, once.
+TEST(PosixIoTest, FullWriteGoesOnAfterSignalsAndShortWrites) {
+  struct sigaction ignore = {}, old = {};
+  ignore.sa_handler = Ignore;
+  sigemptyset(&ignore.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &ignore, &old), 0);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const UniqueFd in(fds[0]), out(fds[1]);
+  std::string data(4 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>((i * 131) >> 7);
+  std::atomic<bool> done{false};
+  absl::Status status;
+  std::thread writer([&] {
+    status = WriteFull(out.get(), "the pipe", Bytes(data));
+    done = true;
+  });
+  std::string got;
+  char buffer[4096];
+  while (got.size() < data.size()) {
+    if (!done) pthread_kill(writer.native_handle(), SIGUSR1);
+    const ssize_t n = read(in.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    ASSERT_GT(n, 0);
+    got.append(buffer, static_cast<size_t>(n));
+  }
+  writer.join();
+  sigaction(SIGUSR1, &old, nullptr);
+  SP_EXPECT_OK(status);
+  EXPECT_TRUE(got == data) << "the bytes differ, first at "
+                           << (std::mismatch(got.begin(), got.end(), data.begin()).first -
+                               got.begin());
+}
+
+TEST(PosixIoTest, WholeFileIsCreatedOrTruncatedAndErrorsNameIt) {
+  testing::TempDir dir;
+  const std::string path = dir.Join("f");
+  SP_ASSERT_OK(WriteWholeFile(path, Bytes("a longer first text")));
+  SP_ASSERT_OK(WriteWholeFile(path, Bytes("short")));
+  EXPECT_EQ(Contents(path), "short");
+  EXPECT_THAT(WriteWholeFile(dir.Join("no/f"), Bytes("x")),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("create " + dir.Join("no/f"))));
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no writable /dev/full";
+  EXPECT_THAT(WriteWholeFile("/dev/full", Bytes("x")),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("write /dev/full: No space left on device")));
+}
+
+TEST(PosixIoTest, DirectoriesAreListedWithoutFollowingLinks) {
+  testing::TempDir dir;
+  WriteText(dir.Join("file"), "x");
+  fs::create_directories(dir.Join("sub"));
+  fs::create_directory_symlink(dir.Join("sub"), dir.Join("link"));
+  SP_ASSERT_OK_AND_ASSIGN(std::vector<DirectoryEntry> entries,
+                          ListDirectory(dir.path().string()));
+  std::sort(entries.begin(), entries.end(),
+            [](const DirectoryEntry& a, const DirectoryEntry& b) { return a.name < b.name; });
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].name, "file");
+  EXPECT_TRUE(S_ISREG(entries[0].mode));
+  EXPECT_EQ(entries[1].name, "link");
+  EXPECT_TRUE(S_ISLNK(entries[1].mode));
+  EXPECT_TRUE(S_ISDIR(entries[2].mode));
+  EXPECT_THAT(ListDirectory(dir.Join("none")),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("list " + dir.Join("none"))));
+  // OpenDirectory takes the directory itself, never a link or a file.
+  SP_EXPECT_OK(OpenDirectory(dir.Join("sub")).status());
+  EXPECT_THAT(std::string(OpenDirectory(dir.Join("link")).status().message()),
+              ::testing::StartsWith("open " + dir.Join("link") + ": "));
+  EXPECT_THAT(OpenDirectory(dir.Join("file")).status(),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("open " + dir.Join("file"))));
+}
+
+TEST(PosixIoTest, AnExclusiveLockIsHeldUntilItsDescriptorCloses) {
+  testing::TempDir dir;
+  SP_ASSERT_OK_AND_ASSIGN(UniqueFd first, OpenDirectory(dir.path().string()));
+  SP_ASSERT_OK_AND_ASSIGN(UniqueFd second, OpenDirectory(dir.path().string()));
+  SP_ASSERT_OK_AND_ASSIGN(LockResult lock, TryLockExclusive(first.get(), "d"));
+  if (lock == LockResult::kUnsupported) GTEST_SKIP() << "no flock() on this file system";
+  EXPECT_EQ(lock, LockResult::kLocked);
+  SP_ASSERT_OK_AND_ASSIGN(lock, TryLockExclusive(second.get(), "d"));
+  EXPECT_EQ(lock, LockResult::kBusy);
+  first = UniqueFd();
+  SP_ASSERT_OK_AND_ASSIGN(lock, TryLockExclusive(second.get(), "d"));
+  EXPECT_EQ(lock, LockResult::kLocked);
+}
+
+// More entries than one read of the directory returns, long names: all go
+// but the one kept, without another descriptor.
+TEST(PosixIoTest, RemoveFilesAtEmptiesADirectoryButTheKeptName) {
+  testing::TempDir dir;
+  const std::string long_name(150, 'n');
+  for (int i = 0; i < 500; ++i) WriteText(dir.Join(long_name + std::to_string(i)), "x");
+  WriteText(dir.Join(".marker"), "kept");
+  SP_ASSERT_OK_AND_ASSIGN(UniqueFd fd, OpenDirectory(dir.path().string()));
+  SP_ASSERT_OK(RemoveFilesAt(fd.get(), dir.path().string(), ".marker"));
+  SP_ASSERT_OK_AND_ASSIGN(std::vector<DirectoryEntry> left, ListDirectory(dir.path().string()));
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].name, ".marker");
+  fs::create_directories(dir.Join("sub"));
+  EXPECT_THAT(std::string(RemoveFilesAt(fd.get(), dir.path().string()).message()),
+              ::testing::StartsWith("remove " + dir.Join("sub") + ": "));
+  EXPECT_TRUE(fs::is_directory(dir.Join("sub")));
+}
+
+TEST(PosixIoTest, RenamesNameBothPathsAndKeepOrSwapWhatIsThere) {
+  testing::TempDir dir;
+  const std::string a = dir.Join("a"), b = dir.Join("b");
+  fs::create_directories(a);
+  fs::create_directories(b);
+  WriteText(a + "/in-a", "");
+  WriteText(b + "/in-b", "");
+  const absl::Status kept = RenamePath(a, b, RenameMode::kNoReplace);
+  EXPECT_THAT(kept.code(), ::testing::AnyOf(absl::StatusCode::kAlreadyExists,
+                                            absl::StatusCode::kUnimplemented));
+  EXPECT_THAT(std::string(kept.message()),
+              ::testing::StartsWith("rename " + a + " to " + b + ": "));
+  EXPECT_TRUE(fs::exists(a + "/in-a"));
+  EXPECT_TRUE(fs::exists(b + "/in-b"));
+  absl::Status swapped = RenamePath(a, b, RenameMode::kExchange);
+  if (!absl::IsUnimplemented(swapped)) {
+    SP_ASSERT_OK(swapped);
+    EXPECT_TRUE(fs::exists(a + "/in-b"));
+    EXPECT_TRUE(fs::exists(b + "/in-a"));
+  }
+  EXPECT_THAT(RenamePath(dir.Join("none"), dir.Join("c")),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("rename " + dir.Join("none") + " to " + dir.Join("c"))));
+  fs::remove_all(b);
+  SP_ASSERT_OK(RenamePath(a, b, RenameMode::kNoReplace));
+  EXPECT_TRUE(fs::is_directory(b));
+  EXPECT_FALSE(fs::exists(a));
 }
 
 }  // namespace

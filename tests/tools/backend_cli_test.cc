@@ -17,6 +17,7 @@
 #include "shardpack/dataset.h"
 #include "tests/backends/backend_fixtures.h"
 #include "tests/testing/cli_expect.h"
+#include "tests/testing/file_snapshot.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
@@ -26,6 +27,7 @@ namespace shardpack {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::FileBytes;
 using ::shardpack::testing::ExpectOneLineFailure;
 using ::shardpack::testing::OwnedRecord;
 using ::shardpack::testing::RunResult;
@@ -33,11 +35,6 @@ using ::shardpack::testing::RunTool;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using Json = nlohmann::json;
-
-std::string FileBytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 class BackendCliTest : public ::testing::Test {
  protected:

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
+#include "tests/testing/file_snapshot.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -27,26 +28,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using testing::FileBytes;
+using testing::Snapshot;
 using testing::RunResult;
 using Env = std::map<std::string, std::string>;
 
 constexpr const char* kSchedulerVars[] = {"SLURM_ARRAY_TASK_ID",   "SLURM_ARRAY_TASK_MIN",
                                           "SLURM_ARRAY_TASK_MAX",  "SLURM_ARRAY_TASK_COUNT",
                                           "SLURM_ARRAY_TASK_STEP", "JOB_COMPLETION_INDEX"};
-
-std::string FileBytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// Every file under `dir`, relative, with its bytes.
-std::map<std::string, std::string> Snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = FileBytes(e.path());
-  }
-  return files;
-}
 
 nlohmann::json PackOf(const std::string& dataset) {
   return nlohmann::json::parse(FileBytes(fs::path(dataset) / "manifest.json"))["pack"];

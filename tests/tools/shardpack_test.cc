@@ -25,6 +25,7 @@
 #include "shardpack/dataset.h"
 #include "shardpack/shard.h"
 #include "tests/testing/cli_expect.h"
+#include "tests/testing/file_snapshot.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
@@ -34,6 +35,8 @@ namespace shardpack {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::FileBytes;
+using testing::Snapshot;
 using ::testing::HasSubstr;
 using testing::RunResult;
 using testing::RunTool;
@@ -68,11 +71,6 @@ std::vector<Stored> ReadAll(const std::string& dataset) {
     }
   }
   return out;
-}
-
-std::string FileBytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 class ShardpackTest : public ::testing::Test {
@@ -375,15 +373,6 @@ TEST_F(ShardpackTest, RestartMarkersRecodeEveryImageKeepingItsPixels) {
 
 
 // --- Output safety: --overwrite, the staging directory, output vs input ---
-
-// Every file under `dir`, relative, with its bytes: what must survive.
-std::map<std::string, std::string> Snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = FileBytes(e.path());
-  }
-  return files;
-}
 
 // Holds a directory flock()ed as a running pack does, until destroyed.
 class DirLock {

@@ -7,22 +7,16 @@
 #include "backends/open_path.h"
 #include "backends/shard_gate.h"
 #include "backends/store.h"
-#include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
 #include "tools/common/progress_line.h"
 #include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
+#include "tools/pack/pack_identity.h"
 #include "tools/pack/path_overlap.h"
 
 namespace shardpack::pack {
-namespace {
-
-namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
-
-}  // namespace
 
 absl::StatusOr<backends::NamedPath> OpenInputDataset(const std::string& path) {
   SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
@@ -33,22 +27,42 @@ absl::StatusOr<backends::NamedPath> OpenInputDataset(const std::string& path) {
   return named;
 }
 
+namespace {
+
+// The output's identity: o.pack, or that of the one input, or an empty one
+// for many; with each input's recorded in "converted_from". An input whose
+// identity does not parse is refused (PackIdentity::FromJson's error).
+absl::StatusOr<PackIdentity> ConvertedIdentity(const std::vector<std::string>& inputs,
+                                               const std::vector<backends::NamedPath>& in,
+                                               const ConvertOptions& o) {
+  std::vector<ConvertedInput> from;
+  std::optional<PackIdentity> first;
+  for (size_t i = 0; i < in.size(); ++i) {
+    SP_ASSIGN_OR_RETURN(PackIdentity pack,
+                        PackIdentity::FromJson(in[i].manifest.pack_json, inputs[i]));
+    from.push_back({inputs[i], in[i].manifest.backend, pack.ToJsonValue()});
+    if (i == 0) first = std::move(pack);
+  }
+  PackIdentity pack = o.pack ? *o.pack : in.size() == 1 ? *first : PackIdentity();
+  pack.converted_from = std::move(from);
+  pack.converted_by = "shardpack " SHARDPACK_VERSION;
+  return pack;
+}
+
+}  // namespace
+
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o) {
   if (inputs.empty()) return absl::InvalidArgumentError("nothing to convert");
   std::vector<InputPath> apart;
   for (const std::string& path : inputs) apart.push_back({path});
   SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
   std::vector<backends::NamedPath> in;
-  Json from = Json::array();
   for (const std::string& path : inputs) {
     SP_ASSIGN_OR_RETURN(backends::NamedPath d, OpenInputDataset(path));
     if (!in.empty() && !(d.manifest.schema == in[0].manifest.schema)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": schema differs from that of ", inputs[0]));
     }
-    from.push_back({{"path", path},
-                    {"backend", std::string(BackendName(d.manifest.backend))},
-                    {"pack", Json::parse(d.manifest.pack_json, nullptr, false)}});
     in.push_back(std::move(d));
   }
   uint64_t total = 0, largest = 0;
@@ -56,6 +70,8 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
     total += d.manifest.records();
     for (const ShardEntry& s : d.manifest.shards) largest = std::max(largest, s.records);
   }
+  // A single input keeps its pack parameters; the conversion is recorded.
+  SP_ASSIGN_OR_RETURN(const PackIdentity pack, ConvertedIdentity(inputs, in, o));
 
   SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
   DatasetWriterOptions w = o.writer;
@@ -66,15 +82,7 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
   w.shard_max_bytes = 0;
   w.shard_max_records = largest;
   w.write_manifest = false;
-  // A single input keeps its pack parameters; the conversion is recorded.
-  Json pack = !o.pack_json.empty() ? Json::parse(o.pack_json, nullptr, false)
-              : inputs.size() == 1 ? Json::parse(in[0].manifest.pack_json, nullptr, false)
-                                   : Json::object();
-  if (!pack.is_object()) pack = Json::object();
-  pack["converted_from"] = from;
-  pack["converted_by"] = "shardpack " SHARDPACK_VERSION;
-  // Input paths may be any bytes; JSON holds UTF-8 only (U+FFFD in their place).
-  w.pack_json = pack.dump(-1, ' ', false, Json::error_handler_t::replace);
+  w.pack_json = pack.ToJson();
   backends::UseBackend(&w, o.backend);
   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
 

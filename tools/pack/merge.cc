@@ -4,12 +4,12 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
 #include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
+#include "tools/pack/pack_identity.h"
 #include "tools/pack/part_check.h"
 #include "tools/pack/path_overlap.h"
 #include "format/errors.h"
@@ -19,7 +19,6 @@ namespace shardpack::pack {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
 
 absl::Status LinkOrCopy(const fs::path& from, const fs::path& to) {
   std::error_code ec;
@@ -36,23 +35,16 @@ std::string SkippedLines(const std::string& part) {
   return newline == std::string::npos ? "" : text->substr(newline + 1);
 }
 
-// The merged dataset's "pack": that of the parts (they are equal but for
+// The merged dataset's identity: that of the parts (they are equal but for
 // "part") without "part", and "merged": by which tool, from which parts.
-std::string MergedPackJson(const std::vector<const PartDataset*>& sorted) {
-  Json pack = sorted.front()->pack;
-  for (const char* key : {"part", "converted_from", "converted_by"}) pack.erase(key);
-  Json from = Json::array();
+PackIdentity MergedIdentity(const std::vector<const PartDataset*>& sorted) {
+  PackIdentity pack = sorted.front()->pack.WithoutPart();
+  MergeRecord merged{"shardpack " SHARDPACK_VERSION, sorted.front()->count, {}};
   for (const PartDataset* p : sorted) {
-    from.push_back({{"index", p->index},
-                    {"path", p->path},
-                    {"records", p->manifest.records()},
-                    {"shards", p->manifest.shards.size()}});
+    merged.parts.push_back({p->index, p->path, p->manifest.records(), p->manifest.shards.size()});
   }
-  pack["merged"] = {{"tool", "shardpack " SHARDPACK_VERSION},
-                    {"count", sorted.front()->count},
-                    {"parts", std::move(from)}};
-  // Part paths may be any bytes; JSON holds UTF-8 only (U+FFFD in their place).
-  return pack.dump(-1, ' ', false, Json::error_handler_t::replace);
+  pack.merged = std::move(merged);
+  return pack;
 }
 
 absl::StatusOr<Manifest> LinkParts(const std::vector<const PartDataset*>& sorted,
@@ -60,7 +52,7 @@ absl::StatusOr<Manifest> LinkParts(const std::vector<const PartDataset*>& sorted
   SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
   Manifest merged = sorted.front()->manifest;
   merged.shards.clear();
-  merged.pack_json = MergedPackJson(sorted);
+  merged.pack_json = MergedIdentity(sorted).ToJson();
   std::string skipped = "path\treason\n";
   for (const PartDataset* p : sorted) {
     for (const ShardEntry& shard : p->manifest.shards) {
@@ -97,8 +89,8 @@ absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& paths, const M
   SP_ASSIGN_OR_RETURN(std::vector<const PartDataset*> sorted, CheckParts(parts));
   MergeResult result;
   result.parts = sorted.size();
-  // ReadPart checked that it is there, a string.
-  result.fingerprint = sorted.front()->pack.at("input").at("fingerprint").get<std::string>();
+  // ReadPart checked that it is there.
+  result.fingerprint = sorted.front()->pack.input->fingerprint;
   for (const PartDataset* p : sorted) {
     result.records += p->manifest.records();
     result.shards += p->manifest.shards.size();
@@ -117,7 +109,7 @@ absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& paths, const M
   c.backend = backend;
   c.overwrite = o.overwrite;
   c.quiet = true;
-  c.pack_json = MergedPackJson(sorted);
+  c.pack = MergedIdentity(sorted);
   std::vector<std::string> in_order;
   for (const PartDataset* p : sorted) in_order.push_back(p->path);
   SP_ASSIGN_OR_RETURN(result.manifest, Convert(in_order, c));

@@ -1,9 +1,5 @@
 #include "tools/pack/output_dir.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,7 +16,6 @@
 #include "absl/strings/str_cat.h"
 #include "format/posix_io.h"
 #include "format/unique_fd.h"
-#include "nlohmann/json.hpp"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
@@ -40,52 +35,14 @@ std::string Join(const std::string& dir, std::string_view name) {
   return absl::StrCat(dir, "/", absl::string_view(name.data(), name.size()));
 }
 
-// Errors of flock() that mean the file system has no locks (some NFS and
-// Lustre mounts), as opposed to a lock held by someone else.
-bool LocksUnsupported(int err) {
-  return err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS || err == EINVAL || err == EBADF;
-}
-
-enum class LockResult { kLocked, kBusy, kUnsupported };
+using internal::DirectoryEntry;
+using internal::LockResult;
 
 // Opens the directory `dir` itself (never through a symbolic link) and
 // tries to lock it; the lock lives as long as `fd`.
 absl::StatusOr<LockResult> TryLockDir(const std::string& dir, Fd* fd) {
-  const int opened = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (opened < 0) return internal::ErrnoError("open", dir, errno);
-  *fd = Fd(opened);
-  if (::flock(fd->get(), LOCK_EX | LOCK_NB) == 0) return LockResult::kLocked;
-  if (errno == EWOULDBLOCK) return LockResult::kBusy;
-  if (LocksUnsupported(errno)) return LockResult::kUnsupported;
-  return internal::ErrnoError("lock", dir, errno);
-}
-
-struct Entry {
-  std::string name;
-  mode_t mode;  // from lstat: a symbolic link is a link, not its target
-};
-
-absl::StatusOr<std::vector<Entry>> ListDir(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return internal::ErrnoError("list", dir, errno);
-  std::vector<Entry> entries;
-  absl::Status status;
-  errno = 0;
-  while (const dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    struct stat st;
-    if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      status = internal::ErrnoError("stat", Join(dir, name), errno);
-      break;
-    }
-    entries.push_back({std::move(name), st.st_mode});
-    errno = 0;
-  }
-  if (status.ok() && errno != 0) status = internal::ErrnoError("list", dir, errno);
-  ::closedir(d);
-  if (!status.ok()) return status;
-  return entries;
+  SP_ASSIGN_OR_RETURN(*fd, internal::OpenDirectory(dir));
+  return internal::TryLockExclusive(fd->get(), dir);
 }
 
 // "shard-00012.shard", ".lmdb" or ".h5", with a writer's ".partial" or an
@@ -105,9 +62,10 @@ bool IsOurShardName(std::string_view name) {
   return name == ".shard" || name == ".lmdb" || name == ".h5";
 }
 
-const Entry* FindEntry(const std::vector<Entry>& entries, std::string_view name) {
+const DirectoryEntry* FindEntry(const std::vector<DirectoryEntry>& entries,
+                                std::string_view name) {
   auto it = std::find_if(entries.begin(), entries.end(),
-                         [&](const Entry& e) { return e.name == name; });
+                         [&](const DirectoryEntry& e) { return e.name == name; });
   return it == entries.end() ? nullptr : &*it;
 }
 
@@ -118,11 +76,11 @@ std::string NotOursReason(const std::string& dir, std::vector<std::string>* file
   if (::lstat(dir.c_str(), &st) != 0) return absl::StrCat("cannot be read: ", std::strerror(errno));
   if (S_ISLNK(st.st_mode)) return "is a symbolic link (name the directory itself)";
   if (!S_ISDIR(st.st_mode)) return "is not a directory";
-  absl::StatusOr<std::vector<Entry>> entries = ListDir(dir);
+  absl::StatusOr<std::vector<DirectoryEntry>> entries = internal::ListDirectory(dir);
   if (!entries.ok()) return absl::StrCat("cannot be listed: ", entries.status().message());
   // Our files, and (through IsPartialName) their temporaries.
   std::set<std::string, std::less<>> names = {kManifestFileName, "skipped.tsv", kStagingMarker};
-  const Entry* manifest = FindEntry(*entries, kManifestFileName);
+  const DirectoryEntry* manifest = FindEntry(*entries, kManifestFileName);
   if (manifest != nullptr) {
     // A FIFO or a link in its place is not ours, and must not be opened.
     if (!S_ISREG(manifest->mode)) {
@@ -139,7 +97,7 @@ std::string NotOursReason(const std::string& dir, std::vector<std::string>* file
   } else if (!entries->empty() && FindEntry(*entries, kStagingMarker) == nullptr) {
     return absl::StrCat("holds no ", kManifestFileName, ": it is not a dataset");
   }
-  for (const Entry& e : *entries) {
+  for (const DirectoryEntry& e : *entries) {
     std::string_view base;
     const bool ours = names.count(e.name) > 0 ||
                       (internal::IsPartialName(e.name, &base) && names.count(base) > 0) ||
@@ -165,39 +123,44 @@ absl::Status CheckNotInUse(const std::string& dir) {
 
 constexpr std::string_view kMarkerPackPrefix = "pack ";
 
-// The "pack" object `dir` records: its manifest's, or (a publish cut short
-// before the manifest) the one its staging marker holds; null when neither.
-nlohmann::json RecordedPack(const std::string& dir, const std::vector<std::string>& files) {
+// The identity `dir` records: its manifest's, or (a publish cut short
+// before the manifest) the one its staging marker holds; nullopt when
+// neither, or when what is there does not parse.
+std::optional<PackIdentity> RecordedPack(const std::string& dir,
+                                         const std::vector<std::string>& files) {
+  absl::StatusOr<PackIdentity> recorded = absl::NotFoundError("");
   if (std::find(files.begin(), files.end(), kManifestFileName) != files.end()) {
     absl::StatusOr<Manifest> m = ReadManifest(dir);
-    if (!m.ok()) return nullptr;
-    return nlohmann::json::parse(m->pack_json, nullptr, /*allow_exceptions=*/false);
+    if (!m.ok()) return std::nullopt;
+    recorded = PackIdentity::FromJson(m->pack_json, dir);
+  } else {
+    const std::string marker_path = Join(dir, kStagingMarker);
+    absl::StatusOr<std::string> marker = ReadSmallFile(marker_path);
+    if (!marker.ok()) return std::nullopt;
+    // The line that starts with the prefix (the first line, "shardpack
+    // staging ...", holds it too, mid-line).
+    std::string_view text = *marker;
+    const size_t at = text.find(absl::StrCat("\n", std::string(kMarkerPackPrefix)));
+    if (at == std::string_view::npos) return std::nullopt;
+    text.remove_prefix(at + 1 + kMarkerPackPrefix.size());
+    recorded = PackIdentity::FromJson(text.substr(0, text.find('\n')), marker_path);
   }
-  absl::StatusOr<std::string> marker = ReadSmallFile(Join(dir, kStagingMarker));
-  if (!marker.ok()) return nullptr;
-  // The line that starts with the prefix (the first line, "shardpack
-  // staging ...", holds it too, mid-line).
-  std::string_view text = *marker;
-  const size_t at = text.find(absl::StrCat("\n", std::string(kMarkerPackPrefix)));
-  if (at == std::string_view::npos) return nullptr;
-  text.remove_prefix(at + 1 + kMarkerPackPrefix.size());
-  text = text.substr(0, text.find('\n'));
-  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!recorded.ok()) return std::nullopt;
+  return *std::move(recorded);
 }
 
 // True when the dataset of ours at `dir` (its `files`) was written by the
 // very pack `identity` describes: a retry may replace it.
 bool SamePack(const std::string& dir, const std::vector<std::string>& files,
-              const std::string& identity) {
-  if (identity.empty()) return false;
-  const nlohmann::json want = nlohmann::json::parse(identity, nullptr, false);
-  const nlohmann::json have = RecordedPack(dir, files);
-  return want.is_object() && have.is_object() && want == have;
+              const PackIdentity* identity) {
+  if (identity == nullptr) return false;
+  const std::optional<PackIdentity> recorded = RecordedPack(dir, files);
+  return recorded.has_value() && *recorded == *identity;
 }
 
 // The refusal of an existing `path`, or OK when it may be replaced.
 absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
-                                 const std::string& identity) {
+                                 const PackIdentity* identity) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
     return errno == ENOENT ? absl::OkStatus() : internal::ErrnoError("stat", path, errno);
@@ -214,8 +177,8 @@ absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
     // is there). Never a whole dataset, so any pack may replace it.
     const bool interrupted =
         !files.empty() && std::find(files.begin(), files.end(), kManifestFileName) == files.end();
-    if (interrupted && identity.empty()) return CheckNotInUse(path);
-    if (!identity.empty() && !files.empty()) {
+    if (interrupted && identity == nullptr) return CheckNotInUse(path);
+    if (identity != nullptr && !files.empty()) {
       return absl::AlreadyExistsError(absl::StrCat(
           path, " already exists", interrupted ? " (without a manifest)" : "",
           " and was not written by this pack (another part, input, seed or option): a retry "
@@ -233,57 +196,29 @@ absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
 
 // The marker names the pack (its "pack" object on one line) when it has an
 // identity, so that a retry can tell its own cut-short publish.
-absl::Status WriteMarker(const std::string& staging, const std::string& identity) {
+absl::Status WriteMarker(const std::string& staging, const PackIdentity* identity) {
   std::string text =
       absl::StrCat("shardpack staging directory, written by process ", ::getpid(), "\n");
-  if (!identity.empty()) {
-    const nlohmann::json pack = nlohmann::json::parse(identity, nullptr, false);
-    absl::StrAppend(&text, std::string(kMarkerPackPrefix), pack.dump(), "\n");
+  if (identity != nullptr) {
+    absl::StrAppend(&text, std::string(kMarkerPackPrefix), identity->ToJson(), "\n");
   }
   return WriteFileAtomically(Join(staging, kStagingMarker), text);
-}
-
-// Removes the files in a directory of ours, `dir`, through `fd`, the
-// descriptor of it the caller holds locked: the marker too only with
-// `marker`. Needs no new descriptor, so that a pack that failed for want
-// of them (ulimit -n) still cleans up. A staging directory holds files only
-// (LMDB shards are single files): anything else is an error naming it.
-absl::Status RemoveFilesAt(int fd, const std::string& dir, bool marker) {
-  // Removing entries while reading them may skip some: read again until a
-  // pass finds nothing left to remove.
-  for (bool removed = true; removed;) {
-    removed = false;
-    if (::lseek(fd, 0, SEEK_SET) != 0) return internal::ErrnoError("list", dir, errno);
-    alignas(dirent64) char buffer[16384];
-    for (ssize_t n; (n = ::getdents64(fd, buffer, sizeof(buffer))) != 0;) {
-      if (n < 0) return internal::ErrnoError("list", dir, errno);
-      for (ssize_t at = 0; at < n;) {
-        const auto* e = reinterpret_cast<const dirent64*>(buffer + at);
-        at += e->d_reclen;
-        const std::string_view name = e->d_name;
-        if (name == "." || name == ".." || (!marker && name == kStagingMarker)) continue;
-        if (::unlinkat(fd, e->d_name, 0) != 0 && errno != ENOENT) {
-          return internal::ErrnoError("remove", Join(dir, name), errno);
-        }
-        removed = true;
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 // Removes everything in a directory of ours but the marker. The marker
 // stays until the rest is gone, so that a process killed halfway leaves a
 // directory that still says it is ours.
+// Needs no new descriptor (internal::RemoveFilesAt), so that a pack that
+// failed for want of them (ulimit -n) still cleans up.
 absl::Status ClearDirectory(int fd, const std::string& dir) {
-  return RemoveFilesAt(fd, dir, /*marker=*/false);
+  return internal::RemoveFilesAt(fd, dir, /*keep=*/kStagingMarker);
 }
 
 // Removes a directory of ours whole: its contents, then the marker, then
 // the directory.
 absl::Status RemoveOurDirectory(int fd, const std::string& dir) {
   SP_RETURN_IF_ERROR(ClearDirectory(fd, dir));
-  SP_RETURN_IF_ERROR(RemoveFilesAt(fd, dir, /*marker=*/true));
+  SP_RETURN_IF_ERROR(internal::RemoveFilesAt(fd, dir));
   if (::rmdir(dir.c_str()) != 0) return internal::ErrnoError("remove", dir, errno);
   return absl::OkStatus();
 }
@@ -291,9 +226,9 @@ absl::Status RemoveOurDirectory(int fd, const std::string& dir) {
 // True when `dir` holds nothing, or nothing but temporaries of our marker:
 // a staging directory whose pack was killed before its marker was written.
 bool HoldsNothingOfAnyones(const std::string& dir) {
-  absl::StatusOr<std::vector<Entry>> entries = ListDir(dir);
+  absl::StatusOr<std::vector<DirectoryEntry>> entries = internal::ListDirectory(dir);
   if (!entries.ok()) return false;
-  for (const Entry& e : *entries) {
+  for (const DirectoryEntry& e : *entries) {
     std::string_view base;
     if (!S_ISREG(e.mode) || !internal::IsPartialName(e.name, &base) || base != kStagingMarker) {
       return false;
@@ -312,7 +247,7 @@ bool IsDirectoryAt(int fd, const std::string& path) {
 // An OUT.partial that exists already: ours and abandoned (cleared and
 // taken), in use, or not ours (refused, untouched).
 absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::string& out,
-                                       const std::string& identity) {
+                                       const PackIdentity* identity) {
   struct stat st;
   if (::lstat(staging.c_str(), &st) != 0) return internal::ErrnoError("stat", staging, errno);
   if (!S_ISDIR(st.st_mode)) {
@@ -348,7 +283,7 @@ absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::st
 
 // Creates and locks the staging directory, or takes over an abandoned one.
 absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& out,
-                               const std::string& identity) {
+                               const PackIdentity* identity) {
   std::error_code ec;
   const fs::path parent = fs::path(staging).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
@@ -375,12 +310,6 @@ absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& ou
     return status;
   }
   return fd;
-}
-
-// renameat2(2) where the file system has it; plain rename(2) semantics
-// (returns -1 with errno EINVAL or ENOSYS) where it does not.
-int Rename2(const std::string& from, const std::string& to, unsigned flags) {
-  return ::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), flags);
 }
 
 // Removes the files of an old dataset that CheckExistingOutput verified,
@@ -416,19 +345,18 @@ absl::Status CheckOurDataset(const std::string& dir) {
 }
 
 absl::StatusOr<std::unique_ptr<OutputDir>> OutputDir::Create(std::string path, bool overwrite,
-                                                             const std::string& identity) {
+                                                             const PackIdentity* identity) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   if (path.empty()) return absl::InvalidArgumentError("the output path is empty");
   SP_RETURN_IF_ERROR(CheckExistingOutput(path, overwrite, identity));
   std::string staging = path + ".partial";
   SP_ASSIGN_OR_RETURN(Fd lock, TakeStaging(staging, path, identity));
-  return std::unique_ptr<OutputDir>(new OutputDir(std::move(path), std::move(staging),
-                                                  lock.release()));
+  return std::unique_ptr<OutputDir>(
+      new OutputDir(std::move(path), std::move(staging), std::move(lock)));
 }
 
 OutputDir::~OutputDir() {
-  if (!published_) (void)RemoveOurDirectory(lock_fd_, staging_);
-  if (lock_fd_ >= 0) ::close(lock_fd_);
+  if (!published_) (void)RemoveOurDirectory(lock_.get(), staging_);
 }
 
 absl::Status OutputDir::Publish(const Manifest& manifest) {
@@ -453,7 +381,7 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
   if (replace) {
     // Marked as ours before it moves: a pack killed while removing it leaves
     // a folder (at the staging name) that the next pack clears.
-    SP_RETURN_IF_ERROR(WriteMarker(path_, ""));
+    SP_RETURN_IF_ERROR(WriteMarker(path_, nullptr));
     if (std::find(old_files.begin(), old_files.end(), kStagingMarker) == old_files.end()) {
       old_files.push_back(kStagingMarker);
     }
@@ -485,51 +413,53 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
 }
 
 absl::Status OutputDir::MoveBack(const std::string& old) {
+  using internal::RenameMode;
   if (old == staging_) {  // swapped: swap again
-    if (Rename2(path_, staging_, RENAME_EXCHANGE) != 0) {
+    if (absl::Status back = internal::RenamePath(path_, staging_, RenameMode::kExchange);
+        !back.ok()) {
       return absl::InternalError(absl::StrCat("swapping ", path_, " back with ", staging_,
-                                              " failed (", std::strerror(errno),
+                                              " failed (", back.message(),
                                               "): the new dataset is at ", path_,
                                               " without a manifest, the old one at ", staging_));
     }
     (void)::unlink(Join(path_, kStagingMarker).c_str());  // the old one is whole again
     return internal::SyncParentDirectory(path_);
   }
-  if (::rename(path_.c_str(), staging_.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("moving ", path_, " back to ", staging_, " failed (",
-                                            std::strerror(errno), ")"));
+  if (absl::Status back = internal::RenamePath(path_, staging_); !back.ok()) {
+    return absl::InternalError(
+        absl::StrCat("moving ", path_, " back to ", staging_, " failed (", back.message(), ")"));
   }
-  if (!old.empty() && ::rename(old.c_str(), path_.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("moving the old dataset back from ", old, " to ",
-                                            path_, " failed (", std::strerror(errno), ")"));
+  if (!old.empty()) {
+    if (absl::Status back = internal::RenamePath(old, path_); !back.ok()) {
+      return absl::InternalError(absl::StrCat("moving the old dataset back from ", old, " to ",
+                                              path_, " failed (", back.message(), ")"));
+    }
+    (void)::unlink(Join(path_, kStagingMarker).c_str());
   }
-  if (!old.empty()) (void)::unlink(Join(path_, kStagingMarker).c_str());
   return internal::SyncParentDirectory(path_);
 }
 
 absl::StatusOr<std::string> OutputDir::MoveIntoPlace(bool replace) {
+  using internal::RenameMode;
   if (!replace) {
     // NOREPLACE: a directory that appeared at path_ meanwhile is left alone.
-    if (Rename2(staging_, path_, RENAME_NOREPLACE) == 0) return std::string();
-    if ((errno == EINVAL || errno == ENOSYS) && ::rename(staging_.c_str(), path_.c_str()) == 0) {
-      return std::string();
-    }
-    return internal::ErrnoError("rename", staging_, errno);
+    absl::Status moved = internal::RenamePath(staging_, path_, RenameMode::kNoReplace);
+    if (absl::IsUnimplemented(moved)) moved = internal::RenamePath(staging_, path_);
+    SP_RETURN_IF_ERROR(moved);
+    return std::string();
   }
-  if (Rename2(staging_, path_, RENAME_EXCHANGE) == 0) {
-    return staging_;  // the swap put the old dataset where the staging was
-  }
-  if (errno != EINVAL && errno != ENOSYS) return internal::ErrnoError("rename", staging_, errno);
+  absl::Status swapped = internal::RenamePath(staging_, path_, RenameMode::kExchange);
+  if (swapped.ok()) return staging_;  // the swap put the old dataset where the staging was
+  if (!absl::IsUnimplemented(swapped)) return swapped;
   // No atomic swap on this file system: move the old one aside first.
   std::string old = absl::StrCat(path_, ".old-", ::getpid());
   if (::access(old.c_str(), F_OK) == 0) {
     return absl::AlreadyExistsError(absl::StrCat(old, " exists: move it away"));
   }
-  if (::rename(path_.c_str(), old.c_str()) != 0) return internal::ErrnoError("move aside", path_, errno);
-  if (::rename(staging_.c_str(), path_.c_str()) != 0) {
-    const int err = errno;
-    ::rename(old.c_str(), path_.c_str());
-    return internal::ErrnoError("rename", staging_, err);
+  SP_RETURN_IF_ERROR(internal::RenamePath(path_, old));
+  if (absl::Status moved = internal::RenamePath(staging_, path_); !moved.ok()) {
+    (void)internal::RenamePath(old, path_);
+    return moved;
   }
   return old;
 }

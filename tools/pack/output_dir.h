@@ -20,8 +20,8 @@
 //   or with nothing in it yet, whose lock is free is cleared and taken; a
 //   published folder still holding the marker and no manifest (killed
 //   between the move and the manifest) is replaced (see CheckExistingOutput).
-// - A pack with an identity (its "pack" object: a part of a multi-machine
-//   pack) writes it into the marker as a line "pack <JSON>". A later run
+// - A pack with an identity (its PackIdentity: a part of a multi-machine
+//   pack) writes it into the marker as a line "pack <ToJson()>". A later run
 //   with the same identity (a retried array task) may replace, without
 //   `overwrite`, a dataset of ours that records that identity: in its
 //   manifest, or in its marker when its publish was cut short.
@@ -33,7 +33,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "format/unique_fd.h"
 #include "shardpack/manifest.h"
+#include "tools/pack/pack_identity.h"
 
 namespace shardpack::pack {
 
@@ -58,12 +60,12 @@ class OutputDir {
   // naming the path and why), or while another process holds it
   // (FailedPreconditionError "... is in use"). Then takes the staging
   // directory "<path>.partial" as described above.
-  // With a non-empty `identity` (a "pack" object, JSON), an existing
-  // dataset of ours recording the same object (compared as JSON) is
-  // replaced as with `overwrite`; one recording another is refused saying
-  // so.
-  static absl::StatusOr<std::unique_ptr<OutputDir>> Create(std::string path, bool overwrite,
-                                                           const std::string& identity = "");
+  // With an `identity` (not kept past the call), an existing dataset of
+  // ours recording the same identity (PackIdentity's operator==) is
+  // replaced as with `overwrite`; one recording another, or one whose
+  // record does not parse, is refused saying so.
+  static absl::StatusOr<std::unique_ptr<OutputDir>> Create(
+      std::string path, bool overwrite, const PackIdentity* identity = nullptr);
 
   // Removes the staging directory unless Publish() succeeded, then lets the
   // lock go.
@@ -80,15 +82,15 @@ class OutputDir {
   // after the marker's removal (internal::PublishFile's rule for a folder).
   // An existing dataset there is checked again (it may have changed during
   // the pack), given our marker, swapped out in one rename where the file
-  // system can (renameat2 RENAME_EXCHANGE), and its files removed, the
+  // system can (internal::RenameMode::kExchange), and its files removed, the
   // marker last. A failure before the manifest and the marker's removal are
   // durable moves everything back: no dataset without a manifest is left at
   // the final path, and the staging directory is removed as on any failure.
   absl::Status Publish(const Manifest& manifest);
 
  private:
-  OutputDir(std::string path, std::string staging, int lock_fd)
-      : path_(std::move(path)), staging_(std::move(staging)), lock_fd_(lock_fd) {}
+  OutputDir(std::string path, std::string staging, internal::UniqueFd lock)
+      : path_(std::move(path)), staging_(std::move(staging)), lock_(std::move(lock)) {}
   // Renames the staging directory to path_; returns where the dataset it
   // replaced now is ("" when there was none).
   absl::StatusOr<std::string> MoveIntoPlace(bool replace);
@@ -98,7 +100,9 @@ class OutputDir {
 
   std::string path_;
   std::string staging_;
-  int lock_fd_;  // the staging directory, open; flock()ed where the file system has locks
+  // The staging directory, open; flock()ed where the file system has locks.
+  // Closed (the lock let go) after the destructor's body removed it.
+  internal::UniqueFd lock_;
   bool published_ = false;
 };
 

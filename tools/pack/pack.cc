@@ -6,46 +6,41 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
 #include "tools/pack/ordered_pipeline.h"
 #include "tools/pack/output_dir.h"
+#include "tools/pack/pack_identity.h"
 #include "tools/common/progress_line.h"
 
 namespace shardpack::pack {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 std::string CompressionName(const ShardWriterOptions& o) {
   return o.compression == Compression::kZstd ? absl::StrCat("zstd:", o.zstd_level) : "none";
 }
 
-std::string PackJson(const datasets::Source& source, const PackOptions& o) {
-  Json j;
-  j["tool"] = "shardpack " SHARDPACK_VERSION;
-  j["source"] = Json::parse(source.ParamsJson(), nullptr, false);
-  j["shuffle"] = o.shuffle;
-  j["seed"] = o.seed;
+PackIdentity IdentityOf(const datasets::Source& source, const PackOptions& o) {
+  PackIdentity p;
+  p.tool = "shardpack " SHARDPACK_VERSION;
+  p.source = PackJson::parse(source.ParamsJson(), nullptr, false);
+  p.shuffle = o.shuffle;
+  p.seed = o.seed;
   // What merge checks: which part of how many, and of which input.
-  j["part"] = {{"index", o.part_index + 1}, {"count", o.part_count}};
-  j["input"] = {{"items", source.size()},
-                {"bytes", source.input_bytes()},
-                {"fingerprint", source.input_fingerprint()}};
+  p.part = PackPart{o.part_index + uint64_t{1}, o.part_count};
+  p.input = PackInput{source.size(), source.input_bytes(), source.input_fingerprint()};
   // The shape of the pack order: parts packed by a shardpack with another
   // order (an older one has no "order") must not be merged as one.
-  j["order"] = {{"chunk_items", o.order_shape.chunk_items},
-                {"window_chunks", o.order_shape.window_chunks}};
-  j["shard_max_bytes"] = o.writer.shard_max_bytes;
-  j["shard_max_records"] = o.writer.shard_max_records;
-  j["format"] = std::string(BackendName(o.writer.backend));
+  p.order = o.order_shape;
+  p.shard_max_bytes = o.writer.shard_max_bytes;
+  p.shard_max_records = o.writer.shard_max_records;
+  p.format = o.writer.backend;
   if (o.writer.backend == Backend::kShard) {
-    j["block_size"] = o.writer.shard.block_size;
-    j["compression"] = CompressionName(o.writer.shard);
+    p.block_size = o.writer.shard.block_size;
+    p.compression = CompressionName(o.writer.shard);
   }
-  j["on_error"] = o.on_error == datasets::OnError::kSkip ? "skip" : "fail";
-  return j.dump();
+  p.on_error = o.on_error;
+  return p;
 }
 
 // Tabs, newlines and backslashes escaped, so each skipped input is one line.
@@ -132,13 +127,13 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
   if (!source.schema().labels.empty()) summary.classes = source.schema().labels[0].classes.size();
   summary.bytes_in = source.input_bytes();
 
-  const std::string pack_json = PackJson(source, o);
-  SP_ASSIGN_OR_RETURN(auto out,
-                      OutputDir::Create(o.output, o.overwrite, o.retry_replaces ? pack_json : ""));
+  const PackIdentity identity = IdentityOf(source, o);
+  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite,
+                                                  o.retry_replaces ? &identity : nullptr));
   DatasetWriterOptions w = o.writer;
   w.directory = out->staging();
   w.schema = source.schema();
-  w.pack_json = pack_json;
+  w.pack_json = identity.ToJson();
   w.write_manifest = false;
   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
 

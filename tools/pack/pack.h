@@ -13,6 +13,7 @@
 #include "backends/open_path.h"
 #include "datasets/source.h"
 #include "shardpack/dataset.h"
+#include "tools/pack/pack_identity.h"
 #include "tools/pack/part_order.h"
 
 namespace shardpack::pack {
@@ -111,9 +112,9 @@ struct ConvertOptions {
   // Block size and compression of `.shard` output; directory, schema,
   // pack_json and shard limits are set by Convert.
   DatasetWriterOptions writer;
-  // The output's "pack" object (JSON), to which "converted_from" is added;
-  // empty: that of the one input, or {} for many.
-  std::string pack_json;
+  // The output's identity, to which "converted_from" and "converted_by"
+  // are added; nullopt: that of the one input, or an empty one for many.
+  std::optional<PackIdentity> pack;
 };
 
 // Converts `inputs` (datasets, in order) into one dataset of o.backend:

@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "format/status_macros.h"
@@ -19,74 +18,38 @@
 namespace shardpack::pack {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 absl::Status NotAPart(const std::string& path, std::string_view why) {
   return absl::FailedPreconditionError(absl::StrCat(
       path, ": not a part merge can check: ", absl::string_view(why.data(), why.size())));
 }
 
-absl::Status Damaged(const std::string& path, std::string_view what) {
-  return absl::FailedPreconditionError(absl::StrCat(path, ": ",
-                                                    absl::string_view(what.data(), what.size()),
-                                                    " (a damaged or edited part manifest)"));
+// `message` names the part: "<path>: <what is wrong>".
+absl::Status Damaged(std::string_view message) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      absl::string_view(message.data(), message.size()), " (a damaged or edited part manifest)"));
 }
 
-// obj[key], or null when `obj` is not an object or lacks `key` (a const
-// nlohmann operator[] must not be asked for a key that is not there). The
-// key is a std::string: a manifest's key may hold NUL, which a char* would
-// cut.
-const Json& Field(const Json& obj, const std::string& key) {
-  static const Json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
-// A value for a message: its JSON, cut short (a manifest may hold anything).
-std::string Shown(const Json& v) {
-  std::string text = v.dump();
-  if (text.size() > 80) text = text.substr(0, 80) + "...";
-  return text;
-}
-
-// pack.part and pack.input, checked for presence, type and bounds.
-absl::Status ReadPartFields(PartDataset* p) {
-  const Json& pack = p->pack;
-  if (pack.contains("merged")) return NotAPart(p->path, "it is a merged dataset, not a part");
-  const Json& part = Field(pack, "part");
-  const Json& input = Field(pack, "input");
-  if (!part.is_object() || !input.is_object()) {
+// What a part must record beyond a well-formed identity (FromJson checked
+// the types and part's bounds): part and input, and no more records than
+// its share of the input's items.
+absl::Status CheckPartFields(PartDataset* p) {
+  const PackIdentity& pack = p->pack;
+  if (pack.merged) return NotAPart(p->path, "it is a merged dataset, not a part");
+  if (!pack.part || !pack.input) {
     return NotAPart(p->path,
                     "its manifest's \"pack\" records no part {index, count} and input "
                     "(a conversion of many datasets, or packed by an older shardpack): pack it "
                     "again with --part");
   }
-  const Json& index = Field(part, "index");
-  const Json& count = Field(part, "count");
-  if (!count.is_number_unsigned() || count.get<uint64_t>() < 1 ||
-      count.get<uint64_t>() > kMaxParts) {
-    return Damaged(p->path,
-                   absl::StrCat("pack.part.count ", Shown(count), " is not in 1..", kMaxParts));
-  }
-  p->count = count.get<uint64_t>();
-  if (!index.is_number_unsigned() || index.get<uint64_t>() < 1 ||
-      index.get<uint64_t>() > p->count) {
-    return Damaged(p->path,
-                   absl::StrCat("pack.part.index ", Shown(index), " is not in 1..", p->count));
-  }
-  p->index = index.get<uint64_t>();
-  const Json& items = Field(input, "items");
-  if (!Field(input, "fingerprint").is_string() || !items.is_number_unsigned()) {
-    return Damaged(p->path, "pack.input has no fingerprint string or items count");
-  }
-  const uint64_t n = items.get<uint64_t>();
+  p->index = pack.part->index;
+  p->count = pack.part->count;
+  const uint64_t n = pack.input->items;
   const uint64_t share = PartBegin(n, p->index, static_cast<uint32_t>(p->count)) -
                          PartBegin(n, p->index - 1, static_cast<uint32_t>(p->count));
   if (p->manifest.records() > share) {
-    return Damaged(p->path,
-                   absl::StrCat(p->manifest.records(), " records, but part ", p->index, " of ",
-                                p->count, " of ", n, " inputs holds at most ", share));
+    return Damaged(absl::StrCat(p->path, ": ", p->manifest.records(), " records, but part ",
+                                p->index, " of ", p->count, " of ", n, " inputs holds at most ",
+                                share));
   }
   return absl::OkStatus();
 }
@@ -110,42 +73,6 @@ absl::Status CheckShardFiles(const PartDataset& p) {
   return absl::OkStatus();
 }
 
-// The pack object as merge compares it: without "part", without what
-// `convert` adds (a part converted to another backend holds the same
-// records), and without the source's own paths (an input mounted elsewhere
-// on another machine is the same input: the fingerprint says so).
-Json Comparable(const Json& pack) {
-  Json j = pack;
-  for (const char* key : {"part", "converted_from", "converted_by"}) j.erase(key);
-  if (j.contains("source") && j["source"].is_object()) {
-    j["source"].erase("root");
-    j["source"].erase("list");
-  }
-  return j;
-}
-
-// The first field (a dotted path) where `a` and `b` differ, "" when equal.
-std::string FirstDifference(const Json& a, const Json& b, const std::string& prefix) {
-  if (!a.is_object() || !b.is_object()) return a == b ? "" : prefix;
-  for (const Json* side : {&a, &b}) {
-    for (auto it = side->begin(); it != side->end(); ++it) {
-      const Json& x = Field(a, it.key());
-      const Json& y = Field(b, it.key());
-      const std::string name = prefix.empty() ? it.key() : absl::StrCat(prefix, ".", it.key());
-      if (std::string d = FirstDifference(x, y, name); !d.empty()) return d;
-    }
-  }
-  return "";
-}
-
-const Json& At(const Json& j, const std::string& dotted) {
-  const Json* at = &j;
-  for (absl::string_view key : absl::StrSplit(dotted, '.')) {
-    at = &Field(*at, std::string(key));
-  }
-  return *at;
-}
-
 absl::Status ComparePart(const PartDataset& ref, const PartDataset& p) {
   if (p.count != ref.count) {
     return absl::FailedPreconditionError(absl::StrCat("parts of different packs: ", PartName(p),
@@ -155,14 +82,14 @@ absl::Status ComparePart(const PartDataset& ref, const PartDataset& p) {
     return absl::FailedPreconditionError(
         absl::StrCat(PartName(p), ": schema differs from that of ", PartName(ref)));
   }
-  const Json a = Comparable(p.pack), b = Comparable(ref.pack);
-  const std::string field = FirstDifference(a, b, "");
-  if (field.empty()) return absl::OkStatus();
-  const std::string what = field.starts_with("input") ? "was packed from other input than"
-                                                      : "was packed with other parameters than";
+  const std::optional<PackDifference> d =
+      FirstDifference(p.pack, ref.pack, PackComparison::kAsParts);
+  if (!d) return absl::OkStatus();
+  const std::string what = d->field.starts_with("input") ? "was packed from other input than"
+                                                         : "was packed with other parameters than";
   return absl::FailedPreconditionError(absl::StrCat(PartName(p), " ", what, " ", PartName(ref),
-                                                    ": ", field, " is ", Shown(At(a, field)),
-                                                    ", not ", Shown(At(b, field))));
+                                                    ": ", d->field, " is ", d->first, ", not ",
+                                                    d->second));
 }
 
 // Each index 1..N once; `sorted` is ordered by index.
@@ -204,9 +131,13 @@ absl::StatusOr<PartDataset> ReadPart(const std::string& path) {
   PartDataset p;
   p.path = path;
   SP_ASSIGN_OR_RETURN(p.manifest, ReadManifest(path));
-  p.pack = Json::parse(p.manifest.pack_json, nullptr, /*allow_exceptions=*/false);
-  if (!p.pack.is_object()) return NotAPart(path, "its manifest's \"pack\" is not an object");
-  SP_RETURN_IF_ERROR(ReadPartFields(&p));
+  absl::StatusOr<PackIdentity> pack = PackIdentity::FromJson(p.manifest.pack_json, path);
+  if (!pack.ok()) {
+    const absl::string_view message = pack.status().message();
+    return Damaged({message.data(), message.size()});
+  }
+  p.pack = *std::move(pack);
+  SP_RETURN_IF_ERROR(CheckPartFields(&p));
   SP_RETURN_IF_ERROR(CheckShardFiles(p));
   return p;
 }

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "nlohmann/json.hpp"
 #include "shardpack/manifest.h"
+#include "tools/pack/pack_identity.h"
 
 namespace shardpack::pack {
 
@@ -17,25 +17,25 @@ namespace shardpack::pack {
 struct PartDataset {
   std::string path;
   Manifest manifest;
-  nlohmann::ordered_json pack;  // the manifest's "pack" object
-  uint64_t index = 0;           // 1-based
+  PackIdentity pack;  // the manifest's "pack" object
+  uint64_t index = 0;  // 1-based
   uint64_t count = 0;
 };
 
-// Reads and checks one part: its manifest parses; its "pack" object has
-// part.index in 1..part.count, part.count in 1..2^32-1 and an input
-// fingerprint; it holds no more records than its share of the input's
-// items; each shard file is a regular file of the size the manifest says
-// (one lstat each: no bytes are read). FailedPreconditionError naming the
-// path and what is wrong.
+// Reads and checks one part: its manifest parses; its "pack" object parses
+// as a PackIdentity (so part.index is in 1..part.count, part.count in
+// 1..2^32-1) that has a part and an input, and no "merged"; it holds no
+// more records than its share of the input's items; each shard file is a
+// regular file of the size the manifest says (one lstat each: no bytes are
+// read). FailedPreconditionError naming the path and what is wrong.
 absl::StatusOr<PartDataset> ReadPart(const std::string& path);
 
 // Checks that `parts` (any order) are parts 1..N of one pack: one N, one
-// schema, and "pack" objects equal but for "part" and the source's own
-// paths (so input fingerprint, seed, every option and the tool version
-// match); then that each index 1..N is given exactly once. The first
-// difference is a FailedPreconditionError naming both parts and what
-// differs. Returns the parts sorted by index.
+// schema, and identities equal as parts (PackComparison::kAsParts: so input
+// fingerprint, seed, every option and the tool version match); then that
+// each index 1..N is given exactly once. The first difference is a
+// FailedPreconditionError naming both parts and what differs. Returns the
+// parts sorted by index.
 absl::StatusOr<std::vector<const PartDataset*>> CheckParts(const std::vector<PartDataset>& parts);
 
 // "part 3 of 8 (PATH)", for messages.

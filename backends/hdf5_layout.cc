@@ -4,7 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/hdf5_util.h"
 
-namespace shardpack::backends::internal {
+namespace shardpack::backends {
 namespace {
 
 const char* LinkKind(H5L_type_t type) {
@@ -162,4 +162,4 @@ std::optional<ImageInfo> PlainImageShape(const std::vector<hsize_t>& d) {
   return image;
 }
 
-}  // namespace shardpack::backends::internal
+}  // namespace shardpack::backends

@@ -13,7 +13,7 @@
 
 #include "shardpack/record.h"
 
-namespace shardpack::backends::internal {
+namespace shardpack::backends {
 
 // An HDF5 element type in words: "uint8", "int64", "float32", "string",
 // "compound", ... Lock held.
@@ -59,6 +59,6 @@ std::string EntriesText(const std::vector<RootEntry>& entries, uint64_t total);
 // C <= 255).
 std::optional<ImageInfo> PlainImageShape(const std::vector<hsize_t>& dims_after_n);
 
-}  // namespace shardpack::backends::internal
+}  // namespace shardpack::backends
 
 #endif  // SHARDPACK_BACKENDS_HDF5_LAYOUT_H_

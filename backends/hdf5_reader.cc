@@ -15,15 +15,15 @@
 #include "backends/hdf5_store.h"
 #include "backends/hdf5_util.h"
 #include "backends/publish.h"
-#include "format/posix_open.h"
+#include "common/errors.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
-#include "format/errors.h"
 
 namespace shardpack::backends {
 namespace {
 
-using internal::Hid;
+using backends::Hid;
 
 // Dataset slots; the label datasets follow kFirstLabel.
 enum Slot {
@@ -57,7 +57,7 @@ struct Hdf5ShardReader::Files {
   std::array<Hid, kSlots> datasets;
   std::array<std::vector<hsize_t>, kSlots> dims;
   ~Files() {
-    auto lock = internal::LockHdf5();
+    auto lock = backends::LockHdf5();
     for (Hid& d : datasets) d.Reset();
     file.Reset();
   }
@@ -91,7 +91,7 @@ absl::Status Refused(const std::string& path, const char* name, std::string_view
 absl::Status CheckLink(const std::string& path, hid_t file, const char* name) {
   H5L_info_t info;
   if (H5Lget_info(file, name, &info, H5P_DEFAULT) < 0) {
-    return internal::Hdf5Error(path, absl::StrCat("looking up '", name, "'"));
+    return backends::Hdf5Error(path, absl::StrCat("looking up '", name, "'"));
   }
   if (info.type == H5L_TYPE_HARD) return absl::OkStatus();
   const char* kind = info.type == H5L_TYPE_SOFT       ? "a soft link"
@@ -121,7 +121,7 @@ absl::Status CheckSources(const std::string& path, const char* name, hid_t dcpl,
                    "which shardpack does not read");
   }
   const int filters = H5Pget_nfilters(dcpl);
-  if (filters < 0) return internal::Hdf5Error(path, absl::StrCat("filters of '", name, "'"));
+  if (filters < 0) return backends::Hdf5Error(path, absl::StrCat("filters of '", name, "'"));
   for (int i = 0; i < filters; ++i) {
     unsigned flags = 0, config = 0;
     std::array<unsigned, 8> values{};
@@ -129,11 +129,11 @@ absl::Status CheckSources(const std::string& path, const char* name, hid_t dcpl,
     char filter_name[80] = {};
     H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &count, values.data(),
                                      sizeof(filter_name), filter_name, &config);
-    if (id < 0) return internal::Hdf5Error(path, absl::StrCat("filters of '", name, "'"));
+    if (id < 0) return backends::Hdf5Error(path, absl::StrCat("filters of '", name, "'"));
     if (!BuiltInFilter(id)) {
       return Refused(
           path, name,
-          absl::StrCat("needs HDF5 filter ", id, " ('", internal::Printable(filter_name),
+          absl::StrCat("needs HDF5 filter ", id, " ('", backends::Printable(filter_name),
                        "'), not one built into HDF5 (deflate, shuffle, fletcher32, szip, nbit, "
                        "scaleoffset); filter plugins are not loaded"));
     }
@@ -211,7 +211,7 @@ absl::Status CheckShape(const std::string& path, int slot, hid_t type,
   if (H5Tget_class(type) != H5T_INTEGER || bytes == 0 || bytes > 8 ||
       (want.element_bytes != 0 && bytes != want.element_bytes)) {
     return Refused(path, name,
-                   absl::StrCat("holds ", internal::Hdf5TypeName(type), ", not ",
+                   absl::StrCat("holds ", backends::Hdf5TypeName(type), ", not ",
                                 want.element_bytes == 1 ? "bytes (uint8)" : "integers"));
   }
   return absl::OkStatus();
@@ -224,7 +224,7 @@ absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, uint64_t f
                                  Hid* out, std::vector<hsize_t>* dims) {
   const char* name = SlotName(slot);
   htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
-  if (exists < 0) return internal::Hdf5Error(path, absl::StrCat("looking up '", name, "'"));
+  if (exists < 0) return backends::Hdf5Error(path, absl::StrCat("looking up '", name, "'"));
   if (exists == 0) return false;
   SP_RETURN_IF_ERROR(CheckLink(path, file, name));
   {
@@ -241,16 +241,16 @@ absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, uint64_t f
     H5Pset_chunk_cache(dapl.get(), 0, 0, H5D_CHUNK_CACHE_W0_DEFAULT);
   }
   *out = Hid(H5Dopen2(file, name, dapl.valid() ? dapl.get() : H5P_DEFAULT), H5Dclose);
-  if (!out->valid()) return internal::Hdf5Error(path, absl::StrCat("opening '", name, "'"));
+  if (!out->valid()) return backends::Hdf5Error(path, absl::StrCat("opening '", name, "'"));
   Hid dcpl(H5Dget_create_plist(out->get()), H5Pclose);
-  if (!dcpl.valid()) return internal::Hdf5Error(path, absl::StrCat("layout of '", name, "'"));
+  if (!dcpl.valid()) return backends::Hdf5Error(path, absl::StrCat("layout of '", name, "'"));
   bool filtered = false;
   SP_RETURN_IF_ERROR(CheckSources(path, name, dcpl.get(), &filtered));
   Hid space(H5Dget_space(out->get()), H5Sclose);
   Hid type(H5Dget_type(out->get()), H5Tclose);
   int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (rank < 0 || !type.valid()) {
-    return internal::Hdf5Error(path, absl::StrCat("shape of '", name, "'"));
+    return backends::Hdf5Error(path, absl::StrCat("shape of '", name, "'"));
   }
   dims->resize(static_cast<size_t>(rank));
   H5Sget_simple_extent_dims(space.get(), dims->data(), nullptr);
@@ -268,7 +268,7 @@ Hdf5ShardReader::~Hdf5ShardReader() = default;
 
 absl::Status Hdf5ShardReader::CheckSize() const {
   struct stat st;
-  if (stat(path_.c_str(), &st) != 0) return shardpack::internal::ErrnoError("stat", path_, errno);
+  if (stat(path_.c_str(), &st) != 0) return shardpack::common::ErrnoError("stat", path_, errno);
   if (static_cast<uint64_t>(st.st_size) == file_bytes_) return absl::OkStatus();
   return absl::DataLossError(absl::StrCat(path_, ": ", st.st_size, " bytes now, ", file_bytes_,
                                           " when it was opened: the file changed while it was "
@@ -281,7 +281,7 @@ bool Hdf5ShardReader::has_extra() const { return files_->datasets[kExtra].valid(
 absl::StatusOr<std::unique_ptr<Hdf5ShardReader>> Hdf5ShardReader::Open(const std::string& path) {
   // libhdf5 would open a FIFO and wait for a writer.
   std::unique_ptr<Hdf5ShardReader> r(new Hdf5ShardReader(path));
-  SP_RETURN_IF_ERROR(shardpack::internal::CheckRegularFile(path, &r->file_bytes_));
+  SP_RETURN_IF_ERROR(shardpack::common::CheckRegularFile(path, &r->file_bytes_));
   SP_RETURN_IF_ERROR(r->Load());
   return r;
 }
@@ -292,7 +292,7 @@ namespace {
 absl::StatusOr<std::optional<std::string>> ReadMetaAttribute(const std::string& path,
                                                              hid_t file) {
   htri_t exists = H5Aexists(file, kHdf5MetaAttribute);
-  if (exists < 0) return internal::Hdf5Error(path, "reading the root attributes");
+  if (exists < 0) return backends::Hdf5Error(path, "reading the root attributes");
   if (exists == 0) return std::nullopt;
   Hid attr(H5Aopen(file, kHdf5MetaAttribute, H5P_DEFAULT), H5Aclose);
   Hid type(attr.valid() ? H5Aget_type(attr.get()) : -1, H5Tclose);
@@ -308,7 +308,7 @@ absl::StatusOr<std::optional<std::string>> ReadMetaAttribute(const std::string& 
   H5Tset_cset(mem.get(), H5T_CSET_UTF8);
   char* text = nullptr;
   if (H5Aread(attr.get(), mem.get(), &text) < 0 || text == nullptr) {
-    return internal::Hdf5Error(path, absl::StrCat("reading attribute ", kHdf5MetaAttribute));
+    return backends::Hdf5Error(path, absl::StrCat("reading attribute ", kHdf5MetaAttribute));
   }
   std::string out(text);
   H5free_memory(text);
@@ -318,15 +318,15 @@ absl::StatusOr<std::optional<std::string>> ReadMetaAttribute(const std::string& 
 }  // namespace
 
 absl::Status Hdf5ShardReader::Load() {
-  auto lock = internal::LockHdf5();
+  auto lock = backends::LockHdf5();
   htri_t is_hdf5 = H5Fis_hdf5(path_.c_str());
   if (is_hdf5 <= 0) {
     H5Eclear2(H5E_DEFAULT);
     return absl::DataLossError(absl::StrCat(path_, ": not an HDF5 file (no HDF5 signature)"));
   }
   Files& f = *files_;
-  f.file = Hid(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), internal::CloseFile);
-  if (!f.file.valid()) return internal::Hdf5Error(path_, "cannot open HDF5 file");
+  f.file = Hid(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), backends::CloseFile);
+  if (!f.file.valid()) return backends::Hdf5Error(path_, "cannot open HDF5 file");
   // The layout is told by what the file holds: our metadata attribute says
   // ours (and which layout); without it, `images` and `labels` make a plain
   // file. Datasets the layout does not use are never opened.
@@ -366,7 +366,7 @@ absl::StatusOr<bool> Hdf5ShardReader::OpenSlot(int slot) {
 // that layout must be there.
 absl::Status Hdf5ShardReader::LoadOurs(const std::string& meta) {
   SP_ASSIGN_OR_RETURN(meta_,
-                      internal::ParseShardMeta(
+                      backends::ParseShardMeta(
                           meta, absl::StrCat(path_, " attribute ", kHdf5MetaAttribute),
                           Backend::kHdf5));
   size_ = meta_.shards[0].records;
@@ -412,17 +412,17 @@ absl::Status Hdf5ShardReader::LoadPlain() {
   }
   if (!images || !labels) {
     uint64_t total = 0;
-    std::vector<internal::RootEntry> found = internal::ListRoot(f.file.get(), 8, &total, true);
+    std::vector<backends::RootEntry> found = backends::ListRoot(f.file.get(), 8, &total, true);
     return absl::DataLossError(absl::StrCat(
         path_, ": not a layout shardpack reads (no attribute '", kHdf5MetaAttribute,
         "', no dataset '", images ? "labels" : "images", "'); found ",
-        internal::EntriesText(found, total),
+        backends::EntriesText(found, total),
         "; accepted: a shardpack shard, or a plain file with 'images' uint8 [N,H,W,C], "
         "[N,C,H,W] or [N,H,W] and integer 'labels' [N]"));
   }
   const std::vector<hsize_t>& d = f.dims[kImages];
   std::optional<ImageInfo> image =
-      internal::PlainImageShape(std::vector<hsize_t>(d.begin() + 1, d.end()));
+      backends::PlainImageShape(std::vector<hsize_t>(d.begin() + 1, d.end()));
   if (!image.has_value()) {
     return absl::DataLossError(absl::StrCat(
         path_, ": dataset 'images' [", absl::StrJoin(d, ","),
@@ -433,8 +433,8 @@ absl::Status Hdf5ShardReader::LoadPlain() {
   meta_.backend = Backend::kHdf5;
   meta_.schema.image = *image;
   meta_.schema.labels.push_back({"label", {}});
-  std::optional<internal::RootEntry> coarse =
-      internal::FindRootEntry(f.file.get(), SlotName(kFirstLabel + 1));
+  std::optional<backends::RootEntry> coarse =
+      backends::FindRootEntry(f.file.get(), SlotName(kFirstLabel + 1));
   if (coarse.has_value() && coarse->IsIntegerColumn(size_)) {
     SP_ASSIGN_OR_RETURN(bool have, OpenSlot(kFirstLabel + 1));
     if (have) meta_.schema.labels.push_back({"coarse", {}});
@@ -458,8 +458,8 @@ void Hdf5ShardReader::ListIgnored() {
   const uint64_t opened = static_cast<uint64_t>(std::count_if(
       f.datasets.begin(), f.datasets.end(), [](const Hid& d) { return d.valid(); }));
   uint64_t total = 0;
-  for (const internal::RootEntry& e :
-       internal::ListRoot(f.file.get(), kMaxIgnoredListed + opened, &total, false)) {
+  for (const backends::RootEntry& e :
+       backends::ListRoot(f.file.get(), kMaxIgnoredListed + opened, &total, false)) {
     if (!used(e.name) && ignored_.size() < kMaxIgnoredListed) ignored_.push_back(e.name);
   }
   ignored_count_ = total - std::min(total, opened);
@@ -522,7 +522,7 @@ absl::Status ReadSlab(const std::string& path, hid_t dataset, const std::vector<
       H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
                           nullptr) < 0 ||
       H5Dread(dataset, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, out) < 0) {
-    return internal::Hdf5Error(
+    return backends::Hdf5Error(
         path, absl::StrCat("reading '", SlotName(slot), "' rows [", begin, ", ", end, ")"));
   }
   return absl::OkStatus();
@@ -533,7 +533,7 @@ absl::Status ReadSlab(const std::string& path, hid_t dataset, const std::vector<
 absl::Status Hdf5ShardReader::ReadRows(uint64_t begin, uint64_t end, uint8_t* images,
                                        int64_t* const* labels) {
   assert(begin <= end && end <= size());
-  auto lock = internal::LockHdf5();
+  auto lock = backends::LockHdf5();
   Files& f = *files_;
   if (images != nullptr) {
     if (!fixed_shape_) {
@@ -553,7 +553,7 @@ absl::Status Hdf5ShardReader::ReadRows(uint64_t begin, uint64_t end, uint8_t* im
 }
 
 absl::Status Hdf5ShardReader::ReadOffsets(uint64_t begin, uint64_t end, int64_t* offsets) {
-  auto lock = internal::LockHdf5();
+  auto lock = backends::LockHdf5();
   if (fixed_shape_) return absl::FailedPreconditionError(absl::StrCat(path_, ": no 'offsets'"));
   SP_RETURN_IF_ERROR(ReadSlab(path_, files_->datasets[kOffsets].get(), files_->dims[kOffsets],
                               kOffsets, begin, end + 1, H5T_NATIVE_INT64, offsets));
@@ -571,14 +571,14 @@ absl::Status Hdf5ShardReader::ReadOffsets(uint64_t begin, uint64_t end, int64_t*
 }
 
 absl::Status Hdf5ShardReader::ReadData(uint64_t byte_begin, uint64_t byte_end, uint8_t* out) {
-  auto lock = internal::LockHdf5();
+  auto lock = backends::LockHdf5();
   if (fixed_shape_) return absl::FailedPreconditionError(absl::StrCat(path_, ": no 'data'"));
   return ReadSlab(path_, files_->datasets[kData].get(), files_->dims[kData], kData, byte_begin,
                   byte_end, H5T_NATIVE_UINT8, out);
 }
 
 absl::Status Hdf5ShardReader::ReadImageInfo(uint64_t begin, uint64_t end, uint32_t* out) {
-  auto lock = internal::LockHdf5();
+  auto lock = backends::LockHdf5();
   if (fixed_shape_) {
     return absl::FailedPreconditionError(absl::StrCat(path_, ": no 'image_info'"));
   }
@@ -601,7 +601,7 @@ absl::Status Hdf5ShardReader::ReadExtra(uint64_t begin, uint64_t end,
 absl::Status Hdf5ShardReader::ReadVarBytes(int which, uint64_t begin, uint64_t end,
                                            std::vector<int64_t>* offsets,
                                            std::vector<uint8_t>* bytes) {
-  auto lock = internal::LockHdf5();
+  auto lock = backends::LockHdf5();
   Files& f = *files_;
   offsets->assign(end - begin + 1, 0);
   bytes->clear();

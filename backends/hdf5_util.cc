@@ -11,9 +11,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
+#include "common/errors.h"
 
-namespace shardpack::backends::internal {
+namespace shardpack::backends {
 namespace {
 
 std::mutex& Hdf5Mutex() {
@@ -72,11 +72,11 @@ herr_t KeepInnermost(unsigned, const H5E_error2_t* err, void* data) {
 // (err 0: libhdf5 itself found something wrong) DataLossError.
 absl::Status PathError(std::string_view path, std::string_view what, std::string_view text,
                        int err) {
-  using shardpack::internal::AsAbsl;
+  using common::AsAbsl;
   std::string message =
       absl::StrCat(AsAbsl(path), ": ", AsAbsl(what), text.empty() ? " failed" : ": ", AsAbsl(text));
   if (err == 0) return absl::DataLossError(message);
-  return absl::Status(shardpack::internal::ErrnoError("", "", err).code(), message);
+  return absl::Status(shardpack::common::ErrnoError("", "", err).code(), message);
 }
 
 // The POSIX descriptor of a file opened with the sec2 driver; -1 if none.
@@ -112,7 +112,7 @@ std::string Hdf5ErrorText(int* err) {
   if (err != nullptr) *err = stack.err;
   // The driver's message holds times, descriptors and buffer addresses:
   // what the user needs is the cause.
-  if (stack.err != 0) return shardpack::internal::ErrnoText(stack.err);
+  if (stack.err != 0) return shardpack::common::ErrnoText(stack.err);
   // Messages can quote names from the file: one printable line.
   for (char& c : stack.text) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
@@ -164,4 +164,4 @@ void DiscardFurtherWrites(hid_t file) {
   close(sink);
 }
 
-}  // namespace shardpack::backends::internal
+}  // namespace shardpack::backends

@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 
-namespace shardpack::backends::internal {
+namespace shardpack::backends {
 
 // Held around every HDF5 call: Debian's libhdf5 is not thread-safe. Taking
 // it also turns HDF5's automatic error printing and its loading of filter
@@ -100,6 +100,6 @@ class Hid {
   Closer close_ = nullptr;
 };
 
-}  // namespace shardpack::backends::internal
+}  // namespace shardpack::backends
 
 #endif  // SHARDPACK_BACKENDS_HDF5_UTIL_H_

@@ -8,12 +8,12 @@
 #include "backends/hdf5_store.h"
 #include "backends/hdf5_util.h"
 #include "backends/publish.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 
 namespace shardpack::backends {
 namespace {
 
-using internal::Hid;
+using backends::Hid;
 
 // Chunk size of the keys and extra datasets.
 constexpr uint64_t kSmallChunkBytes = 64 << 10;
@@ -41,12 +41,12 @@ class Appender {
     if (!space.valid() || !dcpl.valid() ||
         H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) < 0 ||
         H5Pset_obj_track_times(dcpl.get(), false) < 0) {
-      return internal::Hdf5Error(path, absl::StrCat("creating dataset '", name, "'"));
+      return backends::Hdf5Error(path, absl::StrCat("creating dataset '", name, "'"));
     }
     dataset_ = Hid(H5Dcreate2(file, name, file_type, space.get(), H5P_DEFAULT, dcpl.get(),
                               H5P_DEFAULT),
                    H5Dclose);
-    if (!dataset_.valid()) return internal::Hdf5Error(path, absl::StrCat("creating '", name, "'"));
+    if (!dataset_.valid()) return backends::Hdf5Error(path, absl::StrCat("creating '", name, "'"));
     buffer_.reserve(chunk_rows_ * row_bytes_);
     return absl::OkStatus();
   }
@@ -75,7 +75,7 @@ class Appender {
     count[0] = n;
     dims_[0] += n;
     if (H5Dset_extent(dataset_.get(), dims_.data()) < 0) {
-      return internal::Hdf5Error(*path_, absl::StrCat("growing '", name_, "'"));
+      return backends::Hdf5Error(*path_, absl::StrCat("growing '", name_, "'"));
     }
     Hid file_space(H5Dget_space(dataset_.get()), H5Sclose);
     Hid mem_space(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
@@ -85,7 +85,7 @@ class Appender {
                             count.data(), nullptr) < 0 ||
         H5Dwrite(dataset_.get(), mem_type_, mem_space.get(), file_space.get(), H5P_DEFAULT,
                  buffer_.data()) < 0) {
-      return internal::Hdf5Error(*path_, absl::StrCat("writing '", name_, "'"));
+      return backends::Hdf5Error(*path_, absl::StrCat("writing '", name_, "'"));
     }
     buffer_.clear();
     return absl::OkStatus();
@@ -94,7 +94,7 @@ class Appender {
   // Closing writes the chunks HDF5 still caches: an error is lost rows.
   absl::Status Close() {
     if (dataset_.Reset()) return absl::OkStatus();
-    return internal::Hdf5Error(*path_, absl::StrCat("closing '", name_, "'"));
+    return backends::Hdf5Error(*path_, absl::StrCat("closing '", name_, "'"));
   }
   hid_t id() const { return dataset_.get(); }
 
@@ -148,7 +148,7 @@ std::string LabelDatasetName(size_t k) {
 class Hdf5ShardSink : public ShardSink {
  public:
   Hdf5ShardSink(std::string path, const DatasetWriterOptions& options, Hdf5WriterOptions hdf5)
-      : path_(std::move(path)), partial_(internal::PartialPath(path_)), options_(hdf5) {
+      : path_(std::move(path)), partial_(backends::PartialPath(path_)), options_(hdf5) {
     meta_.backend = Backend::kHdf5;
     meta_.schema = options.schema;
     meta_.pack_json = options.pack_json;
@@ -162,18 +162,18 @@ class Hdf5ShardSink : public ShardSink {
   // nowhere (it may be what failed), every id is closed once, the file
   // removed.
   ~Hdf5ShardSink() override {
-    auto lock = internal::LockHdf5();
-    if (file_.valid()) internal::DiscardFurtherWrites(file_.get());
+    auto lock = backends::LockHdf5();
+    if (file_.valid()) backends::DiscardFurtherWrites(file_.get());
     CloseDatasets().IgnoreError();
     file_.Reset();
-    if (!committed_) internal::RemoveIfExists(partial_);
+    if (!committed_) backends::RemoveIfExists(partial_);
   }
 
   absl::Status Open();
 
   absl::Status Add(const Record& record) override {
     SP_RETURN_IF_ERROR(Check(record));
-    auto lock = internal::LockHdf5();
+    auto lock = backends::LockHdf5();
     if (fixed_) {
       SP_RETURN_IF_ERROR(images_.Append(record.payload.data(), 1));
     } else {
@@ -249,19 +249,19 @@ class Hdf5ShardSink : public ShardSink {
 };
 
 absl::Status Hdf5ShardSink::Open() {
-  auto lock = internal::LockHdf5();
-  internal::RemoveIfExists(partial_);
+  auto lock = backends::LockHdf5();
+  backends::RemoveIfExists(partial_);
   Hid fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
   // sec2 (HDF5's default, named so that it stays so): DiscardFurtherWrites
   // needs its file descriptor.
   Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   if (!fcpl.valid() || H5Pset_obj_track_times(fcpl.get(), false) < 0 || !fapl.valid() ||
       H5Pset_fapl_sec2(fapl.get()) < 0) {
-    return internal::Hdf5Error(partial_, "file properties");
+    return backends::Hdf5Error(partial_, "file properties");
   }
   file_ = Hid(H5Fcreate(partial_.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()),
-              internal::CloseFile);
-  if (!file_.valid()) return internal::Hdf5Error(partial_, "creating the file");
+              backends::CloseFile);
+  if (!file_.valid()) return backends::Hdf5Error(partial_, "creating the file");
   const hid_t f = file_.get();
   const ImageInfo& image = meta_.schema.image;
   if (fixed_) {
@@ -300,7 +300,7 @@ absl::Status Hdf5ShardSink::Open() {
 }
 
 absl::Status Hdf5ShardSink::WriteMeta() {
-  std::string text = internal::ShardMetaJson(
+  std::string text = backends::ShardMetaJson(
       meta_, std::filesystem::path(path_).filename().string(), records_);
   return WriteStringsAttribute(file_.get(), kHdf5MetaAttribute, {text}, true);
 }
@@ -315,21 +315,21 @@ absl::Status Hdf5ShardSink::WriteStringsAttribute(hid_t object, const char* name
   Hid space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), H5Sclose);
   if (!type.valid() || !space.valid() || H5Tset_size(type.get(), H5T_VARIABLE) < 0 ||
       H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0) {
-    return internal::Hdf5Error(partial_, "attribute type");
+    return backends::Hdf5Error(partial_, "attribute type");
   }
   Hid attr(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
            H5Aclose);
   std::vector<const char*> data;
   for (const std::string& v : values) data.push_back(v.c_str());
   if (!attr.valid() || (!data.empty() && H5Awrite(attr.get(), type.get(), data.data()) < 0)) {
-    return internal::Hdf5Error(partial_, absl::StrCat("writing attribute ", name));
+    return backends::Hdf5Error(partial_, absl::StrCat("writing attribute ", name));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<ShardEntry> Hdf5ShardSink::Commit() {
   {
-    auto lock = internal::LockHdf5();
+    auto lock = backends::LockHdf5();
     SP_RETURN_IF_ERROR(images_.Flush());
     SP_RETURN_IF_ERROR(data_.Flush());
     SP_RETURN_IF_ERROR(image_info_.Flush());
@@ -338,13 +338,13 @@ absl::StatusOr<ShardEntry> Hdf5ShardSink::Commit() {
     SP_RETURN_IF_ERROR(extra_.Flush());
     SP_RETURN_IF_ERROR(WriteMeta());
     SP_RETURN_IF_ERROR(CloseDatasets());
-    // A failed H5Fclose cannot be undone (see internal::CloseFile): the
+    // A failed H5Fclose cannot be undone (see backends::CloseFile): the
     // space its writes need is reserved first, while a failure still leaves
     // the file open for the destructor to abandon.
-    SP_RETURN_IF_ERROR(internal::ReserveFileSpace(file_.get(), partial_));
-    if (!file_.Reset()) return internal::Hdf5Error(partial_, "closing the file");
+    SP_RETURN_IF_ERROR(backends::ReserveFileSpace(file_.get(), partial_));
+    if (!file_.Reset()) return backends::Hdf5Error(partial_, "closing the file");
   }
-  SP_ASSIGN_OR_RETURN(ShardEntry entry, internal::PublishShardFile(partial_, path_, records_));
+  SP_ASSIGN_OR_RETURN(ShardEntry entry, backends::PublishShardFile(partial_, path_, records_));
   committed_ = true;
   return entry;
 }

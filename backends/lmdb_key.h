@@ -6,7 +6,7 @@
 #include <array>
 #include <cstdint>
 
-namespace shardpack::backends::internal {
+namespace shardpack::backends {
 
 inline constexpr size_t kLmdbKeySize = 8;
 
@@ -24,6 +24,6 @@ inline uint64_t LmdbKeyIndex(const uint8_t* key) {
   return index;
 }
 
-}  // namespace shardpack::backends::internal
+}  // namespace shardpack::backends
 
 #endif  // SHARDPACK_BACKENDS_LMDB_KEY_H_

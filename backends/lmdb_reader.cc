@@ -6,23 +6,23 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
-#include "format/mapping_guard.h"
-#include "format/posix_open.h"
 #include "backends/lmdb_key.h"
 #include "backends/lmdb_store.h"
 #include "backends/publish.h"
+#include "common/errors.h"
+#include "common/mapping_guard.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
 #include "format/record_codec.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 
 namespace shardpack::backends {
 namespace {
 
-using internal::kLmdbKeySize;
+using backends::kLmdbKeySize;
 
 absl::Status LmdbError(const std::string& path, std::string_view what, int rc) {
-  std::string text = absl::StrCat(path, ": ", shardpack::internal::AsAbsl(what), ": ",
+  std::string text = absl::StrCat(path, ": ", shardpack::common::AsAbsl(what), ": ",
                                   mdb_strerror(rc));
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_CORRUPTED ||
       rc == MDB_PAGE_NOTFOUND) {
@@ -41,9 +41,9 @@ struct LmdbShardReader::Env {
   MDB_cursor* cursor = nullptr;
   // liblmdb's map, registered so that a file truncated under it is an error
   // (CheckIntact), not SIGBUS. Unregistered before mdb_env_close unmaps it.
-  shardpack::internal::MappingGuard guard;
+  shardpack::common::MappingGuard guard;
   ~Env() {
-    guard = shardpack::internal::MappingGuard();
+    guard = shardpack::common::MappingGuard();
     if (cursor != nullptr) mdb_cursor_close(cursor);
     if (txn != nullptr) mdb_txn_abort(txn);
     if (env != nullptr) mdb_env_close(env);
@@ -58,7 +58,7 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
   // liblmdb would open a FIFO and wait for a writer; a directory would be
   // taken as an environment with a lock file.
   uint64_t file_bytes = 0;
-  SP_RETURN_IF_ERROR(shardpack::internal::CheckRegularFile(path, &file_bytes));
+  SP_RETURN_IF_ERROR(shardpack::common::CheckRegularFile(path, &file_bytes));
   std::unique_ptr<LmdbShardReader> r(new LmdbShardReader(path));
   Env& e = *r->env_;
   int rc = mdb_env_create(&e.env);
@@ -101,9 +101,9 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
   }
   if (rc != 0) return LmdbError(path, "reading the metadata", rc);
   // The value lies in liblmdb's map, which mdb_env_info does not locate.
-  e.guard = shardpack::internal::MappingGuard::Around(value.mv_data, path);
+  e.guard = shardpack::common::MappingGuard::Around(value.mv_data, path);
   SP_ASSIGN_OR_RETURN(
-      r->meta_, internal::ParseShardMeta(
+      r->meta_, backends::ParseShardMeta(
                     std::string_view(static_cast<const char*>(value.mv_data), value.mv_size),
                     absl::StrCat(path, " key ", kLmdbMetaKey), Backend::kLmdb));
   MDB_stat db;
@@ -132,9 +132,9 @@ absl::Status LmdbShardReader::Scan(
   assert(begin <= end && end <= size());
   if (begin >= end) return absl::OkStatus();
   // liblmdb trusts its map: a page lost to a shrunk file ends the walk
-  // instead of being followed (format/mapping_guard.h).
+  // instead of being followed (common/mapping_guard.h).
   return env_->guard.Call([&]() -> absl::Status {
-    auto first = internal::LmdbKey(begin);
+    auto first = backends::LmdbKey(begin);
     MDB_val key{first.size(), first.data()};
     MDB_val value;
     MDB_cursor_op op = MDB_SET_RANGE;
@@ -145,7 +145,7 @@ absl::Status LmdbShardReader::Scan(
       }
       if (rc != 0) return LmdbError(path_, absl::StrCat("record ", index), rc);
       if (key.mv_size != kLmdbKeySize ||
-          internal::LmdbKeyIndex(static_cast<const uint8_t*>(key.mv_data)) != index) {
+          backends::LmdbKeyIndex(static_cast<const uint8_t*>(key.mv_data)) != index) {
         return absl::DataLossError(absl::StrCat(path_, " record ", index,
                                                 ": missing (the next key is not its index)"));
       }
@@ -161,7 +161,7 @@ absl::Status LmdbShardReader::CheckIntact() const { return env_->guard.Damage();
 absl::StatusOr<ByteSpan> LmdbShardReader::Get(uint64_t index) {
   MDB_val value;
   SP_RETURN_IF_ERROR(env_->guard.Call([&]() -> absl::Status {
-    auto k = internal::LmdbKey(index);
+    auto k = backends::LmdbKey(index);
     MDB_val key{k.size(), k.data()};
     int rc = mdb_get(env_->txn, env_->dbi, &key, &value);
     if (rc == MDB_NOTFOUND) {
@@ -174,7 +174,7 @@ absl::StatusOr<ByteSpan> LmdbShardReader::Get(uint64_t index) {
 }
 
 absl::StatusOr<Record> DecodeLmdbValue(ByteSpan value, const std::string& path, uint64_t index) {
-  return shardpack::internal::DecodeRecord(
+  return shardpack::format::DecodeRecord(
       value, [&] { return absl::StrCat(path, " record ", index); });
 }
 

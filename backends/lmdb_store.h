@@ -80,7 +80,7 @@ class LmdbShardReader {
                     absl::FunctionRef<absl::Status(uint64_t index, ByteSpan value)> visit);
 
   // OK while the file has not shrunk under liblmdb's map; else the
-  // DataLossError naming it (format/mapping_guard.h). Check it after using
+  // DataLossError naming it (common/mapping_guard.h). Check it after using
   // value bytes. Cheap.
   absl::Status CheckIntact() const;
 

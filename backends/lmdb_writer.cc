@@ -5,13 +5,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
-#include "format/posix_io.h"
 #include "backends/lmdb_key.h"
 #include "backends/lmdb_store.h"
 #include "backends/publish.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/status_macros.h"
 #include "format/record_codec.h"
-#include "format/status_macros.h"
 
 namespace shardpack::backends {
 namespace {
@@ -20,17 +20,17 @@ namespace {
 // a failed ftruncate or mmap as their errno: the cause is found from the
 // file system and named, with liblmdb's words after it.
 absl::Status LmdbWriteError(const std::string& path, std::string_view what, int rc) {
-  const std::string cause = shardpack::internal::WriteFailureCause(path);
+  const std::string cause = shardpack::common::WriteFailureCause(path);
   if (!cause.empty()) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        path, ": ", cause, " (liblmdb: ", shardpack::internal::AsAbsl(what), ": ",
+        path, ": ", cause, " (liblmdb: ", shardpack::common::AsAbsl(what), ": ",
         mdb_strerror(rc), ")"));
   }
   if (rc > 0) {  // an errno: coded and explained as every other one is
-    return shardpack::internal::ErrnoError(what, path, rc);
+    return shardpack::common::ErrnoError(what, path, rc);
   }
   return absl::InternalError(
-      absl::StrCat(path, ": ", shardpack::internal::AsAbsl(what), ": ", mdb_strerror(rc)));
+      absl::StrCat(path, ": ", shardpack::common::AsAbsl(what), ": ", mdb_strerror(rc)));
 }
 
 // Records go into a transaction and, encoded, into `pending_` as well: when a
@@ -41,7 +41,7 @@ class LmdbShardSink : public ShardSink {
  public:
   LmdbShardSink(std::string path, const DatasetWriterOptions& options, LmdbWriterOptions lmdb)
       : path_(std::move(path)),
-        partial_(internal::PartialPath(path_)),
+        partial_(backends::PartialPath(path_)),
         options_(lmdb),
         map_bytes_(lmdb.initial_map_bytes) {
     meta_.backend = Backend::kLmdb;
@@ -51,11 +51,11 @@ class LmdbShardSink : public ShardSink {
 
   ~LmdbShardSink() override {
     Close();
-    if (!committed_) internal::RemoveIfExists(partial_);
+    if (!committed_) backends::RemoveIfExists(partial_);
   }
 
   absl::Status Open() {
-    internal::RemoveIfExists(partial_);
+    backends::RemoveIfExists(partial_);
     int rc = mdb_env_create(&env_);
     if (rc != 0) return LmdbWriteError(partial_, "mdb_env_create", rc);
     rc = mdb_env_set_mapsize(env_, map_bytes_);
@@ -69,10 +69,10 @@ class LmdbShardSink : public ShardSink {
   }
 
   absl::Status Add(const Record& record) override {
-    SP_ASSIGN_OR_RETURN(uint64_t size, shardpack::internal::EncodedRecordSize(record));
+    SP_ASSIGN_OR_RETURN(uint64_t size, shardpack::format::EncodedRecordSize(record));
     size_t offset = pending_.size();
     pending_.resize(offset + size);
-    shardpack::internal::EncodeRecord(record, pending_.data() + offset, size);
+    shardpack::format::EncodeRecord(record, pending_.data() + offset, size);
     pending_ends_.push_back(pending_.size());
     SP_RETURN_IF_ERROR(Put(records_, offset, size));
     ++records_;
@@ -85,7 +85,7 @@ class LmdbShardSink : public ShardSink {
   uint64_t bytes() const override { return bytes_; }
 
   absl::StatusOr<ShardEntry> Commit() override {
-    std::string meta = internal::ShardMetaJson(
+    std::string meta = backends::ShardMetaJson(
         meta_, std::filesystem::path(path_).filename().string(), records_);
     MDB_val key{sizeof(kLmdbMetaKey) - 1, const_cast<char*>(kLmdbMetaKey)};
     MDB_val value{meta.size(), meta.data()};
@@ -99,7 +99,7 @@ class LmdbShardSink : public ShardSink {
     int rc = mdb_env_sync(env_, 1);
     if (rc != 0) return LmdbWriteError(partial_, "mdb_env_sync", rc);
     Close();
-    SP_ASSIGN_OR_RETURN(ShardEntry entry, internal::PublishShardFile(partial_, path_, records_));
+    SP_ASSIGN_OR_RETURN(ShardEntry entry, backends::PublishShardFile(partial_, path_, records_));
     committed_ = true;
     return entry;
   }
@@ -126,7 +126,7 @@ class LmdbShardSink : public ShardSink {
   // Puts pending record `index` (bytes [offset, offset + size) of pending_),
   // growing the map and replaying the transaction when it is full.
   absl::Status Put(uint64_t index, size_t offset, size_t size) {
-    auto k = internal::LmdbKey(index);
+    auto k = backends::LmdbKey(index);
     MDB_val key{k.size(), k.data()};
     MDB_val value{size, pending_.data() + offset};
     int rc = mdb_put(txn_, dbi_, &key, &value, MDB_APPEND);
@@ -148,7 +148,7 @@ class LmdbShardSink : public ShardSink {
       rc = 0;
       size_t begin = 0;
       for (size_t i = 0; i < pending_ends_.size() && rc == 0; ++i) {
-        auto k = internal::LmdbKey(txn_first_ + i);
+        auto k = backends::LmdbKey(txn_first_ + i);
         MDB_val key{k.size(), k.data()};
         MDB_val value{pending_ends_[i] - begin, pending_.data() + begin};
         rc = mdb_put(txn_, dbi_, &key, &value, MDB_APPEND);

@@ -9,17 +9,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/shard_gate.h"
-#include "format/posix_io.h"
+#include "common/posix_io.h"
+#include "common/status_macros.h"
 #include "format/shard_layout.h"
 #include "shardpack/dataset.h"
-#include "format/status_macros.h"
 
 namespace shardpack::backends {
 namespace {
 
 namespace fs = std::filesystem;
 
-using ::shardpack::internal::kShardMagic;  // format/shard_layout.h, the one definition
+using ::shardpack::format::kShardMagic;  // format/shard_layout.h, the one definition
 // The HDF5 specification's format signature, at offset 0 of a file.
 constexpr std::array<uint8_t, 8> kHdf5Magic = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 // An LMDB file starts with a meta page: a 16-byte page header, then the
@@ -97,7 +97,7 @@ std::optional<ShardEntry> NamedPath::ExpectedEntry(size_t k) const {
 }
 
 absl::StatusOr<FileMagic> SniffFile(const std::string& path) {
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<internal::PosixFile> file, internal::PosixFile::Open(path));
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<common::PosixFile> file, common::PosixFile::Open(path));
   if (file->size() == 0) return FileMagic::kEmpty;
   std::array<uint8_t, kLmdbMagicOffset + sizeof(kLmdbMagic)> head{};
   const size_t n = std::min<uint64_t>(file->size(), head.size());

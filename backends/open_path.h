@@ -76,7 +76,7 @@ struct NamedPath {
 absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path);
 
 // What a regular file's first bytes say it is, read through the checked
-// opener (format/posix_io.h): refuses non-regular files.
+// opener (common/posix_io.h): refuses non-regular files.
 enum class FileMagic { kEmpty, kShard, kLmdb, kHdf5, kUnknown };
 absl::StatusOr<FileMagic> SniffFile(const std::string& path);
 

@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
-#include "format/posix_io.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 
-namespace shardpack::backends::internal {
+namespace shardpack::backends {
 namespace {
 
 namespace fs = std::filesystem;
@@ -27,7 +28,7 @@ absl::StatusOr<uint32_t> FileCrc(int fd, const std::string& path, uint64_t size)
   for (uint64_t offset = 0; offset < size;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), size - offset));
     SP_RETURN_IF_ERROR(
-        ::shardpack::internal::PreadFull(fd, path, offset, {buffer.data(), n}));
+        ::shardpack::common::PreadFull(fd, path, offset, {buffer.data(), n}));
     crc = Crc32cExtend(crc, buffer.data(), n);
     offset += n;
   }
@@ -45,22 +46,15 @@ void RemoveIfExists(const std::string& path) {
 
 absl::StatusOr<ShardEntry> PublishShardFile(const std::string& partial, const std::string& path,
                                             uint64_t records) {
-  int fd = open(partial.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return shardpack::internal::ErrnoError("open", partial, errno);
+  uint64_t size = 0;
+  SP_ASSIGN_OR_RETURN(const int raw, common::OpenRegularFile(partial, 0, &size));
+  const common::UniqueFd fd(raw);
   ShardEntry entry;
   entry.records = records;
-  const off_t size = lseek(fd, 0, SEEK_END);
-  absl::Status status = size < 0 ? shardpack::internal::ErrnoError("seek", partial, errno)
-                                 : ::shardpack::internal::SyncFile(fd, partial);
-  if (status.ok()) {
-    entry.bytes = static_cast<uint64_t>(size);
-    auto crc = FileCrc(fd, partial, entry.bytes);
-    if (crc.ok()) entry.crc32c = *crc;
-    status = crc.status();
-  }
-  close(fd);
-  SP_RETURN_IF_ERROR(status);
-  SP_RETURN_IF_ERROR(::shardpack::internal::PublishFile(partial, path));
+  entry.bytes = size;
+  SP_RETURN_IF_ERROR(common::SyncFile(fd.get(), partial));
+  SP_ASSIGN_OR_RETURN(entry.crc32c, FileCrc(fd.get(), partial, entry.bytes));
+  SP_RETURN_IF_ERROR(::shardpack::common::PublishFile(partial, path));
   return entry;
 }
 
@@ -75,12 +69,12 @@ absl::StatusOr<Manifest> ParseShardMeta(std::string_view text, std::string_view 
                                         Backend backend) {
   SP_ASSIGN_OR_RETURN(Manifest meta, ParseManifest(text, where));
   if (meta.backend != backend || meta.shards.size() != 1) {
-    return absl::DataLossError(absl::StrCat(shardpack::internal::AsAbsl(where),
+    return absl::DataLossError(absl::StrCat(shardpack::common::AsAbsl(where),
                                             ": not the metadata of one ",
-                                            shardpack::internal::AsAbsl(BackendName(backend)),
+                                            shardpack::common::AsAbsl(BackendName(backend)),
                                             " shard"));
   }
   return meta;
 }
 
-}  // namespace shardpack::backends::internal
+}  // namespace shardpack::backends

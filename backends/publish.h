@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "shardpack/manifest.h"
 
-namespace shardpack::backends::internal {
+namespace shardpack::backends {
 
 // "<path>.partial": where a shard is written until it is complete.
 std::string PartialPath(const std::string& path);
@@ -36,6 +36,6 @@ std::string ShardMetaJson(const Manifest& dataset, const std::string& shard_name
 absl::StatusOr<Manifest> ParseShardMeta(std::string_view text, std::string_view where,
                                         Backend backend);
 
-}  // namespace shardpack::backends::internal
+}  // namespace shardpack::backends
 
 #endif  // SHARDPACK_BACKENDS_PUBLISH_H_

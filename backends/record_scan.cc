@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "backends/hdf5_store.h"
 #include "backends/lmdb_store.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "shardpack/shard.h"
 
 namespace shardpack::backends {
@@ -47,7 +47,7 @@ class ShardFileScanner : public ShardScanner {
   void Report(ScanReporter* reporter, const absl::Status& status, uint64_t offset,
               uint64_t record) const {
     reporter->Corruption(
-        {path_, ::shardpack::internal::ErrorOffset(status).value_or(offset), record, status});
+        {path_, ::shardpack::common::ErrorOffset(status).value_or(offset), record, status});
   }
 
   std::string path_;

@@ -13,13 +13,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "format/posix_io.h"
-#include "format/posix_open.h"
-#include "format/unique_fd.h"
+#include "common/posix_io.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 
 namespace shardpack::backends {
 namespace {
@@ -59,7 +59,7 @@ absl::StatusOr<FileDigest> DigestOpenFile(int fd, const std::string& path, uint6
   std::vector<uint8_t> buffer(std::min<uint64_t>(size, kDigestChunk) + 1);
   FileDigest d;
   while (true) {
-    SP_ASSIGN_OR_RETURN(size_t n, ::shardpack::internal::PreadSome(fd, path, d.bytes, buffer));
+    SP_ASSIGN_OR_RETURN(size_t n, ::shardpack::common::PreadSome(fd, path, d.bytes, buffer));
     if (n == 0) break;
     d.crc32c = Crc32cExtend(d.crc32c, buffer.data(), n);
     d.bytes += n;
@@ -72,8 +72,8 @@ absl::StatusOr<FileDigest> DigestOpenFile(int fd, const std::string& path, uint6
 absl::StatusOr<FileDigest> DigestFile(const std::string& path) {
   // The one opener: a FIFO put in place of a shard is refused, not waited on.
   uint64_t size = 0;
-  SP_ASSIGN_OR_RETURN(int raw, ::shardpack::internal::OpenRegularFile(path, 0, &size));
-  ::shardpack::internal::UniqueFd fd(raw);
+  SP_ASSIGN_OR_RETURN(int raw, ::shardpack::common::OpenRegularFile(path, 0, &size));
+  ::shardpack::common::UniqueFd fd(raw);
   // Read to the end rather than to the size stat gave: a file that grows
   // while it is read must not match an entry of its old size.
   return DigestOpenFile(fd.get(), path, size);

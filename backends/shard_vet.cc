@@ -30,10 +30,10 @@
 #include "absl/strings/str_cat.h"
 #include "backends/shard_gate.h"
 #include "backends/store.h"
-#include "format/posix_io.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/status_macros.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
-#include "format/errors.h"
 
 namespace shardpack::backends {
 namespace {
@@ -67,7 +67,7 @@ absl::Status ScanEverything(const std::string& path, Backend backend) {
   std::string result = absl::StrCat(static_cast<int>(s.code()), ":", s.message());
   // Nothing to do if the parent is gone: it then reports the child itself.
   const std::string message = result.substr(0, kMaxMessage);
-  (void)::shardpack::internal::WriteFull(
+  (void)::shardpack::common::WriteFull(
       fd, "the result pipe", {reinterpret_cast<const uint8_t*>(message.data()), message.size()});
   _exit(0);
 }
@@ -137,11 +137,11 @@ absl::Status Damaged(const std::string& path, const std::string& what) {
 
 absl::Status VetShardFile(const std::string& path, Backend backend, const VetOptions& options) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return shardpack::internal::ErrnoError("open", path, errno);
+  if (stat(path.c_str(), &st) != 0) return shardpack::common::ErrnoError("open", path, errno);
   const double seconds =
       options.base_seconds + static_cast<double>(st.st_size) / options.bytes_per_second;
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return shardpack::internal::ErrnoError("pipe (to check)", path, errno);
+  if (pipe2(fds, O_CLOEXEC) != 0) return common::ErrnoError("pipe (to check)", path, errno);
   const Clock::time_point deadline =
       Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   pid_t pid = fork();
@@ -149,7 +149,7 @@ absl::Status VetShardFile(const std::string& path, Backend backend, const VetOpt
     int err = errno;
     close(fds[0]);
     close(fds[1]);
-    return shardpack::internal::ErrnoError("fork (to check)", path, err);
+    return shardpack::common::ErrnoError("fork (to check)", path, err);
   }
   if (pid == 0) {
     close(fds[0]);

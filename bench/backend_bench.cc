@@ -19,8 +19,8 @@
 
 #include "backends/store.h"
 #include "bench/bench_common.h"
+#include "common/status_macros.h"
 #include "shardpack/dataset.h"
-#include "format/status_macros.h"
 
 namespace shardpack::bench {
 namespace {

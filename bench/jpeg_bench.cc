@@ -153,11 +153,12 @@ int RunTj(const std::string& root, int threads, int epochs) {
 // both the originals (the reference) and the re-coded files.
 int RunSplit(const std::string& root, int epochs, const std::string& transform,
              bool restart_markers, bool libjpeg_entropy, bool rgb_region) {
-  namespace si = shardpack::internal;
+  namespace sc = shardpack::codec;
+  namespace sr = shardpack::reader;
   const std::vector<std::string> originals = LoadJpegs(root);
   std::vector<std::string> files = originals;
   if (restart_markers) {
-    si::JpegRestartRecoder recoder;
+    sc::JpegRestartRecoder recoder;
     std::vector<uint8_t> out;
     for (std::string& f : files) {
       absl::StatusOr<bool> done =
@@ -175,10 +176,10 @@ int RunSplit(const std::string& root, int epochs, const std::string& transform,
     return 2;
   }
   const auto out = static_cast<uint32_t>(t->size);
-  si::JpegDecoderOptions options;
+  sc::JpegDecoderOptions options;
   options.libjpeg_entropy = libjpeg_entropy;
-  si::JpegDecoder decoder(options);
-  si::ResizeScratch scratch;
+  sc::JpegDecoder decoder(options);
+  sc::ResizeScratch scratch;
   std::vector<uint8_t> dst(size_t{out} * out * 3);
   double header_s = 0, decode_s = 0, resize_s = 0, region_floor_s = 0;
   uint64_t images = 0, decoded_pixels = 0;
@@ -186,19 +187,19 @@ int RunSplit(const std::string& root, int epochs, const std::string& transform,
     for (size_t i = 0; i < files.size(); ++i) {
       const auto* data = reinterpret_cast<const uint8_t*>(files[i].data());
       const double t0 = ThreadCpu();
-      absl::StatusOr<si::JpegHeader> h = decoder.Start({data, files[i].size()});
+      absl::StatusOr<sc::JpegHeader> h = decoder.Start({data, files[i].size()});
       if (!h.ok()) return 1;
-      const si::JpegCrop c = si::SampleRandomResizedCrop(h->width, h->height, *t, 1,
+      const sr::JpegCrop c = sr::SampleRandomResizedCrop(h->width, h->height, *t, 1,
                                                          static_cast<uint64_t>(e), i);
-      const si::JpegRect rect{uint32_t(c.x0), uint32_t(c.y0), uint32_t(c.x1 - c.x0),
+      const sc::JpegRect rect{uint32_t(c.x0), uint32_t(c.y0), uint32_t(c.x1 - c.x0),
                               uint32_t(c.y1 - c.y0)};
       const double t1 = ThreadCpu();
-      absl::StatusOr<si::DecodedRegion> r = decoder.DecodeRegion(
+      absl::StatusOr<sc::DecodedRegion> r = decoder.DecodeRegion(
           rect, out, out, 0,
-          rgb_region ? si::RegionPixels::kRgb : si::RegionPixels::kYccPlanesWhenPossible);
+          rgb_region ? sc::RegionPixels::kRgb : sc::RegionPixels::kYccPlanesWhenPossible);
       if (!r.ok()) return 1;
       const double t2 = ThreadCpu();
-      si::ResizeRegion(*r, r->box, out, out, si::ResizeOptions{true, c.flip}, dst.data(),
+      sc::ResizeRegion(*r, r->box, out, out, sc::ResizeOptions{true, c.flip}, dst.data(),
                        &scratch);
       const double t3 = ThreadCpu();
       // The same crop's entropy floor: every block row down to the crop's

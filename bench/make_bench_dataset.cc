@@ -16,8 +16,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "shardpack/dataset.h"
-#include "format/status_macros.h"
 #include "tests/testing/shard_fixtures.h"
 
 namespace shardpack {

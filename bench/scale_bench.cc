@@ -152,10 +152,10 @@ absl::Status WriteImages(const std::string& root, uint64_t files, int classes) {
 
 int Plan(const std::string& dir, int world_size, int batch_size, uint64_t shuffle_bytes,
          int epochs) {
-  namespace in = shardpack::internal;
+  namespace sr = shardpack::reader;
   const long long rss0 = ProcStatus("VmRSS:");
   auto t = Clock::now();
-  auto dataset = in::OpenStreamDataset(dir, shardpack::IoEngine::kPread);
+  auto dataset = sr::OpenStreamDataset(dir, shardpack::IoEngine::kPread);
   if (!dataset.ok()) {
     std::fprintf(stderr, "scale_bench: %s\n", std::string(dataset.status().message()).c_str());
     return 1;
@@ -169,13 +169,13 @@ int Plan(const std::string& dir, int world_size, int batch_size, uint64_t shuffl
       (unsigned long long)records, dataset->units().size(), open_s,
       (unsigned long long)dataset->source->IndexBytes(),
       double(dataset->source->IndexBytes()) / double(records), rss_open - rss0);
-  in::PlanOptions o{true, 0, 0, world_size, batch_size, shardpack::Remainder::kDrop, shuffle_bytes};
+  sr::PlanOptions o{true, 0, 0, world_size, batch_size, shardpack::Remainder::kDrop, shuffle_bytes};
   for (int e = 0; e < epochs; ++e) {
     malloc_trim(0);
     const long long before = ProcStatus("VmRSS:");
     ResetPeakRss();
     t = Clock::now();
-    in::EpochPlan plan = in::MakeEpochPlan(dataset->units(), o, static_cast<uint64_t>(e));
+    sr::EpochPlan plan = sr::MakeEpochPlan(dataset->units(), o, static_cast<uint64_t>(e));
     const double build_s = Since(t);
     const long long peak = ProcStatus("VmHWM:") - before;
     const double share = double(plan.samples_per_rank);
@@ -184,7 +184,7 @@ int Plan(const std::string& dir, int world_size, int batch_size, uint64_t shuffl
         " \"bytes_per_record\": %.3f, \"build_bytes_per_record\": %.3f,"
         " \"measured_build_peak_per_record\": %.3f, \"windowed\": %s}",
         e ? "," : "", e, world_size, (unsigned long long)plan.samples_per_rank, build_s,
-        double(in::PlanBytes(plan)) / share, double(plan.build_bytes) / share, double(peak) / share,
+        double(sr::PlanBytes(plan)) / share, double(plan.build_bytes) / share, double(peak) / share,
         plan.windowed ? "true" : "false");
   }
   std::printf("]}\n");

@@ -28,7 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bench/bench_common.h"
-#include "format/posix_io.h"
+#include "common/posix_io.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/file.h"
 #include "shardpack/record.h"
@@ -256,10 +256,10 @@ double TimeWriteLoop(const std::string& path, std::span<const uint8_t> data) {
   if (fd < 0) Fail("cannot create " + path);
   for (size_t done = 0; done < data.size(); done += 4 << 20) {
     const auto chunk = data.subspan(done, std::min<size_t>(4 << 20, data.size() - done));
-    const absl::Status written = shardpack::internal::WriteFull(fd, path, chunk);
+    const absl::Status written = shardpack::common::WriteFull(fd, path, chunk);
     if (!written.ok()) Fail(std::string(written.message()));
   }
-  const absl::Status synced = shardpack::internal::SyncFile(fd, path);
+  const absl::Status synced = shardpack::common::SyncFile(fd, path);
   if (!synced.ok()) Fail(std::string(synced.message()));
   if (close(fd) != 0) Fail("close of " + path + " failed");
   return NowSeconds() - start;

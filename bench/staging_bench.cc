@@ -67,8 +67,8 @@ void NoOp(void*) {}
 
 // The finish of `dtype` ("float32", "float16"; "" for none) into NCHW, with
 // ImageNet's mean and std.
-internal::FinishParams Finish(const Options& o, const std::string& dtype) {
-  internal::FinishParams p;
+reader::FinishParams Finish(const Options& o, const std::string& dtype) {
+  reader::FinishParams p;
   if (dtype.empty()) return p;
   p = {true, dtype == "float16", true, o.side, o.side, 3};
   p.Normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
@@ -79,11 +79,11 @@ internal::FinishParams Finish(const Options& o, const std::string& dtype) {
 // cudaMemcpy of the same host bytes, `copies` batches per run.
 Row CopyRow(const Options& o, const std::string& dtype) {
   const size_t bytes = size_t(o.batch) * o.side * o.side * 3;
-  const internal::FinishParams finish = Finish(o, dtype);
+  const reader::FinishParams finish = Finish(o, dtype);
   const size_t out_bytes = finish.enabled ? bytes * finish.out_element_bytes() : bytes;
-  auto engine = internal::MakeCudaCopyEngine(0, nullptr);
+  auto engine = reader::MakeCudaCopyEngine(0, nullptr);
   Check(engine.status());
-  internal::CopyEngine& e = **engine;
+  reader::CopyEngine& e = **engine;
   Check(e.Init(o.buffers, bytes, out_bytes, finish));
   std::vector<uint8_t*> slots;
   for (int k = 0; k < 4; ++k) {

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 inline constexpr int kFontWidth = 6;
 inline constexpr int kFontHeight = 11;
@@ -120,6 +120,6 @@ inline const uint8_t* FontGlyph(char c) {
   return kFontGlyphs[c - kFontFirst];
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_BITMAP_FONT_H_

@@ -26,16 +26,16 @@
 #include "absl/strings/str_format.h"
 #include "codec/bytes.h"
 #include "codec/decode.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 
 namespace shardpack::codec {
 namespace {
 
-using internal::AsAbsl;
-using internal::DataLossAt;
-using internal::Le16;
-using internal::Le32;
+using common::AsAbsl;
+using common::DataLossAt;
+using codec::Le16;
+using codec::Le32;
 
 // BITMAPFILEHEADER: "BM", u32 file size, 2 x u16 reserved, u32 bfOffBits
 // (where the pixels start). The info header follows, its u32 size first.

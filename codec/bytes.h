@@ -9,14 +9,14 @@
 #include <cstring>
 #include <string_view>
 
-#include "format/coding.h"
+#include "common/coding.h"
 #include "shardpack/record.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 // Little-endian 16 and 32 bits at d[at, at + 2) / d[at, at + 4) (BMP).
-inline uint16_t Le16(ByteSpan d, size_t at) { return LoadLE<uint16_t>(d.data() + at); }
-inline uint32_t Le32(ByteSpan d, size_t at) { return LoadLE<uint32_t>(d.data() + at); }
+inline uint16_t Le16(ByteSpan d, size_t at) { return common::LoadLE<uint16_t>(d.data() + at); }
+inline uint32_t Le32(ByteSpan d, size_t at) { return common::LoadLE<uint32_t>(d.data() + at); }
 
 // Big-endian 16 bits at p[0, 2) (JPEG marker lengths and dimensions).
 inline uint16_t Be16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
@@ -27,6 +27,6 @@ inline bool StartsWith(ByteSpan data, std::string_view prefix) {
          std::memcmp(data.data(), prefix.data(), prefix.size()) == 0;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_BYTES_H_

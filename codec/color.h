@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 // How 4-channel samples hold their ink.
 enum class CmykInk : uint8_t {
@@ -49,6 +49,6 @@ inline void JpegCmykToRgbInPlace(uint8_t* pixels, size_t count) {
   CmykToRgbInPlace(pixels, count, CmykInk::kInverted);
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_COLOR_H_

@@ -100,7 +100,7 @@ absl::Status ContactSheet::Draw(size_t i, const PixelView& image,
   PixelView fitted = image;
   if (r.width != image.width || r.height != image.height) {
     resized_.resize(size_t{r.width} * r.height * static_cast<size_t>(image.channels));
-    internal::ResizeBilinearAA(image, r.width, r.height, resized_.data(), &scratch_);
+    codec::ResizeBilinearAA(image, r.width, r.height, resized_.data(), &scratch_);
     fitted = PixelView{resized_.data(), r.width, r.height, image.channels};
   }
   for (uint32_t y = 0; y < r.height; ++y) {
@@ -114,20 +114,20 @@ absl::Status ContactSheet::Draw(size_t i, const PixelView& image,
   }
   const SheetRect c = CaptionRect(i);
   for (size_t line = 0; line < caption.size() && line < kCaptionLines; ++line) {
-    DrawText(c.x + 1, c.y + 1 + static_cast<uint32_t>(line) * (internal::kFontHeight + 1),
+    DrawText(c.x + 1, c.y + 1 + static_cast<uint32_t>(line) * (codec::kFontHeight + 1),
              c.width - 1, caption[line]);
   }
   return absl::OkStatus();
 }
 
 void ContactSheet::DrawText(uint32_t x, uint32_t y, uint32_t max_width, std::string_view text) {
-  const size_t fit = max_width / internal::kFontWidth;
+  const size_t fit = max_width / codec::kFontWidth;
   for (size_t k = 0; k < text.size() && k < fit; ++k) {
-    const uint8_t* glyph = internal::FontGlyph(text[k]);
-    const uint32_t gx = x + static_cast<uint32_t>(k) * internal::kFontWidth;
-    for (int row = 0; row < internal::kFontHeight; ++row) {
+    const uint8_t* glyph = codec::FontGlyph(text[k]);
+    const uint32_t gx = x + static_cast<uint32_t>(k) * codec::kFontWidth;
+    for (int row = 0; row < codec::kFontHeight; ++row) {
       uint8_t* dst = pixels_.data() + (size_t{y + row} * width_ + gx) * 3;
-      for (int col = 0; col < internal::kFontWidth; ++col) {
+      for (int col = 0; col < codec::kFontWidth; ++col) {
         if (glyph[row] & (0x20 >> col))
           dst[3 * col] = dst[3 * col + 1] = dst[3 * col + 2] = kCaptionInk;
       }

@@ -32,7 +32,7 @@
 
 namespace shardpack::codec {
 
-using internal::PixelView;
+using codec::PixelView;
 
 inline constexpr uint32_t kSheetGap = 4;
 inline constexpr int kCaptionLines = 2;
@@ -95,7 +95,7 @@ class ContactSheet {
   uint32_t tile_ = 0, columns_ = 0, rows_ = 0, width_ = 0, height_ = 0;
   std::vector<uint8_t> pixels_;
   std::vector<uint8_t> resized_;
-  internal::ResizeScratch scratch_;
+  codec::ResizeScratch scratch_;
 };
 
 // "#<index> <label>[,<label>...]": a tile's first caption line.

@@ -2,11 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "format/errors.h"
+#include "common/errors.h"
 
 namespace shardpack::codec {
 
-using internal::AsAbsl;
+using common::AsAbsl;
 
 bool HasDecoder(ImageFormat format) {
   switch (format) {
@@ -35,7 +35,7 @@ absl::StatusOr<PixelView> DecodeImage(ImageFormat format, ByteSpan data, std::st
     case ImageFormat::kPnm:
       return DecodePnm(data, name, spec, buffers);
     case ImageFormat::kEmpty:
-      return internal::DataLossAt(name, 0, "empty file");
+      return common::DataLossAt(name, 0, "empty file");
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(AsAbsl(name), ": ", AsAbsl(ImageContentName(format)),

@@ -64,11 +64,11 @@ struct DecodeSpec {
 // decoding allocates only when an image is the largest seen (the libraries'
 // own per-image state aside).
 struct DecodeBuffers {
-  internal::GrowableBuffer pixels;   // the output the PixelView points into
-  internal::GrowableBuffer scratch;  // a decoder's work memory (a TIFF strip, BMP RLE indices)
+  codec::GrowableBuffer pixels;   // the output the PixelView points into
+  codec::GrowableBuffer scratch;  // a decoder's work memory (a TIFF strip, BMP RLE indices)
 };
 
-using internal::PixelView;
+using codec::PixelView;
 
 // Each decodes the whole file `data` of its format into buffers->pixels; the
 // view stays valid until the next decode with the same buffers.

@@ -3,12 +3,12 @@
 #include <cstring>
 
 #include "codec/bytes.h"
-#include "format/enum_names.h"
+#include "common/enum_names.h"
 
 namespace shardpack::codec {
 namespace {
 
-using internal::StartsWith;
+using codec::StartsWith;
 
 bool IsPnmSpace(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -38,7 +38,7 @@ ImageFormat SniffImageFormat(ByteSpan data) {
 }
 
 namespace {
-using internal::EnumName;
+using common::EnumName;
 constexpr EnumName<ImageFormat> kFormatNames[] = {
     {ImageFormat::kEmpty, "empty"}, {ImageFormat::kUnknown, "unknown"},
     {ImageFormat::kJpeg, "JPEG"},   {ImageFormat::kPng, "PNG"},
@@ -55,11 +55,11 @@ constexpr EnumName<ImageFormat> kContentNames[] = {
 }  // namespace
 
 std::string_view ImageFormatName(ImageFormat format) {
-  return internal::NameIn(kFormatNames, format);
+  return common::NameIn(kFormatNames, format);
 }
 
 std::string_view ImageContentName(ImageFormat format) {
-  const std::string_view name = internal::NameIn(kContentNames, format);
+  const std::string_view name = common::NameIn(kContentNames, format);
   return name == "unknown" ? "unknown content" : name;
 }
 

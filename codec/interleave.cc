@@ -7,7 +7,7 @@
 #define SHARDPACK_INTERLEAVE_X86 1
 #endif
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 void InterleaveRgbScalar(const uint8_t* r, const uint8_t* g, const uint8_t* b, size_t n,
                          uint8_t* out) {
@@ -74,4 +74,4 @@ void InterleaveRgb(const uint8_t* r, const uint8_t* g, const uint8_t* b, size_t 
   InterleaveRgbScalar(r, g, b, n, out);
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 // out[3i + c] = plane_c[i] for i < n. SSSE3 (pshufb, 16 pixels a step) when
 // the CPU has it, else scalar; the same bytes either way. The packer spends
@@ -18,6 +18,6 @@ void InterleaveRgb(const uint8_t* r, const uint8_t* g, const uint8_t* b, size_t 
 void InterleaveRgbScalar(const uint8_t* r, const uint8_t* g, const uint8_t* b, size_t n,
                          uint8_t* out);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_INTERLEAVE_H_

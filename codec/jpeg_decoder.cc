@@ -22,7 +22,7 @@
 #include "codec/jpeg_error.h"
 #include "codec/jpeg_restart.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 uint32_t CeilDiv8(uint64_t v) { return static_cast<uint32_t>((v + 7) / 8); }
@@ -466,4 +466,4 @@ absl::Status JpegDecoder::Validate(ByteSpan jpeg) {
   return DecodeRegion({0, 0, header->width, header->height}, 1, 1).status();
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

@@ -35,7 +35,7 @@
 #include "codec/resize.h"
 #include "shardpack/record.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 // A rectangle of a JPEG at full size, in pixels.
 struct JpegRect {
@@ -173,6 +173,6 @@ void ResizeRegion(const DecodedRegion& region, const ResizeBox& box, uint32_t wi
 // extra pixels a power of two decodes (docs/benchmarks.md).
 int ChooseDctScale(uint32_t width, uint32_t height, uint32_t min_width, uint32_t min_height);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_JPEG_DECODER_H_

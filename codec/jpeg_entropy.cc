@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 constexpr int kLook = JpegEntropyDecoder::kLookupBits;
@@ -660,4 +660,4 @@ boolean JpegEntropyDecoder::DecodeMcu(j_decompress_ptr cinfo, JBLOCKROW* mcu_dat
 }
 #endif
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

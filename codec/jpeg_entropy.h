@@ -38,7 +38,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 // One per decompressor (and thread), long-lived: its derived tables are
 // kept between images (keyed by the tables' contents) so that a run of
@@ -86,6 +86,6 @@ class JpegEntropyDecoder {
   std::unique_ptr<Scan> scan_;
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_JPEG_ENTROPY_H_

@@ -1,6 +1,6 @@
 #include "codec/jpeg_error.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 bool IsBenignJpegWarning(std::string_view message) {
   return message.find("extraneous bytes before marker 0xd9") != std::string_view::npos ||
@@ -9,4 +9,4 @@ bool IsBenignJpegWarning(std::string_view message) {
          message.find("Unknown Adobe color transform code") != std::string_view::npos;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

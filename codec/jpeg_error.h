@@ -17,7 +17,7 @@
 
 #include <jpeglib.h>
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 // libjpeg warnings that leave a complete, correct image: trailing bytes
 // before EOI (common in camera and ImageNet files), an unknown JFIF minor
@@ -64,6 +64,6 @@ void UseJpegErrorManager(CInfo* cinfo, JpegErrorManager* err) {
   err->message[0] = '\0';
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_JPEG_ERROR_H_

@@ -10,16 +10,16 @@
 #include "absl/strings/str_format.h"
 #include "codec/bytes.h"
 #include "codec/image_format.h"
-#include "format/enum_names.h"
-#include "format/errors.h"
+#include "common/enum_names.h"
+#include "common/errors.h"
 
 namespace shardpack::codec {
 namespace {
 
-using internal::AsAbsl;
-using internal::Be16;
-using internal::DataLossAt;
-using internal::StartsWith;
+using common::AsAbsl;
+using codec::Be16;
+using common::DataLossAt;
+using codec::StartsWith;
 
 // Marker codes (ITU T.81, table B.1). A marker is 0xFF then the code.
 constexpr uint8_t kSOI = 0xD8;
@@ -223,14 +223,14 @@ bool HasEoi(ByteSpan data, uint64_t sos) {
 }  // namespace
 
 namespace {
-constexpr internal::EnumName<JpegColorSpace> kColorSpaces[] = {
+constexpr common::EnumName<JpegColorSpace> kColorSpaces[] = {
     {JpegColorSpace::kGray, "gray"}, {JpegColorSpace::kYCbCr, "ycbcr"},
     {JpegColorSpace::kRGB, "rgb"},   {JpegColorSpace::kCMYK, "cmyk"},
     {JpegColorSpace::kYCCK, "ycck"}};
 }  // namespace
 
 std::string_view JpegColorSpaceName(JpegColorSpace c) {
-  return internal::NameIn(kColorSpaces, c);
+  return common::NameIn(kColorSpaces, c);
 }
 
 absl::StatusOr<JpegInfo> ProbeJpeg(ByteSpan data, std::string_view name,

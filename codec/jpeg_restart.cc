@@ -13,7 +13,7 @@
 #include "codec/bytes.h"
 #include "codec/jpeg_error.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 // A libjpeg destination that writes into a std::vector, doubling it when
@@ -272,4 +272,4 @@ std::optional<McuRect> CutJpegWindow(ByteSpan jpeg, const JpegSeekLayout& l, Mcu
   return rect;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

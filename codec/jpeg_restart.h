@@ -35,7 +35,7 @@
 
 struct jpeg_decompress_struct;
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 // Re-codes JPEGs with a restart marker after every MCU. Holds one libjpeg
 // decompressor and compressor for life; not thread-safe: one per thread.
@@ -98,6 +98,6 @@ struct McuRect {
 std::optional<McuRect> CutJpegWindow(ByteSpan jpeg, const JpegSeekLayout& layout, McuRect rect,
                                      std::vector<uint8_t>* out, std::vector<uint32_t>* ends);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_JPEG_RESTART_H_

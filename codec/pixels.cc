@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <new>
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 uint8_t* GrowableBuffer::Get(size_t bytes) {
   if (bytes > capacity_) {
@@ -47,4 +47,4 @@ PixelView Orient(const PixelView& src, Orientation orientation, uint8_t* dst) {
   return PixelView{dst, out_w, out_h, src.channels};
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 // Interleaved 8-bit pixels, rows packed (stride = width * channels). A view:
 // see the function that returns one for how long it stays valid.
@@ -56,6 +56,6 @@ enum class Orientation : uint8_t {
 // TRANSPOSE, ROTATE_270, TRANSVERSE, ROTATE_90 for 2 to 8.
 PixelView Orient(const PixelView& src, Orientation orientation, uint8_t* dst);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_PIXELS_H_

@@ -9,14 +9,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/decode.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 
 namespace shardpack::codec {
 namespace {
 
-using internal::AsAbsl;
-using internal::DataLossAt;
+using common::AsAbsl;
+using common::DataLossAt;
 
 // Where the decode was when the bytes ran out, for the message.
 enum class PngStage : uint8_t { kHeader, kRows, kEnd };

@@ -28,14 +28,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "codec/decode.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 
 namespace shardpack::codec {
 namespace {
 
-using internal::AsAbsl;
-using internal::DataLossAt;
+using common::AsAbsl;
+using common::DataLossAt;
 
 // PIL reads a plain file in blocks of ImageFile.SAFEBLOCK bytes.
 constexpr size_t kPilBlock = 1024 * 1024;

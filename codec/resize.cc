@@ -6,7 +6,7 @@
 
 #include "codec/resize_kernels.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 // 1 - |x| for |x| < 1, else 0 (+0: 1 - 1 is +0 too), without a branch.
@@ -226,4 +226,4 @@ void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uin
               ResizeOptions{}, dst, scratch);
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

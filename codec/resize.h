@@ -14,7 +14,7 @@
 
 #include "codec/pixels.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 // The filter taps of one direction: for output i, `taps` weights at
 // weights[i * taps] (zero past its count) for the inputs from bounds[2i],
@@ -119,6 +119,6 @@ ResizeIsa WidestResizeIsa();
 void ResizeBilinearAA(const PixelView& src, uint32_t width, uint32_t height, uint8_t* dst,
                       ResizeScratch* scratch);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_RESIZE_H_

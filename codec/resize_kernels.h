@@ -12,7 +12,7 @@
 #include "codec/pixels.h"
 #include "codec/resize.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 
 
 // Fixed-point precision of the resize taps: 16-bit weights, as Pillow-SIMD,
@@ -72,6 +72,6 @@ void YccToRgbScalar(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size
 void ResizeColumnsScalar(const uint8_t* first, size_t stride, size_t x, size_t bytes,
                          uint32_t count, const int16_t* w, uint8_t* out);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 #endif  // SHARDPACK_CODEC_RESIZE_KERNELS_H_

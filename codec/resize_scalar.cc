@@ -6,7 +6,7 @@
 
 #include "codec/resize_kernels.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 // One output pixel of the horizontal pass, portable: `in` is its first tap.
@@ -82,4 +82,4 @@ void ResizeColumnsScalar(const uint8_t* first, size_t stride, size_t x, size_t b
   }
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

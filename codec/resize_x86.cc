@@ -24,7 +24,7 @@
 
 #include "codec/resize_kernels.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 #if defined(__SSE2__)
@@ -608,4 +608,4 @@ ResizeIsa WidestResizeIsa() {
 #endif
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

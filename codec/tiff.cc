@@ -27,13 +27,13 @@
 #include "absl/strings/str_format.h"
 #include "codec/color.h"
 #include "codec/decode.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 
 namespace shardpack::codec {
 namespace {
 
-using internal::AsAbsl;
+using common::AsAbsl;
 
 // The file as libtiff's client I/O sees it: read-only, mapped, so strips are
 // decoded straight from `data` without copies.
@@ -370,7 +370,7 @@ absl::Status ReadChunk(TIFF* tif, std::string_view name, const Chunking& c, uint
   const uint64_t offset = TIFFGetStrileOffset(tif, index);
   const uint64_t count = TIFFGetStrileByteCount(tif, index);
   if (offset > file_size || count > file_size - offset) {
-    return internal::DataLossAt(
+    return common::DataLossAt(
         name, offset,
         absl::StrFormat(
             "truncated TIFF data: %s %u (%u bytes) ends past the end of the file (%u bytes)", what,
@@ -533,7 +533,7 @@ absl::StatusOr<PixelView> DecodeAsStored(TIFF* tif, std::string_view name, const
       break;
     case Kind::kCmyk:
       // TIFF's InkSet CMYK is plain ink (PIL's rawmode "CMYK"), unlike JPEG.
-      internal::CmykToRgbInPlace(p, count, internal::CmykInk::kPlain);
+      codec::CmykToRgbInPlace(p, count, codec::CmykInk::kPlain);
       break;
     default:
       break;
@@ -556,7 +556,7 @@ absl::StatusOr<PixelView> ApplyOrientation(TIFF* tif, std::string_view name,
         "%s: no memory to orient a %ux%u image", AsAbsl(name), stored.width, stored.height));
   }
   const PixelView shown =
-      internal::Orient(stored, static_cast<internal::Orientation>(orientation), dst);
+      codec::Orient(stored, static_cast<codec::Orientation>(orientation), dst);
   std::swap(buffers->pixels, buffers->scratch);
   return shown;
 }

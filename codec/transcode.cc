@@ -12,14 +12,14 @@
 #include "codec/color.h"
 #include "codec/image_format.h"
 #include "codec/jpeg_error.h"
-#include "format/errors.h"
+#include "common/errors.h"
 
 namespace shardpack::codec {
 namespace {
 
-using internal::AsAbsl;
+using common::AsAbsl;
 
-using internal::IsBenignJpegWarning;
+using codec::IsBenignJpegWarning;
 
 // The smallest DCT-scaled size of a width x height JPEG that is at least
 // min_width x min_height (full size if none is smaller, or for 0 x 0).

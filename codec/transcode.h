@@ -35,10 +35,10 @@ namespace shardpack::codec {
 
 // The pixel helpers (codec/pixels.h, codec/color.h, codec/resize.h) are
 // shared with the reader's JPEG transforms.
-using internal::JpegCmykToRgbInPlace;
-using internal::PixelView;
-using internal::ResizeBilinearAA;
-using internal::ResizeScratch;
+using codec::JpegCmykToRgbInPlace;
+using codec::PixelView;
+using codec::ResizeBilinearAA;
+using codec::ResizeScratch;
 
 struct DecodeOptions {
   // Decode at the smallest TurboJPEG DCT scale (1/8, 1/4, 3/8, ... 1) whose
@@ -136,8 +136,8 @@ class Transcoder {
 
   void* decoder_;  // tjhandle
   void* encoder_;  // tjhandle
-  internal::GrowableBuffer decoded_;
-  internal::GrowableBuffer encoded_;
+  codec::GrowableBuffer decoded_;
+  codec::GrowableBuffer encoded_;
   codec::DecodeBuffers codec_buffers_;  // the formats beside JPEG
   std::vector<uint8_t> resized_;
   ResizeScratch scratch_;

@@ -11,13 +11,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/decode.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 
 namespace shardpack::codec {
 namespace {
 
-using internal::AsAbsl;
+using common::AsAbsl;
 
 constexpr int kChannels = 3;
 
@@ -25,7 +25,7 @@ absl::Status WebpError(std::string_view name, size_t size, VP8StatusCode status,
                        std::string_view where) {
   switch (status) {
     case VP8_STATUS_NOT_ENOUGH_DATA:
-      return internal::DataLossAt(
+      return common::DataLossAt(
           name, size, absl::StrCat("truncated WebP data: the file ends in the ", AsAbsl(where)));
     case VP8_STATUS_UNSUPPORTED_FEATURE:
       return absl::InvalidArgumentError(absl::StrCat(AsAbsl(name), ": unsupported WebP: the ",

@@ -8,7 +8,7 @@
 #include <span>
 #include <utility>
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 // splitmix64's finalizer: a bijective 64-bit mix with full avalanche.
 inline uint64_t Mix64(uint64_t x) {
@@ -53,6 +53,6 @@ void Shuffle(std::span<T> items, uint64_t a, uint64_t b, uint64_t c) {
   }
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common
 
 #endif  // SHARDPACK_COMMON_RNG_H_

@@ -16,17 +16,17 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "codec/interleave.h"
-#include "format/errors.h"
-#include "format/posix_open.h"
+#include "common/errors.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 
 namespace shardpack::datasets {
 namespace {
 
 namespace fs = std::filesystem;
-using ::shardpack::internal::AsAbsl;
+using ::shardpack::common::AsAbsl;
 
 constexpr uint64_t kPlaneBytes = uint64_t{kCifarSide} * kCifarSide;
 
@@ -187,7 +187,7 @@ absl::StatusOr<std::vector<Input>> StatInputs(const std::vector<std::string>& pa
     if (ec) return absl::UnknownError(absl::StrCat(p, ": ", ec.message()));
     // A FIFO or a device: named for what it is, in the words every opener uses.
     if (st.type() != fs::file_type::directory) {
-      SP_RETURN_IF_ERROR(::shardpack::internal::CheckRegularFile(p));
+      SP_RETURN_IF_ERROR(::shardpack::common::CheckRegularFile(p));
     }
     inputs.push_back({fs::path(p), st.type() == fs::file_type::directory});
   }
@@ -256,7 +256,7 @@ absl::Status Problem(OnError on_error, absl::Status status, std::string path, st
 // that tools can report the offset as a field.
 absl::Status DataLossWithOffset(const std::string& path, uint64_t offset,
                                 const std::string& message) {
-  absl::Status at = ::shardpack::internal::DataLossAt(path, offset, "");
+  absl::Status at = ::shardpack::common::DataLossAt(path, offset, "");
   absl::Status out = absl::DataLossError(message);
   at.ForEachPayload(
       [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
@@ -418,12 +418,12 @@ void PlacePixels(const uint8_t* chw, Layout layout, int pad, uint8_t* dst) {
   const uint8_t* g = chw + kPlaneBytes;
   const uint8_t* b = chw + 2 * kPlaneBytes;
   if (pad == 0) {  // rows are contiguous: the whole image at once
-    internal::InterleaveRgb(r, g, b, kPlaneBytes, dst);
+    codec::InterleaveRgb(r, g, b, kPlaneBytes, dst);
     return;
   }
   for (int y = 0; y < kCifarSide; ++y) {
     const int base = y * kCifarSide;
-    internal::InterleaveRgb(r + base, g + base, b + base, kCifarSide,
+    codec::InterleaveRgb(r + base, g + base, b + base, kCifarSide,
                             dst + ((y + pad) * side + pad) * kCifarChannels);
   }
 }
@@ -486,7 +486,7 @@ class CifarWorker : public SourceWorker {
 
   static absl::Status BadLabel(const CifarFile& f, uint64_t offset, uint64_t index,
                                std::string_view what, int value, int classes) {
-    return ::shardpack::internal::DataLossAt(
+    return ::shardpack::common::DataLossAt(
         f.path, offset,
         absl::StrCat("record ", index, ": ", AsAbsl(what), " byte ", value, " is out of range 0..",
                      classes - 1));

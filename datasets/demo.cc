@@ -21,17 +21,17 @@
 #include "codec/jpeg_error.h"
 #include "codec/resize.h"
 #include "codec/transcode.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/threads.h"
 #include "shardpack/file.h"
-#include "format/errors.h"
-#include "format/posix_io.h"
-#include "format/threads.h"
 
 namespace shardpack::datasets {
 namespace {
 
-using internal::PixelView;
-using internal::ResizeBilinearAA;
-using internal::ResizeScratch;
+using codec::PixelView;
+using codec::ResizeBilinearAA;
+using codec::ResizeScratch;
 
 // The ten CIFAR-10 class names, in label order (batches.meta.txt).
 constexpr const char* kCifar10Classes[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
@@ -388,7 +388,7 @@ void FinishRow(const Scene& s, int y, const RowBuffers& row, uint8_t* out) {
 absl::Status MakeDirs(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return internal::ErrnoError("create directory", dir, ec.value());
+  if (ec) return common::ErrnoError("create directory", dir, ec.value());
   return absl::OkStatus();
 }
 
@@ -404,7 +404,7 @@ absl::Status WriteOneImage(const std::string& path, const DemoImagesOptions& o, 
                   o.quality, 0) != 0) {
     return absl::InternalError(absl::StrCat("JPEG encode failed: ", tjGetErrorStr2(encoder)));
   }
-  absl::Status s = internal::WriteWholeFile(path, {jpeg, size});
+  absl::Status s = common::WriteWholeFile(path, {jpeg, size});
   tjFree(jpeg);
   return s;
 }
@@ -413,8 +413,8 @@ absl::Status WriteOneImage(const std::string& path, const DemoImagesOptions& o, 
 bool EncodeCmykInto(const uint8_t* cmyk, int width, int height, int quality, CmykJpegKind kind,
                     unsigned char** out, unsigned long* size, char* message) {
   jpeg_compress_struct cinfo;
-  internal::JpegErrorManager err;
-  internal::UseJpegErrorManager(&cinfo, &err);
+  codec::JpegErrorManager err;
+  codec::UseJpegErrorManager(&cinfo, &err);
   if (setjmp(err.jump) != 0) {
     std::memcpy(message, err.message, sizeof(err.message));
     jpeg_destroy_compress(&cinfo);
@@ -550,7 +550,7 @@ absl::Status WriteDemoImageFolder(const std::string& root, const DemoImagesOptio
                                  std::max(1, std::min(total, 8)));
   // A failure stops the others after their image.
   const auto stop_all = [&] { next = total; };
-  internal::ThreadGroup pool;
+  common::ThreadGroup pool;
   absl::Status s = pool.Start(threads - 1, "the demo's encoder threads", [&](int) { work(); },
                               stop_all);
   if (!s.ok()) stop_all();

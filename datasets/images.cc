@@ -21,21 +21,21 @@
 #include "codec/jpeg_probe.h"
 #include "codec/jpeg_restart.h"
 #include "codec/transcode.h"
-#include "format/enum_names.h"
-#include "format/errors.h"
-#include "format/posix_io.h"
-#include "format/posix_open.h"
-#include "format/unique_fd.h"
-#include "format/utf8.h"
+#include "common/enum_names.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
+#include "common/utf8.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 
 namespace shardpack::datasets {
 namespace {
 
 namespace fs = std::filesystem;
-using internal::AsAbsl;
+using common::AsAbsl;
 
 std::string_view AsStd(absl::string_view s) { return {s.data(), s.size()}; }
 
@@ -109,7 +109,7 @@ absl::Status WalkDir(const fs::path& dir, const std::string& rel, std::vector<Di
   fs::directory_iterator it(dir, ec);
   if (ec) {
     return problems->Add(dir.string(), absl::StrCat("cannot list directory: ", ec.message()),
-                         internal::ErrnoError("list", dir.string(), ec.value()).code());
+                         common::ErrnoError("list", dir.string(), ec.value()).code());
   }
   Listing listing{rel, {}};
   std::vector<std::string> subdirs;
@@ -124,7 +124,7 @@ absl::Status WalkDir(const fs::path& dir, const std::string& rel, std::vector<Di
   }
   if (ec) {
     return problems->Add(dir.string(), absl::StrCat("cannot list directory: ", ec.message()),
-                         internal::ErrnoError("list", dir.string(), ec.value()).code());
+                         common::ErrnoError("list", dir.string(), ec.value()).code());
   }
   listings->push_back(std::move(listing));
   ancestors->push_back(id);
@@ -174,7 +174,7 @@ absl::Status FindClasses(const fs::path& root, std::vector<std::string>* classes
     std::error_code type_ec;
     if (it->is_directory(type_ec)) classes->push_back(it->path().filename().string());
   }
-  if (ec) return internal::ErrnoError("list", root.string(), ec.value());
+  if (ec) return common::ErrnoError("list", root.string(), ec.value());
   std::sort(classes->begin(), classes->end());
   if (classes->empty()) {
     return absl::NotFoundError(
@@ -183,7 +183,7 @@ absl::Status FindClasses(const fs::path& root, std::vector<std::string>* classes
   // torchvision would take such a name as a str with surrogate escapes
   // (sorted by them, not by bytes); manifest.json holds UTF-8 text only.
   for (const std::string& name : *classes) {
-    if (!internal::IsValidUtf8(name)) {
+    if (!common::IsValidUtf8(name)) {
       return absl::InvalidArgumentError(absl::StrCat(
           (root / name).string(),
           ": class folder name is not UTF-8; class names are stored in manifest.json, which "
@@ -216,7 +216,7 @@ absl::Status ReadListFile(const std::string& list_file, std::vector<Item>* items
                           Problems* problems) {
   // A list may come from a pipe (`--list <(find ...)`): read to its end,
   // within the bound a regular list file has.
-  absl::StatusOr<std::string> text = internal::ReadStream(list_file, kMaxSmallFileBytes);
+  absl::StatusOr<std::string> text = common::ReadStream(list_file, kMaxSmallFileBytes);
   if (!text.ok()) return text.status();
   std::string_view rest = *text;
   for (size_t line_no = 1; !rest.empty(); ++line_no) {
@@ -243,16 +243,16 @@ absl::Status ReadListFile(const std::string& list_file, std::vector<Item>* items
 absl::Status ReadWholeFile(const std::string& path, std::vector<uint8_t>* out) {
   // The one opener: a FIFO named *.jpg is refused, not waited on.
   uint64_t size = 0;
-  SP_ASSIGN_OR_RETURN(int raw, internal::OpenRegularFile(path, 0, &size));
-  const internal::UniqueFd fd_owner(raw);
+  SP_ASSIGN_OR_RETURN(int raw, common::OpenRegularFile(path, 0, &size));
+  const common::UniqueFd fd_owner(raw);
   const int fd = fd_owner.get();
-  if (size == 0) return internal::DataLossAt(path, 0, "empty file");
+  if (size == 0) return common::DataLossAt(path, 0, "empty file");
   if (size > kMaxInputFileBytes) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: file too large for an image (%u bytes)", path, size));
   }
   out->resize(size);
-  return internal::PreadFull(fd, path, 0, {out->data(), size});
+  return common::PreadFull(fd, path, 0, {out->data(), size});
 }
 
 class ImageWorker : public SourceWorker {
@@ -338,7 +338,7 @@ class ImageWorker : public SourceWorker {
   // With restart_markers: the payload re-coded (progressive ones kept).
   absl::Status AddRestartMarkers(PreparedRecord* out) {
     if (!options_.restart_markers) return absl::OkStatus();
-    if (recoder_ == nullptr) recoder_ = std::make_unique<internal::JpegRestartRecoder>();
+    if (recoder_ == nullptr) recoder_ = std::make_unique<codec::JpegRestartRecoder>();
     absl::StatusOr<bool> recoded = recoder_->Recode(out->payload, &recoded_);
     if (!recoded.ok()) {
       return absl::Status(recoded.status().code(),
@@ -363,7 +363,7 @@ class ImageWorker : public SourceWorker {
   std::string path_;
   std::vector<uint8_t> input_;
   std::unique_ptr<codec::Transcoder> transcoder_;  // made on first use
-  std::unique_ptr<internal::JpegRestartRecoder> recoder_;  // made on first use
+  std::unique_ptr<codec::JpegRestartRecoder> recoder_;  // made on first use
   std::vector<uint8_t> recoded_;
 };
 
@@ -488,17 +488,17 @@ std::string NormalizeRoot(const ImageOptions& o) {
 }  // namespace
 
 namespace {
-constexpr internal::EnumName<ImageMode> kImageModes[] = {{ImageMode::kPassthrough, "passthrough"},
+constexpr common::EnumName<ImageMode> kImageModes[] = {{ImageMode::kPassthrough, "passthrough"},
                                                         {ImageMode::kReencode, "reencode"},
                                                         {ImageMode::kRaw, "raw"}};
-constexpr internal::EnumName<NonJpeg> kNonJpeg[] = {{NonJpeg::kConvert, "convert"},
+constexpr common::EnumName<NonJpeg> kNonJpeg[] = {{NonJpeg::kConvert, "convert"},
                                                     {NonJpeg::kSkip, "skip"}};
 }  // namespace
 
-std::string_view ImageModeName(ImageMode mode) { return internal::NameIn(kImageModes, mode); }
-std::string_view NonJpegName(NonJpeg policy) { return internal::NameIn(kNonJpeg, policy); }
+std::string_view ImageModeName(ImageMode mode) { return common::NameIn(kImageModes, mode); }
+std::string_view NonJpegName(NonJpeg policy) { return common::NameIn(kNonJpeg, policy); }
 absl::StatusOr<ImageMode> ParseImageMode(std::string_view name) {
-  return internal::ParseIn(kImageModes, "image mode", name);
+  return common::ParseIn(kImageModes, "image mode", name);
 }
 
 absl::StatusOr<std::unique_ptr<Source>> OpenImages(const ImageOptions& options) {
@@ -506,7 +506,7 @@ absl::StatusOr<std::unique_ptr<Source>> OpenImages(const ImageOptions& options) 
   if (!s.ok()) return s;
   const std::string root = NormalizeRoot(options);
   struct stat st;
-  if (::stat(root.c_str(), &st) != 0) return internal::ErrnoError("image folder", root, errno);
+  if (::stat(root.c_str(), &st) != 0) return common::ErrnoError("image folder", root, errno);
   if (!S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(root, ": image folder is not a directory"));
   }

@@ -128,7 +128,7 @@ bool HasSse42() { return __builtin_cpu_supports("sse4.2"); }
 #else
 bool HasSse42() { return false; }
 uint32_t ExtendHardware(uint32_t crc, const uint8_t* p, size_t n) {
-  return internal::Crc32cExtendPortable(crc, p, n);
+  return format::Crc32cExtendPortable(crc, p, n);
 }
 #endif
 
@@ -136,7 +136,7 @@ const bool kHardware = HasSse42();
 
 }  // namespace
 
-namespace internal {
+namespace format {
 uint32_t Crc32cExtendPortable(uint32_t crc, const uint8_t* p, size_t n) {
   const auto& t = kPortable.t;
   uint32_t c = ~crc;
@@ -149,11 +149,11 @@ uint32_t Crc32cExtendPortable(uint32_t crc, const uint8_t* p, size_t n) {
   for (; n > 0; --n) c = (c >> 8) ^ t[0][(c ^ *p++) & 0xff];
   return ~c;
 }
-}  // namespace internal
+}  // namespace format
 
 uint32_t Crc32cExtend(uint32_t crc, const uint8_t* data, size_t n) {
   if (kHardware) return ExtendHardware(crc, data, n);
-  return internal::Crc32cExtendPortable(crc, data, n);
+  return format::Crc32cExtendPortable(crc, data, n);
 }
 
 namespace {

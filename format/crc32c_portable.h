@@ -6,10 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace shardpack::internal {
+namespace shardpack::format {
 
 uint32_t Crc32cExtendPortable(uint32_t crc, const uint8_t* data, size_t n);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::format
 
 #endif  // SHARDPACK_FORMAT_CRC32C_PORTABLE_H_

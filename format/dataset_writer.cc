@@ -4,9 +4,9 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "shardpack/dataset.h"
-#include "format/status_macros.h"
 
 namespace shardpack {
 
@@ -59,7 +59,7 @@ class DatasetWriter::Impl {
     // written: a source that hands over such a record has a bug.
     if (absl::Status agrees = CheckRecordAgainstSchema(record, options_.schema); !agrees.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("record ", records_, " '",
-                                                     internal::AsAbsl(record.key), "' ",
+                                                     common::AsAbsl(record.key), "' ",
                                                      agrees.message()));
     }
     if (sink_ == nullptr) SP_RETURN_IF_ERROR(OpenShard());
@@ -126,7 +126,7 @@ std::string_view ShardExtension(Backend backend) {
 std::string ShardFileName(std::string_view prefix, size_t index, Backend backend) {
   char digits[32];
   std::snprintf(digits, sizeof(digits), "-%05zu", index);
-  return absl::StrCat(internal::AsAbsl(prefix), digits, internal::AsAbsl(ShardExtension(backend)));
+  return absl::StrCat(common::AsAbsl(prefix), digits, common::AsAbsl(ShardExtension(backend)));
 }
 
 DatasetWriter::DatasetWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -144,7 +144,7 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(
   SP_RETURN_IF_ERROR(CheckSchemaNames(options.schema));
   if (options.backend != Backend::kShard && !options.open_shard) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "backend ", internal::AsAbsl(BackendName(options.backend)),
+        "backend ", common::AsAbsl(BackendName(options.backend)),
         ": no shard writer given (link shardpack::backends and call UseBackend of shardpack/backends.h)"));
   }
   return std::unique_ptr<DatasetWriter>(new DatasetWriter(std::make_unique<Impl>(options)));

@@ -8,16 +8,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/enum_names.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
+#include "common/utf8.h"
 #include "nlohmann/json.hpp"
-#include "format/enum_names.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
-#include "format/utf8.h"
 
 namespace shardpack {
 namespace {
 
-using internal::AsAbsl;
+using common::AsAbsl;
 using Json = nlohmann::ordered_json;
 
 std::string TypeName(Json::value_t type) {
@@ -223,13 +223,13 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
 absl::Status CheckSchemaNames(const Schema& schema) {
   // The names go in raw: the tools escape a message when they print it.
   for (const LabelField& field : schema.labels) {
-    if (!internal::IsValidUtf8(field.name)) {
+    if (!common::IsValidUtf8(field.name)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "label field name '", field.name,
           "' is not UTF-8: a manifest is JSON, which holds UTF-8 text only"));
     }
     for (size_t i = 0; i < field.classes.size(); ++i) {
-      if (!internal::IsValidUtf8(field.classes[i])) {
+      if (!common::IsValidUtf8(field.classes[i])) {
         return absl::InvalidArgumentError(absl::StrCat(
             "class ", i, " of label '", field.name, "' ('", field.classes[i],
             "') is not UTF-8: a manifest is JSON, which holds UTF-8 text only"));
@@ -240,14 +240,14 @@ absl::Status CheckSchemaNames(const Schema& schema) {
 }
 
 namespace {
-constexpr internal::EnumName<Backend> kBackendNames[] = {
+constexpr common::EnumName<Backend> kBackendNames[] = {
     {Backend::kShard, "shard"}, {Backend::kLmdb, "lmdb"}, {Backend::kHdf5, "hdf5"}};
 static_assert(std::size(kBackendNames) == std::size(kBackends));
 }  // namespace
 
-std::string_view BackendName(Backend b) { return internal::NameIn(kBackendNames, b); }
+std::string_view BackendName(Backend b) { return common::NameIn(kBackendNames, b); }
 absl::StatusOr<Backend> ParseBackend(std::string_view name) {
-  return internal::ParseIn(kBackendNames, "backend", name);
+  return common::ParseIn(kBackendNames, "backend", name);
 }
 
 uint64_t Manifest::records() const {

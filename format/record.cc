@@ -4,25 +4,25 @@
 
 #include "shardpack/record.h"
 
-#include "format/enum_names.h"
+#include "common/enum_names.h"
 
 namespace shardpack {
 
 namespace {
 
-using internal::EnumName;
+using common::EnumName;
 constexpr EnumName<Encoding> kEncodings[] = {{Encoding::kRaw, "raw"}, {Encoding::kJpeg, "jpeg"}};
 constexpr EnumName<Layout> kLayouts[] = {{Layout::kHWC, "hwc"}, {Layout::kCHW, "chw"}};
 
 }  // namespace
 
-std::string_view EncodingName(Encoding e) { return internal::NameIn(kEncodings, e); }
-std::string_view LayoutName(Layout l) { return internal::NameIn(kLayouts, l); }
+std::string_view EncodingName(Encoding e) { return common::NameIn(kEncodings, e); }
+std::string_view LayoutName(Layout l) { return common::NameIn(kLayouts, l); }
 absl::StatusOr<Encoding> ParseEncoding(std::string_view name) {
-  return internal::ParseIn(kEncodings, "encoding", name);
+  return common::ParseIn(kEncodings, "encoding", name);
 }
 absl::StatusOr<Layout> ParseLayout(std::string_view name) {
-  return internal::ParseIn(kLayouts, "layout", name);
+  return common::ParseIn(kLayouts, "layout", name);
 }
 
 void Labels::Full() {

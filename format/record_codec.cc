@@ -4,16 +4,16 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "format/coding.h"
-#include "format/errors.h"
+#include "common/coding.h"
+#include "common/errors.h"
 #include "format/shard_layout.h"
 
-namespace shardpack::internal {
+namespace shardpack::format {
 
 absl::StatusOr<uint64_t> EncodedRecordSize(const Record& r) {
   if (r.labels.size() > kMaxLabels) {
     return absl::InvalidArgumentError(
-        absl::StrCat("record '", AsAbsl(r.key), "': ", r.labels.size(),
+        absl::StrCat("record '", common::AsAbsl(r.key), "': ", r.labels.size(),
                      " labels (at most ", kMaxLabels, ")"));
   }
   if (r.key.size() > std::numeric_limits<uint16_t>::max()) {
@@ -23,38 +23,38 @@ absl::StatusOr<uint64_t> EncodedRecordSize(const Record& r) {
   constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
   if (r.payload.size() > kU32Max || r.extra.size() > kU32Max) {
     return absl::InvalidArgumentError(
-        absl::StrCat("record '", AsAbsl(r.key), "': payload or extra over 4 GiB"));
+        absl::StrCat("record '", common::AsAbsl(r.key), "': payload or extra over 4 GiB"));
   }
   if (r.image.encoding != Encoding::kRaw && r.image.encoding != Encoding::kJpeg) {
     return absl::InvalidArgumentError(
-        absl::StrCat("record '", AsAbsl(r.key), "': unknown encoding"));
+        absl::StrCat("record '", common::AsAbsl(r.key), "': unknown encoding"));
   }
   if (r.image.encoding == Encoding::kRaw &&
       r.image.RawBytes() != r.payload.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "record '", AsAbsl(r.key), "': raw payload of ", r.payload.size(),
+        "record '", common::AsAbsl(r.key), "': raw payload of ", r.payload.size(),
         " bytes does not match ", r.image.height, "x", r.image.width, "x",
         int{r.image.channels}));
   }
   uint64_t size = kRecordHeaderSize + 8 * uint64_t(r.labels.size()) +
                   r.key.size() + r.extra.size() + r.payload.size();
-  return AlignUp(size, kRecordAlignment);
+  return common::AlignUp(size, kRecordAlignment);
 }
 
 void EncodeRecord(const Record& r, uint8_t* dst, uint64_t size) {
-  StoreLE<uint32_t>(dst + 0, static_cast<uint32_t>(r.payload.size()));
-  StoreLE<uint32_t>(dst + 4, static_cast<uint32_t>(r.extra.size()));
-  StoreLE<uint32_t>(dst + 8, r.image.height);
-  StoreLE<uint32_t>(dst + 12, r.image.width);
-  StoreLE<uint16_t>(dst + 16, static_cast<uint16_t>(r.key.size()));
+  common::StoreLE<uint32_t>(dst + 0, static_cast<uint32_t>(r.payload.size()));
+  common::StoreLE<uint32_t>(dst + 4, static_cast<uint32_t>(r.extra.size()));
+  common::StoreLE<uint32_t>(dst + 8, r.image.height);
+  common::StoreLE<uint32_t>(dst + 12, r.image.width);
+  common::StoreLE<uint16_t>(dst + 16, static_cast<uint16_t>(r.key.size()));
   dst[18] = static_cast<uint8_t>(r.image.encoding);
   dst[19] = static_cast<uint8_t>(r.image.layout);
   dst[20] = r.image.channels;
   dst[21] = static_cast<uint8_t>(r.labels.size());
-  StoreLE<uint16_t>(dst + 22, 0);
+  common::StoreLE<uint16_t>(dst + 22, 0);
   uint8_t* p = dst + kRecordHeaderSize;
   for (int64_t label : r.labels) {
-    StoreLE<int64_t>(p, label);
+    common::StoreLE<int64_t>(p, label);
     p += 8;
   }
   // memcpy with a null source is undefined even for zero bytes.
@@ -71,16 +71,16 @@ void EncodeRecord(const Record& r, uint8_t* dst, uint64_t size) {
 absl::StatusOr<Record> DecodeRecord(std::span<const uint8_t> bytes,
                                     absl::FunctionRef<std::string()> where) {
   auto damaged = [&where](std::string_view what) {
-    return absl::DataLossError(absl::StrCat(where(), ": ", AsAbsl(what)));
+    return absl::DataLossError(absl::StrCat(where(), ": ", common::AsAbsl(what)));
   };
   if (bytes.size() < kRecordHeaderSize) return damaged("record header cut short");
   const uint8_t* h = bytes.data();
-  uint32_t payload_len = LoadLE<uint32_t>(h + 0);
-  uint32_t extra_len = LoadLE<uint32_t>(h + 4);
+  uint32_t payload_len = common::LoadLE<uint32_t>(h + 0);
+  uint32_t extra_len = common::LoadLE<uint32_t>(h + 4);
   Record r;
-  r.image.height = LoadLE<uint32_t>(h + 8);
-  r.image.width = LoadLE<uint32_t>(h + 12);
-  uint16_t key_len = LoadLE<uint16_t>(h + 16);
+  r.image.height = common::LoadLE<uint32_t>(h + 8);
+  r.image.width = common::LoadLE<uint32_t>(h + 12);
+  uint16_t key_len = common::LoadLE<uint16_t>(h + 16);
   uint8_t encoding = h[18], layout = h[19], label_count = h[21];
   r.image.channels = h[20];
   if (encoding > static_cast<uint8_t>(Encoding::kJpeg)) {
@@ -92,12 +92,12 @@ absl::StatusOr<Record> DecodeRecord(std::span<const uint8_t> bytes,
   if (label_count > kMaxLabels) {
     return damaged(absl::StrCat(int{label_count}, " labels (at most ", kMaxLabels, ")"));
   }
-  if (LoadLE<uint16_t>(h + 22) != 0) return damaged("reserved record bytes not zero");
+  if (common::LoadLE<uint16_t>(h + 22) != 0) return damaged("reserved record bytes not zero");
   r.image.encoding = static_cast<Encoding>(encoding);
   r.image.layout = static_cast<Layout>(layout);
   uint64_t used = kRecordHeaderSize + 8 * uint64_t{label_count} + key_len +
                   uint64_t{extra_len} + payload_len;
-  if (AlignUp(used, kRecordAlignment) != bytes.size()) {
+  if (common::AlignUp(used, kRecordAlignment) != bytes.size()) {
     return damaged(absl::StrCat("record lengths add up to ", used,
                                 " bytes but the record spans ", bytes.size()));
   }
@@ -110,7 +110,7 @@ absl::StatusOr<Record> DecodeRecord(std::span<const uint8_t> bytes,
     if (bytes[i] != 0) return damaged("record padding is not zero");
   }
   const uint8_t* p = h + kRecordHeaderSize;
-  for (int i = 0; i < label_count; ++i, p += 8) r.labels.push_back(LoadLE<int64_t>(p));
+  for (int i = 0; i < label_count; ++i, p += 8) r.labels.push_back(common::LoadLE<int64_t>(p));
   r.key = std::string_view(reinterpret_cast<const char*>(p), key_len);
   p += key_len;
   r.extra = std::span<const uint8_t>(p, extra_len);
@@ -119,4 +119,4 @@ absl::StatusOr<Record> DecodeRecord(std::span<const uint8_t> bytes,
   return r;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::format

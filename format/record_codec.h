@@ -7,12 +7,12 @@
 #include <span>
 #include <string>
 
-#include "absl/status/status.h"
 #include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardpack/record.h"
 
-namespace shardpack::internal {
+namespace shardpack::format {
 
 // Bytes the record takes in a block, padding included, or an
 // InvalidArgumentError if the format cannot hold it.
@@ -27,6 +27,6 @@ void EncodeRecord(const Record& record, uint8_t* dst, uint64_t size);
 absl::StatusOr<Record> DecodeRecord(std::span<const uint8_t> bytes,
                                     absl::FunctionRef<std::string()> where);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::format
 
 #endif  // SHARDPACK_FORMAT_RECORD_CODEC_H_

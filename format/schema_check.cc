@@ -1,15 +1,15 @@
 // CheckRecordAgainstSchema: one test shared by `sharddump verify` and the
 // reader, so that what verify passes the reader reads.
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
+#include "common/errors.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 
 namespace shardpack {
 namespace {
 
-using internal::AsAbsl;
+using common::AsAbsl;
 
 std::string ShapeText(const ImageInfo& i) {
   return absl::StrCat(AsAbsl(EncodingName(i.encoding)), " ", i.height, "x", i.width, "x",

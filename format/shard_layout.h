@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace shardpack::internal {
+namespace shardpack::format {
 
 // File magic, at the start (header) and the end (trailer) of every shard.
 // Modelled on PNG's: a high-bit byte catches 7-bit transfers, CR LF catches
@@ -92,6 +92,6 @@ static_assert(kBlockHeaderCrcOffset + 4 == kBlockHeaderSize);
 static_assert(kTrailerCrcOffset + 4 + kShardMagic.size() == kTrailerSize);
 static_assert(kRecordHeaderSize % kRecordAlignment == 0);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::format
 
 #endif  // SHARDPACK_FORMAT_SHARD_LAYOUT_H_

@@ -6,18 +6,18 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
-#include "format/coding.h"
-#include "format/errors.h"
+#include "common/coding.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "format/record_codec.h"
 #include "format/shard_layout.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/shard.h"
-#include "format/status_macros.h"
 
 namespace shardpack {
 
-using internal::DataLossAt;
-using internal::LoadLE;
+using common::DataLossAt;
+using common::LoadLE;
 
 struct BlockDecoder::Zstd {
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
@@ -72,7 +72,7 @@ uint64_t ZstdFrameBound(std::span<const uint8_t> frame) {
 // rot; it is still reported as damage rather than trusted.
 absl::Status CheckZstdFrame(const std::string& name, const BlockInfo& info, size_t b,
                             std::span<const uint8_t> payload) {
-  const uint64_t at = info.offset + internal::kBlockHeaderSize;
+  const uint64_t at = info.offset + format::kBlockHeaderSize;
   const unsigned long long content = ZSTD_getFrameContentSize(payload.data(), payload.size());
   if (payload.size() >= info.raw_size ||
       ZSTD_findFrameCompressedSize(payload.data(), payload.size()) != payload.size() ||
@@ -125,11 +125,11 @@ absl::StatusOr<BlockView> BlockDecoder::DecodeImpl(
         name, ": block ", b, " handed ", stored.size(), " bytes, expected ", info.stored_size));
   }
   const uint8_t* h = stored.data();
-  if (LoadLE<uint32_t>(h) != internal::kBlockMagic) {
+  if (LoadLE<uint32_t>(h) != format::kBlockMagic) {
     return DataLossAt(name, info.offset, absl::StrCat("bad magic of block ", b));
   }
-  if (LoadLE<uint32_t>(h + internal::kBlockHeaderCrcOffset) !=
-      Crc32c({h, internal::kBlockHeaderCrcOffset})) {
+  if (LoadLE<uint32_t>(h + format::kBlockHeaderCrcOffset) !=
+      Crc32c({h, format::kBlockHeaderCrcOffset})) {
     return DataLossAt(name, info.offset, absl::StrCat("header checksum mismatch in block ", b));
   }
   const uint8_t compression = h[4];
@@ -137,16 +137,16 @@ absl::StatusOr<BlockView> BlockDecoder::DecodeImpl(
   if (compression > static_cast<uint8_t>(Compression::kZstd) || h[5] != 0 || h[6] != 0 ||
       h[7] != 0 || LoadLE<uint32_t>(h + 24) != 0 ||
       LoadLE<uint32_t>(h + 8) != info.record_count ||
-      stored_payload != info.stored_size - internal::kBlockHeaderSize ||
+      stored_payload != info.stored_size - format::kBlockHeaderSize ||
       LoadLE<uint32_t>(h + 16) != info.raw_size ||
       LoadLE<uint32_t>(h + 20) != info.payload_crc32c ||
       (compression == 0 && stored_payload != info.raw_size)) {
     return DataLossAt(name, info.offset,
                       absl::StrCat("header of block ", b, " disagrees with the index"));
   }
-  std::span<const uint8_t> payload = stored.subspan(internal::kBlockHeaderSize);
+  std::span<const uint8_t> payload = stored.subspan(format::kBlockHeaderSize);
   if (Crc32c(payload) != info.payload_crc32c) {
-    return DataLossAt(name, info.offset + internal::kBlockHeaderSize,
+    return DataLossAt(name, info.offset + format::kBlockHeaderSize,
                       absl::StrCat("checksum mismatch in block ", b, " (records ",
                                    info.first_record, "..",
                                    info.first_record + info.record_count - 1, ")"));
@@ -163,7 +163,7 @@ absl::StatusOr<BlockView> BlockDecoder::DecodeImpl(
     size_t n = ZSTD_decompressDCtx(zstd_->dctx, raw, info.raw_size,
                                    payload.data(), payload.size());
     if (ZSTD_isError(n) || n != info.raw_size) {
-      return DataLossAt(name, info.offset + internal::kBlockHeaderSize,
+      return DataLossAt(name, info.offset + format::kBlockHeaderSize,
                         absl::StrCat("block ", b, " does not decompress to ", info.raw_size,
                                      " bytes", ZSTD_isError(n) ? ": " : "",
                                      ZSTD_isError(n) ? ZSTD_getErrorName(n) : ""));
@@ -183,7 +183,7 @@ absl::StatusOr<Record> BlockView::record(size_t i) const {
   const uint32_t begin = offsets_[i];
   const uint32_t end = i + 1 < offsets_.size() ? offsets_[i + 1]
                                                : static_cast<uint32_t>(payload_.size());
-  return internal::DecodeRecord(payload_.subspan(begin, end - begin), [&] {
+  return format::DecodeRecord(payload_.subspan(begin, end - begin), [&] {
     return absl::StrCat(*shard_name_, " @", block_offset_, " record ", first_record_ + i,
                         " (+", begin, " in the block)");
   });

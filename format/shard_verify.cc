@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
+#include "common/errors.h"
 #include "format/shard_layout.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/manifest.h"
@@ -27,7 +27,7 @@ class Verifier {
   absl::StatusOr<std::span<const uint8_t>> Bytes(uint64_t offset, uint64_t n);
   void Problem(const absl::Status& s, std::optional<uint64_t> record = std::nullopt) {
     result_->problems.push_back(
-        Damage{file_.name(), internal::ErrorOffset(s).value_or(0), record, s});
+        Damage{file_.name(), common::ErrorOffset(s).value_or(0), record, s});
   }
   // Checks that [offset, offset + n) is zero and folds it into the file CRC.
   void CheckPadding(uint64_t offset, uint64_t n);
@@ -54,7 +54,7 @@ void Verifier::CheckPadding(uint64_t offset, uint64_t n) {
   if (!bytes.ok()) return Problem(bytes.status());
   auto nonzero = std::find_if(bytes->begin(), bytes->end(), [](uint8_t c) { return c != 0; });
   if (nonzero != bytes->end()) {
-    Problem(internal::DataLossAt(file_.name(), offset + (nonzero - bytes->begin()),
+    Problem(common::DataLossAt(file_.name(), offset + (nonzero - bytes->begin()),
                                  "padding byte is not zero"));
   }
   crc_ = Crc32cCombine(crc_, Crc32c(*bytes), n);
@@ -68,16 +68,16 @@ void Verifier::CheckBlock(const ShardIndex& index, size_t b, uint64_t end) {
   auto view = decoder_.Decode(index, b, stored->first(info.stored_size));
   // Fold the block into the file CRC: header, payload (its CRC is known only
   // when the block decoded), padding.
-  uint32_t crc = Crc32c(stored->first(internal::kBlockHeaderSize));
-  auto payload = stored->subspan(internal::kBlockHeaderSize, info.stored_size -
-                                                                 internal::kBlockHeaderSize);
+  uint32_t crc = Crc32c(stored->first(format::kBlockHeaderSize));
+  auto payload = stored->subspan(format::kBlockHeaderSize, info.stored_size -
+                                                                 format::kBlockHeaderSize);
   crc = Crc32cCombine(crc, view.ok() ? info.payload_crc32c : Crc32c(payload), payload.size());
   crc_ = Crc32cCombine(crc_, Crc32cCombine(crc, Crc32c(padding), padding.size()),
                        stored->size());
   if (!view.ok()) return Problem(view.status(), info.first_record);
   auto nonzero = std::find_if(padding.begin(), padding.end(), [](uint8_t c) { return c != 0; });
   if (nonzero != padding.end()) {
-    Problem(internal::DataLossAt(file_.name(), info.offset + info.stored_size +
+    Problem(common::DataLossAt(file_.name(), info.offset + info.stored_size +
                                                    (nonzero - padding.begin()),
                                  absl::StrCat("padding after block ", b, " is not zero")));
   }
@@ -95,7 +95,7 @@ void Verifier::CheckBlock(const ShardIndex& index, size_t b, uint64_t end) {
       const std::span<const uint8_t> bytes = view->record_bytes(i);
       const bool in_file = bytes.data() >= stored->data() && bytes.data() < stored->data() + stored->size();
       const uint64_t at = in_file ? info.offset + (bytes.data() - stored->data()) : info.offset;
-      Problem(internal::DataLossAt(file_.name(), at,
+      Problem(common::DataLossAt(file_.name(), at,
                                    absl::StrCat("record ", info.first_record + i, ": ",
                                                 agrees.message())),
               info.first_record + i);
@@ -106,10 +106,10 @@ void Verifier::CheckBlock(const ShardIndex& index, size_t b, uint64_t end) {
 void Verifier::Run() {
   auto index = ShardIndex::Load(file_);
   if (!index.ok()) return Problem(index.status());
-  auto header = Bytes(0, internal::kFileHeaderSize);
+  auto header = Bytes(0, format::kFileHeaderSize);
   if (!header.ok()) return Problem(header.status());
   crc_ = Crc32c(*header);
-  CheckPadding(internal::kFileHeaderSize, kShardAlignment - internal::kFileHeaderSize);
+  CheckPadding(format::kFileHeaderSize, kShardAlignment - format::kFileHeaderSize);
   for (size_t b = 0; b < index->num_blocks(); ++b) {
     uint64_t end = b + 1 < index->num_blocks() ? index->block(b + 1).offset
                                                : index->footer_offset();

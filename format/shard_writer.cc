@@ -9,18 +9,18 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "format/coding.h"
-#include "format/errors.h"
+#include "common/coding.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "format/record_codec.h"
 #include "format/shard_layout.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/shard.h"
-#include "format/status_macros.h"
 
 namespace shardpack {
 
-using internal::AlignUp;
-using internal::StoreLE;
+using common::AlignUp;
+using common::StoreLE;
 
 namespace {
 
@@ -45,7 +45,7 @@ class ByteBuffer {
 
 void EncodeBlockHeader(uint8_t* h, Compression compression, uint32_t records,
                        uint32_t stored, uint32_t raw, uint32_t crc) {
-  StoreLE<uint32_t>(h + 0, internal::kBlockMagic);
+  StoreLE<uint32_t>(h + 0, format::kBlockMagic);
   h[4] = static_cast<uint8_t>(compression);
   h[5] = h[6] = h[7] = 0;
   StoreLE<uint32_t>(h + 8, records);
@@ -53,7 +53,7 @@ void EncodeBlockHeader(uint8_t* h, Compression compression, uint32_t records,
   StoreLE<uint32_t>(h + 16, raw);
   StoreLE<uint32_t>(h + 20, crc);
   StoreLE<uint32_t>(h + 24, 0);
-  StoreLE<uint32_t>(h + 28, Crc32c({h, internal::kBlockHeaderCrcOffset}));
+  StoreLE<uint32_t>(h + 28, Crc32c({h, format::kBlockHeaderCrcOffset}));
 }
 
 }  // namespace
@@ -120,35 +120,35 @@ absl::Status ShardWriter::Impl::Start() {
   } else if (options_.compression != Compression::kNone) {
     return absl::InvalidArgumentError("unknown compression");
   }
-  block_.Reserve(internal::kBlockHeaderSize + options_.block_size + kShardAlignment);
+  block_.Reserve(format::kBlockHeaderSize + options_.block_size + kShardAlignment);
 
   uint8_t header[kShardAlignment] = {};
-  std::memcpy(header, internal::kShardMagic.data(), internal::kShardMagic.size());
+  std::memcpy(header, format::kShardMagic.data(), format::kShardMagic.size());
   StoreLE<uint16_t>(header + 8, kShardMajorVersion);
   StoreLE<uint16_t>(header + 10, kShardMinorVersion);
   StoreLE<uint32_t>(header + 12, kShardAlignment);
-  StoreLE<uint32_t>(header + internal::kFileHeaderCrcOffset,
-                    Crc32c({header, internal::kFileHeaderCrcOffset}));
+  StoreLE<uint32_t>(header + format::kFileHeaderCrcOffset,
+                    Crc32c({header, format::kFileHeaderCrcOffset}));
   return Write(header, sizeof(header));
 }
 
 absl::Status ShardWriter::Impl::Add(const Record& record) {
   SP_RETURN_IF_ERROR(failed_);
   if (finished_) return absl::FailedPreconditionError("Add after Finish");
-  SP_ASSIGN_OR_RETURN(uint64_t size, internal::EncodedRecordSize(record));
+  SP_ASSIGN_OR_RETURN(uint64_t size, format::EncodedRecordSize(record));
   if (block_records_ > 0 && used_ + size > options_.block_size) {
     SP_RETURN_IF_ERROR(FlushBlock());
   }
   // Sizes in a block header are u32; keep room for the header itself.
   constexpr uint64_t kMaxPayload =
-      std::numeric_limits<uint32_t>::max() - internal::kBlockHeaderSize;
+      std::numeric_limits<uint32_t>::max() - format::kBlockHeaderSize;
   if (used_ + size > kMaxPayload) {
     return absl::InvalidArgumentError(
-        absl::StrCat("record '", internal::AsAbsl(record.key), "' of ", size,
+        absl::StrCat("record '", common::AsAbsl(record.key), "' of ", size,
                      " bytes does not fit a block (4 GiB at most)"));
   }
-  block_.Reserve(internal::kBlockHeaderSize + used_ + size + kShardAlignment);
-  internal::EncodeRecord(record, block_.data() + internal::kBlockHeaderSize + used_, size);
+  block_.Reserve(format::kBlockHeaderSize + used_ + size + kShardAlignment);
+  format::EncodeRecord(record, block_.data() + format::kBlockHeaderSize + used_, size);
   record_offsets_.push_back(static_cast<uint32_t>(used_));
   used_ += size;
   ++block_records_;
@@ -163,9 +163,9 @@ absl::Status ShardWriter::Impl::FlushBlock() {
   Compression compression = Compression::kNone;
   if (options_.compression == Compression::kZstd) {
     size_t bound = ZSTD_compressBound(used_);
-    compressed_.Reserve(internal::kBlockHeaderSize + bound + kShardAlignment);
-    size_t n = ZSTD_compress2(cctx_, compressed_.data() + internal::kBlockHeaderSize,
-                              bound, block_.data() + internal::kBlockHeaderSize, used_);
+    compressed_.Reserve(format::kBlockHeaderSize + bound + kShardAlignment);
+    size_t n = ZSTD_compress2(cctx_, compressed_.data() + format::kBlockHeaderSize,
+                              bound, block_.data() + format::kBlockHeaderSize, used_);
     if (ZSTD_isError(n)) {
       return absl::InternalError(absl::StrCat("zstd: ", ZSTD_getErrorName(n)));
     }
@@ -176,11 +176,11 @@ absl::Status ShardWriter::Impl::FlushBlock() {
       compression = Compression::kZstd;
     }
   }
-  uint8_t* payload = out + internal::kBlockHeaderSize;
+  uint8_t* payload = out + format::kBlockHeaderSize;
   uint32_t crc = Crc32c({payload, stored});
   EncodeBlockHeader(out, compression, block_records_, static_cast<uint32_t>(stored),
                     static_cast<uint32_t>(used_), crc);
-  size_t total = internal::kBlockHeaderSize + stored;
+  size_t total = format::kBlockHeaderSize + stored;
   size_t padded = AlignUp(total, kShardAlignment);
   std::memset(out + total, 0, padded - total);
 
@@ -196,7 +196,7 @@ absl::Status ShardWriter::Impl::FlushBlock() {
   used_ = 0;
   block_records_ = 0;
   // The block's CRC from its parts, so the payload is read only once.
-  uint32_t block_crc = Crc32c({out, internal::kBlockHeaderSize});
+  uint32_t block_crc = Crc32c({out, format::kBlockHeaderSize});
   block_crc = Crc32cCombine(block_crc, crc, stored);
   block_crc = Crc32cExtendZeros(block_crc, padded - total);
   return Write(out, padded, block_crc);
@@ -209,22 +209,22 @@ absl::Status ShardWriter::Impl::Finish() {
   finished_ = true;
 
   const uint64_t footer_offset = bytes_written_;
-  const size_t footer_size = internal::kFooterFixedSize +
-                             internal::kBlockEntrySize * blocks_.size() +
+  const size_t footer_size = format::kFooterFixedSize +
+                             format::kBlockEntrySize * blocks_.size() +
                              4 * record_offsets_.size();
-  std::vector<uint8_t> tail(footer_size + internal::kTrailerSize);
+  std::vector<uint8_t> tail(footer_size + format::kTrailerSize);
   uint8_t* f = tail.data();
-  StoreLE<uint32_t>(f + 0, internal::kFooterMagic);
+  StoreLE<uint32_t>(f + 0, format::kFooterMagic);
   StoreLE<uint32_t>(f + 4, static_cast<uint32_t>(blocks_.size()));
   StoreLE<uint64_t>(f + 8, records_);
-  uint8_t* p = f + internal::kFooterFixedSize;
+  uint8_t* p = f + format::kFooterFixedSize;
   for (const BlockInfo& b : blocks_) {
     StoreLE<uint64_t>(p + 0, b.offset);
     StoreLE<uint32_t>(p + 8, b.stored_size);
     StoreLE<uint32_t>(p + 12, b.raw_size);
     StoreLE<uint32_t>(p + 16, b.record_count);
     StoreLE<uint32_t>(p + 20, b.payload_crc32c);
-    p += internal::kBlockEntrySize;
+    p += format::kBlockEntrySize;
   }
   for (uint32_t offset : record_offsets_) {
     StoreLE<uint32_t>(p, offset);
@@ -234,8 +234,8 @@ absl::Status ShardWriter::Impl::Finish() {
   StoreLE<uint64_t>(t + 0, footer_offset);
   StoreLE<uint64_t>(t + 8, footer_size);
   StoreLE<uint32_t>(t + 16, Crc32c({f, footer_size}));
-  StoreLE<uint32_t>(t + 20, Crc32c({t, internal::kTrailerCrcOffset}));
-  std::memcpy(t + 24, internal::kShardMagic.data(), internal::kShardMagic.size());
+  StoreLE<uint32_t>(t + 20, Crc32c({t, format::kTrailerCrcOffset}));
+  std::memcpy(t + 24, format::kShardMagic.data(), format::kShardMagic.size());
   return Write(tail.data(), tail.size());
 }
 

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "format/errors.h"
+#include "common/errors.h"
 #include "python/py_reader.h"
 #include "reader/options.h"
 
@@ -17,7 +17,7 @@ namespace {
 
 // Python's own counting: "1 positional argument", "2 positional arguments".
 std::string Arguments(size_t n, std::string_view what) {
-  return absl::StrCat(n, " ", internal::AsAbsl(what), n == 1 ? " argument" : " arguments");
+  return absl::StrCat(n, " ", common::AsAbsl(what), n == 1 ? " argument" : " arguments");
 }
 
 // `v` as an int, through __index__ (numpy ints too); a TypeError for
@@ -106,17 +106,17 @@ std::string Shown(py::handle v) {
     PyErr_Clear();
     return absl::StrCat("a ", TypeName(v));
   }
-  return internal::Excerpt(*text);
+  return common::Excerpt(*text);
 }
 
 void WrongType(std::string_view name, std::string_view what, py::handle v) {
-  RaiseError(PyExc_TypeError, absl::StrCat(internal::AsAbsl(name), " must be ",
-                                      internal::AsAbsl(what), ", not ", TypeName(v)));
+  RaiseError(PyExc_TypeError, absl::StrCat(common::AsAbsl(name), " must be ",
+                                      common::AsAbsl(what), ", not ", TypeName(v)));
 }
 
 void OutOfRange(std::string_view name, py::handle v, std::string_view accepted) {
-  RaiseError(PyExc_ValueError, absl::StrCat(internal::AsAbsl(name), " ", Shown(v),
-                                       " is out of range: ", internal::AsAbsl(accepted)));
+  RaiseError(PyExc_ValueError, absl::StrCat(common::AsAbsl(name), " ", Shown(v),
+                                       " is out of range: ", common::AsAbsl(accepted)));
 }
 
 int OptionInt(py::handle v, const char* option) {
@@ -124,7 +124,7 @@ int OptionInt(py::handle v, const char* option) {
   int overflow = 0;
   const long long value = PyLong_AsLongLongAndOverflow(n.ptr(), &overflow);
   if (overflow != 0 || value < INT_MIN || value > INT_MAX) {
-    ThrowStatus(internal::OptionOutOfRange(option, Shown(n)));
+    ThrowStatus(reader::OptionOutOfRange(option, Shown(n)));
   }
   return static_cast<int>(value);
 }
@@ -151,7 +151,7 @@ std::string StrArg(py::handle v, std::string_view name) {
   std::optional<std::string> text = Utf8Of(v);
   if (!text) {
     RaiseError(PyExc_ValueError,
-          absl::StrCat(internal::AsAbsl(name), " ", Shown(v), " is not valid text (UTF-8)"));
+          absl::StrCat(common::AsAbsl(name), " ", Shown(v), " is not valid text (UTF-8)"));
   }
   return *std::move(text);
 }
@@ -179,14 +179,14 @@ std::array<float, 3> TripleArg(py::handle v, std::string_view name) {
   const Py_ssize_t n = PySequence_Size(v.ptr());
   if (n < 0) throw py::error_already_set();
   if (n != 3) {
-    RaiseError(PyExc_ValueError, absl::StrCat(internal::AsAbsl(name), " ", Shown(v), " holds ", n,
+    RaiseError(PyExc_ValueError, absl::StrCat(common::AsAbsl(name), " ", Shown(v), " holds ", n,
                                          " numbers: it must be ", what));
   }
   std::array<float, 3> out{};
   for (Py_ssize_t c = 0; c < 3; ++c) {
     py::object x = py::reinterpret_steal<py::object>(PySequence_GetItem(v.ptr(), c));
     if (!x) throw py::error_already_set();
-    const std::string at = absl::StrCat(internal::AsAbsl(name), "[", c, "]");
+    const std::string at = absl::StrCat(common::AsAbsl(name), "[", c, "]");
     if (PyBool_Check(x.ptr()) || PyUnicode_Check(x.ptr()) || PyBytes_Check(x.ptr())) {
       WrongType(at, "a number", x);
     }

@@ -39,7 +39,7 @@ class CallArgs {
   std::vector<py::object> values_;
 };
 
-// `v` for a message: its repr, bounded (format/errors.h, Excerpt); an int
+// `v` for a message: its repr, bounded (common/errors.h, Excerpt); an int
 // too long to print whole as "an int of N bits"; "a <type>" when its repr
 // fails.
 std::string Shown(py::handle v);

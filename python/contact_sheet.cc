@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
-#include "format/errors.h"
+#include "common/errors.h"
 #include "python/args.h"
 #include "python/arrays.h"
 #include "python/py_reader.h"
@@ -38,7 +38,7 @@ bool IsNchw(const py::array& a, const py::object& layout) {
     std::string l = StrArg(layout, "layout");
     for (char& c : l) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (l != "NHWC" && l != "NCHW") {
-      Bad(absl::StrCat("layout '", internal::Excerpt(l), "': expected 'NHWC' or 'NCHW'"));
+      Bad(absl::StrCat("layout '", common::Excerpt(l), "': expected 'NHWC' or 'NCHW'"));
     }
     return l == "NCHW";
   }

@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
+#include "common/errors.h"
 #include "python/args.h"
 #include "python/contact_sheet.h"
 #include "python/py_reader.h"
@@ -28,7 +28,7 @@ std::string Lower(std::string s) {
 }
 
 [[noreturn]] void BadChoice(const char* name, const std::string& value, const char* choices) {
-  ThrowStatus(absl::InvalidArgumentError(absl::StrCat(name, "='", internal::Excerpt(value),
+  ThrowStatus(absl::InvalidArgumentError(absl::StrCat(name, "='", common::Excerpt(value),
                                                       "' is not one of ", choices)));
 }
 

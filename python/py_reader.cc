@@ -13,7 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
+#include "common/errors.h"
 #include "python/args.h"
 #include "python/arrays.h"
 #include "python/dlpack.h"
@@ -78,10 +78,10 @@ void RequireNumpy(std::string_view who, std::string_view hint) {
     // The exception's own words ("No module named 'numpy'"), not what(),
     // which adds its type and a traceback.
     RaiseError(PyExc_ImportError,
-               absl::StrCat(internal::AsAbsl(who),
+               absl::StrCat(common::AsAbsl(who),
                             " needs numpy (pip install numpy; Debian: python3-numpy)",
-                            internal::AsAbsl(hint), ": ",
-                            internal::Excerpt(std::string(py::str(e.value())), 200)));
+                            common::AsAbsl(hint), ": ",
+                            common::Excerpt(std::string(py::str(e.value())), 200)));
   }
 }
 
@@ -153,7 +153,7 @@ PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output
       RaiseError(PyExc_ImportError,
                  absl::StrCat("shardpack.Reader(output='torch') needs PyTorch (pip install "
                               "torch; Debian: python3-torch): ",
-                              internal::Excerpt(std::string(py::str(e.value())), 200)));
+                              common::Excerpt(std::string(py::str(e.value())), 200)));
     }
   }
   absl::StatusOr<std::unique_ptr<Reader>> reader;
@@ -262,7 +262,7 @@ namespace {
 // A value of a state_dict() as ReadState asks for it (reader/reader_state.h):
 // the keys and their checks are the C++ serializer's, the Python types and
 // the quoting (Shown) are this binding's.
-class PyStateValue final : public internal::StateValue {
+class PyStateValue final : public reader::StateValue {
  public:
   explicit PyStateValue(py::object v) : v_(std::move(v)) {}
   std::string Shown() const override { return python::Shown(v_); }
@@ -309,7 +309,7 @@ class PyStateValue final : public internal::StateValue {
 
 // load_state_dict()'s words: state_dict['epoch'] is -1: it must be an int
 // from 0 to 2**63-1.
-constexpr internal::StateDialect kPythonState = {
+constexpr reader::StateDialect kPythonState = {
     "state_dict", "state_dict()", "a dict", "dicts", "a list", "an int", "a bool", "**", '\''};
 
 }  // namespace
@@ -366,7 +366,7 @@ py::dict PyReader::StateDict() const {
 }
 
 void PyReader::LoadStateDict(const py::object& object) {
-  absl::StatusOr<ReaderState> state = internal::ReadState(PyStateValue(object), kPythonState);
+  absl::StatusOr<ReaderState> state = reader::ReadState(PyStateValue(object), kPythonState);
   if (!state.ok()) ThrowStatus(state.status());
   LoadState(*state);
 }

@@ -18,7 +18,7 @@
 #include "reader/unit_source.h"
 #include "shardpack/manifest.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // Bytes of records a unit of these backends aims at (as a `.shard` block).
 inline constexpr uint64_t kTargetUnitBytes = uint64_t{4} << 20;
@@ -36,6 +36,6 @@ absl::StatusOr<std::unique_ptr<UnitSource>> OpenHdf5Source(const std::vector<std
                                                            const Manifest& manifest,
                                                            bool checksummed);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_BACKEND_SOURCES_H_

@@ -6,13 +6,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/mapping_guard.h"
 #include "common/rng.h"
-#include "format/mapping_guard.h"
-#include "format/threads.h"
+#include "common/threads.h"
 #include "reader/prefetch.h"
 #include "reader/wait.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 BatchBuilder::BatchBuilder(const ReaderOptions& options, StreamDataset* dataset,
                            const SampleTransform* transform, Loader* loader, HostRing* ring,
@@ -40,7 +40,7 @@ absl::Status BatchBuilder::Start(const StreamStart& start) {
   for (size_t t = 0; t < n && status.ok(); ++t) {
     std::thread thread;
     Worker* worker = workers_[t].get();
-    status = internal::StartThread(&thread,
+    status = common::StartThread(&thread,
                                    absl::StrCat("reader worker thread ", t + 1, " of ", n),
                                    [this, worker] { WorkerMain(*worker); });
     if (status.ok()) threads_.push_back(std::move(thread));
@@ -114,10 +114,10 @@ bool BatchBuilder::BuildRows(Worker& worker, const EpochRun& run, uint64_t first
   // its own work (reader/prefetch.h).
   constexpr int kAhead = 3;
   for (int j = 0; j < kAhead; ++j) PrefetchLines(RecordBytes(run, first, slot.size, j));
-  // A mapped file that shrank under us reads as zeros (format/mapping_guard.h):
+  // A mapped file that shrank under us reads as zeros (common/mapping_guard.h):
   // a batch built while that happened is an error, whatever on_corrupt says,
   // since which samples read zeros is not known.
-  const uint64_t faults_before = ContainedMappingFaults();
+  const uint64_t faults_before = common::ContainedMappingFaults();
   for (int i = 0; i < slot.size; ++i) {
     // A stopping reader does not wait for the rest of a long batch.
     if (stop_.load(std::memory_order_relaxed)) return false;
@@ -128,7 +128,7 @@ bool BatchBuilder::BuildRows(Worker& worker, const EpochRun& run, uint64_t first
         BuildRow(worker, run.plan.pieces[ref.piece].unit, ref.index, i, ahead, slot);
     if (!s.ok()) Damaged(worker, i, std::move(s), slot);
   }
-  if (ContainedMappingFaults() != faults_before) {
+  if (common::ContainedMappingFaults() != faults_before) {
     if (absl::Status intact = dataset_->source->CheckIntact(); !intact.ok()) {
       slot.status = std::move(intact);
       worker.bad.clear();
@@ -194,7 +194,9 @@ void BatchBuilder::ReplaceDamaged(Worker& worker, uint64_t first, RingSlot& slot
   const size_t row_bytes = transform_->shape().sample_bytes;
   for (int i : bad) {
     if (good.empty()) break;
-    int j = good[Below(Draw(options_.seed, kStreamReplace, slot.epoch, first + i), good.size())];
+    const uint64_t draw =
+        common::Draw(options_.seed, common::kStreamReplace, slot.epoch, first + i);
+    int j = good[common::Below(draw, good.size())];
     std::memcpy(slot.images.get() + row_bytes * i, slot.images.get() + row_bytes * j, row_bytes);
     std::memcpy(&slot.labels[i * num_labels_], &slot.labels[j * num_labels_],
                 sizeof(int64_t) * num_labels_);
@@ -222,4 +224,4 @@ void BatchBuilder::AddStats(ReaderStats* stats) const {
   stats->transform_wait_s = transform_wait_ns_.load() * 1e-9;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

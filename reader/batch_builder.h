@@ -25,7 +25,7 @@
 #include "reader/transform.h"
 #include "shardpack/reader.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 class BatchBuilder {
  public:
@@ -90,6 +90,6 @@ class BatchBuilder {
   std::atomic<uint64_t> samples_{0}, skipped_{0};
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_BATCH_BUILDER_H_

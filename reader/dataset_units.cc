@@ -6,12 +6,12 @@
 #include <utility>
 
 #include "backends/open_path.h"
+#include "common/status_macros.h"
 #include "reader/backend_sources.h"
 #include "reader/shard_source.h"
 #include "shardpack/dataset.h"
-#include "format/status_macros.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 namespace {
 
@@ -51,4 +51,4 @@ const std::string& StreamDataset::ShardPathOf(uint64_t record) const {
   return named.shard_paths[std::prev(after)->file];
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

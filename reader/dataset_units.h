@@ -13,7 +13,7 @@
 #include "reader/unit_source.h"
 #include "shardpack/manifest.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // What the path opened to, kept whole, plus what streaming adds: the source
 // of its read units and their record count.
@@ -42,6 +42,6 @@ struct StreamDataset {
 // directory are opened (and checked) when first read; a lone one now.
 absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_DATASET_UNITS_H_

@@ -11,7 +11,7 @@
 #include "common/rng.h"
 #include "reader/epoch_share.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 // What a share's order draws from: Draw(a, b, c, record).
@@ -20,8 +20,9 @@ struct OrderKey {
 };
 
 OrderKey KeyOf(const PlanOptions& o, uint64_t epoch, const EpochRest* rest) {
-  if (rest == nullptr) return {o.seed, kStreamSamples, epoch};
-  return {Draw(o.seed, kStreamElastic, epoch, rest->segment), kStreamElastic, epoch};
+  if (rest == nullptr) return {o.seed, common::kStreamSamples, epoch};
+  return {common::Draw(o.seed, common::kStreamElastic, epoch, rest->segment),
+          common::kStreamElastic, epoch};
 }
 
 using Keyed = std::pair<uint64_t, SampleRef>;
@@ -101,7 +102,7 @@ class OrderBuilder {
 
  private:
   uint64_t DrawFor(uint32_t piece, uint32_t r) const {
-    return shardpack::internal::Draw(key_.a, key_.b, key_.c,
+    return shardpack::common::Draw(key_.a, key_.b, key_.c,
                                      units_[share_.pieces[piece].unit].first_record + r);
   }
 
@@ -172,7 +173,7 @@ class OrderBuilder {
       const uint64_t c1 = std::min(pieces, c0 + k);
       for (uint32_t i = static_cast<uint32_t>(c0); i < c1; ++i) {
         ForEachInPiece(units_, share_, i, [&](uint32_t r) {
-          pending.push_back({(uint64_t{i} << 32) + Below(DrawFor(i, r), k << 32), {i, r}});
+          pending.push_back({(uint64_t{i} << 32) + common::Below(DrawFor(i, r), k << 32), {i, r}});
         });
       }
       const uint64_t lo = c0 << 32, limit = c1 == pieces ? UINT64_MAX : c1 << 32;
@@ -415,4 +416,4 @@ EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o
   return plan;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

@@ -39,7 +39,7 @@
 #include "absl/status/statusor.h"
 #include "shardpack/reader.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // A contiguous run of records read in one request (a .shard block).
 struct ReadUnit {
@@ -148,6 +148,6 @@ inline uint64_t RecordAt(const EpochPlan& plan, const std::vector<ReadUnit>& uni
 // every rank.
 uint64_t BatchesPerEpoch(uint64_t records, const PlanOptions& options);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_EPOCH_PLAN_H_

@@ -7,7 +7,7 @@
 
 #include "common/rng.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 uint64_t SamplesPerRank(uint64_t records, const PlanOptions& o) {
   uint64_t w = static_cast<uint64_t>(o.world_size);
@@ -17,7 +17,7 @@ uint64_t SamplesPerRank(uint64_t records, const PlanOptions& o) {
 std::vector<uint32_t> UnitOrder(size_t n, const PlanOptions& o, uint64_t epoch) {
   std::vector<uint32_t> perm(n);
   std::iota(perm.begin(), perm.end(), 0u);
-  if (o.shuffle) Shuffle(std::span<uint32_t>(perm), o.seed, kStreamUnits, epoch);
+  if (o.shuffle) common::Shuffle(std::span<uint32_t>(perm), o.seed, common::kStreamUnits, epoch);
   return perm;
 }
 
@@ -86,4 +86,4 @@ Share RestShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>&
   return s;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

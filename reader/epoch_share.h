@@ -11,7 +11,7 @@
 
 #include "reader/epoch_plan.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // Records a rank reads of `records`: rounded down, or up with kPad.
 uint64_t SamplesPerRank(uint64_t records, const PlanOptions& o);
@@ -60,6 +60,6 @@ Share RestShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>&
                 const std::vector<uint64_t>& cum, const EpochRest& rest, uint64_t share,
                 uint64_t start);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_EPOCH_SHARE_H_

@@ -6,12 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "backends/hdf5_store.h"
 #include "backends/shard_gate.h"
-#include "format/coding.h"
-#include "format/errors.h"
+#include "common/coding.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "reader/backend_sources.h"
-#include "format/status_macros.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 constexpr size_t kInfoValues = 5;  // image_info columns per row
@@ -146,7 +146,7 @@ class Hdf5Source final : public SyncUnitSource {
                                                     : manifest_.schema.labels.size();
     UnitLayout l;
     l.payload = PayloadBytes(s, begin, end);
-    l.labels = AlignUp(l.payload, 8);
+    l.labels = common::AlignUp(l.payload, 8);
     l.info = l.labels + n * sizeof(int64_t) * num_labels;
     l.total = l.info + (fixed ? 0 : n * kInfoValues * sizeof(uint32_t));
     return l;
@@ -168,7 +168,7 @@ class Hdf5Source final : public SyncUnitSource {
     if (checksummed_) expected = manifest_.shards[f];
     SP_ASSIGN_OR_RETURN(s.reader, backends::OpenHdf5Shard(paths_[f], expected));
     SP_RETURN_IF_ERROR(
-        CheckManifestRecords(paths_[f], s.reader->size(), manifest_.shards[f].records));
+        common::CheckManifestRecords(paths_[f], s.reader->size(), manifest_.shards[f].records));
     if (!s.reader->fixed_shape()) return LoadOffsets(f, s);
     return absl::OkStatus();
   }
@@ -209,4 +209,4 @@ absl::StatusOr<std::unique_ptr<UnitSource>> OpenHdf5Source(const std::vector<std
   return source;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

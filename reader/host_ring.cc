@@ -4,16 +4,16 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "format/coding.h"
+#include "common/coding.h"
 #include "reader/io_engine.h"
 #include "reader/loader.h"
 #include "reader/staging.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 uint8_t* AlignedAlloc(size_t bytes) {
-  size_t rounded = AlignUp(std::max<size_t>(bytes, 1), kIoAlignment);
+  size_t rounded = common::AlignUp(std::max<size_t>(bytes, 1), kIoAlignment);
   return static_cast<uint8_t*>(std::aligned_alloc(kIoAlignment, rounded));
 }
 
@@ -87,4 +87,4 @@ void HostRing::Release(uint64_t seq) {
   slot.free_for.notify_all();
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

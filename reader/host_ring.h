@@ -19,7 +19,7 @@
 #include "reader/ring.h"
 #include "reader/wait.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 class Loader;  // reader/loader.h
 
@@ -83,6 +83,6 @@ class HostRing final : public BatchRing {
   std::atomic<uint64_t> consumer_wait_ns_{0};
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_HOST_RING_H_

@@ -25,13 +25,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
-#include "format/posix_io.h"
-#include "format/unique_fd.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
 #include "reader/io_engine_base.h"
-#include "format/status_macros.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 // pread and mmap queue a few reads so that WILLNEED advice runs ahead of the
@@ -45,16 +46,17 @@ constexpr size_t kDirectInFlight = 1;
 // last read of a file may come back short, and only the rounding may be missing.
 absl::Status PreadDirect(int fd, const std::string& name, uint64_t offset, uint32_t length,
                          uint8_t* buffer) {
-  const uint64_t want = AlignUp(length);
+  const uint64_t want = AlignToIo(length);
   uint64_t done = 0;
   while (done < length) {
-    SP_ASSIGN_OR_RETURN(size_t n, PreadSome(fd, name, offset + done, {buffer + done, want - done}));
+    SP_ASSIGN_OR_RETURN(size_t n,
+                        common::PreadSome(fd, name, offset + done, {buffer + done, want - done}));
     if (n == 0) break;
     done += n;
     // O_DIRECT cannot continue from an unaligned offset: this was end of file.
     if (!IsAligned(done)) break;
   }
-  if (done < length) return ShortReadAt(name, offset + done, length - done);
+  if (done < length) return common::ShortReadAt(name, offset + done, length - done);
   return absl::OkStatus();
 }
 
@@ -95,7 +97,7 @@ class QueuedEngine : public EngineBase {
 // submission order.
 class SyncIo final : public QueuedEngine {
  public:
-  SyncIo(PosixFiles files, std::vector<UniqueFd> direct_fds, bool direct)
+  SyncIo(PosixFiles files, std::vector<common::UniqueFd> direct_fds, bool direct)
       : direct_(direct), direct_fds_(std::move(direct_fds)) {
     for (auto& f : files) {
       fds_.push_back(f->fd());
@@ -122,12 +124,12 @@ class SyncIo final : public QueuedEngine {
     const std::string& name = files_[r.file]->name();
     *bytes = r.buffer;
     return direct_ ? PreadDirect(direct_fds_[r.file].get(), name, r.offset, r.length, r.buffer)
-                   : PreadFull(fds_[r.file], name, r.offset, {r.buffer, r.length});
+                   : common::PreadFull(fds_[r.file], name, r.offset, {r.buffer, r.length});
   }
 
   bool direct_;
   std::vector<int> fds_;  // borrowed from files_
-  std::vector<UniqueFd> direct_fds_;
+  std::vector<common::UniqueFd> direct_fds_;
 };
 
 absl::Status DirectUnsupported(const std::string& path) {
@@ -143,9 +145,9 @@ absl::Status ProbeDirect(int fd, const std::string& path) {
     return absl::ResourceExhaustedError("out of memory for an O_DIRECT probe buffer");
   }
   std::unique_ptr<void, decltype(&free)> buffer(raw, &free);
-  const ssize_t n = PreadRetrying(fd, raw, kIoAlignment, 0);
+  const ssize_t n = common::PreadRetrying(fd, raw, kIoAlignment, 0);
   if (n < 0 && errno == EINVAL) return DirectUnsupported(path);
-  if (n < 0) return ReadErrorAt(path, 0, errno);
+  if (n < 0) return common::ReadErrorAt(path, 0, errno);
   return absl::OkStatus();
 }
 
@@ -191,7 +193,7 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenMmap(const std::vector<std::string>
 absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths) {
   if (paths.empty()) return IoEngine::kPread;
   struct statfs st;
-  if (statfs(paths[0].c_str(), &st) != 0) return internal::ErrnoError("statfs", paths[0], errno);
+  if (statfs(paths[0].c_str(), &st) != 0) return common::ErrnoError("statfs", paths[0], errno);
   auto type = static_cast<uint32_t>(st.f_type);
   if (type == uint32_t{TMPFS_MAGIC} || type == uint32_t{RAMFS_MAGIC}) return IoEngine::kMmap;
   return IoEngine::kPread;
@@ -231,7 +233,7 @@ absl::Status EngineBase::CheckRequest(const IoRequest& r, size_t outstanding) co
 absl::Status EngineBase::CheckRange(const IoRequest& r) const {
   const RandomAccessFile& f = *files_[r.file];
   if (r.offset > f.size() || r.length > f.size() - r.offset) {
-    return ReadPastEndAt(f.name(), r.offset, r.length, f.size());
+    return common::ReadPastEndAt(f.name(), r.offset, r.length, f.size());
   }
   return absl::OkStatus();
 }
@@ -249,7 +251,7 @@ absl::StatusOr<PosixFiles> OpenPosixFiles(const std::vector<std::string>& paths,
                                           bool sequential) {
   PosixFiles files;
   for (const std::string& path : paths) {
-    SP_ASSIGN_OR_RETURN(auto file, PosixFile::Open(path));
+    SP_ASSIGN_OR_RETURN(auto file, common::PosixFile::Open(path));
     // Doubles the kernel's readahead window; advice only, so errors are moot.
     if (sequential) posix_fadvise(file->fd(), 0, 0, POSIX_FADV_SEQUENTIAL);
     files.push_back(std::move(file));
@@ -257,14 +259,14 @@ absl::StatusOr<PosixFiles> OpenPosixFiles(const std::vector<std::string>& paths,
   return files;
 }
 
-absl::StatusOr<std::vector<UniqueFd>> OpenDirectFds(const PosixFiles& files) {
-  std::vector<UniqueFd> fds;
+absl::StatusOr<std::vector<common::UniqueFd>> OpenDirectFds(const PosixFiles& files) {
+  std::vector<common::UniqueFd> fds;
   for (const auto& file : files) {
     const std::string& path = file->name();
     // The file is known to be regular (OpenPosixFiles checked it).
-    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT));
-    if (fd.get() < 0 && errno == EINVAL) return DirectUnsupported(path);
-    if (fd.get() < 0) return internal::ErrnoError("open (O_DIRECT)", path, errno);
+    uint64_t size = 0;
+    SP_ASSIGN_OR_RETURN(const int raw, common::OpenRegularFile(path, O_DIRECT, &size));
+    common::UniqueFd fd(raw);
     if (fds.empty()) SP_RETURN_IF_ERROR(ProbeDirect(fd.get(), path));
     fds.push_back(std::move(fd));
   }
@@ -275,7 +277,7 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenSync(const std::vector<std::string>
                                                   bool direct) {
   // The buffered descriptor serves file(i); O_DIRECT reads bypass its cache.
   SP_ASSIGN_OR_RETURN(PosixFiles files, OpenPosixFiles(paths, !direct));
-  std::vector<UniqueFd> direct_fds;
+  std::vector<common::UniqueFd> direct_fds;
   if (direct) {
     SP_ASSIGN_OR_RETURN(direct_fds, OpenDirectFds(files));
   }
@@ -302,4 +304,4 @@ absl::StatusOr<std::unique_ptr<BlockIo>> BlockIo::Open(IoEngine engine,
   return absl::InvalidArgumentError("BlockIo::Open: unknown I/O engine");
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

@@ -19,7 +19,7 @@
 #include "shardpack/file.h"
 #include "shardpack/reader.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // Alignment of read buffers and O_DIRECT offsets and lengths.
 inline constexpr size_t kIoAlignment = 4096;
@@ -28,7 +28,7 @@ struct IoRequest {
   uint32_t file = 0;      // index into the paths the engine was opened with
   uint64_t offset = 0;    // multiple of kIoAlignment for kDirect
   uint32_t length = 0;    // bytes wanted
-  uint8_t* buffer = nullptr;  // kIoAlignment-aligned, capacity >= AlignUp(length)
+  uint8_t* buffer = nullptr;  // kIoAlignment-aligned, capacity >= AlignToIo(length)
   uint64_t tag = 0;       // returned with the completion
 };
 
@@ -67,6 +67,6 @@ class BlockIo {
   virtual bool zero_copy() const = 0;
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_IO_ENGINE_H_

@@ -11,27 +11,28 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "format/posix_io.h"
-#include "format/unique_fd.h"
+#include "common/coding.h"
+#include "common/posix_io.h"
+#include "common/unique_fd.h"
 #include "reader/io_engine.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
-inline uint64_t AlignUp(uint64_t n) { return (n + kIoAlignment - 1) / kIoAlignment * kIoAlignment; }
+inline uint64_t AlignToIo(uint64_t n) { return common::AlignUp(n, kIoAlignment); }
 inline bool IsAligned(uint64_t n) { return n % kIoAlignment == 0; }
 inline bool IsAligned(const void* p) { return IsAligned(reinterpret_cast<uintptr_t>(p)); }
 
 // O_DIRECT needs aligned offsets and buffers: InvalidArgumentError otherwise.
 absl::Status CheckDirectRequest(const std::string& name, const IoRequest& r);
 
-using PosixFiles = std::vector<std::unique_ptr<PosixFile>>;
+using PosixFiles = std::vector<std::unique_ptr<common::PosixFile>>;
 
 // Opens every path (buffered); with `sequential`, advises sequential reads.
 absl::StatusOr<PosixFiles> OpenPosixFiles(const std::vector<std::string>& paths, bool sequential);
 
 // An O_DIRECT descriptor per file; UnavailableError where the filesystem
 // refuses O_DIRECT (at open or at the first read).
-absl::StatusOr<std::vector<UniqueFd>> OpenDirectFds(const PosixFiles& files);
+absl::StatusOr<std::vector<common::UniqueFd>> OpenDirectFds(const PosixFiles& files);
 
 // The synchronous pread (or, with `direct`, O_DIRECT) engine.
 absl::StatusOr<std::unique_ptr<BlockIo>> OpenSync(const std::vector<std::string>& paths,
@@ -59,6 +60,6 @@ class EngineBase : public BlockIo {
   uint64_t bytes_read_ = 0;
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_IO_ENGINE_BASE_H_

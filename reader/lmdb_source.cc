@@ -11,11 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "backends/lmdb_store.h"
 #include "backends/shard_gate.h"
-#include "format/errors.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "reader/backend_sources.h"
-#include "format/status_macros.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 // Brings the pages of a unit's values into memory on the loader thread, as a
@@ -117,7 +117,7 @@ class LmdbSource final : public SyncUnitSource {
     auto shard = backends::OpenLmdbShard(paths_[f], expected);
     if (shard.ok()) {
       absl::Status count =
-          CheckManifestRecords(paths_[f], (*shard)->size(), manifest_.shards[f].records);
+          common::CheckManifestRecords(paths_[f], (*shard)->size(), manifest_.shards[f].records);
       if (!count.ok()) shard = count;
     }
     if (!shard.ok()) {
@@ -151,4 +151,4 @@ absl::StatusOr<std::unique_ptr<UnitSource>> OpenLmdbSource(const std::vector<std
   return source;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

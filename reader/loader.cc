@@ -7,11 +7,11 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "format/coding.h"
-#include "format/threads.h"
+#include "common/coding.h"
+#include "common/threads.h"
 #include "reader/io_engine.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 // A read buffer of `capacity` bytes (a multiple of kIoAlignment). Block-sized
@@ -75,7 +75,7 @@ uint8_t* BufferPool::Take(size_t bytes, size_t* capacity) {
     std::free(free_.back().first);
     free_.pop_back();
   }
-  *capacity = AlignUp(std::max<size_t>(bytes, 1), kIoAlignment);
+  *capacity = common::AlignUp(std::max<size_t>(bytes, 1), kIoAlignment);
   return AllocateReadBuffer(*capacity);
 }
 
@@ -102,7 +102,7 @@ Loader::~Loader() {
 absl::Status Loader::Start(const StreamStart& start) {
   start_ = start;
   consumer_epoch_ = start.epoch;
-  return internal::StartThread(&thread_, "the reader's loader thread", [this] { Main(); });
+  return common::StartThread(&thread_, "the reader's loader thread", [this] { Main(); });
 }
 
 void Loader::WakeForStop() {
@@ -325,4 +325,4 @@ void Loader::AddStats(ReaderStats* stats) const {
   stats->plan_bytes = std::max(stats->plan_peak_bytes, plan_bound_bytes_);
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

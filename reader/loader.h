@@ -26,7 +26,7 @@
 #include "reader/unit_view.h"
 #include "shardpack/reader.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // a + b + ..., or UINT64_MAX when that does not fit.
 template <typename... More>
@@ -165,6 +165,6 @@ class Loader {
   std::atomic<uint64_t> plan_peak_bytes_{0};  // see PublishRun
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_LOADER_H_

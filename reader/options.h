@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // InvalidArgumentError "<option> <value> is out of range: <what is
 // accepted>" for an integer option of ReaderOptions (batch_size,
@@ -16,6 +16,6 @@ namespace shardpack::internal {
 // bounded in the message.
 absl::Status OptionOutOfRange(std::string_view option, std::string_view value);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_OPTIONS_H_

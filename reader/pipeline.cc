@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <thread>
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 int WorkerThreads(int requested) {
   if (requested > 0) return requested;
@@ -68,4 +68,4 @@ void Pipeline::AddStats(ReaderStats* stats) const {
                                              stats->index_bytes, stats->plan_bytes);
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

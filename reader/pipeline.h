@@ -27,7 +27,7 @@
 #include "reader/transform.h"
 #include "shardpack/reader.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // The transform workers for ReaderOptions::threads: as given, 0 one a core.
 // The one statement of the rule: Reader::Open resolves the option with it,
@@ -84,6 +84,6 @@ class Pipeline {
   BatchBuilder builder_;
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_PIPELINE_H_

@@ -14,7 +14,7 @@
 
 #include "shardpack/record.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 inline constexpr uintptr_t kCacheLine = 64;
 
@@ -59,6 +59,6 @@ class SpreadPrefetch {
 // Every line of `bytes`, now.
 inline void PrefetchLines(ByteSpan bytes) { SpreadPrefetch(bytes, 0).Rest(); }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_PREFETCH_H_

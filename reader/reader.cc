@@ -7,13 +7,13 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "reader/reader_impl.h"
 
 namespace shardpack {
 
-using internal::RingSlot;
+using reader::RingSlot;
 
 void Reader::Impl::Stop() {
   if (ring_ != nullptr) ring_->RequestStop();
@@ -101,16 +101,16 @@ void Reader::Impl::GiveBack(Batch::Slot* slot) { ring_->Release(slot->seq); }
 
 void Reader::Impl::ReportCorrupt(const RingSlot& ring) const {
   if (!options_.corrupt_reporter) return;
-  for (const internal::CorruptInBatch& c : ring.corrupt) {
+  for (const reader::CorruptInBatch& c : ring.corrupt) {
     options_.corrupt_reporter(
         {ring.epoch, ring.batch, c.position,
-         Damage{dataset_.ShardPathOf(c.record), internal::ErrorOffset(c.error).value_or(0),
+         Damage{dataset_.ShardPathOf(c.record), common::ErrorOffset(c.error).value_or(0),
                 c.record, c.error}});
   }
 }
 
 std::array<int64_t, 4> Reader::Impl::output_shape() const {
-  const internal::OutputShape& s = transform_->shape();
+  const reader::OutputShape& s = transform_->shape();
   const int64_t n = options_.batch_size;
   if (options_.layout == OutputLayout::kNCHW) return {n, s.channels, s.height, s.width};
   return {n, s.height, s.width, s.channels};
@@ -131,7 +131,7 @@ ReaderStats Reader::Impl::stats() const {
 Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Reader::~Reader() = default;
 
-absl::StatusOr<Batch> Reader::Next() { return impl_->Next(this, internal::kNoTimeout); }
+absl::StatusOr<Batch> Reader::Next() { return impl_->Next(this, reader::kNoTimeout); }
 absl::StatusOr<Batch> Reader::Next(std::chrono::nanoseconds timeout) {
   return impl_->Next(this, timeout);
 }
@@ -178,7 +178,7 @@ const void* Batch::device_images() const {
 }
 void* Batch::device_event() const { return slot_->event; }
 std::array<int64_t, 4> Batch::shape() const {
-  const internal::OutputShape& s = *slot_->shape;
+  const reader::OutputShape& s = *slot_->shape;
   if (slot_->layout == OutputLayout::kNCHW) return {size(), s.channels, s.height, s.width};
   return {size(), s.height, s.width, s.channels};
 }

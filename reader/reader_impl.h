@@ -27,7 +27,7 @@
 #include "shardpack/reader.h"
 
 namespace shardpack {
-namespace internal {
+namespace reader {
 
 // reader/reader_options.cc. InvalidArgumentError naming the first option
 // out of its range.
@@ -37,12 +37,12 @@ absl::Status ResolveRank(ReaderOptions* o);
 // The plan options of `o`, whose rank and world size are resolved.
 PlanOptions PlanOptionsOf(const ReaderOptions& o);
 
-}  // namespace internal
+}  // namespace reader
 
 struct Batch::Slot {
-  internal::RingSlot* ring = nullptr;
+  reader::RingSlot* ring = nullptr;
   uint64_t seq = 0;
-  const internal::OutputShape* shape = nullptr;
+  const reader::OutputShape* shape = nullptr;
   int num_labels = 0;
   OutputLayout layout = OutputLayout::kNHWC;
   size_t sample_bytes = 0;    // of images() or, on a device, device_images()
@@ -62,7 +62,7 @@ class Reader::Impl {
   }
   // `engine`: the copy engine to stage batches through (tests), else one is
   // made for options.device when it is >= 0.
-  absl::Status Init(const ReaderOptions& options, std::unique_ptr<internal::CopyEngine> engine);
+  absl::Status Init(const ReaderOptions& options, std::unique_ptr<reader::CopyEngine> engine);
   absl::StatusOr<Batch> Next(Reader* reader, std::chrono::nanoseconds timeout);
   // ~Batch, on any thread: the slot goes back through atomics only.
   void Release(Batch::Slot* slot) {
@@ -96,7 +96,7 @@ class Reader::Impl {
     num_slots_ = static_cast<size_t>(n);
   }
   // Tells options_.corrupt_reporter of the samples `ring` replaced.
-  void ReportCorrupt(const internal::RingSlot& ring) const;
+  void ReportCorrupt(const reader::RingSlot& ring) const;
   void Stop();
   // Starts the pipeline and the ring at (epoch_, batch_); on failure
   // nothing was delivered and the next Next() tries again.
@@ -109,16 +109,16 @@ class Reader::Impl {
   absl::StatusOr<std::vector<ReadSegment>> SegmentsOf(const ReaderState& state) const;
 
   ReaderOptions options_;
-  internal::PlanOptions plan_;
+  reader::PlanOptions plan_;
   uint64_t fingerprint_ = 0;
-  internal::StreamDataset dataset_;
-  std::unique_ptr<internal::SampleTransform> transform_;
+  reader::StreamDataset dataset_;
+  std::unique_ptr<reader::SampleTransform> transform_;
   // Before pipeline_: the ring slots are its (pinned) memory.
-  std::unique_ptr<internal::CopyEngine> engine_;
-  std::unique_ptr<internal::Pipeline> pipeline_;
-  std::unique_ptr<internal::Stager> stager_;  // null: batches stay on the host
+  std::unique_ptr<reader::CopyEngine> engine_;
+  std::unique_ptr<reader::Pipeline> pipeline_;
+  std::unique_ptr<reader::Stager> stager_;  // null: batches stay on the host
   // Where Next takes batches from: the stager, else the pipeline's host ring.
-  internal::BatchRing* ring_ = nullptr;
+  reader::BatchRing* ring_ = nullptr;
   size_t device_sample_bytes_ = 0;
   size_t sample_bytes_ = 0;  // of a sample of what Next hands out
   std::string no_device_;  // why there is no engine for options_.device
@@ -132,7 +132,7 @@ class Reader::Impl {
   // After an elastic Restore: epoch_'s earlier segments and what they left
   // (null otherwise). Cleared when epoch_ ends.
   std::vector<ReadSegment> earlier_;
-  std::shared_ptr<const internal::EpochRest> rest_;
+  std::shared_ptr<const reader::EpochRest> rest_;
   uint64_t seq_ = 0;  // its pipeline sequence number
   std::atomic<int> outstanding_{0};  // live Batches
   // Counted as batches are delivered: workers run ahead into the next epoch,

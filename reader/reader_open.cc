@@ -7,26 +7,26 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rng.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 #include "reader/reader_impl.h"
 
 namespace shardpack {
 
-using internal::CheckOptions;
-using internal::Pipeline;
-using internal::PlanOptionsOf;
-using internal::ResolveRank;
+using reader::CheckOptions;
+using reader::Pipeline;
+using reader::PlanOptionsOf;
+using reader::ResolveRank;
 
 namespace {
 
 
 // The manifest's fingerprint; for a lone .shard file (whose manifest lists
 // no shards) folded with its read units, so that two different files differ.
-uint64_t DatasetFingerprint(const internal::StreamDataset& d) {
+uint64_t DatasetFingerprint(const reader::StreamDataset& d) {
   uint64_t h = ManifestFingerprint(d.manifest());
   if (!d.manifest().shards.empty()) return h;
-  for (const internal::ReadUnit& u : d.units()) {
-    h = internal::Draw(h, u.first_record, u.records, u.bytes);
+  for (const reader::ReadUnit& u : d.units()) {
+    h = common::Draw(h, u.first_record, u.records, u.bytes);
   }
   return h;
 }
@@ -42,9 +42,9 @@ ElementType BatchDType(const ReaderOptions& host, bool staged) {
 
 // The CUDA engine for `device`, or null with why batches stay in host
 // memory in `why` (Reader::device_fallback(): the tools print it).
-std::unique_ptr<internal::CopyEngine> DeviceEngine(const ReaderOptions& o, std::string* why) {
-  absl::StatusOr<std::unique_ptr<internal::CopyEngine>> engine =
-      internal::MakeCudaCopyEngine(o.device, o.consumer_stream);
+std::unique_ptr<reader::CopyEngine> DeviceEngine(const ReaderOptions& o, std::string* why) {
+  absl::StatusOr<std::unique_ptr<reader::CopyEngine>> engine =
+      reader::MakeCudaCopyEngine(o.device, o.consumer_stream);
   if (engine.ok()) return *std::move(engine);
   *why = absl::StrCat("no CUDA device ", o.device, " (", engine.status().message(),
                       "): batches stay in host memory");
@@ -70,7 +70,7 @@ absl::Status Reader::Impl::HostOptions(ReaderOptions* host) {
 }
 
 absl::Status Reader::Impl::Init(const ReaderOptions& options,
-                                std::unique_ptr<internal::CopyEngine> engine) {
+                                std::unique_ptr<reader::CopyEngine> engine) {
   options_ = options;
   SP_RETURN_IF_ERROR(CheckOptions(options_));
   SP_RETURN_IF_ERROR(ResolveRank(&options_));
@@ -79,29 +79,29 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   ReaderOptions host;
   SP_RETURN_IF_ERROR(HostOptions(&host));
   dtype_ = BatchDType(host, engine_ != nullptr);
-  SP_ASSIGN_OR_RETURN(dataset_, internal::OpenStreamDataset(options_.path, options_.io));
-  SP_ASSIGN_OR_RETURN(internal::SampleTransform t,
-                      internal::SampleTransform::Make(host, dataset_.source->image()));
-  transform_ = std::make_unique<internal::SampleTransform>(std::move(t));
+  SP_ASSIGN_OR_RETURN(dataset_, reader::OpenStreamDataset(options_.path, options_.io));
+  SP_ASSIGN_OR_RETURN(reader::SampleTransform t,
+                      reader::SampleTransform::Make(host, dataset_.source->image()));
+  transform_ = std::make_unique<reader::SampleTransform>(std::move(t));
   // The one place the worker count is resolved: the pipeline and the ring's
   // default take it from here.
-  host.threads = options_.threads = internal::WorkerThreads(options_.threads);
+  host.threads = options_.threads = reader::WorkerThreads(options_.threads);
   int workers = options_.threads;
   if (engine_ != nullptr) {
     device_sample_bytes_ = DeviceSampleBytes();
-    options_.device_buffers = internal::DeviceBuffersFor(
+    options_.device_buffers = reader::DeviceBuffersFor(
         options_.device_buffers, uint64_t(options_.batch_size) * device_sample_bytes_);
     // A host slot stays with the staging chain from its build to its copy's
     // end: up to a device buffer's worth more slots than workers are in use.
     workers += options_.device_buffers;
   }
-  host.ring_slots = options_.ring_slots = internal::RingSlotsFor(
+  host.ring_slots = options_.ring_slots = reader::RingSlotsFor(
       options_.ring_slots, uint64_t(options_.batch_size) * transform_->shape().sample_bytes,
       workers);
-  internal::PlanOptions& plan = plan_;
+  reader::PlanOptions& plan = plan_;
   plan = PlanOptionsOf(options_);
   fingerprint_ = DatasetFingerprint(dataset_);
-  epoch_batches_ = internal::BatchesPerEpoch(dataset_.records, plan);
+  epoch_batches_ = reader::BatchesPerEpoch(dataset_.records, plan);
   if (epoch_batches_ == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         options_.path, ": ", dataset_.records, " records give rank ", options_.rank, " of ",
@@ -120,15 +120,15 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
 
 // Bytes of a sample in a device buffer: the host's, or the finish's output.
 size_t Reader::Impl::DeviceSampleBytes() const {
-  const internal::OutputShape& shape = transform_->shape();
+  const reader::OutputShape& shape = transform_->shape();
   if (options_.device_dtype == DeviceDType::kAsHost) return shape.sample_bytes;
   const size_t element = ElementBytes(dtype_);  // what the device kernel makes
   return size_t(shape.height) * shape.width * shape.channels * element;
 }
 
 absl::Status Reader::Impl::InitStaging(int num_labels) {
-  const internal::OutputShape& shape = transform_->shape();
-  internal::FinishParams finish;
+  const reader::OutputShape& shape = transform_->shape();
+  reader::FinishParams finish;
   finish.enabled = options_.device_dtype != DeviceDType::kAsHost;
   finish.half = options_.device_dtype == DeviceDType::kFloat16;
   finish.nchw = options_.layout == OutputLayout::kNCHW;
@@ -143,7 +143,7 @@ absl::Status Reader::Impl::InitStaging(int num_labels) {
   const size_t batch = static_cast<size_t>(options_.batch_size);
   SP_RETURN_IF_ERROR(engine_->Init(options_.device_buffers, batch * shape.sample_bytes,
                                    batch * device_sample_bytes_, finish));
-  stager_ = std::make_unique<internal::Stager>(&pipeline_->host_ring(), engine_.get(),
+  stager_ = std::make_unique<reader::Stager>(&pipeline_->host_ring(), engine_.get(),
                                                options_.device_buffers, shape.sample_bytes,
                                                options_.batch_size, num_labels, options_.keys);
   ring_ = stager_.get();
@@ -152,10 +152,10 @@ absl::Status Reader::Impl::InitStaging(int num_labels) {
 }
 
 absl::StatusOr<std::unique_ptr<Reader>> Reader::Open(const ReaderOptions& options) {
-  return internal::OpenReaderWithEngine(options, nullptr);
+  return reader::OpenReaderWithEngine(options, nullptr);
 }
 
-absl::StatusOr<std::unique_ptr<Reader>> internal::OpenReaderWithEngine(
+absl::StatusOr<std::unique_ptr<Reader>> reader::OpenReaderWithEngine(
     const ReaderOptions& options, std::unique_ptr<CopyEngine> engine) {
   auto impl = std::make_unique<Reader::Impl>();
   SP_RETURN_IF_ERROR(impl->Init(options, std::move(engine)));

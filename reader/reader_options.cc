@@ -8,15 +8,15 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "format/enum_names.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
+#include "common/enum_names.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "reader/options.h"
 #include "reader/reader_impl.h"
 
 namespace shardpack {
 
-using internal::AsAbsl;
+using common::AsAbsl;
 
 namespace {
 
@@ -51,7 +51,7 @@ absl::StatusOr<int> FromEnvironment(const char* name, int fallback, int lo, int 
     *named = absl::StrCat(name, " unset: ", fallback);
     return fallback;
   }
-  const std::string shown = internal::Excerpt(text);
+  const std::string shown = common::Excerpt(text);
   *named = absl::StrCat(name, "=", shown);
   int64_t v = 0;
   if (!absl::SimpleAtoi(text, &v)) {
@@ -75,7 +75,7 @@ absl::StatusOr<int> FromEnvironment(const char* name, int fallback, int lo, int 
 
 // RANK / WORLD_SIZE from the environment when the option is -1; the
 // options themselves are checked (CheckOptions).
-absl::Status internal::ResolveRank(ReaderOptions* o) {
+absl::Status reader::ResolveRank(ReaderOptions* o) {
   std::string world = absl::StrCat("world_size ", o->world_size);
   std::string rank = absl::StrCat("rank ", o->rank);
   if (o->world_size == -1) {
@@ -92,24 +92,24 @@ absl::Status internal::ResolveRank(ReaderOptions* o) {
 }
 
 // The plan options of `o`, whose rank and world size are resolved.
-internal::PlanOptions internal::PlanOptionsOf(const ReaderOptions& o) {
-  return internal::PlanOf(internal::SegmentOf(o), o.seed, o.rank);
+reader::PlanOptions reader::PlanOptionsOf(const ReaderOptions& o) {
+  return reader::PlanOf(reader::SegmentOf(o), o.seed, o.rank);
 }
 
-absl::Status internal::CheckOptions(const ReaderOptions& o) {
+absl::Status reader::CheckOptions(const ReaderOptions& o) {
   // The path goes to the system as a C string: a NUL would cut it short.
   if (const size_t nul = o.path.find('\0'); nul != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("path '", internal::Excerpt(o.path),
+    return absl::InvalidArgumentError(absl::StrCat("path '", common::Excerpt(o.path),
                                                    "' holds a NUL byte (at byte ", nul,
                                                    "): a path is text without NULs"));
   }
   if (o.path.size() >= PATH_MAX) {
-    return absl::InvalidArgumentError(absl::StrCat("path '", internal::Excerpt(o.path),
+    return absl::InvalidArgumentError(absl::StrCat("path '", common::Excerpt(o.path),
                                                    "' is too long: at most ", PATH_MAX - 1,
                                                    " bytes"));
   }
   auto check = [](const char* name, int v, bool ok) {
-    return ok ? absl::OkStatus() : internal::OptionOutOfRange(name, absl::StrCat(v));
+    return ok ? absl::OkStatus() : reader::OptionOutOfRange(name, absl::StrCat(v));
   };
   auto in = [](int v, int lo, int hi) { return v >= lo && v <= hi; };
   const Transform& t = o.transform;
@@ -137,18 +137,18 @@ absl::Status internal::CheckOptions(const ReaderOptions& o) {
 }
 
 
-absl::Status internal::OptionOutOfRange(std::string_view option, std::string_view value) {
+absl::Status reader::OptionOutOfRange(std::string_view option, std::string_view value) {
   for (const IntOption& o : IntOptions()) {
     if (option == o.name) {
-      return absl::InvalidArgumentError(absl::StrCat(o.name, " ", Excerpt(value),
+      return absl::InvalidArgumentError(absl::StrCat(o.name, " ", common::Excerpt(value),
                                                      " is out of range: ", o.accepted));
     }
   }
   return absl::InvalidArgumentError(
-      absl::StrCat(AsAbsl(option), " ", Excerpt(value), " is out of range"));
+      absl::StrCat(common::AsAbsl(option), " ", common::Excerpt(value), " is out of range"));
 }
 
-absl::StatusOr<internal::PlanOptions> internal::ReaderPlanOptions(ReaderOptions options) {
+absl::StatusOr<reader::PlanOptions> reader::ReaderPlanOptions(ReaderOptions options) {
   SP_RETURN_IF_ERROR(CheckOptions(options));
   SP_RETURN_IF_ERROR(ResolveRank(&options));
   return PlanOptionsOf(options);
@@ -157,18 +157,18 @@ absl::StatusOr<internal::PlanOptions> internal::ReaderPlanOptions(ReaderOptions 
 
 // ---- Option names -----------------------------------------------------------
 
-// Option values, given by people, parse in any case (format/enum_names.h).
+// Option values, given by people, parse in any case (common/enum_names.h).
 namespace {
 
-using internal::Case;
-using internal::NameIn;
+using common::Case;
+using common::NameIn;
 template <typename E>
-using Name = internal::EnumName<E>;
+using Name = common::EnumName<E>;
 
 template <typename E, size_t N>
 absl::StatusOr<E> ParseOption(const Name<E> (&names)[N], std::string_view what,
                               std::string_view name) {
-  return internal::ParseIn(names, what, name, Case::kAny);
+  return common::ParseIn(names, what, name, Case::kAny);
 }
 
 constexpr Name<IoEngine> kIoEngines[] = {{IoEngine::kAuto, "auto"},
@@ -234,13 +234,13 @@ absl::StatusOr<Transform> ParseTransform(std::string_view text) {
     t = Transform::CenterCrop();
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "unknown transform '", internal::Excerpt(text),
+        "unknown transform '", common::Excerpt(text),
         "' (none, cifar-train[:SIZE], cifar-eval[:SIZE], rrc[:SIZE], center[:SIZE])"));
   }
   if (size_t colon = text.find(':'); colon != std::string_view::npos) {
     const std::string_view size = text.substr(colon + 1);
     if (!absl::SimpleAtoi(AsAbsl(size), &t.size) || t.size < 1 || t.size > kMaxTransformSize) {
-      return absl::InvalidArgumentError(absl::StrCat("transform '", internal::Excerpt(text),
+      return absl::InvalidArgumentError(absl::StrCat("transform '", common::Excerpt(text),
                                                      "': SIZE is an integer from 1 to ",
                                                      kMaxTransformSize));
     }

@@ -5,13 +5,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 #include "reader/reader_impl.h"
 
 namespace shardpack {
 
 ReaderState Reader::Impl::state() const {
-  return {options_.seed, epoch_, fingerprint_, internal::SegmentOf(options_, batch_), earlier_};
+  return {options_.seed, epoch_, fingerprint_, reader::SegmentOf(options_, batch_), earlier_};
 }
 
 absl::StatusOr<std::vector<ReadSegment>> Reader::Impl::SegmentsOf(
@@ -68,17 +68,17 @@ absl::Status Reader::Impl::Restore(const ReaderState& state) {
   // options; otherwise it is finished (an elastic resume), or dropped when
   // it delivered nothing.
   const uint64_t delivered = state.segment.batches;
-  const bool same = internal::SegmentOf(options_, delivered) == state.segment;
+  const bool same = reader::SegmentOf(options_, delivered) == state.segment;
   if (same || delivered == 0) segments.pop_back();
-  std::shared_ptr<const internal::EpochRest> rest;
+  std::shared_ptr<const reader::EpochRest> rest;
   if (!segments.empty()) {
-    SP_ASSIGN_OR_RETURN(internal::EpochRest r,
-                        internal::RestOfEpoch(dataset_.source->units(), segments, options_.seed,
+    SP_ASSIGN_OR_RETURN(reader::EpochRest r,
+                        reader::RestOfEpoch(dataset_.source->units(), segments, options_.seed,
                                               state.epoch));
-    rest = std::make_shared<const internal::EpochRest>(std::move(r));
+    rest = std::make_shared<const reader::EpochRest>(std::move(r));
   }
   const uint64_t batch = same ? delivered : 0;
-  const uint64_t batches = rest != nullptr ? internal::BatchesPerEpoch(rest->count, plan_)
+  const uint64_t batches = rest != nullptr ? reader::BatchesPerEpoch(rest->count, plan_)
                                            : pipeline_->batches_per_epoch();
   if (batch > batches) {
     return absl::InvalidArgumentError(absl::StrCat("state.batch ", batch,

@@ -7,15 +7,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace shardpack {
 namespace {
 
-using internal::StateDialect;
-using internal::StateValue;
+using reader::StateDialect;
+using reader::StateValue;
 using Json = nlohmann::ordered_json;
 
 // A saved state is 3 levels deep (the state, `earlier`, a segment): text
@@ -34,14 +34,14 @@ void PutPlan(const ReadSegment& s, Json& j) {
 
 // "<what> is <value>: it must be <must>".
 absl::Status Bad(std::string_view what, const StateValue& v, std::string_view must) {
-  return absl::InvalidArgumentError(absl::StrCat(internal::AsAbsl(what), " is ", v.Shown(),
-                                                 ": it must be ", internal::AsAbsl(must)));
+  return absl::InvalidArgumentError(absl::StrCat(common::AsAbsl(what), " is ", v.Shown(),
+                                                 ": it must be ", common::AsAbsl(must)));
 }
 
 std::string Joined(const std::vector<std::string_view>& names) {
   std::string out;
   for (std::string_view name : names) {
-    absl::StrAppend(&out, out.empty() ? "" : ", ", internal::AsAbsl(name));
+    absl::StrAppend(&out, out.empty() ? "" : ", ", common::AsAbsl(name));
   }
   return out;
 }
@@ -125,7 +125,7 @@ class MapReader {
 
  private:
   std::string Quoted(std::string_view name) const {
-    return absl::StrCat(std::string(1, d_.quote), internal::AsAbsl(name), std::string(1, d_.quote));
+    return absl::StrCat(std::string(1, d_.quote), common::AsAbsl(name), std::string(1, d_.quote));
   }
   std::string At(std::string_view key) const { return absl::StrCat(where_, "[", Quoted(key), "]"); }
 
@@ -161,7 +161,7 @@ class JsonValue final : public StateValue {
  public:
   explicit JsonValue(const Json& j) : j_(j) {}
   std::string Shown() const override {
-    return internal::Excerpt(j_.dump(-1, ' ', false, Json::error_handler_t::replace));
+    return common::Excerpt(j_.dump(-1, ' ', false, Json::error_handler_t::replace));
   }
   std::optional<uint64_t> Uint() const override {
     if (j_.is_number_unsigned()) return j_.get<uint64_t>();
@@ -202,7 +202,7 @@ class JsonValue final : public StateValue {
 
 }  // namespace
 
-absl::StatusOr<ReaderState> internal::ReadState(const StateValue& root, const StateDialect& d) {
+absl::StatusOr<ReaderState> reader::ReadState(const StateValue& root, const StateDialect& d) {
   if (!root.IsMap()) {
     return Bad(d.root, root, absl::StrCat(d.a_map, " from ", d.producer));
   }
@@ -238,7 +238,7 @@ std::string ReaderState::ToJson() const {
 }
 
 absl::StatusOr<ReaderState> ReaderState::FromJson(std::string_view text) {
-  const char* root = internal::kJsonState.root;
+  const char* root = reader::kJsonState.root;
   bool too_deep = false;
   Json j;
   try {
@@ -249,14 +249,14 @@ absl::StatusOr<ReaderState> ReaderState::FromJson(std::string_view text) {
   } catch (const Json::exception& e) {
     // A syntax error, or a number past a double's range.
     return absl::InvalidArgumentError(absl::StrCat(root, " is not JSON: ",
-                                                   internal::Excerpt(e.what(), 200)));
+                                                   common::Excerpt(e.what(), 200)));
   }
   if (too_deep) {
     return absl::InvalidArgumentError(absl::StrCat(root,
                                                    " is JSON nested deeper than ", kMaxJsonDepth,
                                                    " levels: a ReaderState::ToJson() is 3 deep"));
   }
-  return internal::ReadState(JsonValue(j), internal::kJsonState);
+  return reader::ReadState(JsonValue(j), reader::kJsonState);
 }
 
 }  // namespace shardpack

@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "shardpack/reader.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // One value of a saved state where it lies (a JSON value, a Python object).
 // ReadState asks each value for what its field must be; a value that is not
@@ -76,6 +76,6 @@ inline constexpr StateDialect kJsonState = {
 // like the fingerprint and the seed, are Reader::Restore's to check.
 absl::StatusOr<ReaderState> ReadState(const StateValue& root, const StateDialect& dialect);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_READER_STATE_H_

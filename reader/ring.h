@@ -21,7 +21,7 @@
 
 #include "absl/status/status.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 class CopyEngine;  // reader/staging.h
 
@@ -86,6 +86,6 @@ class BatchRing {
   virtual double consumer_wait_s() const = 0;
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_RING_H_

@@ -1,13 +1,13 @@
 #include "reader/shard_source.h"
 
 #include "absl/strings/str_cat.h"
-#include "format/coding.h"
-#include "format/errors.h"
-#include "format/mapping_guard.h"
+#include "common/coding.h"
+#include "common/errors.h"
+#include "common/mapping_guard.h"
+#include "common/status_macros.h"
 #include "reader/io_engine.h"
-#include "format/status_macros.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 // Memory a unit holds while loaded: its stored bytes (rounded to the I/O
@@ -15,7 +15,8 @@ namespace {
 // every engine (mapped pages count in RSS too), so the plan, which budgets
 // with it, and so the sample order never depend on the engine.
 uint64_t UnitBytes(const BlockInfo& block) {
-  return AlignUp(block.stored_size, kIoAlignment) + (block.compressed() ? block.raw_size : 0);
+  return common::AlignUp(block.stored_size, kIoAlignment) +
+         (block.compressed() ? block.raw_size : 0);
 }
 
 class ShardSource final : public UnitSource {
@@ -29,8 +30,8 @@ class ShardSource final : public UnitSource {
     for (size_t f = 0; f < paths_.size(); ++f) {
       SP_ASSIGN_OR_RETURN(ShardIndex index, ShardIndex::Load(io_->file(f)));
       if (!manifest.shards.empty()) {
-        SP_RETURN_IF_ERROR(
-            CheckManifestRecords(paths_[f], index.num_records(), manifest.shards[f].records));
+        SP_RETURN_IF_ERROR(common::CheckManifestRecords(paths_[f], index.num_records(),
+                                                        manifest.shards[f].records));
       }
       for (size_t b = 0; b < index.num_blocks(); ++b) {
         const BlockInfo& block = index.block(b);
@@ -63,7 +64,7 @@ class ShardSource final : public UnitSource {
     return bytes;
   }
   absl::Status CheckIntact() const override {
-    if (ContainedMappingFaults() == 0) return absl::OkStatus();
+    if (common::ContainedMappingFaults() == 0) return absl::OkStatus();
     for (size_t f = 0; f < paths_.size(); ++f) SP_RETURN_IF_ERROR(io_->file(f).CheckIntact());
     return absl::OkStatus();
   }
@@ -98,7 +99,7 @@ class ShardSource final : public UnitSource {
     return indexes_[units_[u].file].block(units_[u].block);
   }
   size_t RawOffset(const BlockInfo& block) const {
-    return io_->zero_copy() ? 0 : AlignUp(block.stored_size, kIoAlignment);
+    return io_->zero_copy() ? 0 : common::AlignUp(block.stored_size, kIoAlignment);
   }
 
   std::vector<std::string> paths_;
@@ -121,4 +122,4 @@ absl::StatusOr<std::unique_ptr<UnitSource>> OpenShardSource(const std::vector<st
   return source;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

@@ -11,7 +11,7 @@
 #include "reader/unit_source.h"
 #include "shardpack/manifest.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // Opens `paths` (the shards of `manifest`, or one lone shard when the
 // manifest has no shards) with `engine`, loads every index and checks the
@@ -20,6 +20,6 @@ absl::StatusOr<std::unique_ptr<UnitSource>> OpenShardSource(const std::vector<st
                                                             const Manifest& manifest,
                                                             IoEngine engine);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_SHARD_SOURCE_H_

@@ -7,10 +7,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "format/threads.h"
+#include "common/threads.h"
 #include "reader/wait.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 uint16_t HalfBits(float f) {
   uint32_t x;
@@ -112,7 +112,7 @@ absl::Status Stager::Start() {
     slots_[k].free_for = k;
     issued_ok_[k] = 0;
   }
-  return internal::StartThread(&thread_, "the reader's staging thread", [this] { IssueMain(); });
+  return common::StartThread(&thread_, "the reader's staging thread", [this] { IssueMain(); });
 }
 
 void Stager::RequestStop() {
@@ -208,4 +208,4 @@ void Stager::Release(uint64_t seq) {
   slots_[b].free_for.notify_all();
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

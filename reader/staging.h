@@ -29,7 +29,7 @@
 #include "reader/wait.h"
 #include "shardpack/reader.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // The on-device finish: uint8 NHWC in, `half` ? float16 : float32 out, NCHW
 // or NHWC, value = pixel * scale[c] + bias[c] (scale = 1 / (255 std),
@@ -180,6 +180,6 @@ class Stager final : public BatchRing {
   std::atomic<uint64_t> consumer_wait_ns_{0};
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_STAGING_H_

@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #endif
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 namespace {
 
@@ -133,12 +133,12 @@ absl::Status CheckJpegTransform(const Transform& tr) {
 
 JpegCrop SampleRandomResizedCrop(uint32_t width, uint32_t height, const Transform& t,
                                  uint64_t seed, uint64_t epoch, uint64_t record_index) {
-  const uint64_t base = Draw(seed, kStreamAugment, epoch, record_index);
+  const uint64_t base = common::Draw(seed, common::kStreamAugment, epoch, record_index);
   const bool flip = (base >> 63) != 0;
   const double area = double(width) * height;
   const double log_lo = std::log(t.ratio[0]), log_hi = std::log(t.ratio[1]);
   for (uint64_t k = 0; k < 10; ++k) {
-    const uint64_t r = Draw(base, k, 0);
+    const uint64_t r = common::Draw(base, k, 0);
     const double target = area * (t.scale[0] + (t.scale[1] - t.scale[0]) * Unit32(r >> 32));
     const double aspect = std::exp(log_lo + (log_hi - log_lo) * Unit32(r));
     // Compared as doubles: with a scale or ratio far from 1 a side may not
@@ -147,8 +147,8 @@ JpegCrop SampleRandomResizedCrop(uint32_t width, uint32_t height, const Transfor
     const double hd = std::nearbyint(std::sqrt(target / aspect));
     if (wd > 0 && hd > 0 && wd <= width && hd <= height) {
       const int w = static_cast<int>(wd), h = static_cast<int>(hd);
-      const auto y = double(Below(Draw(base, k, 1), height - uint32_t(h) + 1));
-      const auto x = double(Below(Draw(base, k, 2), width - uint32_t(w) + 1));
+      const auto y = double(common::Below(common::Draw(base, k, 1), height - uint32_t(h) + 1));
+      const auto x = double(common::Below(common::Draw(base, k, 2), width - uint32_t(w) + 1));
       return {x, y, x + w, y + h, flip, false};
     }
   }
@@ -242,9 +242,9 @@ SampleTransform::Crop SampleTransform::Choose(uint64_t epoch, uint64_t record_in
     return {c, c, false};
   }
   // One draw per sample: offsets and flip from disjoint bits.
-  uint64_t r = Draw(seed_, kStreamAugment, epoch, record_index);
+  uint64_t r = common::Draw(seed_, common::kStreamAugment, epoch, record_index);
   uint64_t span = static_cast<uint64_t>(range_) + 1;
-  return {static_cast<int>(Below(r, span)), static_cast<int>(Below(r << 21, span)),
+  return {static_cast<int>(common::Below(r, span)), static_cast<int>(common::Below(r << 21, span)),
           ((r >> 63) & 1) != 0};
 }
 
@@ -338,14 +338,14 @@ void SampleTransform::Finish(const uint8_t* hwc, uint8_t* dst) const {
 absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
                                         uint64_t record_index, uint8_t* dst,
                                         TransformScratch& scratch) const {
-  if (scratch.decoder == nullptr) scratch.decoder = std::make_unique<JpegDecoder>();
-  JpegDecoder& decoder = *scratch.decoder;
+  if (scratch.decoder == nullptr) scratch.decoder = std::make_unique<codec::JpegDecoder>();
+  codec::JpegDecoder& decoder = *scratch.decoder;
   std::vector<uint8_t>& staging = scratch.staging;
   auto damaged = [&](const absl::Status& s) {
     return absl::DataLossError(absl::StrCat("record ", record_index, " ('",
                                             std::string(record.key), "'): ", s.message()));
   };
-  absl::StatusOr<JpegHeader> header = decoder.Start(record.payload);
+  absl::StatusOr<codec::JpegHeader> header = decoder.Start(record.payload);
   if (!header.ok()) return damaged(header.status());
   const bool train = transform_.kind == Transform::Kind::kRandomResizedCrop;
   const JpegCrop c =
@@ -353,8 +353,9 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
                                       record_index)
             : CenterCropBox(header->width, header->height, transform_.size);
   const auto out = static_cast<uint32_t>(transform_.size);
-  const JpegRect rect{uint32_t(c.x0), uint32_t(c.y0), uint32_t(std::ceil(c.x1)) - uint32_t(c.x0),
-                      uint32_t(std::ceil(c.y1)) - uint32_t(c.y0)};
+  const codec::JpegRect rect{uint32_t(c.x0), uint32_t(c.y0),
+                             uint32_t(std::ceil(c.x1)) - uint32_t(c.x0),
+                             uint32_t(std::ceil(c.y1)) - uint32_t(c.y0)};
   // The eval resize reads beyond the crop as a resize of the whole image
   // would: its filter reaches (crop / out) source pixels past the edges.
   const uint32_t grow = train ? 0 : uint32_t(std::ceil((c.x1 - c.x0) / out)) + 1;
@@ -368,12 +369,12 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   // YCbCr JPEGs come back as planes: resized first and converted to RGB
   // after, there are fewer pixels to convert and no chroma to upsample
   // (the resize's filter does it).
-  absl::StatusOr<DecodedRegion> region =
-      decoder.DecodeRegion(rect, out, out, grow, RegionPixels::kYccPlanesWhenPossible);
+  absl::StatusOr<codec::DecodedRegion> region =
+      decoder.DecodeRegion(rect, out, out, grow, codec::RegionPixels::kYccPlanesWhenPossible);
   if (!region.ok()) return damaged(region.status());
   // The decoded box is the integer rect; move it to the exact crop.
   const double f = region->scale_num / 8.0;
-  ResizeBox box = region->box;
+  codec::ResizeBox box = region->box;
   box.x0 += (c.x0 - rect.x) * f;
   box.y0 += (c.y0 - rect.y) * f;
   box.x1 = box.x0 + (c.x1 - c.x0) * f;
@@ -386,9 +387,9 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   uint8_t* hwc = direct ? dst : staging.data();
   // Straight into the slot: streamed past this core's cache (the consumer
   // or the GPU copy reads the batch from memory).
-  ResizeOptions options{train, c.flip};
+  codec::ResizeOptions options{train, c.flip};
   options.stream_output = direct;
-  ResizeRegion(*region, box, out, out, options, hwc, &scratch.resize);
+  codec::ResizeRegion(*region, box, out, out, options, hwc, &scratch.resize);
   if (!direct) Finish(hwc, dst);
   return absl::OkStatus();
 }
@@ -429,4 +430,4 @@ absl::Status SampleTransform::Apply(const Record& record, uint64_t epoch,
   return absl::OkStatus();
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

@@ -20,7 +20,7 @@
 #include "shardpack/reader.h"
 #include "shardpack/record.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // A crop of a JPEG image in full-size pixel coordinates.
 struct JpegCrop {
@@ -55,8 +55,8 @@ struct OutputShape {
 // of ours is allocated per image. Not thread-safe: one per worker, owned by
 // it (reader/batch_builder.h).
 struct TransformScratch {
-  std::unique_ptr<JpegDecoder> decoder;  // null until the first JPEG
-  ResizeScratch resize;
+  std::unique_ptr<codec::JpegDecoder> decoder;  // null until the first JPEG
+  codec::ResizeScratch resize;
   std::vector<uint8_t> staging;
 };
 
@@ -108,6 +108,6 @@ class SampleTransform {
   OutputShape shape_;
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_TRANSFORM_H_

@@ -23,7 +23,7 @@
 #include "shardpack/reader.h"
 #include "shardpack/record.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 struct UnitLoad {
   uint32_t unit = 0;
@@ -109,6 +109,6 @@ void CutUnits(uint32_t file, uint64_t rows, uint64_t rows_per_unit, uint64_t* fi
   *first_record += rows;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_UNIT_SOURCE_H_

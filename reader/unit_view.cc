@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "format/record_codec.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 UnitView UnitView::Encoded(std::span<const ByteSpan> records, const std::string* where,
                            uint64_t first_record) {
@@ -56,7 +56,7 @@ ByteSpan UnitView::record_bytes(size_t i) const {
 
 absl::StatusOr<Record> UnitView::SlowRecord(size_t i) const {
   if (kind_ == Kind::kEncoded) {
-    return DecodeRecord(encoded_[i],
+    return format::DecodeRecord(encoded_[i],
                         [&] { return absl::StrCat(*where_, ": record ", first_record_ + i); });
   }
   const ColumnRows& c = columns_;
@@ -81,4 +81,4 @@ absl::StatusOr<Record> UnitView::SlowRecord(size_t i) const {
   return r;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

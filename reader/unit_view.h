@@ -21,7 +21,7 @@
 #include "shardpack/record.h"
 #include "shardpack/shard.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 // A column store's view of rows [0, rows) of a unit.
 struct ColumnRows {
@@ -78,6 +78,6 @@ class UnitView {
   uint64_t first_record_ = 0;
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_UNIT_VIEW_H_

@@ -9,17 +9,17 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "format/posix_io.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/status_macros.h"
 #include "reader/io_engine_base.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
-#include "format/errors.h"
 
 #ifdef SHARDPACK_HAVE_URING
 #include <liburing.h>
 #endif
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 #ifdef SHARDPACK_HAVE_URING
 namespace {
@@ -35,7 +35,7 @@ class UringIo final : public EngineBase {
  public:
   // With `direct_fds`, reads go through those O_DIRECT descriptors (the
   // kDirect engine with several reads in flight); file(i) stays buffered.
-  explicit UringIo(PosixFiles files, std::vector<UniqueFd> direct_fds = {})
+  explicit UringIo(PosixFiles files, std::vector<common::UniqueFd> direct_fds = {})
       : direct_fds_(std::move(direct_fds)) {
     for (size_t i = 0; i < files.size(); ++i) {
       fds_.push_back(direct_fds_.empty() ? files[i]->fd() : direct_fds_[i].get());
@@ -74,10 +74,10 @@ class UringIo final : public EngineBase {
   // Bytes to ask for: O_DIRECT reads whole aligned blocks (the buffer has
   // room; at the end of the file fewer arrive, and `length` is enough).
   uint32_t Wanted(const IoRequest& r) const {
-    return direct_fds_.empty() ? r.length : static_cast<uint32_t>(AlignUp(r.length));
+    return direct_fds_.empty() ? r.length : static_cast<uint32_t>(AlignToIo(r.length));
   }
 
-  std::vector<UniqueFd> direct_fds_;
+  std::vector<common::UniqueFd> direct_fds_;
   io_uring ring_{};
   bool ring_ready_ = false;
   std::vector<int> fds_;  // borrowed from files_ or direct_fds_
@@ -134,7 +134,7 @@ absl::Status UringIo::Queue(const Slot& s) {
   if (rc < 0) {
     // The SQE stays queued and may go out with a later submit; Apply() then
     // ignores its completion (the slot is already complete or reused).
-    absl::Status coded = internal::ErrnoError("io_uring_submit", name, -rc);
+    absl::Status coded = common::ErrnoError("io_uring_submit", name, -rc);
     return absl::Status(coded.code(), absl::StrCat(name, " @", r.offset + s.done,
                                                    ": io_uring_submit failed: ", strerror(-rc)));
   }
@@ -171,7 +171,7 @@ void UringIo::Reap() {
   } while (rc == -EINTR);
   if (rc < 0) {
     const IoRequest& r = SlotOf(head_).request;
-    Fail(SlotOf(head_), ReadErrorAt(files_[r.file]->name(), r.offset, -rc));
+    Fail(SlotOf(head_), common::ReadErrorAt(files_[r.file]->name(), r.offset, -rc));
     return;
   }
   uint64_t seq = io_uring_cqe_get_data64(cqe);
@@ -193,10 +193,10 @@ void UringIo::Apply(uint64_t seq, int res) {
       return;
     }
   } else if (res == 0) {
-    Fail(s, ShortReadAt(name, r.offset + s.done, r.length - s.done));
+    Fail(s, common::ShortReadAt(name, r.offset + s.done, r.length - s.done));
     return;
   } else if (res != -EINTR && res != -EAGAIN) {
-    Fail(s, ReadErrorAt(name, r.offset + s.done, -res));
+    Fail(s, common::ReadErrorAt(name, r.offset + s.done, -res));
     return;
   }
   // A short read, or one to retry: submit the rest.
@@ -225,7 +225,7 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenUring(const std::vector<std::string
 // io_uring is refused, the synchronous O_DIRECT engine.
 absl::StatusOr<std::unique_ptr<BlockIo>> OpenDirect(const std::vector<std::string>& paths) {
   SP_ASSIGN_OR_RETURN(PosixFiles files, OpenPosixFiles(paths, /*sequential=*/false));
-  SP_ASSIGN_OR_RETURN(std::vector<UniqueFd> direct_fds, OpenDirectFds(files));
+  SP_ASSIGN_OR_RETURN(std::vector<common::UniqueFd> direct_fds, OpenDirectFds(files));
   auto io = std::make_unique<UringIo>(std::move(files), std::move(direct_fds));
   absl::Status ready = io->Init();
   if (absl::IsUnavailable(ready)) return OpenSync(paths, /*direct=*/true);
@@ -245,4 +245,4 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenDirect(const std::vector<std::strin
 
 #endif  // SHARDPACK_HAVE_URING
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

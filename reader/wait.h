@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <mutex>
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 inline uint64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -95,6 +95,6 @@ class Doorbell {
   std::condition_variable cv_;
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_WAIT_H_

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "reader/cuda/finish_kernel.h"
 #include "reader/staging.h"
-#include "format/status_macros.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 // Waits for `e`: polls for up to kSpin first, then sleeps in
@@ -340,4 +340,4 @@ absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) {
   return CudaStatus(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

@@ -2,7 +2,7 @@
 
 #include "reader/cuda/finish_kernel.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 // One thread per pixel (grid-stride): reads its `channels` bytes (a warp reads
@@ -50,4 +50,4 @@ cudaError_t LaunchFinish(const FinishArgs& args, int n, const uint8_t* src, void
   return cudaGetLastError();
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 
 struct FinishArgs {
   int height = 0, width = 0, channels = 0;  // channels <= 3
@@ -23,6 +23,6 @@ struct FinishArgs {
 cudaError_t LaunchFinish(const FinishArgs& args, int n, const uint8_t* src, void* dst,
                          cudaStream_t stream);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_CUDA_FINISH_KERNEL_H_

@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "backends/store.h"
+#include "common/status_macros.h"
 #include "shardpack/dataset.h"
-#include "format/status_macros.h"
 #include "tests/testing/shard_fixtures.h"
 
 namespace shardpack::testing {

@@ -53,7 +53,7 @@ std::vector<std::string> Names(const fs::path& dir) {
 
 // HDF5 ids of any kind still open in this process.
 ssize_t OpenHdf5Ids() {
-  auto lock = backends::internal::LockHdf5();
+  auto lock = backends::LockHdf5();
   return H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
 }
 

@@ -13,9 +13,9 @@
 #include "backends/hdf5_store.h"
 #include "backends/hdf5_util.h"
 #include "backends/shard_gate.h"
-#include "shardpack/dataset.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shardpack/dataset.h"
 #include "shardpack/reader.h"
 #include "tests/backends/backend_fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -410,19 +410,19 @@ TEST(Hdf5Hostile, MetadataAttributeOfManyStringsIsRefused) {
 TEST(Hdf5Errors, OneLineWithoutPluginFolders) {
   TempDir dir;
   std::string path = PlainFileWithPluginFilter(dir, "gone.h5", 40001, "gone_filter");
-  auto lock = backends::internal::LockHdf5();
+  auto lock = backends::LockHdf5();
   Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   Id d(H5Dopen2(file, "images", H5P_DEFAULT), H5Dclose);
   std::vector<uint8_t> out(4 * 48);
   ASSERT_LT(H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), 0);
-  absl::Status s = backends::internal::Hdf5Error(path, "reading 'images'");
+  absl::Status s = backends::Hdf5Error(path, "reading 'images'");
   EXPECT_THAT(std::string(s.message()),
               AllOf(HasSubstr(path),
                     HasSubstr("reading 'images': required filter 'gone_filter' "
                               "is not registered"),
                     Not(HasSubstr("plugin")), Not(HasSubstr("unknown"))));
   H5Eclear2(H5E_DEFAULT);
-  EXPECT_EQ(backends::internal::Hdf5Error(path, "closing").message(), path + ": closing failed");
+  EXPECT_EQ(backends::Hdf5Error(path, "closing").message(), path + ": closing failed");
 }
 
 // The whole path a user takes: convert the file, extract its records. The

@@ -42,7 +42,7 @@ void WriteEnv(const std::string& path, const std::vector<std::pair<uint64_t, std
   Manifest m;
   m.backend = Backend::kLmdb;
   m.schema = testing::JpegSchema();
-  std::string meta = backends::internal::ShardMetaJson(m, "x.lmdb", records);
+  std::string meta = backends::ShardMetaJson(m, "x.lmdb", records);
   MDB_val k{sizeof(backends::kLmdbMetaKey) - 1, const_cast<char*>(backends::kLmdbMetaKey)};
   MDB_val v{meta.size(), meta.data()};
   ASSERT_EQ(mdb_put(txn, dbi, &k, &v, 0), 0);

@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/decode.h"
-#include "format/errors.h"
+#include "common/errors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/codec/flip_sweep.h"
@@ -403,7 +403,7 @@ TEST(DecodeBmpTest, OffsetsPalettesAndRunsPastTheEnd) {
   auto r = Decode(b.Build(), &buffers);
   ExpectError(r, absl::StatusCode::kDataLoss,
               "@10: corrupt BMP data: pixel data offset 1073741824");
-  EXPECT_EQ(internal::ErrorOffset(r.status()), 10u);
+  EXPECT_EQ(common::ErrorOffset(r.status()), 10u);
   b.offbits.reset();
   b.bits = 8;
   b.colors = 200;  // a palette of 200 entries in a file with 4
@@ -486,7 +486,7 @@ TEST(DecodeBmpTest, EveryTruncationIsAnErrorWithTheOffset) {
       ASSERT_FALSE(r.ok()) << "a prefix of " << cut << " of " << file.size() << " bytes decodes";
       EXPECT_THAT(r, StatusIs(absl::StatusCode::kDataLoss, StartsWith(std::string(kName) + " @")))
           << cut;
-      EXPECT_TRUE(internal::ErrorOffset(r.status()).has_value()) << cut;
+      EXPECT_TRUE(common::ErrorOffset(r.status()).has_value()) << cut;
     }
   }
 }

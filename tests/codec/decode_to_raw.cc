@@ -30,7 +30,7 @@
 namespace {
 
 using shardpack::ByteSpan;
-using shardpack::internal::PixelView;
+using shardpack::codec::PixelView;
 
 constexpr char kUsage[] =
     "usage: decode_to_raw [--keep-gray] [--max-pixels N] [--jpeg packer|reader] "
@@ -41,7 +41,7 @@ struct Args {
   bool reader = false;
   bool restart_markers = false;
   bool region = false;
-  shardpack::internal::JpegRect rect;
+  shardpack::codec::JpegRect rect;
   std::string path;
 };
 
@@ -73,12 +73,12 @@ bool Parse(int argc, char** argv, Args* a) {
 }
 
 // The rectangle a region decode asked for, copied out of its margin.
-absl::StatusOr<PixelView> CropRegion(shardpack::internal::JpegDecoder* decoder,
-                                     const shardpack::internal::JpegRect& rect,
+absl::StatusOr<PixelView> CropRegion(shardpack::codec::JpegDecoder* decoder,
+                                     const shardpack::codec::JpegRect& rect,
                                      std::vector<uint8_t>* out) {
   // Twice the rectangle's size, more than any scale below 8/8 keeps of it:
   // full scale.
-  absl::StatusOr<shardpack::internal::DecodedRegion> region =
+  absl::StatusOr<shardpack::codec::DecodedRegion> region =
       decoder->DecodeRegion(rect, 2 * rect.width, 2 * rect.height);
   if (region.ok() && region->scale_num != 8) return absl::InternalError("not at full scale");
   if (!region.ok()) return region.status();
@@ -97,7 +97,7 @@ absl::StatusOr<PixelView> CropRegion(shardpack::internal::JpegDecoder* decoder,
 // The reader's decode (which, as in the reader, does not know the file's
 // name: the message gets it here).
 absl::StatusOr<PixelView> ReaderDecode(const Args& a, ByteSpan jpeg,
-                                       shardpack::internal::JpegDecoder* decoder,
+                                       shardpack::codec::JpegDecoder* decoder,
                                        std::vector<uint8_t>* out) {
   absl::StatusOr<PixelView> pixels = decoder->Decode(jpeg);
   if (pixels.ok() && a.region) {
@@ -112,13 +112,13 @@ absl::StatusOr<PixelView> ReaderDecode(const Args& a, ByteSpan jpeg,
 absl::StatusOr<PixelView> DecodeJpeg(const Args& a, ByteSpan jpeg, std::vector<uint8_t>* recoded,
                                      std::vector<uint8_t>* out) {
   if (a.restart_markers) {
-    shardpack::internal::JpegRestartRecoder recoder;
+    shardpack::codec::JpegRestartRecoder recoder;
     absl::StatusOr<bool> done = recoder.Recode(jpeg, recoded);
     if (!done.ok()) return done.status();
     if (*done) jpeg = ByteSpan(recoded->data(), recoded->size());
   }
   if (a.reader) {
-    static shardpack::internal::JpegDecoder decoder;  // outlives the view it returns
+    static shardpack::codec::JpegDecoder decoder;  // outlives the view it returns
     return ReaderDecode(a, jpeg, &decoder, out);
   }
   static absl::StatusOr<std::unique_ptr<shardpack::codec::Transcoder>> transcoder =

@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 TEST(InterleaveTest, EveryLengthAndAlignmentGivesTheScalarBytes) {
@@ -34,4 +34,4 @@ TEST(InterleaveTest, EveryLengthAndAlignmentGivesTheScalarBytes) {
 }
 
 }  // namespace
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

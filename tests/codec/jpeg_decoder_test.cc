@@ -18,7 +18,7 @@
 #include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 using ::shardpack::testing::Scene;
@@ -606,9 +606,9 @@ TEST(JpegDecoderTest, TrailingBytesBeforeEoiAreAccepted) {
 }
 
 }  // namespace
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 // `jpeg` without its segments of marker `marker` (0xC4 DHT, 0xDB DQT).
@@ -666,4 +666,4 @@ TEST(JpegDecoderTest, AFileDecodesAlikeWhateverTheDecoderDecodedBefore) {
 }
 
 }  // namespace
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

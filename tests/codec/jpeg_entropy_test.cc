@@ -19,7 +19,7 @@
 #include "tests/testing/jpeg_outcome.h"
 #include "tests/testing/status_matchers.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 using ::shardpack::testing::DecodeJpegRegion;
@@ -272,4 +272,4 @@ TEST(JpegEntropyDecoderTest, ProgressiveArithmeticAndMultiScanFilesKeepLibjpegsD
 }
 
 }  // namespace
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

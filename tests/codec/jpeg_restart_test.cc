@@ -23,7 +23,7 @@
 #include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 using ::shardpack::testing::Scene;
@@ -323,4 +323,4 @@ TEST(JpegRestartCutTest, CutIsAJpegOfTheRectangle) {
 }
 
 }  // namespace
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/decode.h"
-#include "format/errors.h"
+#include "common/errors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/codec/flip_sweep.h"
@@ -117,7 +117,7 @@ TEST(DecodePnmTest, PlainDamageIsDataLossWithTheOffset) {
   DecodeBuffers buffers;
   auto r = Decode("P2\n2 1\n10\n5 11\n", &buffers);
   ExpectError(r, absl::StatusCode::kDataLoss, "@12: corrupt PNM data: sample 11 is over maxval 10");
-  EXPECT_EQ(internal::ErrorOffset(r.status()), 12u);
+  EXPECT_EQ(common::ErrorOffset(r.status()), 12u);
   ExpectError(Decode("P3\n2 1\n255\n1 2 3 4 5\n", &buffers), absl::StatusCode::kDataLoss,
               "@21: truncated PNM: plain data holds 5 of 6 samples");
   ExpectError(Decode("P2\n2 1\n255\n1 x2\n", &buffers), absl::StatusCode::kDataLoss,
@@ -209,7 +209,7 @@ TEST(DecodePnmTest, EveryTruncationIsAnErrorWithTheOffset) {
       ASSERT_FALSE(r.ok()) << "a prefix of " << cut << " bytes decodes: " << file;
       EXPECT_THAT(r, StatusIs(absl::StatusCode::kDataLoss, StartsWith(std::string(kName) + " @")))
           << cut;
-      EXPECT_TRUE(internal::ErrorOffset(r.status()).has_value()) << cut;
+      EXPECT_TRUE(common::ErrorOffset(r.status()).has_value()) << cut;
     }
   }
 }

@@ -20,7 +20,7 @@
 
 #include "gtest/gtest.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 namespace {
 
 // `size` bytes that end where an unreadable page begins: a read past the
@@ -310,4 +310,4 @@ TEST(ResizePathsTest, OutputIsPinned) {
 }
 
 }  // namespace
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec

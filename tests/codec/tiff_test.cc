@@ -16,7 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/decode.h"
-#include "format/errors.h"
+#include "common/errors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -719,7 +719,7 @@ TEST_F(TiffTest, EveryTruncationIsAnError) {
       const uint32_t strip = cut < data_at + RgbData().size() / 2 ? 0 : 1;
       EXPECT_THAT(got, StatusIs(absl::StatusCode::kDataLoss,
                                 HasSubstr(absl::StrCat("truncated TIFF data: strip ", strip))));
-      EXPECT_EQ(internal::ErrorOffset(got.status()), data_at + strip * RgbData().size() / 2);
+      EXPECT_EQ(common::ErrorOffset(got.status()), data_at + strip * RgbData().size() / 2);
     }
   }
 }
@@ -829,7 +829,7 @@ TEST_F(TiffTest, StripPastTheEndIsTruncation) {
   absl::StatusOr<PixelView> got = Decode(BuildTiff(entries, RgbData()));
   EXPECT_THAT(got, StatusIs(absl::StatusCode::kDataLoss,
                             HasSubstr("truncated TIFF data: strip 1 (192 bytes) ends past")));
-  EXPECT_EQ(internal::ErrorOffset(got.status()),
+  EXPECT_EQ(common::ErrorOffset(got.status()),
             Find(&entries, TIFFTAG_STRIPOFFSETS)->values[1] + BuildTiff(entries, "").size());
   entries = RgbEntries();
   Find(&entries, TIFFTAG_STRIPBYTECOUNTS)->values[0] = 0xFFFFFFF0u;

@@ -134,10 +134,10 @@ TEST(TranscodeTest, TurboJpegReturnsCmykSamplesAsGiven) {
 
 TEST(TranscodeTest, CmykToRgbConventions) {
   uint8_t px[8] = {200, 100, 50, 180, 255, 255, 255, 255};
-  internal::CmykToRgbInPlace(px, 2, internal::CmykInk::kInverted);
+  codec::CmykToRgbInPlace(px, 2, codec::CmykInk::kInverted);
   EXPECT_EQ(std::vector<int>(px, px + 6), (std::vector<int>{141, 71, 35, 255, 255, 255}));
   uint8_t plain[8] = {200, 100, 50, 180, 0, 0, 0, 0};
-  internal::CmykToRgbInPlace(plain, 2, internal::CmykInk::kPlain);
+  codec::CmykToRgbInPlace(plain, 2, codec::CmykInk::kPlain);
   EXPECT_EQ(std::vector<int>(plain, plain + 6), (std::vector<int>{16, 46, 60, 255, 255, 255}));
 }
 
@@ -152,7 +152,7 @@ TEST(TranscodeTest, CmykToRgbIsPillowsCmyk2RgbToTheInteger) {
   for (int c = 0; c < 256; ++c) {
     for (int k = 0; k < 256; ++k) {
       uint8_t px[4] = {uint8_t(c), uint8_t(c), uint8_t(c), uint8_t(k)};
-      internal::CmykToRgbInPlace(px, 1, internal::CmykInk::kPlain);
+      codec::CmykToRgbInPlace(px, 1, codec::CmykInk::kPlain);
       ASSERT_EQ(px[0], pillow(c, k)) << c << " " << k;
       uint8_t jpeg[4] = {uint8_t(c), uint8_t(c), uint8_t(c), uint8_t(k)};
       JpegCmykToRgbInPlace(jpeg, 1);

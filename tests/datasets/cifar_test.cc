@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "format/errors.h"
+#include "common/errors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -423,7 +423,7 @@ TEST(CifarTest, TruncatedFileFailsNamingTheLastWholeRecordOffset) {
                        dir.Join("data_batch_1.bin") +
                            ": 9224 bytes is not a whole number of 3073-byte records; the last "
                            "whole record ends at offset 9219"));
-  EXPECT_EQ(internal::ErrorOffset(failed.status()), 9219u);
+  EXPECT_EQ(common::ErrorOffset(failed.status()), 9219u);
 }
 
 TEST(CifarTest, TruncatedFileInSkipModeKeepsTheWholeRecords) {
@@ -468,7 +468,7 @@ TEST(CifarTest, Cifar10LabelByteOutOfRangeNamesTheRecordOffset) {
   EXPECT_THAT(s, StatusIs(absl::StatusCode::kDataLoss,
                           dir.Join("data_batch_1.bin") +
                               " @3073: record 1: label byte 10 is out of range 0..9"));
-  EXPECT_EQ(internal::ErrorOffset(s), 3073u);
+  EXPECT_EQ(common::ErrorOffset(s), 3073u);
   SP_EXPECT_OK(worker->Prepare(0, &r));  // the worker goes on
 }
 

@@ -409,8 +409,8 @@ TEST(ImagesModeTest, RestartMarkersKeepThePixels) {
   auto has_dri = [&](const std::vector<uint8_t>& b) {
     return std::search(b.begin(), b.end(), std::begin(dri), std::end(dri)) != b.end();
   };
-  internal::JpegDecoder decoder;
-  SP_ASSERT_OK_AND_ASSIGN(internal::PixelView want_view, decoder.Decode(jpeg));
+  codec::JpegDecoder decoder;
+  SP_ASSERT_OK_AND_ASSIGN(codec::PixelView want_view, decoder.Decode(jpeg));
   const std::vector<uint8_t> want(want_view.data, want_view.data + want_view.bytes());
   PreparedRecord record;
   for (bool validate : {false, true}) {
@@ -418,7 +418,7 @@ TEST(ImagesModeTest, RestartMarkersKeepThePixels) {
     EXPECT_EQ(record.image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 200, 300, 3}));
     EXPECT_NE(record.payload, jpeg);
     EXPECT_TRUE(has_dri(record.payload));
-    SP_ASSERT_OK_AND_ASSIGN(internal::PixelView got, decoder.Decode(record.payload));
+    SP_ASSERT_OK_AND_ASSIGN(codec::PixelView got, decoder.Decode(record.payload));
     EXPECT_TRUE(std::vector<uint8_t>(got.data, got.data + got.bytes()) == want);
   }
   // Reencode: the re-encoded JPEG, re-coded.
@@ -426,9 +426,9 @@ TEST(ImagesModeTest, RestartMarkersKeepThePixels) {
   const std::vector<uint8_t> reencoded = record.payload;
   SP_ASSERT_OK(PrepareOnly(dir, ImageMode::kReencode, &record, false, true));
   EXPECT_TRUE(has_dri(record.payload));
-  SP_ASSERT_OK_AND_ASSIGN(internal::PixelView r1, decoder.Decode(reencoded));
+  SP_ASSERT_OK_AND_ASSIGN(codec::PixelView r1, decoder.Decode(reencoded));
   const std::vector<uint8_t> reencoded_pixels(r1.data, r1.data + r1.bytes());
-  SP_ASSERT_OK_AND_ASSIGN(internal::PixelView r2, decoder.Decode(record.payload));
+  SP_ASSERT_OK_AND_ASSIGN(codec::PixelView r2, decoder.Decode(record.payload));
   EXPECT_TRUE(std::vector<uint8_t>(r2.data, r2.data + r2.bytes()) == reencoded_pixels);
   // Progressive: untouched.
   TempDir progressive_dir;

@@ -45,7 +45,7 @@ TEST(Crc32cTest, HardwareMatchesReferenceAtEveryLengthAndAlignment) {
       if (offset + n > data.size()) continue;
       uint32_t want = Reference(data.data() + offset, n);
       EXPECT_EQ(Crc32cExtend(0, data.data() + offset, n), want) << offset << " " << n;
-      EXPECT_EQ(internal::Crc32cExtendPortable(0, data.data() + offset, n), want);
+      EXPECT_EQ(format::Crc32cExtendPortable(0, data.data() + offset, n), want);
     }
   }
 }

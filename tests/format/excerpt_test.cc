@@ -1,27 +1,27 @@
-// Excerpt (format/errors.h): text from a user or a file, bounded for a message.
+// Excerpt (common/errors.h): text from a user or a file, bounded for a message.
 #include <string>
 
-#include "format/errors.h"
+#include "common/errors.h"
 #include "gtest/gtest.h"
 
-namespace shardpack::internal {
+namespace shardpack::format {
 namespace {
 
 TEST(ExcerptTest, ShortTextIsItselfLongTextItsStartAndItsLength) {
-  EXPECT_EQ(Excerpt("abc"), "abc");
-  EXPECT_EQ(Excerpt(std::string(64, 'x')), std::string(64, 'x'));
-  EXPECT_EQ(Excerpt(std::string(65, 'x')), std::string(64, 'x') + "... (65 bytes)");
-  EXPECT_EQ(Excerpt(std::string(10 << 20, 'x'), 4), "xxxx... (10485760 bytes)");
+  EXPECT_EQ(common::Excerpt("abc"), "abc");
+  EXPECT_EQ(common::Excerpt(std::string(64, 'x')), std::string(64, 'x'));
+  EXPECT_EQ(common::Excerpt(std::string(65, 'x')), std::string(64, 'x') + "... (65 bytes)");
+  EXPECT_EQ(common::Excerpt(std::string(10 << 20, 'x'), 4), "xxxx... (10485760 bytes)");
 }
 
 TEST(ExcerptTest, NulBytesStayAndNoUtf8CharacterIsCut) {
-  EXPECT_EQ(Excerpt(std::string("a\0b", 3)), std::string("a\0b", 3));
+  EXPECT_EQ(common::Excerpt(std::string("a\0b", 3)), std::string("a\0b", 3));
   // "\xc3\xa9" is one character: a cut after its first byte goes before it.
-  EXPECT_EQ(Excerpt("ab\xc3\xa9zzz", 3), "ab... (7 bytes)");
-  EXPECT_EQ(Excerpt("ab\xc3\xa9zzz", 4), "ab\xc3\xa9... (7 bytes)");
+  EXPECT_EQ(common::Excerpt("ab\xc3\xa9zzz", 3), "ab... (7 bytes)");
+  EXPECT_EQ(common::Excerpt("ab\xc3\xa9zzz", 4), "ab\xc3\xa9... (7 bytes)");
   // A 4-byte character cut anywhere inside goes whole.
-  EXPECT_EQ(Excerpt("a\xf0\x9f\x98\x80zz", 4), "a... (7 bytes)");
+  EXPECT_EQ(common::Excerpt("a\xf0\x9f\x98\x80zz", 4), "a... (7 bytes)");
 }
 
 }  // namespace
-}  // namespace shardpack::internal
+}  // namespace shardpack::format

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "common/posix_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "format/posix_io.h"
 #include "shardpack/shard.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -32,8 +32,8 @@ std::span<const uint8_t> Bytes(std::string_view s) {
 // named fallback of file systems that have none.
 class AtomicFileTest : public ::testing::TestWithParam<bool> {
  protected:
-  void SetUp() override { internal::atomic_file_tries_tmpfile = GetParam(); }
-  void TearDown() override { internal::atomic_file_tries_tmpfile = true; }
+  void SetUp() override { common::atomic_file_tries_tmpfile = GetParam(); }
+  void TearDown() override { common::atomic_file_tries_tmpfile = true; }
   testing::TempDir dir;
 };
 INSTANTIATE_TEST_SUITE_P(Temporaries, AtomicFileTest, ::testing::Bool(),
@@ -59,7 +59,7 @@ TEST_P(AtomicFileTest, AppearsOnlyOnCommit) {
   } else {
     ASSERT_EQ(writing.size(), 1u);
     std::string_view base;
-    EXPECT_TRUE(internal::IsPartialName(writing[0], &base)) << writing[0];
+    EXPECT_TRUE(common::IsPartialName(writing[0], &base)) << writing[0];
     EXPECT_EQ(base, "out.shard");
   }
   EXPECT_EQ(file->size(), 11u);
@@ -104,16 +104,16 @@ TEST_P(AtomicFileTest, RefuseKeepsAFileAlreadyThere) {
 
 TEST(PartialNameTest, FreshNamesAreDistinctAndRecognized) {
   std::set<std::string> names;
-  for (int i = 0; i < 1000; ++i) names.insert(internal::FreshPartialName("d/x.shard"));
+  for (int i = 0; i < 1000; ++i) names.insert(common::FreshPartialName("d/x.shard"));
   EXPECT_EQ(names.size(), 1000u);
   std::string_view base;
-  const std::string fresh = internal::FreshPartialName("m.json");
-  EXPECT_TRUE(internal::IsPartialName(fresh, &base));
+  const std::string fresh = common::FreshPartialName("m.json");
+  EXPECT_TRUE(common::IsPartialName(fresh, &base));
   EXPECT_EQ(base, "m.json");
-  EXPECT_TRUE(internal::IsPartialName("shard-00001.lmdb.partial", &base));
+  EXPECT_TRUE(common::IsPartialName("shard-00001.lmdb.partial", &base));
   EXPECT_EQ(base, "shard-00001.lmdb");
   for (const char* other : {"x.partial-12345", "x.partial-ABCDEF123456", "x.partialx", "x"}) {
-    EXPECT_FALSE(internal::IsPartialName(other, &base)) << other;
+    EXPECT_FALSE(common::IsPartialName(other, &base)) << other;
   }
 }
 

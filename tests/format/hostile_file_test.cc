@@ -13,12 +13,12 @@
 #include <string>
 #include <thread>
 
-#include "format/mapping_guard.h"
-#include "format/posix_open.h"
+#include "common/mapping_guard.h"
+#include "common/posix_open.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "shardpack/file.h"
 #include "shardpack/dataset.h"
+#include "shardpack/file.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -51,9 +51,9 @@ TEST(HostileFileTest, FifoIsRefusedByEveryOpener) {
   EXPECT_THAT(OpenPosixFile(fifo).status(), is_fifo_error);
   EXPECT_THAT(OpenMappedFile(fifo).status(), is_fifo_error);
   EXPECT_THAT(ReadSmallFile(fifo).status(), is_fifo_error);
-  EXPECT_THAT(internal::CheckRegularFile(fifo), is_fifo_error);
+  EXPECT_THAT(common::CheckRegularFile(fifo), is_fifo_error);
   uint64_t size = 0;
-  EXPECT_THAT(internal::OpenRegularFile(fifo, 0, &size).status(), is_fifo_error);
+  EXPECT_THAT(common::OpenRegularFile(fifo, 0, &size).status(), is_fifo_error);
 }
 
 TEST(HostileFileTest, FifoManifestIsAnErrorNotAHang) {
@@ -95,14 +95,14 @@ TEST(HostileFileTest, ReadStreamReadsAPipeToItsEnd) {
     ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
     close(fd);
   });
-  absl::StatusOr<std::string> text = internal::ReadStream(fifo, 1 << 20);
+  absl::StatusOr<std::string> text = common::ReadStream(fifo, 1 << 20);
   writer.join();
   SP_ASSERT_OK(text.status());
   EXPECT_EQ(*text, "a/x.jpg 0\nb/y.jpg 1\n");
 }
 
 TEST(HostileFileTest, ReadStreamStopsAtItsBound) {
-  EXPECT_THAT(internal::ReadStream("/dev/zero", 1 << 20).status(),
+  EXPECT_THAT(common::ReadStream("/dev/zero", 1 << 20).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("/dev/zero"), HasSubstr("more than 1048576 bytes"))));
 }
@@ -118,10 +118,10 @@ TEST(HostileFileTest, MappedFileTruncatedWhileReadIsAnErrorNotSigbus) {
   SP_EXPECT_OK(file->CheckIntact());
   EXPECT_EQ(file->data()[n - 1], 0x5a);
   ASSERT_EQ(truncate(path.c_str(), 4096), 0);
-  const uint64_t faults = internal::ContainedMappingFaults();
+  const uint64_t faults = common::ContainedMappingFaults();
   // Pages past the new end: read as zeros instead of killing the process...
   EXPECT_EQ(file->data()[n - 1], 0);
-  EXPECT_GT(internal::ContainedMappingFaults(), faults);
+  EXPECT_GT(common::ContainedMappingFaults(), faults);
   // ... and reported by name.
   const auto shrank = StatusIs(absl::StatusCode::kDataLoss,
                                AllOf(HasSubstr(path), HasSubstr("shrank while it was mapped")));
@@ -147,12 +147,12 @@ struct GuardedMap {
     int fd = open(path.c_str(), O_RDONLY);
     base = static_cast<const uint8_t*>(mmap(nullptr, n, PROT_READ, MAP_SHARED, fd, 0));
     close(fd);
-    guard = internal::MappingGuard(base, n, path);
+    guard = common::MappingGuard(base, n, path);
   }
   ~GuardedMap() { munmap(const_cast<uint8_t*>(base), size); }
   const uint8_t* base;
   size_t size;
-  internal::MappingGuard guard;
+  common::MappingGuard guard;
 };
 
 // A library that trusts its map (liblmdb) is left at the lost page, not
@@ -229,7 +229,7 @@ TEST(HostileFileDeathTest, GuardedCallPassesOnASegfaultNotCausedByALostFile) {
         GuardedMap map(path, 4 * 4096);
         // A fault counted already would make the escape legitimate: not dying
         // (exit 0) then fails the test rather than passing it.
-        if (internal::ContainedMappingFaults() != 0) _exit(0);
+        if (common::ContainedMappingFaults() != 0) _exit(0);
         (void)map.guard.Call([&] {
           volatile uintptr_t wild = 64;  // a pointer read from nowhere damaged
           (void)*reinterpret_cast<const volatile uint64_t*>(wild);
@@ -246,7 +246,7 @@ TEST(HostileFileDeathTest, UnguardedSigbusStillKills) {
   testing::TempDir dir;
   const std::string path = dir.Join("b.bin");
   WriteBytes(path, 8 * 4096, 0x22);
-  { internal::MappingGuard install_handler(nullptr, 0, "none"); }
+  { common::MappingGuard install_handler(nullptr, 0, "none"); }
   EXPECT_DEATH(
       {
         int fd = open(path.c_str(), O_RDONLY);

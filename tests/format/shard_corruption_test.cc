@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "format/coding.h"
+#include "common/coding.h"
 #include "format/shard_layout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -27,8 +27,8 @@
 namespace shardpack {
 namespace {
 
-using internal::LoadLE;
-using internal::StoreLE;
+using common::LoadLE;
+using common::StoreLE;
 using ::testing::AllOf;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
@@ -114,7 +114,7 @@ const Fixture& GetFixture(Compression compression) {
       f.records = c == Compression::kNone ? MixedRecords() : CompressibleRecords();
       f.bytes = testing::WriteShard(f.records, options);
       f.padding.assign(f.bytes.size(), false);
-      std::fill(f.padding.begin() + internal::kFileHeaderSize, f.padding.begin() + kShardAlignment,
+      std::fill(f.padding.begin() + format::kFileHeaderSize, f.padding.begin() + kShardAlignment,
                 true);
       auto file =
           NewMemoryFile(kName, {reinterpret_cast<const uint8_t*>(f.bytes.data()), f.bytes.size()});
@@ -141,8 +141,8 @@ std::vector<uint8_t> Copy(const std::string& s) { return {s.begin(), s.end()}; }
 // another version would have.
 void SetHeaderU16(std::vector<uint8_t>& bytes, size_t at, uint16_t value) {
   StoreLE<uint16_t>(&bytes[at], value);
-  StoreLE<uint32_t>(&bytes[internal::kFileHeaderCrcOffset],
-                    Crc32c({bytes.data(), internal::kFileHeaderCrcOffset}));
+  StoreLE<uint32_t>(&bytes[format::kFileHeaderCrcOffset],
+                    Crc32c({bytes.data(), format::kFileHeaderCrcOffset}));
 }
 
 // What went wrong with one damaged shard: (kind, example) pairs. Kinds are
@@ -280,7 +280,7 @@ TEST_P(ShardCorruptionTest, EveryTruncationIsDetected) {
     // A cut inside the 8 magic bytes still matches the magic's start.
     auto message = len == 0 ? HasSubstr("empty") : HasSubstr("truncated");
     ASSERT_THAT(index, StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr(kWhere), message)));
-    if (len >= kShardAlignment + internal::kFooterFixedSize + internal::kTrailerSize) {
+    if (len >= kShardAlignment + format::kFooterFixedSize + format::kTrailerSize) {
       ASSERT_THAT(index.status().message(), HasSubstr("never finished"));
     }
     ShardVerifyResult verify = VerifyShard(*file);
@@ -292,7 +292,7 @@ TEST_P(ShardCorruptionTest, EveryTruncationIsDetected) {
 
 TEST_P(ShardCorruptionTest, BytesAfterTheTrailerAreDetected) {
   const Fixture& f = fixture();
-  std::string trailer = f.bytes.substr(f.bytes.size() - internal::kTrailerSize);
+  std::string trailer = f.bytes.substr(f.bytes.size() - format::kTrailerSize);
   for (const std::string& tail :
        {std::string(1, '\0'), std::string(4096, '\0'), trailer, f.bytes}) {
     std::string longer = f.bytes + tail;
@@ -305,7 +305,7 @@ TEST_P(ShardCorruptionTest, BytesAfterTheTrailerAreDetected) {
 
 TEST_P(ShardCorruptionTest, WrongMagicIsNotAShard) {
   const Fixture& f = fixture();
-  for (size_t i = 0; i < internal::kShardMagic.size(); ++i) {
+  for (size_t i = 0; i < format::kShardMagic.size(); ++i) {
     std::vector<uint8_t> bytes = Copy(f.bytes);
     bytes[i] ^= 0x20;  // e.g. 'S' -> 's'
     auto file = NewMemoryFile(kName, bytes);
@@ -398,7 +398,7 @@ class RefreshedChecksumsTest : public ::testing::Test {
       uint64_t r = index->block(1).first_record + i;
       if (records[r].image.height == 5 && records[r].key.size() == 6) {
         record_index_ = r;
-        record_ = block1_ + internal::kBlockHeaderSize + index->record_offsets(1)[i];
+        record_ = block1_ + format::kBlockHeaderSize + index->record_offsets(1)[i];
         break;
       }
     }
@@ -435,7 +435,7 @@ class RefreshedChecksumsTest : public ::testing::Test {
     return LoadLE<T>(&bytes_[at]);
   }
   uint64_t entry(size_t b) const {
-    return footer_ + internal::kFooterFixedSize + b * internal::kBlockEntrySize;
+    return footer_ + format::kFooterFixedSize + b * format::kBlockEntrySize;
   }
 
   std::vector<uint8_t> bytes_;
@@ -529,9 +529,9 @@ TEST_F(RefreshedChecksumsTest, RecordFieldsAreChecked) {
 
 TEST_F(RefreshedChecksumsTest, RecordPaddingIsChecked) {
   const OwnedRecord& r = GetFixture(Compression::kNone).records[record_index_];
-  uint64_t used = internal::kRecordHeaderSize + 8 * r.labels.size() + r.key.size() +
+  uint64_t used = format::kRecordHeaderSize + 8 * r.labels.size() + r.key.size() +
                   r.extra.size() + r.payload.size();
-  ASSERT_NE(used % internal::kRecordAlignment, 0u) << "the record must have padding";
+  ASSERT_NE(used % format::kRecordAlignment, 0u) << "the record must have padding";
   bytes_[record_ + used] = 1;
   EXPECT_THAT(Reload(),
               StatusIs(absl::StatusCode::kDataLoss,
@@ -545,7 +545,7 @@ TEST_F(RefreshedChecksumsTest, ZstdBlockThatDoesNotDecompressToItsRawSize) {
   SP_ASSERT_OK(index.status());
   const BlockInfo& b0 = index->block(0);
   ASSERT_EQ(bytes_[b0.offset + 4], 1) << "block 0 must be zstd";
-  uint64_t e0 = index->footer_offset() + internal::kFooterFixedSize;
+  uint64_t e0 = index->footer_offset() + format::kFooterFixedSize;
   Set<uint32_t>(b0.offset + 16, b0.raw_size + 8);
   Set<uint32_t>(e0 + 12, b0.raw_size + 8);
   // The frame says how much it holds; the forged size is refused before
@@ -572,14 +572,14 @@ void ReplaceFrame(std::vector<uint8_t>* bytes, size_t b, std::span<const uint8_t
   ASSERT_TRUE(index.ok()) << index.status();
   const BlockInfo& info = index->block(b);
   ASSERT_EQ((*bytes)[info.offset + 4], 1) << "block " << b << " must be zstd";
-  const uint64_t stored = internal::kBlockHeaderSize + frame.size();
-  ASSERT_EQ(internal::AlignUp(info.offset + stored, kShardAlignment),
-            internal::AlignUp(info.offset + info.stored_size, kShardAlignment));
+  const uint64_t stored = format::kBlockHeaderSize + frame.size();
+  ASSERT_EQ(common::AlignUp(info.offset + stored, kShardAlignment),
+            common::AlignUp(info.offset + info.stored_size, kShardAlignment));
   uint8_t* h = bytes->data() + info.offset;
-  std::fill(h + internal::kBlockHeaderSize, h + std::max<uint64_t>(stored, info.stored_size), 0);
-  std::copy(frame.begin(), frame.end(), h + internal::kBlockHeaderSize);
-  uint8_t* e = bytes->data() + index->footer_offset() + internal::kFooterFixedSize +
-               b * internal::kBlockEntrySize;
+  std::fill(h + format::kBlockHeaderSize, h + std::max<uint64_t>(stored, info.stored_size), 0);
+  std::copy(frame.begin(), frame.end(), h + format::kBlockHeaderSize);
+  uint8_t* e = bytes->data() + index->footer_offset() + format::kFooterFixedSize +
+               b * format::kBlockEntrySize;
   StoreLE<uint32_t>(h + 12, static_cast<uint32_t>(frame.size()));
   StoreLE<uint32_t>(e + 8, static_cast<uint32_t>(stored));
   StoreLE<uint32_t>(h + 16, raw_size);
@@ -654,7 +654,7 @@ TEST(RawShapeOverflowTest, ShapeWhoseByteCountWrapsIsRejected) {
 
   // The same shape behind refreshed checksums.
   std::vector<uint8_t> bytes = Copy(testing::WriteShard({testing::RawRecord(0, 0, 0, 0)}));
-  uint64_t record = kShardAlignment + internal::kBlockHeaderSize;
+  uint64_t record = kShardAlignment + format::kBlockHeaderSize;
   StoreLE<uint32_t>(&bytes[record + 8], 1u << 31);
   StoreLE<uint32_t>(&bytes[record + 12], 1u << 31);
   bytes[record + 20] = 4;

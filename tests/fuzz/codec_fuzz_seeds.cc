@@ -246,7 +246,7 @@ bool WriteJpeg(const fs::path& path, int w, int h, int subsamp, int quality, int
   if (tj != nullptr) tjDestroy(tj);
   if (!ok) return false;
   if (restart) {
-    shardpack::internal::JpegRestartRecoder recoder;
+    shardpack::codec::JpegRestartRecoder recoder;
     std::vector<uint8_t> recoded;
     absl::StatusOr<bool> done = recoder.Recode({jpeg.data(), jpeg.size()}, &recoded);
     if (!done.ok() || !*done) return false;

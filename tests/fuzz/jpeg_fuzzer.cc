@@ -45,12 +45,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // of the fuzzer's time, for a function of the tables alone.
   constexpr uint64_t kMaxPixels = uint64_t{1} << 20;  // bounds a run's memory and time
   const bool wide = size >= 5 && (data[size - 4] & 3) == 0;
-  internal::JpegDecoder ours(internal::JpegDecoderOptions{
+  codec::JpegDecoder ours(codec::JpegDecoderOptions{
       .max_pixels = kMaxPixels, .eager_huffman_lookups = true, .eager_wide_lookups = wide});
-  internal::JpegDecoder theirs(
-      internal::JpegDecoderOptions{.max_pixels = kMaxPixels, .libjpeg_entropy = true});
+  codec::JpegDecoder theirs(
+      codec::JpegDecoderOptions{.max_pixels = kMaxPixels, .libjpeg_entropy = true});
   const ByteSpan jpeg(data, size);
-  const absl::StatusOr<internal::JpegHeader> h = theirs.Start(jpeg);
+  const absl::StatusOr<codec::JpegHeader> h = theirs.Start(jpeg);
   Expect(h.ok() == ours.Start(jpeg).ok(), "Start disagrees");
   if (!h.ok()) return 0;
   // The whole image at full size, and a region (with its scale) drawn from
@@ -58,8 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t draw = size >= 4 ? uint32_t{data[size - 1]} | uint32_t{data[size - 2]} << 8 |
                                         uint32_t{data[size - 3]} << 16
                                   : 0;
-  const internal::JpegRect whole{0, 0, h->width, h->height};
-  const internal::JpegRect region{draw % h->width, (draw >> 8) % h->height,
+  const codec::JpegRect whole{0, 0, h->width, h->height};
+  const codec::JpegRect region{draw % h->width, (draw >> 8) % h->height,
                                   1 + (draw >> 4) % h->width, 1 + (draw >> 12) % h->height};
   const uint32_t min_size = 1 + (draw >> 16) % 64;
   for (const auto& [rect, min] : {std::pair{whole, h->width}, std::pair{region, min_size}}) {
@@ -73,14 +73,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // an output size, mirror and filter reach drawn from the bytes; then the
   // same region as RGB on the same decoder.
   Expect(ours.Start(jpeg).ok(), "a second Start fails");
-  const absl::StatusOr<internal::DecodedRegion> planes = ours.DecodeRegion(
-      region, min_size, min_size, 0, internal::RegionPixels::kYccPlanesWhenPossible);
+  const absl::StatusOr<codec::DecodedRegion> planes = ours.DecodeRegion(
+      region, min_size, min_size, 0, codec::RegionPixels::kYccPlanesWhenPossible);
   if (planes.ok()) {
     const uint32_t out = 1 + (draw >> 18) % 48;
     std::vector<uint8_t> rgb(size_t{out} * out * 3);
-    internal::ResizeScratch scratch;
-    const internal::ResizeOptions options{(draw & 1) == 0, (draw & 2) != 0};
-    internal::ResizeRegion(*planes, planes->box, out, out, options, rgb.data(), &scratch);
+    codec::ResizeScratch scratch;
+    const codec::ResizeOptions options{(draw & 1) == 0, (draw & 2) != 0};
+    codec::ResizeRegion(*planes, planes->box, out, out, options, rgb.data(), &scratch);
   }
   const testing::JpegOutcome rgb = testing::DecodeJpegRegion(ours, jpeg, region, min_size);
   Expect(planes.ok() == rgb.ok, "the planar and RGB decodes disagree",

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <span>
 
-#include "format/coding.h"
+#include "common/coding.h"
 #include "format/shard_layout.h"
 #include "shardpack/crc32c.h"
 
@@ -23,36 +23,40 @@ namespace shardpack::testing {
 // trailer CRC and the file header CRC. Fields other than checksums are left
 // as they are.
 inline void RefreshChecksums(std::span<uint8_t> bytes) {
-  namespace in = ::shardpack::internal;
+  using common::LoadLE;
+  using common::StoreLE;
   uint8_t* d = bytes.data();
   const uint64_t size = bytes.size();
-  if (size >= in::kFileHeaderSize) {
-    in::StoreLE<uint32_t>(d + in::kFileHeaderCrcOffset, Crc32c({d, in::kFileHeaderCrcOffset}));
+  if (size >= format::kFileHeaderSize) {
+    StoreLE<uint32_t>(d + format::kFileHeaderCrcOffset, Crc32c({d, format::kFileHeaderCrcOffset}));
   }
-  if (size < in::kTrailerSize) return;
-  const uint64_t trailer_at = size - in::kTrailerSize;
+  if (size < format::kTrailerSize) return;
+  const uint64_t trailer_at = size - format::kTrailerSize;
   uint8_t* t = d + trailer_at;
-  const uint64_t footer_offset = in::LoadLE<uint64_t>(t);
-  const uint64_t footer_size = in::LoadLE<uint64_t>(t + 8);
+  const uint64_t footer_offset = LoadLE<uint64_t>(t);
+  const uint64_t footer_size = LoadLE<uint64_t>(t + 8);
   if (footer_offset <= trailer_at && footer_size <= trailer_at - footer_offset &&
-      footer_size >= in::kFooterFixedSize) {
+      footer_size >= format::kFooterFixedSize) {
     uint8_t* f = d + footer_offset;
     const uint64_t entries = std::min<uint64_t>(
-        in::LoadLE<uint32_t>(f + 4), (footer_size - in::kFooterFixedSize) / in::kBlockEntrySize);
+        LoadLE<uint32_t>(f + 4),
+        (footer_size - format::kFooterFixedSize) / format::kBlockEntrySize);
     for (uint64_t b = 0; b < entries; ++b) {
-      uint8_t* e = f + in::kFooterFixedSize + b * in::kBlockEntrySize;
-      const uint64_t offset = in::LoadLE<uint64_t>(e);
-      const uint64_t stored = in::LoadLE<uint32_t>(e + 8);
-      if (stored < in::kBlockHeaderSize || offset > size || stored > size - offset) continue;
+      uint8_t* e = f + format::kFooterFixedSize + b * format::kBlockEntrySize;
+      const uint64_t offset = LoadLE<uint64_t>(e);
+      const uint64_t stored = LoadLE<uint32_t>(e + 8);
+      if (stored < format::kBlockHeaderSize || offset > size || stored > size - offset) continue;
       uint8_t* h = d + offset;
-      const uint32_t crc = Crc32c({h + in::kBlockHeaderSize, stored - in::kBlockHeaderSize});
-      in::StoreLE<uint32_t>(e + 20, crc);
-      in::StoreLE<uint32_t>(h + 20, crc);
-      in::StoreLE<uint32_t>(h + in::kBlockHeaderCrcOffset, Crc32c({h, in::kBlockHeaderCrcOffset}));
+      const uint32_t crc =
+          Crc32c({h + format::kBlockHeaderSize, stored - format::kBlockHeaderSize});
+      StoreLE<uint32_t>(e + 20, crc);
+      StoreLE<uint32_t>(h + 20, crc);
+      StoreLE<uint32_t>(h + format::kBlockHeaderCrcOffset,
+                        Crc32c({h, format::kBlockHeaderCrcOffset}));
     }
-    in::StoreLE<uint32_t>(t + 16, Crc32c({f, footer_size}));
+    StoreLE<uint32_t>(t + 16, Crc32c({f, footer_size}));
   }
-  in::StoreLE<uint32_t>(t + in::kTrailerCrcOffset, Crc32c({t, in::kTrailerCrcOffset}));
+  StoreLE<uint32_t>(t + format::kTrailerCrcOffset, Crc32c({t, format::kTrailerCrcOffset}));
 }
 
 }  // namespace shardpack::testing

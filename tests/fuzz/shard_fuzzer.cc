@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "format/errors.h"
+#include "common/errors.h"
 #include "format/shard_layout.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/file.h"
@@ -76,7 +76,7 @@ void ExpectDamage(const absl::Status& s, std::string_view what, uint64_t size) {
   }
   Expect(s.code() == absl::StatusCode::kDataLoss, what, s.ToString());
   Expect(m.starts_with(std::string(kName) + " @"), what, m);
-  if (auto offset = internal::ErrorOffset(s)) Expect(*offset <= size, "offset past the end", m);
+  if (auto offset = common::ErrorOffset(s)) Expect(*offset <= size, "offset past the end", m);
 }
 
 bool Inside(std::span<const uint8_t> inner, std::span<const uint8_t> outer) {
@@ -122,7 +122,7 @@ void CheckRecord(const Record& r, std::span<const uint8_t> bytes) {
   Expect(Inside(key, bytes), "key outside its record");
   Expect(Inside(r.extra, bytes), "extra outside its record");
   Expect(Inside(r.payload, bytes), "payload outside its record");
-  Expect(internal::kRecordHeaderSize + 8 * uint64_t(r.labels.size()) + key.size() + r.extra.size() +
+  Expect(format::kRecordHeaderSize + 8 * uint64_t(r.labels.size()) + key.size() + r.extra.size() +
                  r.payload.size() <=
              bytes.size(),
          "record views larger than the record");
@@ -137,7 +137,7 @@ void CheckIndex(const ShardIndex& index, uint64_t size) {
   for (size_t b = 0; b < index.num_blocks(); ++b) {
     const BlockInfo& info = index.block(b);
     Expect(info.offset == next_offset, "blocks do not tile the file");
-    Expect(info.stored_size >= internal::kBlockHeaderSize &&
+    Expect(info.stored_size >= format::kBlockHeaderSize &&
                info.offset + info.stored_size <= index.footer_offset(),
            "block outside the file");
     Expect(info.record_count > 0 && info.first_record == next_record, "block record range");
@@ -145,8 +145,8 @@ void CheckIndex(const ShardIndex& index, uint64_t size) {
     Expect(offsets.size() == info.record_count && offsets[0] == 0, "record offsets");
     for (size_t i = 0; i < offsets.size(); ++i) {
       uint64_t end = i + 1 < offsets.size() ? offsets[i + 1] : info.raw_size;
-      Expect(offsets[i] % internal::kRecordAlignment == 0 &&
-                 offsets[i] + internal::kRecordHeaderSize <= end,
+      Expect(offsets[i] % format::kRecordAlignment == 0 &&
+                 offsets[i] + format::kRecordHeaderSize <= end,
              "record offset");
     }
     Expect(index.BlockOf(info.first_record) == b &&
@@ -167,7 +167,7 @@ bool PaddingIsZero(std::span<const uint8_t> bytes, const ShardIndex& index) {
     }
     return true;
   };
-  bool ok = zero(internal::kFileHeaderSize, kShardAlignment);
+  bool ok = zero(format::kFileHeaderSize, kShardAlignment);
   for (size_t b = 0; b < index.num_blocks(); ++b) {
     uint64_t end = b + 1 < index.num_blocks() ? index.block(b + 1).offset : index.footer_offset();
     ok = ok && zero(index.block(b).offset + index.block(b).stored_size, end);

@@ -1,11 +1,11 @@
-// Enum names (format/enum_names.h): every named enum of the public headers
+// Enum names (common/enum_names.h): every named enum of the public headers
 // round-trips through its name, parses nothing else, and says which names
 // exist.
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "format/enum_names.h"
+#include "common/enum_names.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/manifest.h"
@@ -20,31 +20,31 @@ using ::testing::HasSubstr;
 using testing::StatusIs;
 
 enum class Fruit { kApple, kPear };
-constexpr internal::EnumName<Fruit> kFruits[] = {{Fruit::kApple, "apple"},
+constexpr common::EnumName<Fruit> kFruits[] = {{Fruit::kApple, "apple"},
                                                  {Fruit::kPear, "pear"}};
 
 TEST(EnumNamesTest, NamesAndParsesExactlyOrInAnyCase) {
-  EXPECT_EQ(internal::NameIn(kFruits, Fruit::kPear), "pear");
-  EXPECT_EQ(*internal::ParseIn(kFruits, "fruit", "apple"), Fruit::kApple);
-  EXPECT_THAT(internal::ParseIn(kFruits, "fruit", "Apple"),
+  EXPECT_EQ(common::NameIn(kFruits, Fruit::kPear), "pear");
+  EXPECT_EQ(*common::ParseIn(kFruits, "fruit", "apple"), Fruit::kApple);
+  EXPECT_THAT(common::ParseIn(kFruits, "fruit", "Apple"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("unknown fruit 'Apple' (apple, pear)")));
-  EXPECT_EQ(*internal::ParseIn(kFruits, "fruit", "PEAR", internal::Case::kAny), Fruit::kPear);
+  EXPECT_EQ(*common::ParseIn(kFruits, "fruit", "PEAR", common::Case::kAny), Fruit::kPear);
 }
 
 TEST(EnumNamesTest, AValueOutsideTheTableIsUnknown) {
-  EXPECT_EQ(internal::NameIn(kFruits, static_cast<Fruit>(7)), "unknown");
+  EXPECT_EQ(common::NameIn(kFruits, static_cast<Fruit>(7)), "unknown");
   EXPECT_EQ(EncodingName(static_cast<Encoding>(200)), "unknown");
   EXPECT_EQ(BackendName(static_cast<Backend>(9)), "unknown");
 }
 
 TEST(EnumNamesTest, ALongOrEmptyNameIsBoundedInTheMessage) {
   const std::string long_name(10'000, 'x');
-  absl::StatusOr<Fruit> r = internal::ParseIn(kFruits, "fruit", long_name);
+  absl::StatusOr<Fruit> r = common::ParseIn(kFruits, "fruit", long_name);
   ASSERT_FALSE(r.ok());
   EXPECT_LT(r.status().message().size(), 200u);
   EXPECT_THAT(r.status().message(), HasSubstr("(10000 bytes)"));
-  EXPECT_THAT(internal::ParseIn(kFruits, "fruit", ""),
+  EXPECT_THAT(common::ParseIn(kFruits, "fruit", ""),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown fruit ''")));
 }
 

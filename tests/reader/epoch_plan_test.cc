@@ -11,10 +11,10 @@
 #include <tuple>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "common/rng.h"
+#include "gtest/gtest.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 // `records` records in units of `per_unit` records of `unit_bytes` each.
@@ -118,14 +118,14 @@ TEST(EpochPlanTest, OrderIsTheSortOfTheDefinedKeys) {
     ASSERT_EQ(plan.windowed, windowed);
     std::vector<uint32_t> perm(units.size());
     std::iota(perm.begin(), perm.end(), 0u);
-    Shuffle(std::span<uint32_t>(perm), seed, kStreamUnits, epoch);
+    common::Shuffle(std::span<uint32_t>(perm), seed, common::kStreamUnits, epoch);
     const uint64_t k = budget / unit_bytes - 2;
     std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> keyed;
     for (uint32_t piece = 0; piece < perm.size(); ++piece) {
       const ReadUnit& u = units[perm[piece]];
       for (uint32_t r = 0; r < u.records; ++r) {
-        const uint64_t draw = Draw(seed, kStreamSamples, epoch, u.first_record + r);
-        keyed.emplace_back(windowed ? (uint64_t{piece} << 32) + Below(draw, k << 32) : draw,
+        const uint64_t draw = common::Draw(seed, common::kStreamSamples, epoch, u.first_record + r);
+        keyed.emplace_back(windowed ? (uint64_t{piece} << 32) + common::Below(draw, k << 32) : draw,
                            piece, r);
       }
     }
@@ -399,4 +399,4 @@ TEST(EpochPlanElasticTest, SegmentsThatCannotBeAreRefused) {
 }  // namespace elastic
 
 }  // namespace
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

@@ -16,14 +16,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
+#include "common/errors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 using ::shardpack::testing::PatternBytes;
@@ -218,7 +218,7 @@ TEST_P(IoEngineTest, ReadPastTheEndIsDataLossNamingFileAndOffset) {
     EXPECT_THAT(c.status,
                 StatusIs(absl::StatusCode::kDataLoss,
                          AllOf(HasSubstr(paths_[r.file]), HasSubstr(absl::StrCat("@", r.offset)))));
-    EXPECT_EQ(ErrorOffset(c.status), r.offset);
+    EXPECT_EQ(common::ErrorOffset(c.status), r.offset);
     EXPECT_TRUE(c.bytes.empty());
   }
   EXPECT_EQ(completions[3].tag, 4u);
@@ -363,4 +363,4 @@ TEST(IoEngineAutoTest, MissingFirstFileIsNotFound) {
 }
 
 }  // namespace
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

@@ -78,7 +78,7 @@ TEST(RandomResizedCropTest, BoxesFollowTorchvisionsDistribution) {
     Histograms ours, ref;
     std::mt19937_64 gen(width * 7 + height);
     for (int i = 0; i < n; ++i) {
-      internal::JpegCrop c = internal::SampleRandomResizedCrop(width, height, t, 42, 3, i);
+      reader::JpegCrop c = reader::SampleRandomResizedCrop(width, height, t, 42, 3, i);
       ASSERT_GE(c.x0, 0);
       ASSERT_GE(c.y0, 0);
       ASSERT_LE(c.x1, width);
@@ -107,8 +107,8 @@ TEST(RandomResizedCropTest, PositionsAreUniformAndDrawsAreDeterministic) {
   const Transform t = Transform::RandomResizedCrop(64);
   std::vector<int> left_third(2);
   for (int i = 0; i < 20000; ++i) {
-    internal::JpegCrop a = internal::SampleRandomResizedCrop(500, 375, t, 9, 0, i);
-    internal::JpegCrop b = internal::SampleRandomResizedCrop(500, 375, t, 9, 0, i);
+    reader::JpegCrop a = reader::SampleRandomResizedCrop(500, 375, t, 9, 0, i);
+    reader::JpegCrop b = reader::SampleRandomResizedCrop(500, 375, t, 9, 0, i);
     ASSERT_EQ(a.x0, b.x0);
     ASSERT_EQ(a.y1, b.y1);
     ASSERT_EQ(a.flip, b.flip);
@@ -118,22 +118,22 @@ TEST(RandomResizedCropTest, PositionsAreUniformAndDrawsAreDeterministic) {
   }
   const double frac = double(left_third[0]) / (left_third[0] + left_third[1]);
   EXPECT_NEAR(frac, 1.0 / 3, 0.02);
-  internal::JpegCrop other = internal::SampleRandomResizedCrop(500, 375, t, 9, 1, 0);
-  internal::JpegCrop same = internal::SampleRandomResizedCrop(500, 375, t, 9, 0, 0);
+  reader::JpegCrop other = reader::SampleRandomResizedCrop(500, 375, t, 9, 1, 0);
+  reader::JpegCrop same = reader::SampleRandomResizedCrop(500, 375, t, 9, 0, 0);
   EXPECT_FALSE(other.x0 == same.x0 && other.y0 == same.y0 && other.x1 == same.x1);
 }
 
 TEST(CenterCropTest, BoxIsResize256ThenCenterCrop224) {
   // 500x375: Resize(256) -> 341x256 (341 = int(256 * 500 / 375)), crop at
   // left round(58.5) = 58 (half to even), top 16.
-  internal::JpegCrop c = internal::CenterCropBox(500, 375, 224);
+  reader::JpegCrop c = reader::CenterCropBox(500, 375, 224);
   const double f = 375.0 / 256;
   EXPECT_NEAR(c.y0, 16 * f, 1e-9);
   EXPECT_NEAR(c.y1, 240 * f, 1e-9);
   EXPECT_NEAR(c.x0, 58 * 500.0 / 341, 1e-9);
   EXPECT_NEAR(c.x1, 282 * 500.0 / 341, 1e-9);
   // Portrait, and size 64 -> shorter side 73.
-  internal::JpegCrop p = internal::CenterCropBox(300, 600, 64);
+  reader::JpegCrop p = reader::CenterCropBox(300, 600, 64);
   EXPECT_NEAR(p.x0, 4 * 300.0 / 73, 1e-9);  // round(4.5) = 4
   EXPECT_NEAR(p.y0, 41 * 600.0 / 146, 1e-9);
 }
@@ -163,7 +163,7 @@ constexpr uint64_t kCorrupt = 137;  // the damaged record, when asked for
 // --restart-markers` stores it (the same pixels).
 std::string MakeJpegDataset(const testing::TempDir& dir, const std::string& name,
                             bool corrupt, bool restart_markers = false) {
-  internal::JpegRestartRecoder recoder;
+  codec::JpegRestartRecoder recoder;
   std::vector<uint8_t> recoded;
   std::string path = dir.Join(name);
   fs::create_directories(path);

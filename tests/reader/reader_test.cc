@@ -158,7 +158,7 @@ TEST_F(ReaderTest, HoldingTheBatchWhoseSlotIsNeededIsAnErrorNotAHang) {
 TEST(SpreadPrefetchTest, IssuesEveryLineOfTheRecordEvenlyOverTheSteps) {
   alignas(64) static uint8_t buffer[8192];
   // A CIFAR record (3073 bytes) starting 10 bytes into a line: 49 lines.
-  internal::SpreadPrefetch p(ByteSpan(buffer + 10, 3073), 32);
+  reader::SpreadPrefetch p(ByteSpan(buffer + 10, 3073), 32);
   EXPECT_EQ(p.lines_left(), 49u);
   size_t left = 49;
   for (int row = 1; row <= 32; ++row) {
@@ -173,13 +173,13 @@ TEST(SpreadPrefetchTest, IssuesEveryLineOfTheRecordEvenlyOverTheSteps) {
   p.Step();  // steps past the record's lines issue nothing
   EXPECT_EQ(p.lines_left(), 0u);
 
-  internal::SpreadPrefetch rest(ByteSpan(buffer, 640), 32);  // 10 lines, 1 a step
+  reader::SpreadPrefetch rest(ByteSpan(buffer, 640), 32);  // 10 lines, 1 a step
   rest.Step();
   EXPECT_EQ(rest.lines_left(), 9u);
   rest.Rest();
   EXPECT_EQ(rest.lines_left(), 0u);
-  EXPECT_EQ(internal::SpreadPrefetch(ByteSpan(), 32).lines_left(), 0u);
-  internal::SpreadPrefetch no_steps(ByteSpan(buffer, 64), 0);
+  EXPECT_EQ(reader::SpreadPrefetch(ByteSpan(), 32).lines_left(), 0u);
+  reader::SpreadPrefetch no_steps(ByteSpan(buffer, 64), 0);
   no_steps.Step();
   EXPECT_EQ(no_steps.lines_left(), 1u);
   no_steps.Rest();
@@ -190,14 +190,14 @@ TEST(SpreadPrefetchTest, IssuesEveryLineOfTheRecordEvenlyOverTheSteps) {
 // least a slot a worker and two more; the holding rule follows the slots
 // chosen.
 TEST_F(ReaderTest, DefaultRingIsDeeperForSmallBatchesAndHoldsOneFewer) {
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 1536 << 10, 2), 16);  // CIFAR, 512 a batch
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 4 << 20, 2), 8);
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 10 << 20, 2), 4);
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, uint64_t{77} << 20, 2), 4);  // 224x224, 512
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, uint64_t{77} << 20, 16), 18);
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 1536 << 10, 15), 17);
-  EXPECT_EQ(internal::RingSlotsFor(kAutoRingSlots, 1, 1024), kMaxRingSlots);
-  EXPECT_EQ(internal::RingSlotsFor(3, 1, 16), 3);
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 1536 << 10, 2), 16);  // CIFAR, 512 a batch
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 4 << 20, 2), 8);
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 10 << 20, 2), 4);
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, uint64_t{77} << 20, 2), 4);  // 224x224, 512
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, uint64_t{77} << 20, 16), 18);
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 1536 << 10, 15), 17);
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 1, 1024), kMaxRingSlots);
+  EXPECT_EQ(reader::RingSlotsFor(3, 1, 16), 3);
 
   std::string path = MakeDataset(dir_, "ds", 100, 4, 10);
   ReaderOptions o = Options(path, 5, 2);

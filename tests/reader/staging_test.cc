@@ -25,7 +25,7 @@
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/write_shard.h"
 
-namespace shardpack::internal {
+namespace shardpack::reader {
 namespace {
 
 using ::testing::HasSubstr;
@@ -507,4 +507,4 @@ TEST_F(StagingTest, CudaCopiesAndFinishMatchTheHost) {
 }
 
 }  // namespace
-}  // namespace shardpack::internal
+}  // namespace shardpack::reader

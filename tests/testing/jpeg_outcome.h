@@ -21,13 +21,13 @@ struct JpegOutcome {
 };
 
 // Start + DecodeRegion(rect, min_size, min_size) with `decoder`.
-inline JpegOutcome DecodeJpegRegion(internal::JpegDecoder& decoder, ByteSpan jpeg,
-                                    const internal::JpegRect& rect, uint32_t min_size) {
-  absl::StatusOr<internal::JpegHeader> header = decoder.Start(jpeg);
+inline JpegOutcome DecodeJpegRegion(codec::JpegDecoder& decoder, ByteSpan jpeg,
+                                    const codec::JpegRect& rect, uint32_t min_size) {
+  absl::StatusOr<codec::JpegHeader> header = decoder.Start(jpeg);
   if (!header.ok()) return {false, std::string(header.status().message()), {}, 0};
-  absl::StatusOr<internal::DecodedRegion> region = decoder.DecodeRegion(rect, min_size, min_size);
+  absl::StatusOr<codec::DecodedRegion> region = decoder.DecodeRegion(rect, min_size, min_size);
   if (!region.ok()) return {false, std::string(region.status().message()), {}, 0};
-  const internal::PixelView& v = region->pixels;
+  const codec::PixelView& v = region->pixels;
   return {true, "", std::vector<uint8_t>(v.data, v.data + v.bytes()), region->scale_num};
 }
 

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 
 namespace shardpack::testing {
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "format/posix_io.h"
+#include "common/posix_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/dataset.h"
@@ -219,10 +219,10 @@ TEST_F(OutputDirTest, AnInterruptedPublishIsReplacedByAnyPack) {
   // Held by another pack (its lock on the folder): in use, untouched.
   fs::remove(Out("ds/manifest.json"));
   std::ofstream(Out("ds/") + kStagingMarker) << "shardpack staging directory\n";
-  SP_ASSERT_OK_AND_ASSIGN(const internal::UniqueFd held, internal::OpenDirectory(Out("ds")));
-  SP_ASSERT_OK_AND_ASSIGN(internal::LockResult lock,
-                          internal::TryLockExclusive(held.get(), Out("ds")));
-  ASSERT_EQ(lock, internal::LockResult::kLocked);
+  SP_ASSERT_OK_AND_ASSIGN(const common::UniqueFd held, common::OpenDirectory(Out("ds")));
+  SP_ASSERT_OK_AND_ASSIGN(common::LockResult lock,
+                          common::TryLockExclusive(held.get(), Out("ds")));
+  ASSERT_EQ(lock, common::LockResult::kLocked);
   EXPECT_THAT(PackInto(Out("ds"), false),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("is in use")));
   EXPECT_EQ(FileBytes(Out("ds/shard-00000.shard")), "new!");

@@ -349,7 +349,7 @@ TEST_F(ShardpackTest, RestartMarkersRecodeEveryImageKeepingItsPixels) {
       RunTool(SHARDPACK_PATH, {"images", root, "-o", Out("ds"), "--restart-markers", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string dri = "\xFF\xDD\x00\x04\x00\x01";
-  internal::JpegDecoder decoder;
+  codec::JpegDecoder decoder;
   std::vector<Stored> records = ReadAll(Out("ds"));
   ASSERT_EQ(records.size(), 6u);
   for (const Stored& s : records) {
@@ -358,9 +358,9 @@ TEST_F(ShardpackTest, RestartMarkersRecodeEveryImageKeepingItsPixels) {
     EXPECT_NE(stored, file) << s.key;
     EXPECT_NE(stored.find(dri), std::string::npos) << s.key;
     const std::vector<uint8_t> file_bytes(file.begin(), file.end());
-    SP_ASSERT_OK_AND_ASSIGN(internal::PixelView want, decoder.Decode(file_bytes));
+    SP_ASSERT_OK_AND_ASSIGN(codec::PixelView want, decoder.Decode(file_bytes));
     const std::vector<uint8_t> want_pixels(want.data, want.data + want.bytes());
-    SP_ASSERT_OK_AND_ASSIGN(internal::PixelView got, decoder.Decode(s.payload));
+    SP_ASSERT_OK_AND_ASSIGN(codec::PixelView got, decoder.Decode(s.payload));
     EXPECT_TRUE(std::vector<uint8_t>(got.data, got.data + got.bytes()) == want_pixels) << s.key;
   }
   EXPECT_THAT(FileBytes(Out("ds/manifest.json")), HasSubstr("\"restart_markers\": true"));

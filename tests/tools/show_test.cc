@@ -29,7 +29,7 @@ namespace shardpack {
 namespace {
 
 namespace fs = std::filesystem;
-using ::shardpack::internal::PixelView;
+using ::shardpack::codec::PixelView;
 using ::shardpack::testing::OwnedRecord;
 using ::shardpack::testing::RunResult;
 using ::testing::HasSubstr;
@@ -96,7 +96,7 @@ std::vector<uint8_t> Reference(const OwnedRecord& r, int* channels) {
                     0, static_cast<int>(im.height), cmyk ? TJPF_CMYK : TJPF_RGB, 0),
       0);
   tjDestroy(t);
-  if (cmyk) internal::JpegCmykToRgbInPlace(out.data(), plane);
+  if (cmyk) codec::JpegCmykToRgbInPlace(out.data(), plane);
   out.resize(plane * 3);
   *channels = 3;
   return out;
@@ -108,11 +108,11 @@ void ExpectTile(const PixelView& sheet, const codec::ContactSheet& layout, size_
                 const std::vector<uint8_t>& pixels, uint32_t w, uint32_t h, int c) {
   const codec::SheetRect r = layout.ImageRect(i, w, h);
   std::vector<uint8_t> resized(size_t{r.width} * r.height * static_cast<size_t>(c));
-  internal::ResizeScratch scratch;
+  codec::ResizeScratch scratch;
   if (r.width == w && r.height == h) {
     resized = pixels;
   } else {
-    internal::ResizeBilinearAA(PixelView{pixels.data(), w, h, c}, r.width, r.height, resized.data(),
+    codec::ResizeBilinearAA(PixelView{pixels.data(), w, h, c}, r.width, r.height, resized.data(),
                                &scratch);
   }
   int mismatches = 0;

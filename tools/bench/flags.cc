@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 #include "tools/common/cli.h"
 
 namespace shardpack::shardbench {

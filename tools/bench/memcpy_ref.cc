@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "format/status_macros.h"
-#include "format/threads.h"
+#include "common/status_macros.h"
+#include "common/threads.h"
 #include "reader/dataset_units.h"
 #include "reader/epoch_plan.h"
 #include "reader/pipeline.h"
@@ -91,8 +91,8 @@ double MemcpyRun::gb_per_s() const {
 
 struct MemcpyReference::Impl {
   ReaderOptions options;
-  internal::StreamDataset dataset;
-  internal::PlanOptions plan;
+  reader::StreamDataset dataset;
+  reader::PlanOptions plan;
   size_t image_bytes = 0;
   Buffer arena;                       // every unit's load buffer
   std::vector<const uint8_t*> pixels; // record -> its stored pixels
@@ -105,8 +105,8 @@ struct MemcpyReference::Impl {
 };
 
 absl::Status MemcpyReference::Impl::Load() {
-  const std::vector<internal::ReadUnit>& units = dataset.units();
-  internal::UnitSource& source = *dataset.source;
+  const std::vector<reader::ReadUnit>& units = dataset.units();
+  reader::UnitSource& source = *dataset.source;
   std::vector<size_t> offsets(units.size());
   size_t total = 0;
   for (uint32_t u = 0; u < units.size(); ++u) {
@@ -125,7 +125,7 @@ absl::Status MemcpyReference::Impl::Load() {
   pixels.assign(dataset.records, nullptr);
   for (uint32_t u = 0; u < units.size(); ++u) {
     SP_RETURN_IF_ERROR(source.Submit(u, arena.get() + offsets[u]));
-    internal::UnitLoad load = source.Wait();
+    reader::UnitLoad load = source.Wait();
     if (!load.view.ok()) return load.view.status();
     for (size_t i = 0; i < load.view->size(); ++i) {
       SP_ASSIGN_OR_RETURN(Record record, load.view->record(i));
@@ -144,10 +144,10 @@ absl::Status MemcpyReference::Impl::Load() {
 
 void MemcpyReference::Impl::Gather(uint64_t epoch, uint64_t limit,
                                    std::vector<const uint8_t*>* src) const {
-  const internal::EpochPlan p = internal::MakeEpochPlan(dataset.units(), plan, epoch);
+  const reader::EpochPlan p = reader::MakeEpochPlan(dataset.units(), plan, epoch);
   const size_t n = static_cast<size_t>(std::min<uint64_t>(limit, p.order.size()));
   src->resize(n);
-  for (size_t i = 0; i < n; ++i) (*src)[i] = pixels[internal::RecordAt(p, dataset.units(), i)];
+  for (size_t i = 0; i < n; ++i) (*src)[i] = pixels[reader::RecordAt(p, dataset.units(), i)];
 }
 
 absl::StatusOr<double> MemcpyReference::Impl::Time(uint64_t images, int threads,
@@ -157,13 +157,13 @@ absl::StatusOr<double> MemcpyReference::Impl::Time(uint64_t images, int threads,
   rings.reserve(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     // One copying thread a ring: the ring of a reader with one worker.
-    rings.emplace_back(internal::RingSlotsFor(options.ring_slots, batch * image_bytes, 1),
+    rings.emplace_back(reader::RingSlotsFor(options.ring_slots, batch * image_bytes, 1),
                        batch * image_bytes);
     if (!rings.back().ok()) return absl::ResourceExhaustedError("no memory for the memcpy ring");
   }
   std::vector<const uint8_t*> src;
   std::vector<uint64_t> folds(static_cast<size_t>(threads));
-  internal::ThreadGroup workers;
+  common::ThreadGroup workers;
   double seconds = 0;
   for (uint64_t epoch = 0, left = images; left > 0; ++epoch) {
     Gather(epoch, left, &src);  // outside the timing: the reader plans ahead too
@@ -192,7 +192,7 @@ absl::StatusOr<std::unique_ptr<MemcpyReference>> MemcpyReference::Open(
     const ReaderOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  SP_ASSIGN_OR_RETURN(impl->dataset, internal::OpenStreamDataset(options.path, options.io));
+  SP_ASSIGN_OR_RETURN(impl->dataset, reader::OpenStreamDataset(options.path, options.io));
   const ImageInfo image = impl->dataset.source->image();
   const uint64_t bytes = image.RawBytes();
   if (image.encoding != Encoding::kRaw || bytes == 0 || bytes == UINT64_MAX) {
@@ -201,7 +201,7 @@ absl::StatusOr<std::unique_ptr<MemcpyReference>> MemcpyReference::Open(
         std::string(EncodingName(image.encoding)), " images"));
   }
   impl->image_bytes = static_cast<size_t>(bytes);
-  SP_ASSIGN_OR_RETURN(impl->plan, internal::ReaderPlanOptions(options));
+  SP_ASSIGN_OR_RETURN(impl->plan, reader::ReaderPlanOptions(options));
   return std::unique_ptr<MemcpyReference>(new MemcpyReference(std::move(impl)));
 }
 

@@ -11,25 +11,25 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "format/posix_io.h"
-#include "format/posix_open.h"
-#include "format/unique_fd.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
-#include "format/errors.h"
 
 namespace shardpack::shardbench {
 namespace {
 
 namespace fs = std::filesystem;
-using ::shardpack::internal::CheckRegularFile;
+using ::shardpack::common::CheckRegularFile;
 
 // O_DIRECT wants the buffer, offsets and lengths aligned to the logical
 // block size; 4096 covers every device we meet (the reader uses the same).
 constexpr size_t kDirectAlignment = 4096;
 
-using Fd = ::shardpack::internal::UniqueFd;
+using Fd = ::shardpack::common::UniqueFd;
 
 // One pass over one file; returns the bytes read.
 absl::StatusOr<uint64_t> ReadFile(const std::string& path, bool direct, uint8_t* buffer) {
@@ -40,13 +40,13 @@ absl::StatusOr<uint64_t> ReadFile(const std::string& path, bool direct, uint8_t*
       return absl::UnavailableError(
           absl::StrCat(path, ": O_DIRECT is not supported on this filesystem"));
     }
-    return internal::ErrnoError(direct ? "open (O_DIRECT)" : "open", path, errno);
+    return common::ErrnoError(direct ? "open (O_DIRECT)" : "open", path, errno);
   }
   // What dd does not do, but the reader's pread engine does too; advice only.
   if (!direct) posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   uint64_t offset = 0;
   for (;;) {
-    SP_ASSIGN_OR_RETURN(size_t n, ::shardpack::internal::PreadSome(fd.get(), path, offset,
+    SP_ASSIGN_OR_RETURN(size_t n, ::shardpack::common::PreadSome(fd.get(), path, offset,
                                                                    {buffer, kRawReadSize}));
     if (n == 0) break;
     offset += n;
@@ -73,11 +73,11 @@ absl::Status DropCaches(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     SP_RETURN_IF_ERROR(CheckRegularFile(path));
     Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) return internal::ErrnoError("open", path, errno);
+    if (fd.get() < 0) return common::ErrnoError("open", path, errno);
     // Dirty pages are not dropped; a freshly packed file may still have some.
     fdatasync(fd.get());
     int rc = posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
-    if (rc != 0) return internal::ErrnoError("posix_fadvise(DONTNEED)", path, rc);
+    if (rc != 0) return common::ErrnoError("posix_fadvise(DONTNEED)", path, rc);
   }
   return absl::OkStatus();
 }

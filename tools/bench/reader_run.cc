@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 #include "tools/bench/save_batch.h"
 #include "tools/common/cli.h"
 

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
+#include "common/status_macros.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 
 namespace shardpack::shardbench {
 

@@ -13,15 +13,15 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
+#include "reader/pipeline.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 #include "tools/bench/memcpy_ref.h"
-#include "tools/common/cli.h"
 #include "tools/bench/raw_read.h"
 #include "tools/bench/reader_run.h"
 #include "tools/bench/report.h"
-#include "format/errors.h"
-#include "reader/pipeline.h"
+#include "tools/common/cli.h"
 
 namespace shardpack::shardbench {
 namespace {
@@ -49,7 +49,7 @@ absl::StatusOr<uint64_t> TotalBytes(const std::vector<std::string>& paths) {
   uint64_t total = 0;
   for (const std::string& path : paths) {
     struct stat st;
-    if (stat(path.c_str(), &st) != 0) return internal::ErrnoError("stat", path, errno);
+    if (stat(path.c_str(), &st) != 0) return common::ErrnoError("stat", path, errno);
     total += static_cast<uint64_t>(st.st_size);
   }
   return total;
@@ -75,7 +75,7 @@ absl::Status RunReferences(const BenchOptions& options, const std::vector<std::s
   if (memcpy_ref != nullptr) {
     // As many threads as the reader had workers: its own rule.
     SP_ASSIGN_OR_RETURN(report->memcpy, memcpy_ref->Run(report->reader.samples,
-                                                        internal::WorkerThreads(ro.threads)));
+                                                        reader::WorkerThreads(ro.threads)));
   }
   return absl::OkStatus();
 }

@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "CLI/CLI.hpp"
 
 namespace shardpack::cli {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
-#include "format/utf8.h"
+#include "common/utf8.h"
 
 namespace shardpack::cli {
 namespace {
@@ -67,7 +67,7 @@ std::string EscapeText(std::string_view text) {
       ++i;
       continue;
     }
-    const size_t len = c >= 0x80 ? internal::Utf8SequenceLength(p + i, text.size() - i) : 0;
+    const size_t len = c >= 0x80 ? common::Utf8SequenceLength(p + i, text.size() - i) : 0;
     // C1 controls (U+0080..U+009F, "\xC2\x80".."\xC2\x9F") can drive a
     // terminal as ESC does, so they are escaped too.
     const bool c1_control = len == 2 && c == 0xC2 && p[i + 1] < 0xA0;

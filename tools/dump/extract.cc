@@ -17,9 +17,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "format/posix_io.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/status_macros.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 #include "tools/common/cli.h"
 #include "tools/common/escape.h"
 #include "tools/common/progress_line.h"
@@ -29,7 +30,6 @@
 #include "tools/dump/record_pixels.h"
 #include "tools/dump/selection.h"
 #include "tools/dump/text.h"
-#include "format/errors.h"
 
 namespace shardpack::dump {
 namespace {
@@ -110,7 +110,7 @@ class Extractor {
                            std::span<const uint8_t> body) {
     const std::string shown = absl::StrCat(output_, "/", name);
     if (overwrite_ && unlinkat(dir_fd_, name.c_str(), 0) != 0 && errno != ENOENT) {
-      return internal::ErrnoError("replace", shown, errno);
+      return common::ErrnoError("replace", shown, errno);
     }
     int fd =
         openat(dir_fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -118,12 +118,12 @@ class Extractor {
       return absl::AlreadyExistsError(
           absl::StrCat(shown, " already exists; use --overwrite to replace it"));
     }
-    if (fd < 0) return internal::ErrnoError("create", shown, errno);
+    if (fd < 0) return common::ErrnoError("create", shown, errno);
     created_.push_back(name);
-    absl::Status s = ::shardpack::internal::WriteFull(
+    absl::Status s = ::shardpack::common::WriteFull(
         fd, shown, {reinterpret_cast<const uint8_t*>(header.data()), header.size()});
-    if (s.ok()) s = ::shardpack::internal::WriteFull(fd, shown, body);
-    if (close(fd) != 0 && s.ok()) s = internal::ErrnoError("close", shown, errno);
+    if (s.ok()) s = ::shardpack::common::WriteFull(fd, shown, body);
+    if (close(fd) != 0 && s.ok()) s = common::ErrnoError("close", shown, errno);
     return s;
   }
 
@@ -149,7 +149,7 @@ absl::StatusOr<int> OpenOutputDirectory(const std::string& output, bool* created
         absl::StrCat("create directory ", output, ": ", ec.message()));
   }
   int fd = open(output.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return internal::ErrnoError("open directory", output, errno);
+  if (fd < 0) return common::ErrnoError("open directory", output, errno);
   return fd;
 }
 
@@ -209,7 +209,7 @@ absl::Status ExtractKey(const OpenedDataset& ds, std::string_view key, Extractor
   }
   if (x->count() == 0) {
     return absl::NotFoundError(
-        absl::StrCat(ds.path(), ": no record has the key '", internal::AsAbsl(key), "'"));
+        absl::StrCat(ds.path(), ": no record has the key '", common::AsAbsl(key), "'"));
   }
   return absl::OkStatus();
 }

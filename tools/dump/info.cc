@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 #include "tools/common/cli.h"
 #include "tools/common/escape.h"
 #include "tools/common/progress_line.h"

@@ -8,7 +8,7 @@
 namespace shardpack::dump {
 namespace {
 
-using internal::JpegDecoder;
+using codec::JpegDecoder;
 
 // Larger images are refused rather than decoded: a damaged header can claim
 // 65535 x 65535.
@@ -17,14 +17,14 @@ constexpr uint64_t kMaxPixels = uint64_t{1} << 28;
 }  // namespace
 
 JpegChecker::JpegChecker()
-    : decoder_(std::make_unique<JpegDecoder>(internal::JpegDecoderOptions{kMaxPixels})) {}
+    : decoder_(std::make_unique<JpegDecoder>(codec::JpegDecoderOptions{kMaxPixels})) {}
 
 JpegChecker::~JpegChecker() = default;
 
 absl::Status JpegChecker::Check(std::span<const uint8_t> jpeg, const ImageInfo& expected) {
   JpegDecoder* decoder = decoder_.get();
   if (jpeg.empty()) return absl::DataLossError("jpeg: empty payload");
-  absl::StatusOr<internal::JpegHeader> header = decoder->Start(jpeg);
+  absl::StatusOr<codec::JpegHeader> header = decoder->Start(jpeg);
   if (!header.ok()) {
     return absl::DataLossError(absl::StrCat("jpeg header: ", header.status().message()));
   }

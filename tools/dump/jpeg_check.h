@@ -11,9 +11,9 @@
 #include "absl/status/status.h"
 #include "shardpack/record.h"
 
-namespace shardpack::internal {
+namespace shardpack::codec {
 class JpegDecoder;
-}  // namespace shardpack::internal
+}  // namespace shardpack::codec
 
 namespace shardpack::dump {
 
@@ -34,7 +34,7 @@ class JpegChecker {
   absl::Status Check(std::span<const uint8_t> jpeg, const ImageInfo& expected);
 
  private:
-  std::unique_ptr<internal::JpegDecoder> decoder_;
+  std::unique_ptr<codec::JpegDecoder> decoder_;
 };
 
 }  // namespace shardpack::dump

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 #include "tools/common/escape.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/opened_dataset.h"

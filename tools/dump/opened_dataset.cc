@@ -7,10 +7,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/open_path.h"
-#include "format/errors.h"
-#include "shardpack/dataset.h"
-#include "format/status_macros.h"
 #include "backends/shard_gate.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
+#include "shardpack/dataset.h"
 #include "tools/dump/shard_check.h"
 
 namespace shardpack::dump {
@@ -101,7 +101,7 @@ absl::StatusOr<std::unique_ptr<backends::ShardScanner>> OpenedDataset::OpenShard
   }
   SP_RETURN_IF_ERROR(shard.status());
   if (require_manifest_count) {
-    SP_RETURN_IF_ERROR(::shardpack::internal::CheckManifestRecords(
+    SP_RETURN_IF_ERROR(::shardpack::common::CheckManifestRecords(
         path, (*shard)->size(), manifest().shards[k].records));
   }
   return shard;

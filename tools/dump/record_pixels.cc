@@ -16,7 +16,7 @@ std::span<const uint8_t> Interleaved(const Record& r, std::vector<uint8_t>* buff
   return *buffer;
 }
 
-absl::StatusOr<internal::PixelView> RecordPixels(const Record& r, internal::JpegDecoder* decoder,
+absl::StatusOr<codec::PixelView> RecordPixels(const Record& r, codec::JpegDecoder* decoder,
                                                  std::vector<uint8_t>* buffer) {
   if (r.image.encoding == Encoding::kJpeg) return decoder->Decode(r.payload);
   if (r.image.channels != 1 && r.image.channels != 3) {
@@ -29,7 +29,7 @@ absl::StatusOr<internal::PixelView> RecordPixels(const Record& r, internal::Jpeg
                                             r.image.width, "x", int{r.image.channels}));
   }
   std::span<const uint8_t> pixels = Interleaved(r, buffer);
-  return internal::PixelView{pixels.data(), r.image.width, r.image.height, r.image.channels};
+  return codec::PixelView{pixels.data(), r.image.width, r.image.height, r.image.channels};
 }
 
 }  // namespace shardpack::dump

@@ -25,7 +25,7 @@ std::span<const uint8_t> Interleaved(const Record& r, std::vector<uint8_t>* buff
 // same decoder and buffer. DataLossError for a JPEG that does not decode or
 // a raw payload whose size disagrees with its shape; InvalidArgumentError
 // for a raw image of another channel count.
-absl::StatusOr<internal::PixelView> RecordPixels(const Record& r, internal::JpegDecoder* decoder,
+absl::StatusOr<codec::PixelView> RecordPixels(const Record& r, codec::JpegDecoder* decoder,
                                                  std::vector<uint8_t>* buffer);
 
 }  // namespace shardpack::dump

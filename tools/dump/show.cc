@@ -10,9 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
 #include "codec/jpeg_decoder.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "shardpack/file.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
 #include "tools/common/cli.h"
 #include "tools/common/escape.h"
 #include "tools/dump/commands.h"
@@ -69,7 +69,7 @@ class SheetFiller {
   }
 
   absl::Status Add(uint64_t index, const Record& r) {
-    absl::StatusOr<internal::PixelView> pixels = RecordPixels(r, &decoder_, &buffer_);
+    absl::StatusOr<codec::PixelView> pixels = RecordPixels(r, &decoder_, &buffer_);
     absl::Status s = pixels.status();
     if (s.ok()) {
       const std::span<const int64_t> labels(r.labels.begin(), r.labels.end());
@@ -80,14 +80,14 @@ class SheetFiller {
     }
     if (s.ok()) return s;
     return absl::Status(s.code(), absl::StrCat(ds_.path(), ": record ", index, " (key '",
-                                               internal::AsAbsl(r.key), "'): ", s.message()));
+                                               common::AsAbsl(r.key), "'): ", s.message()));
   }
 
  private:
   const OpenedDataset& ds_;
   codec::ContactSheet* sheet_;
   std::vector<std::vector<std::string>> classes_;  // escaped as `ls` shows them
-  internal::JpegDecoder decoder_;
+  codec::JpegDecoder decoder_;
   std::vector<uint8_t> buffer_;
   size_t next_ = 0;
 };

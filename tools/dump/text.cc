@@ -7,8 +7,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "format/errors.h"
-#include "format/utf8.h"
+#include "common/errors.h"
+#include "common/utf8.h"
 
 namespace shardpack::dump {
 
@@ -28,8 +28,8 @@ std::string EncodingText(const ImageInfo& image) {
 
 void AddKey(std::string_view key, Json* object) {
   (*object)["key"] = std::string(key);
-  if (!internal::IsValidUtf8(key)) {
-    (*object)["key_hex"] = absl::BytesToHexString(internal::AsAbsl(key));
+  if (!common::IsValidUtf8(key)) {
+    (*object)["key_hex"] = absl::BytesToHexString(common::AsAbsl(key));
   }
 }
 

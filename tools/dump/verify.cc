@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
-#include "format/threads.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
+#include "common/threads.h"
 #include "tools/common/cli.h"
 #include "tools/common/escape.h"
 #include "tools/common/progress_line.h"
@@ -98,7 +98,7 @@ absl::Status Verifier::Run(int threads) {
   };
   // A failure stops the others after their shard.
   const auto stop_all = [&] { next = ds_.num_shards(); };
-  internal::ThreadGroup pool;
+  common::ThreadGroup pool;
   absl::Status status = pool.Start(threads - 1, "verify's threads", [&](int) { work(); }, stop_all);
   if (!status.ok()) stop_all();
   if (status.ok()) work();
@@ -171,7 +171,7 @@ uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
         if (!decoded.ok()) {
           out->problems.push_back(At(k, i, loc.file_offset(),
                                      absl::StrCat(out->path, " @", loc.Text(), " record ", i, " '",
-                                                  internal::AsAbsl(r.key), "': ",
+                                                  common::AsAbsl(r.key), "': ",
                                                   decoded.message())));
         }
         payload_bytes += r.payload.size();

@@ -4,16 +4,16 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/status_macros.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 #include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
 #include "tools/pack/pack_identity.h"
 #include "tools/pack/part_check.h"
 #include "tools/pack/path_overlap.h"
-#include "format/errors.h"
-#include "format/posix_io.h"
 
 namespace shardpack::pack {
 namespace {
@@ -24,7 +24,7 @@ absl::Status LinkOrCopy(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::create_hard_link(from, to, ec);
   if (!ec) return absl::OkStatus();
-  return internal::CopyFile(from.string(), to.string());
+  return common::CopyFile(from.string(), to.string());
 }
 
 // The skipped.tsv lines of a part, without its header line.

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "format/threads.h"
+#include "common/threads.h"
 
 namespace shardpack::pack {
 namespace {
@@ -88,7 +88,7 @@ absl::Status RunOrdered(const datasets::Source& source, std::span<const size_t> 
       }
     }
   };
-  internal::ThreadGroup pool;
+  common::ThreadGroup pool;
   absl::Status result =
       pool.Start(threads, "the pack's worker threads", [&](int) { work(); }, stop_all);
   for (uint64_t g = 0; g < groups && result.ok(); ++g) {

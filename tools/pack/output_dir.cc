@@ -14,12 +14,12 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "format/posix_io.h"
-#include "format/unique_fd.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
-#include "format/errors.h"
 
 namespace shardpack::pack {
 namespace {
@@ -29,20 +29,20 @@ namespace fs = std::filesystem;
 constexpr char kOverwriteRule[] =
     "--overwrite replaces only a dataset shardpack wrote or an empty folder";
 
-using Fd = ::shardpack::internal::UniqueFd;
+using Fd = ::shardpack::common::UniqueFd;
 
 std::string Join(const std::string& dir, std::string_view name) {
   return absl::StrCat(dir, "/", absl::string_view(name.data(), name.size()));
 }
 
-using internal::DirectoryEntry;
-using internal::LockResult;
+using common::DirectoryEntry;
+using common::LockResult;
 
 // Opens the directory `dir` itself (never through a symbolic link) and
 // tries to lock it; the lock lives as long as `fd`.
 absl::StatusOr<LockResult> TryLockDir(const std::string& dir, Fd* fd) {
-  SP_ASSIGN_OR_RETURN(*fd, internal::OpenDirectory(dir));
-  return internal::TryLockExclusive(fd->get(), dir);
+  SP_ASSIGN_OR_RETURN(*fd, common::OpenDirectory(dir));
+  return common::TryLockExclusive(fd->get(), dir);
 }
 
 // "shard-00012.shard", ".lmdb" or ".h5", with a writer's ".partial" or an
@@ -50,7 +50,7 @@ absl::StatusOr<LockResult> TryLockDir(const std::string& dir, Fd* fd) {
 // default prefix), for a dataset whose manifest was never written.
 bool IsOurShardName(std::string_view name) {
   std::string_view base;
-  if (internal::IsPartialName(name, &base)) name = base;
+  if (common::IsPartialName(name, &base)) name = base;
   if (name.ends_with("-lock")) name.remove_suffix(5);
   const std::string_view prefix = "shard-";
   if (!name.starts_with(prefix)) return false;
@@ -76,7 +76,7 @@ std::string NotOursReason(const std::string& dir, std::vector<std::string>* file
   if (::lstat(dir.c_str(), &st) != 0) return absl::StrCat("cannot be read: ", std::strerror(errno));
   if (S_ISLNK(st.st_mode)) return "is a symbolic link (name the directory itself)";
   if (!S_ISDIR(st.st_mode)) return "is not a directory";
-  absl::StatusOr<std::vector<DirectoryEntry>> entries = internal::ListDirectory(dir);
+  absl::StatusOr<std::vector<DirectoryEntry>> entries = common::ListDirectory(dir);
   if (!entries.ok()) return absl::StrCat("cannot be listed: ", entries.status().message());
   // Our files, and (through IsPartialName) their temporaries.
   std::set<std::string, std::less<>> names = {kManifestFileName, "skipped.tsv", kStagingMarker};
@@ -100,7 +100,7 @@ std::string NotOursReason(const std::string& dir, std::vector<std::string>* file
   for (const DirectoryEntry& e : *entries) {
     std::string_view base;
     const bool ours = names.count(e.name) > 0 ||
-                      (internal::IsPartialName(e.name, &base) && names.count(base) > 0) ||
+                      (common::IsPartialName(e.name, &base) && names.count(base) > 0) ||
                       (manifest == nullptr && IsOurShardName(e.name));
     if (!ours || !S_ISREG(e.mode)) {
       return absl::StrCat("holds ", e.name, ", which shardpack did not write");
@@ -163,7 +163,7 @@ absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
                                  const PackIdentity* identity) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
-    return errno == ENOENT ? absl::OkStatus() : internal::ErrnoError("stat", path, errno);
+    return errno == ENOENT ? absl::OkStatus() : common::ErrnoError("stat", path, errno);
   }
   std::vector<std::string> files;
   const std::string why = NotOursReason(path, &files);
@@ -208,29 +208,29 @@ absl::Status WriteMarker(const std::string& staging, const PackIdentity* identit
 // Removes everything in a directory of ours but the marker. The marker
 // stays until the rest is gone, so that a process killed halfway leaves a
 // directory that still says it is ours.
-// Needs no new descriptor (internal::RemoveFilesAt), so that a pack that
+// Needs no new descriptor (common::RemoveFilesAt), so that a pack that
 // failed for want of them (ulimit -n) still cleans up.
 absl::Status ClearDirectory(int fd, const std::string& dir) {
-  return internal::RemoveFilesAt(fd, dir, /*keep=*/kStagingMarker);
+  return common::RemoveFilesAt(fd, dir, /*keep=*/kStagingMarker);
 }
 
 // Removes a directory of ours whole: its contents, then the marker, then
 // the directory.
 absl::Status RemoveOurDirectory(int fd, const std::string& dir) {
   SP_RETURN_IF_ERROR(ClearDirectory(fd, dir));
-  SP_RETURN_IF_ERROR(internal::RemoveFilesAt(fd, dir));
-  if (::rmdir(dir.c_str()) != 0) return internal::ErrnoError("remove", dir, errno);
+  SP_RETURN_IF_ERROR(common::RemoveFilesAt(fd, dir));
+  if (::rmdir(dir.c_str()) != 0) return common::ErrnoError("remove", dir, errno);
   return absl::OkStatus();
 }
 
 // True when `dir` holds nothing, or nothing but temporaries of our marker:
 // a staging directory whose pack was killed before its marker was written.
 bool HoldsNothingOfAnyones(const std::string& dir) {
-  absl::StatusOr<std::vector<DirectoryEntry>> entries = internal::ListDirectory(dir);
+  absl::StatusOr<std::vector<DirectoryEntry>> entries = common::ListDirectory(dir);
   if (!entries.ok()) return false;
   for (const DirectoryEntry& e : *entries) {
     std::string_view base;
-    if (!S_ISREG(e.mode) || !internal::IsPartialName(e.name, &base) || base != kStagingMarker) {
+    if (!S_ISREG(e.mode) || !common::IsPartialName(e.name, &base) || base != kStagingMarker) {
       return false;
     }
   }
@@ -249,7 +249,7 @@ bool IsDirectoryAt(int fd, const std::string& path) {
 absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::string& out,
                                        const PackIdentity* identity) {
   struct stat st;
-  if (::lstat(staging.c_str(), &st) != 0) return internal::ErrnoError("stat", staging, errno);
+  if (::lstat(staging.c_str(), &st) != 0) return common::ErrnoError("stat", staging, errno);
   if (!S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(
         staging, " exists and is not a directory shardpack made: nothing was deleted; move it "
@@ -287,10 +287,10 @@ absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& ou
   std::error_code ec;
   const fs::path parent = fs::path(staging).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
-  if (ec) return internal::ErrnoError("create", parent.string(), ec.value());
+  if (ec) return common::ErrnoError("create", parent.string(), ec.value());
   if (::mkdir(staging.c_str(), 0777) != 0) {
     if (errno == EEXIST) return TakeExistingStaging(staging, out, identity);
-    return internal::ErrnoError("create", staging, errno);
+    return common::ErrnoError("create", staging, errno);
   }
   // Another pack that finds the new directory before its marker takes it
   // as abandoned (TakeExistingStaging): then it holds the lock, or has
@@ -323,7 +323,7 @@ absl::Status RemoveOldDataset(const std::string& old, const std::string& path,
                         [](const std::string& name) { return name != kStagingMarker; });
   for (const std::string& name : marker_last) {
     if (::unlink(Join(old, name).c_str()) != 0 && errno != ENOENT) {
-      return internal::ErrnoError("remove", Join(old, name), errno);
+      return common::ErrnoError("remove", Join(old, name), errno);
     }
   }
   if (::rmdir(old.c_str()) == 0) return absl::OkStatus();
@@ -332,7 +332,7 @@ absl::Status RemoveOldDataset(const std::string& old, const std::string& path,
         path, " was replaced, but its old folder, moved to ", old,
         ", holds files that shardpack did not write: left there for you"));
   }
-  return internal::ErrnoError("remove", old, errno);
+  return common::ErrnoError("remove", old, errno);
 }
 
 }  // namespace
@@ -390,12 +390,12 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
   // The rename made durable before the manifest says the dataset is whole,
   // and the marker's removal after it. A failure on the way (a disk that
   // fills as the manifest is written) puts everything back as it was.
-  absl::Status status = internal::SyncParentDirectory(path_);
+  absl::Status status = common::SyncParentDirectory(path_);
   if (status.ok()) status = WriteManifest(path_, manifest);
   if (status.ok() && ::unlink(Join(path_, kStagingMarker).c_str()) != 0) {
-    status = internal::ErrnoError("remove", Join(path_, kStagingMarker), errno);
+    status = common::ErrnoError("remove", Join(path_, kStagingMarker), errno);
   }
-  if (status.ok()) status = internal::SyncDirectory(path_);
+  if (status.ok()) status = common::SyncDirectory(path_);
   if (!status.ok()) {
     absl::Status back = MoveBack(old);
     // Where moving back failed, nothing is removed: the folders may be
@@ -413,9 +413,9 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
 }
 
 absl::Status OutputDir::MoveBack(const std::string& old) {
-  using internal::RenameMode;
+  using common::RenameMode;
   if (old == staging_) {  // swapped: swap again
-    if (absl::Status back = internal::RenamePath(path_, staging_, RenameMode::kExchange);
+    if (absl::Status back = common::RenamePath(path_, staging_, RenameMode::kExchange);
         !back.ok()) {
       return absl::InternalError(absl::StrCat("swapping ", path_, " back with ", staging_,
                                               " failed (", back.message(),
@@ -423,32 +423,32 @@ absl::Status OutputDir::MoveBack(const std::string& old) {
                                               " without a manifest, the old one at ", staging_));
     }
     (void)::unlink(Join(path_, kStagingMarker).c_str());  // the old one is whole again
-    return internal::SyncParentDirectory(path_);
+    return common::SyncParentDirectory(path_);
   }
-  if (absl::Status back = internal::RenamePath(path_, staging_); !back.ok()) {
+  if (absl::Status back = common::RenamePath(path_, staging_); !back.ok()) {
     return absl::InternalError(
         absl::StrCat("moving ", path_, " back to ", staging_, " failed (", back.message(), ")"));
   }
   if (!old.empty()) {
-    if (absl::Status back = internal::RenamePath(old, path_); !back.ok()) {
+    if (absl::Status back = common::RenamePath(old, path_); !back.ok()) {
       return absl::InternalError(absl::StrCat("moving the old dataset back from ", old, " to ",
                                               path_, " failed (", back.message(), ")"));
     }
     (void)::unlink(Join(path_, kStagingMarker).c_str());
   }
-  return internal::SyncParentDirectory(path_);
+  return common::SyncParentDirectory(path_);
 }
 
 absl::StatusOr<std::string> OutputDir::MoveIntoPlace(bool replace) {
-  using internal::RenameMode;
+  using common::RenameMode;
   if (!replace) {
     // NOREPLACE: a directory that appeared at path_ meanwhile is left alone.
-    absl::Status moved = internal::RenamePath(staging_, path_, RenameMode::kNoReplace);
-    if (absl::IsUnimplemented(moved)) moved = internal::RenamePath(staging_, path_);
+    absl::Status moved = common::RenamePath(staging_, path_, RenameMode::kNoReplace);
+    if (absl::IsUnimplemented(moved)) moved = common::RenamePath(staging_, path_);
     SP_RETURN_IF_ERROR(moved);
     return std::string();
   }
-  absl::Status swapped = internal::RenamePath(staging_, path_, RenameMode::kExchange);
+  absl::Status swapped = common::RenamePath(staging_, path_, RenameMode::kExchange);
   if (swapped.ok()) return staging_;  // the swap put the old dataset where the staging was
   if (!absl::IsUnimplemented(swapped)) return swapped;
   // No atomic swap on this file system: move the old one aside first.
@@ -456,9 +456,9 @@ absl::StatusOr<std::string> OutputDir::MoveIntoPlace(bool replace) {
   if (::access(old.c_str(), F_OK) == 0) {
     return absl::AlreadyExistsError(absl::StrCat(old, " exists: move it away"));
   }
-  SP_RETURN_IF_ERROR(internal::RenamePath(path_, old));
-  if (absl::Status moved = internal::RenamePath(staging_, path_); !moved.ok()) {
-    (void)internal::RenamePath(old, path_);
+  SP_RETURN_IF_ERROR(common::RenamePath(path_, old));
+  if (absl::Status moved = common::RenamePath(staging_, path_); !moved.ok()) {
+    (void)common::RenamePath(old, path_);
     return moved;
   }
   return old;

@@ -33,7 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "format/unique_fd.h"
+#include "common/unique_fd.h"
 #include "shardpack/manifest.h"
 #include "tools/pack/pack_identity.h"
 
@@ -79,17 +79,17 @@ class OutputDir {
 
   // Moves the staging directory to the final path, writes the manifest into
   // it and removes the marker, fsyncing the directories after the move and
-  // after the marker's removal (internal::PublishFile's rule for a folder).
+  // after the marker's removal (common::PublishFile's rule for a folder).
   // An existing dataset there is checked again (it may have changed during
   // the pack), given our marker, swapped out in one rename where the file
-  // system can (internal::RenameMode::kExchange), and its files removed, the
+  // system can (common::RenameMode::kExchange), and its files removed, the
   // marker last. A failure before the manifest and the marker's removal are
   // durable moves everything back: no dataset without a manifest is left at
   // the final path, and the staging directory is removed as on any failure.
   absl::Status Publish(const Manifest& manifest);
 
  private:
-  OutputDir(std::string path, std::string staging, internal::UniqueFd lock)
+  OutputDir(std::string path, std::string staging, common::UniqueFd lock)
       : path_(std::move(path)), staging_(std::move(staging)), lock_(std::move(lock)) {}
   // Renames the staging directory to path_; returns where the dataset it
   // replaced now is ("" when there was none).
@@ -102,7 +102,7 @@ class OutputDir {
   std::string staging_;
   // The staging directory, open; flock()ed where the file system has locks.
   // Closed (the lock let go) after the destructor's body removed it.
-  internal::UniqueFd lock_;
+  common::UniqueFd lock_;
   bool published_ = false;
 };
 

@@ -6,12 +6,12 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
+#include "tools/common/progress_line.h"
 #include "tools/pack/ordered_pipeline.h"
 #include "tools/pack/output_dir.h"
 #include "tools/pack/pack_identity.h"
-#include "tools/common/progress_line.h"
 
 namespace shardpack::pack {
 namespace {

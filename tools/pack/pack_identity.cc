@@ -5,15 +5,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
-#include "format/status_macros.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "tools/pack/scheduler_part.h"
 
 namespace shardpack::pack {
 namespace {
 
 using Json = PackJson;
-using internal::AsAbsl;
+using common::AsAbsl;
 
 // A manifest's text is held to this depth by ParseManifest; a marker's is
 // held here, before anything recurses on it.

@@ -8,12 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 #include "tools/pack/pack.h"
 #include "tools/pack/scheduler_part.h"
-#include "format/errors.h"
 
 namespace shardpack::pack {
 namespace {
@@ -60,7 +60,7 @@ absl::Status CheckShardFiles(const PartDataset& p) {
   for (const ShardEntry& s : p.manifest.shards) {
     const std::string file = (std::filesystem::path(p.path) / s.path).string();
     struct stat st;
-    if (::lstat(file.c_str(), &st) != 0) return internal::ErrnoError("stat", file, errno);
+    if (::lstat(file.c_str(), &st) != 0) return common::ErrnoError("stat", file, errno);
     if (!S_ISREG(st.st_mode)) {
       return absl::FailedPreconditionError(absl::StrCat(file, ": not a regular file"));
     }

@@ -25,7 +25,7 @@ std::vector<PartPlan::Window> PlanWindows(size_t n, bool shuffle, uint64_t seed,
   std::vector<size_t> chunk_order(chunks);
   std::iota(chunk_order.begin(), chunk_order.end(), size_t{0});
   // Counter 0 permutes the chunks; window w's items use counter w + 1.
-  if (shuffle) internal::Shuffle(std::span<size_t>(chunk_order), seed, internal::kStreamPack, 0);
+  if (shuffle) common::Shuffle(std::span<size_t>(chunk_order), seed, common::kStreamPack, 0);
   std::vector<PartPlan::Window> windows;
   size_t end = 0;
   for (size_t first = 0; first < chunks; first += window_chunks) {
@@ -64,7 +64,7 @@ PartPlan PlanPart(size_t n, bool shuffle, uint64_t seed, uint32_t index, uint32_
     for (const auto& [first, last] : windows[w].chunks) {
       for (size_t i = first; i < last; ++i) items.push_back(i);
     }
-    if (shuffle) internal::Shuffle(std::span<size_t>(items), seed, internal::kStreamPack, w + 1);
+    if (shuffle) common::Shuffle(std::span<size_t>(items), seed, common::kStreamPack, w + 1);
     const size_t from = std::max(begin, first_pos) - first_pos;
     const size_t to = std::min(end, last_pos) - first_pos;
     plan.order.insert(plan.order.end(), items.begin() + from, items.begin() + to);

@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 
 namespace shardpack::pack {
 namespace {

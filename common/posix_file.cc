@@ -10,13 +10,13 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
-#include "format/mapping_guard.h"
-#include "format/posix_io.h"
-#include "format/posix_open.h"
-#include "format/unique_fd.h"
+#include "common/errors.h"
+#include "common/mapping_guard.h"
+#include "common/posix_io.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
 #include "shardpack/file.h"
-#include "format/status_macros.h"
 
 namespace shardpack {
 namespace {
@@ -30,7 +30,7 @@ class MemoryFile : public RandomAccessFile {
   const uint8_t* data() const override { return data_.data(); }
   absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override {
     if (offset > data_.size() || dst.size() > data_.size() - offset) {
-      return internal::ReadPastEndAt(name_, offset, dst.size(), data_.size());
+      return common::ReadPastEndAt(name_, offset, dst.size(), data_.size());
     }
     if (!dst.empty()) std::memcpy(dst.data(), data_.data() + offset, dst.size());
     return absl::OkStatus();
@@ -64,7 +64,7 @@ class MappedFile : public RandomAccessFile {
   MappedFile(std::string name, const uint8_t* base, uint64_t size)
       : name_(std::move(name)), base_(base), size_(size), guard_(base, size, name_) {}
   ~MappedFile() override {
-    guard_ = internal::MappingGuard();  // unregistered before the range goes
+    guard_ = common::MappingGuard();  // unregistered before the range goes
     if (size_ != 0) munmap(const_cast<uint8_t*>(base_), size_);
   }
   const std::string& name() const override { return name_; }
@@ -72,7 +72,7 @@ class MappedFile : public RandomAccessFile {
   const uint8_t* data() const override { return base_; }
   absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override {
     if (offset > size_ || dst.size() > size_ - offset) {
-      return internal::ReadPastEndAt(name_, offset, dst.size(), size_);
+      return common::ReadPastEndAt(name_, offset, dst.size(), size_);
     }
     if (!dst.empty()) std::memcpy(dst.data(), base_ + offset, dst.size());
     return guard_.Damage();
@@ -83,14 +83,14 @@ class MappedFile : public RandomAccessFile {
   std::string name_;
   const uint8_t* base_;
   uint64_t size_;
-  internal::MappingGuard guard_;
+  common::MappingGuard guard_;
 };
 
 }  // namespace
 
 // A file-size or descriptor limit is rarely one the user knows was set:
 // its value is said.
-std::string internal::ErrnoText(int err) {
+std::string common::ErrnoText(int err) {
   struct rlimit limit;
   if (err == EFBIG && getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
     return absl::StrCat(strerror(err), " (the file-size limit, ulimit -f, is ", limit.rlim_cur,
@@ -103,8 +103,8 @@ std::string internal::ErrnoText(int err) {
   return strerror(err);
 }
 
-absl::Status internal::ErrnoError(std::string_view what, std::string_view path, int err) {
-  std::string message = absl::StrCat(internal::AsAbsl(what), " ", internal::AsAbsl(path), ": ",
+absl::Status common::ErrnoError(std::string_view what, std::string_view path, int err) {
+  std::string message = absl::StrCat(common::AsAbsl(what), " ", common::AsAbsl(path), ": ",
                                      ErrnoText(err));
   switch (err) {
     case ENOENT:
@@ -139,20 +139,20 @@ std::unique_ptr<WritableFile> NewStringWritableFile(std::string name,
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(const std::string& path) {
-  SP_ASSIGN_OR_RETURN(auto file, internal::PosixFile::Open(path));
+  SP_ASSIGN_OR_RETURN(auto file, common::PosixFile::Open(path));
   return file;
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::string& path) {
   uint64_t size;
-  SP_ASSIGN_OR_RETURN(int fd, internal::OpenRegularFile(path, 0, &size));
+  SP_ASSIGN_OR_RETURN(int fd, common::OpenRegularFile(path, 0, &size));
   void* base = nullptr;
   if (size != 0) {
     base = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
       int err = errno;
       close(fd);
-      return internal::ErrnoError("mmap", path, err);
+      return common::ErrnoError("mmap", path, err);
     }
     madvise(base, size, MADV_SEQUENTIAL);
   }
@@ -175,16 +175,16 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(std::string path,
   }
   int fd = -1;
   errno = EOPNOTSUPP;
-  if (internal::atomic_file_tries_tmpfile.load(std::memory_order_relaxed)) {
-    fd = open(internal::ParentDirectory(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (common::atomic_file_tries_tmpfile.load(std::memory_order_relaxed)) {
+    fd = open(common::ParentDirectory(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
   }
   std::string partial;
   if (fd < 0 && NoTmpfile(errno)) {
     // O_EXCL: never an existing file, never through a symbolic link.
-    partial = internal::FreshPartialName(path);
+    partial = common::FreshPartialName(path);
     fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   }
-  if (fd < 0) return internal::ErrnoError("create", path, errno);
+  if (fd < 0) return common::ErrnoError("create", path, errno);
   return std::unique_ptr<AtomicFile>(
       new AtomicFile(std::move(path), std::move(partial), fd, existing));
 }
@@ -200,19 +200,19 @@ absl::Status AtomicFile::NameTemporary() {
   // fails on an existing name instead of following or replacing it.
   const std::string proc = absl::StrCat("/proc/self/fd/", fd_);
   for (int attempt = 0;; ++attempt) {
-    std::string name = internal::FreshPartialName(path_);
+    std::string name = common::FreshPartialName(path_);
     if (linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
         linkat(fd_, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH) == 0) {
       partial_ = std::move(name);
       return absl::OkStatus();
     }
-    if (errno != EEXIST || attempt == 8) return internal::ErrnoError("name", path_, errno);
+    if (errno != EEXIST || attempt == 8) return common::ErrnoError("name", path_, errno);
   }
 }
 
 absl::Status AtomicFile::Append(std::span<const uint8_t> data) {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": already committed"));
-  SP_RETURN_IF_ERROR(internal::WriteFull(fd_, path_, data));
+  SP_RETURN_IF_ERROR(common::WriteFull(fd_, path_, data));
   size_ += data.size();
 #ifdef SYNC_FILE_RANGE_WRITE
   // Start the writeback of what is written, without waiting: the disk works
@@ -232,7 +232,7 @@ absl::Status AtomicFile::Append(std::span<const uint8_t> data) {
 
 absl::Status AtomicFile::Sync() {
   if (fd_ < 0) return absl::OkStatus();
-  return internal::SyncFileData(fd_, path_);
+  return common::SyncFileData(fd_, path_);
 }
 
 absl::Status AtomicFile::Commit() {
@@ -240,13 +240,13 @@ absl::Status AtomicFile::Commit() {
   if (partial_.empty()) SP_RETURN_IF_ERROR(NameTemporary());
   if (close(fd_) != 0) {
     fd_ = -1;
-    return internal::ErrnoError("close", path_, errno);
+    return common::ErrnoError("close", path_, errno);
   }
   fd_ = -1;
   // Renamed, or removed when the rename failed: either way nothing is left
   // at partial_ for the destructor to clean up.
   committed_ = true;
-  return internal::PublishFile(partial_, path_, existing_ == Existing::kReplace);
+  return common::PublishFile(partial_, path_, existing_ == Existing::kReplace);
 }
 
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
@@ -270,7 +270,7 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   return file->Commit();
 }
 
-namespace internal {
+namespace common {
 
 const char* FileKindName(uint32_t st_mode) {
   switch (st_mode & S_IFMT) {
@@ -295,12 +295,16 @@ absl::Status NotRegular(const std::string& path, uint32_t st_mode) {
 absl::StatusOr<int> OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_flags);
-  if (fd < 0) return internal::ErrnoError("open", path, errno);
+  if (fd < 0 && errno == EINVAL && (extra_flags & O_DIRECT) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat(path, ": O_DIRECT is not supported on this filesystem"));
+  }
+  if (fd < 0) return common::ErrnoError("open", path, errno);
   struct stat st;
   if (fstat(fd, &st) != 0) {
     const int err = errno;
     close(fd);
-    return internal::ErrnoError("stat", path, err);
+    return common::ErrnoError("stat", path, err);
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
@@ -310,7 +314,7 @@ absl::StatusOr<int> OpenRegularFile(const std::string& path, int extra_flags, ui
   if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
     const int err = errno;
     close(fd);
-    return internal::ErrnoError("fcntl", path, err);
+    return common::ErrnoError("fcntl", path, err);
   }
   *size = static_cast<uint64_t>(st.st_size);
   return fd;
@@ -318,18 +322,18 @@ absl::StatusOr<int> OpenRegularFile(const std::string& path, int extra_flags, ui
 
 absl::StatusOr<std::string> ReadStream(const std::string& path, uint64_t max_bytes) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return internal::ErrnoError("open", path, errno);
+  if (stat(path.c_str(), &st) != 0) return common::ErrnoError("open", path, errno);
   if (S_ISREG(st.st_mode)) return ReadSmallFile(path);
   if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) return NotRegular(path, st.st_mode);
   // A pipe: read to its end. With no writer attached, the end is at once.
   const UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return internal::ErrnoError("open", path, errno);
+  if (fd.get() < 0) return common::ErrnoError("open", path, errno);
   std::string contents;
   char chunk[1 << 16];
   for (;;) {
     const ssize_t n = read(fd.get(), chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return internal::ErrnoError("read", path, errno);
+    if (n < 0) return common::ErrnoError("read", path, errno);
     if (n == 0) break;
     if (contents.size() + static_cast<size_t>(n) > max_bytes) {
       return absl::InvalidArgumentError(
@@ -342,11 +346,11 @@ absl::StatusOr<std::string> ReadStream(const std::string& path, uint64_t max_byt
 
 absl::Status CheckRegularFile(const std::string& path, uint64_t* size) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return internal::ErrnoError("open", path, errno);
+  if (stat(path.c_str(), &st) != 0) return common::ErrnoError("open", path, errno);
   if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
   if (size != nullptr) *size = static_cast<uint64_t>(st.st_size);
   return absl::OkStatus();
 }
 
-}  // namespace internal
+}  // namespace common
 }  // namespace shardpack

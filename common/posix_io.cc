@@ -1,4 +1,4 @@
-#include "format/posix_io.h"
+#include "common/posix_io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,15 +17,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
+#include "common/posix_open.h"
 #include "common/rng.h"
-#include "format/errors.h"
-#include "format/posix_open.h"
-#include "format/status_macros.h"
+#include "common/status_macros.h"
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 absl::Status ReadErrorAt(std::string_view name, uint64_t offset, int err) {
-  absl::Status coded = internal::ErrnoError("read", name, err);
+  absl::Status coded = common::ErrnoError("read", name, err);
   return absl::Status(coded.code(),
                       absl::StrCat(AsAbsl(name), " @", offset, ": read failed: ", strerror(err)));
 }
@@ -72,7 +72,7 @@ absl::Status WriteFull(int fd, std::string_view name, std::span<const uint8_t> d
   while (done < data.size()) {
     const ssize_t n = write(fd, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return internal::ErrnoError("write", name, errno);
+    if (n < 0) return common::ErrnoError("write", name, errno);
     done += static_cast<size_t>(n);
   }
   return absl::OkStatus();
@@ -85,25 +85,25 @@ absl::Status PwriteFull(int fd, std::string_view name, uint64_t offset,
     const ssize_t n =
         pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return internal::ErrnoError("write", name, errno);
+    if (n < 0) return common::ErrnoError("write", name, errno);
     done += static_cast<size_t>(n);
   }
   return absl::OkStatus();
 }
 
 absl::Status SyncFile(int fd, std::string_view name) {
-  if (fsync(fd) != 0) return internal::ErrnoError("fsync", name, errno);
+  if (fsync(fd) != 0) return common::ErrnoError("fsync", name, errno);
   return absl::OkStatus();
 }
 
 absl::Status SyncFileData(int fd, std::string_view name) {
-  if (fdatasync(fd) != 0) return internal::ErrnoError("fsync", name, errno);
+  if (fdatasync(fd) != 0) return common::ErrnoError("fsync", name, errno);
   return absl::OkStatus();
 }
 
 absl::Status SyncDirectory(const std::string& dir) {
   const UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return internal::ErrnoError("open directory", dir, errno);
+  if (fd.get() < 0) return common::ErrnoError("open directory", dir, errno);
   return SyncFile(fd.get(), dir);
 }
 
@@ -149,7 +149,7 @@ absl::Status PublishFile(const std::string& partial, const std::string& path, bo
     if (err == EEXIST && !replace) {
       return absl::AlreadyExistsError(absl::StrCat(AsAbsl(path), " already exists"));
     }
-    return internal::ErrnoError("rename", partial, err);
+    return common::ErrnoError("rename", partial, err);
   }
   return SyncParentDirectory(path);
 }
@@ -362,4 +362,4 @@ absl::Status PosixFile::ReadExact(uint64_t offset, std::span<uint8_t> dst) const
   return PreadFull(fd_.get(), name_, offset, dst);
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common

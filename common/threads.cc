@@ -1,4 +1,4 @@
-#include "format/threads.h"
+#include "common/threads.h"
 
 #include <cstdio>
 #include <cstring>
@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
+#include "common/errors.h"
 
-namespace shardpack::internal {
+namespace shardpack::common {
 namespace {
 
 // The number of threads this process runs, from /proc/self/status
@@ -87,4 +87,4 @@ absl::Status ThreadGroup::JoinAll() {
   return std::exchange(error_, absl::OkStatus());
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common

@@ -1,4 +1,4 @@
-#include "format/errors.h"
+#include "common/errors.h"
 
 #include <string>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace shardpack::internal {
+namespace shardpack::common {
 namespace {
 constexpr char kOffsetPayload[] = "shardpack.dev/offset";
 }
@@ -44,4 +44,4 @@ std::optional<uint64_t> ErrorOffset(const absl::Status& status) {
   return offset;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common

@@ -1,13 +1,13 @@
 // Well-formed UTF-8 (RFC 3629): what a name must be to be stored as JSON
 // text (class names in a manifest), and what the tools' escaping passes
 // through unchanged.
-#ifndef SHARDPACK_FORMAT_UTF8_H_
-#define SHARDPACK_FORMAT_UTF8_H_
+#ifndef SHARDPACK_COMMON_UTF8_H_
+#define SHARDPACK_COMMON_UTF8_H_
 
 #include <cstddef>
 #include <string_view>
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 // Length (1 to 4) of the well-formed UTF-8 sequence that starts at s[0], or 0
 // when there is none there: a stray continuation byte, C0, C1 or F5..FF, an
@@ -18,6 +18,6 @@ size_t Utf8SequenceLength(const unsigned char* s, size_t n);
 // True when `s` is well-formed UTF-8 from end to end.
 bool IsValidUtf8(std::string_view s);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common
 
-#endif  // SHARDPACK_FORMAT_UTF8_H_
+#endif  // SHARDPACK_COMMON_UTF8_H_

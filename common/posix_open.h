@@ -1,8 +1,8 @@
 // The one way this library opens a file it reads: never blocking on a FIFO
 // or a device, and refusing anything but a regular file, so that a FIFO
 // named like a shard, a manifest or an image is an error, not a hang.
-#ifndef SHARDPACK_FORMAT_POSIX_OPEN_H_
-#define SHARDPACK_FORMAT_POSIX_OPEN_H_
+#ifndef SHARDPACK_COMMON_POSIX_OPEN_H_
+#define SHARDPACK_COMMON_POSIX_OPEN_H_
 
 #include <cstdint>
 #include <string>
@@ -10,13 +10,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 // Opens `path` with O_RDONLY | O_CLOEXEC | `extra_flags` (e.g. O_DIRECT).
 // The open itself does not block (O_NONBLOCK, cleared once the file is known
 // to be regular). Returns the descriptor, which the caller closes, and sets
 // *size. NotFoundError when missing; FailedPreconditionError
-// "<path>: a FIFO, not a regular file" (or a directory, a device, ...).
+// "<path>: a FIFO, not a regular file" (or a directory, a device, ...);
+// UnavailableError "<path>: O_DIRECT is not supported on this filesystem"
+// where the file system refuses O_DIRECT at open.
 absl::StatusOr<int> OpenRegularFile(const std::string& path, int extra_flags, uint64_t* size);
 
 // The same test for a path handed to a library that opens it itself
@@ -33,6 +35,6 @@ absl::StatusOr<std::string> ReadStream(const std::string& path, uint64_t max_byt
 // What a stat mode is, in words, for messages: "a FIFO", "a directory", ...
 const char* FileKindName(uint32_t st_mode);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common
 
-#endif  // SHARDPACK_FORMAT_POSIX_OPEN_H_
+#endif  // SHARDPACK_COMMON_POSIX_OPEN_H_

@@ -1,7 +1,7 @@
 // Errors that say where: "<file> @<offset>: <what>", with the offset also
 // attached to the status so tools can report it as a field.
-#ifndef SHARDPACK_FORMAT_ERRORS_H_
-#define SHARDPACK_FORMAT_ERRORS_H_
+#ifndef SHARDPACK_COMMON_ERRORS_H_
+#define SHARDPACK_COMMON_ERRORS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 // Debian's Abseil has its own string_view; this is the one crossing point.
 inline absl::string_view AsAbsl(std::string_view s) { return {s.data(), s.size()}; }
@@ -44,6 +44,6 @@ std::string Excerpt(std::string_view text, size_t max = 64);
 // The offset attached by DataLossAt, if any.
 std::optional<uint64_t> ErrorOffset(const absl::Status& status);
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common
 
-#endif  // SHARDPACK_FORMAT_ERRORS_H_
+#endif  // SHARDPACK_COMMON_ERRORS_H_

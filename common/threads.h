@@ -4,8 +4,8 @@
 // (RLIMIT_AS, a memory cgroup). Thrown out of a tool's main or a worker, it
 // ends the process in std::terminate; these turn it into a Status instead.
 // Internal: not installed.
-#ifndef SHARDPACK_FORMAT_THREADS_H_
-#define SHARDPACK_FORMAT_THREADS_H_
+#ifndef SHARDPACK_COMMON_THREADS_H_
+#define SHARDPACK_COMMON_THREADS_H_
 
 #include <functional>
 #include <mutex>
@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 // Starts `fn` on a new thread, moved into *thread (which must not be
 // joinable). When the system refuses: ResourceExhaustedError "cannot start
@@ -63,6 +63,6 @@ class ThreadGroup {
   absl::Status error_;  // guarded by mu_
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common
 
-#endif  // SHARDPACK_FORMAT_THREADS_H_
+#endif  // SHARDPACK_COMMON_THREADS_H_

@@ -2,8 +2,8 @@
 //
 // Debian 12's Abseil (20220623) has no status macros, so we keep two small
 // ones here, prefixed so they cannot meet a user's own.
-#ifndef SHARDPACK_FORMAT_STATUS_MACROS_H_
-#define SHARDPACK_FORMAT_STATUS_MACROS_H_
+#ifndef SHARDPACK_COMMON_STATUS_MACROS_H_
+#define SHARDPACK_COMMON_STATUS_MACROS_H_
 
 #include <utility>
 
@@ -31,4 +31,4 @@
   if (!tmp.ok()) return std::move(tmp).status();  \
   lhs = *std::move(tmp)
 
-#endif  // SHARDPACK_FORMAT_STATUS_MACROS_H_
+#endif  // SHARDPACK_COMMON_STATUS_MACROS_H_

@@ -1,12 +1,12 @@
 // Little-endian integer encoding, the only way integers reach the disk.
-#ifndef SHARDPACK_FORMAT_CODING_H_
-#define SHARDPACK_FORMAT_CODING_H_
+#ifndef SHARDPACK_COMMON_CODING_H_
+#define SHARDPACK_COMMON_CODING_H_
 
 #include <bit>
 #include <cstdint>
 #include <cstring>
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 template <typename T>
 inline T ToLittleEndian(T v) {
@@ -37,6 +37,6 @@ inline uint64_t AlignUp(uint64_t n, uint64_t alignment) {
   return (n + alignment - 1) / alignment * alignment;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common
 
-#endif  // SHARDPACK_FORMAT_CODING_H_
+#endif  // SHARDPACK_COMMON_CODING_H_

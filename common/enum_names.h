@@ -10,8 +10,8 @@
 //
 // Names stored in files (encodings, layouts, backends) parse exactly; option
 // values given by people (reader options, flags) in any ASCII case.
-#ifndef SHARDPACK_FORMAT_ENUM_NAMES_H_
-#define SHARDPACK_FORMAT_ENUM_NAMES_H_
+#ifndef SHARDPACK_COMMON_ENUM_NAMES_H_
+#define SHARDPACK_COMMON_ENUM_NAMES_H_
 
 #include <cstddef>
 #include <string>
@@ -21,9 +21,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "format/errors.h"
+#include "common/errors.h"
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 template <typename E>
 struct EnumName {
@@ -61,6 +61,6 @@ absl::StatusOr<E> ParseIn(const EnumName<E> (&names)[N], std::string_view what,
       absl::StrCat("unknown ", AsAbsl(what), " '", Excerpt(name), "' (", listed, ")"));
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common
 
-#endif  // SHARDPACK_FORMAT_ENUM_NAMES_H_
+#endif  // SHARDPACK_COMMON_ENUM_NAMES_H_

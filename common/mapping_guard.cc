@@ -1,4 +1,4 @@
-#include "format/mapping_guard.h"
+#include "common/mapping_guard.h"
 
 #include <setjmp.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace shardpack::internal {
+namespace shardpack::common {
 namespace {
 
 // The registry is plain atomics so that the signal handler, which may run on
@@ -186,4 +186,4 @@ absl::Status MappingGuard::Call(absl::FunctionRef<absl::Status()> call) const {
 
 uint64_t ContainedMappingFaults() { return g_faults.load(std::memory_order_acquire); }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common

@@ -18,8 +18,8 @@
 // the mapping's structure: liblmdb walking a B-tree page that became zeros
 // follows whatever they point to. Such walks run inside MappingGuard::Call,
 // which leaves the library at the fault instead.
-#ifndef SHARDPACK_FORMAT_MAPPING_GUARD_H_
-#define SHARDPACK_FORMAT_MAPPING_GUARD_H_
+#ifndef SHARDPACK_COMMON_MAPPING_GUARD_H_
+#define SHARDPACK_COMMON_MAPPING_GUARD_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +28,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 // One registered mapping. Move-only; unregisters on destruction, which must
 // happen before the range is unmapped. Thread-safe.
@@ -80,6 +80,6 @@ inline constexpr int kMaxGuardedMappings = 4096;
 // Zero on a healthy run; a reader compares it before and after a batch.
 uint64_t ContainedMappingFaults();
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common
 
-#endif  // SHARDPACK_FORMAT_MAPPING_GUARD_H_
+#endif  // SHARDPACK_COMMON_MAPPING_GUARD_H_

@@ -1,13 +1,13 @@
 // A file descriptor closed when it goes out of scope (which also lets go of
 // an flock() taken through it). Move-only.
-#ifndef SHARDPACK_FORMAT_UNIQUE_FD_H_
-#define SHARDPACK_FORMAT_UNIQUE_FD_H_
+#ifndef SHARDPACK_COMMON_UNIQUE_FD_H_
+#define SHARDPACK_COMMON_UNIQUE_FD_H_
 
 #include <unistd.h>
 
 #include <utility>
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 class UniqueFd {
  public:
@@ -28,6 +28,6 @@ class UniqueFd {
   int fd_;
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common
 
-#endif  // SHARDPACK_FORMAT_UNIQUE_FD_H_
+#endif  // SHARDPACK_COMMON_UNIQUE_FD_H_

@@ -1,8 +1,8 @@
-#include "format/utf8.h"
+#include "common/utf8.h"
 
 #include <cassert>
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 // RFC 3629's table of well-formed sequences: the lead byte gives the length
 // and the range of the second byte; later bytes are 80..BF.
@@ -43,4 +43,4 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common

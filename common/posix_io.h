@@ -9,8 +9,8 @@
 //   "<name> @<offset>: file ended <n> bytes early (did it shrink after it
 //    was opened?)"                                 (DataLossError)
 //   "<what> <path>: <strerror>"                    (writes, fsyncs, renames)
-#ifndef SHARDPACK_FORMAT_POSIX_IO_H_
-#define SHARDPACK_FORMAT_POSIX_IO_H_
+#ifndef SHARDPACK_COMMON_POSIX_IO_H_
+#define SHARDPACK_COMMON_POSIX_IO_H_
 
 #include <sys/types.h>
 
@@ -25,10 +25,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "format/unique_fd.h"
+#include "common/unique_fd.h"
 #include "shardpack/file.h"
 
-namespace shardpack::internal {
+namespace shardpack::common {
 
 // "<name> @<offset>: read failed: <strerror(err)>", coded as ErrnoError codes it.
 absl::Status ReadErrorAt(std::string_view name, uint64_t offset, int err);
@@ -200,6 +200,6 @@ class PosixFile final : public RandomAccessFile {
   uint64_t size_;
 };
 
-}  // namespace shardpack::internal
+}  // namespace shardpack::common
 
-#endif  // SHARDPACK_FORMAT_POSIX_IO_H_
+#endif  // SHARDPACK_COMMON_POSIX_IO_H_

@@ -349,6 +349,10 @@ TEST_F(FaultTest, ThreadsTheSystemRefusesAreAnErrorNamingTheLimit) {
 // Memory the system refuses (ulimit -v)
 
 TEST_F(FaultTest, MemoryTheSystemRefusesIsAnErrorNotASignal) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "under the sanitizers, whose runtime in the tool needs more address space than the "
+                  "limit leaves it (ASan's shadow memory, UBSan's reports)";
+#endif
   const fs::path in = in_->path();
   // Enough to load the program and its libraries, not for the reader's
   // ring of 512 MiB, its threads' stacks, or the packer's buffers.
@@ -380,6 +384,10 @@ TEST_F(FaultTest, MemoryTheSystemRefusesIsAnErrorNotASignal) {
 // Descriptors the system refuses (ulimit -n)
 
 TEST_F(FaultTest, DescriptorLimitIsAnErrorNamingTheLimit) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "under the sanitizers, whose runtime in the tool needs more descriptors than the "
+                  "limit leaves it (ASan's shadow memory, UBSan's reports)";
+#endif
   const fs::path in = in_->path();
   const rlim_t limit = 6;  // stdin/out/err and three more
   const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {

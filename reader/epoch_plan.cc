@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rng.h"
+#include "common/status_macros.h"
 #include "reader/epoch_share.h"
+#include "reader/planner.h"
 
 namespace shardpack::reader {
 namespace {
@@ -19,8 +21,10 @@ struct OrderKey {
   uint64_t a, b, c;
 };
 
+// An epoch's first segment, also one that starts from a selection (segment
+// 0), draws as a whole epoch does; an elastic rest draws its own.
 OrderKey KeyOf(const PlanOptions& o, uint64_t epoch, const EpochRest* rest) {
-  if (rest == nullptr) return {o.seed, common::kStreamSamples, epoch};
+  if (rest == nullptr || rest->segment == 0) return {o.seed, common::kStreamSamples, epoch};
   return {common::Draw(o.seed, common::kStreamElastic, epoch, rest->segment),
           common::kStreamElastic, epoch};
 }
@@ -239,8 +243,8 @@ absl::Status CheckSegment(const ReadSegment& s, const PlanOptions& o, size_t i,
   return absl::OkStatus();
 }
 
-// Extends `order` (the share's `share` refs) to `used` positions, wrapping
-// to its start; wrapped positions use copies of their pieces.
+}  // namespace
+
 void PadOrder(std::vector<SampleRef>& order, std::vector<Piece>& pieces, uint64_t used,
               uint64_t share) {
   order.reserve(used);
@@ -255,8 +259,6 @@ void PadOrder(std::vector<SampleRef>& order, std::vector<Piece>& pieces, uint64_
     order.push_back(s);
   }
 }
-
-}  // namespace
 
 uint64_t PlanBytes(const EpochPlan& plan) {
   return plan.order.capacity() * sizeof(SampleRef) + plan.pieces.capacity() * sizeof(Piece);
@@ -313,19 +315,28 @@ uint64_t BatchesPerEpoch(uint64_t records, const PlanOptions& o) {
   return o.remainder == Remainder::kDrop ? q / b : (q + b - 1) / b;
 }
 
-absl::StatusOr<EpochRest> RestOfEpoch(const std::vector<ReadUnit>& units,
-                                      const std::vector<ReadSegment>& segments, uint64_t seed,
-                                      uint64_t epoch) {
+EpochRest AllOwed(const std::vector<ReadUnit>& units) {
   uint64_t n = 0;
   for (const ReadUnit& u : units) n += u.records;
-  // Before the first segment every record is owed.
   EpochRest rest;
   rest.owed.assign((n + 63) / 64, ~uint64_t{0});
   if (n % 64 != 0) rest.owed.back() = (uint64_t{1} << (n % 64)) - 1;
   rest.count = n;
+  return rest;
+}
+
+absl::StatusOr<EpochRest> RestOfEpoch(const std::vector<ReadUnit>& units,
+                                      const std::vector<ReadSegment>& segments, uint64_t seed,
+                                      uint64_t epoch, const EpochRest* base) {
+  uint64_t n = 0;
+  for (const ReadUnit& u : units) n += u.records;
+  // Before the first segment every record (of `base`) is owed.
+  EpochRest rest = base != nullptr ? *base : AllOwed(units);
+  rest.segment = 0;
   for (size_t i = 0; i < segments.size(); ++i) {
     const PlanOptions o = PlanOf(segments[i], seed, 0);
-    const bool whole = i == 0;  // segment 0 is an ordinary epoch plan
+    // Segment 0 is an ordinary epoch plan (of base's records, when given).
+    const bool whole = i == 0 && base == nullptr;
     if (absl::Status s = CheckSegment(segments[i], o, i, rest.count); !s.ok()) return s;
     const uint64_t share = SamplesPerRank(rest.count, o);
     const uint64_t delivered =
@@ -335,7 +346,7 @@ absl::StatusOr<EpochRest> RestOfEpoch(const std::vector<ReadUnit>& units,
       const std::vector<uint32_t> perm = UnitOrder(units.size(), o, epoch);
       const std::vector<uint64_t> cum =
           whole ? RecordPrefix(units, perm) : OwedPrefix(units, perm, rest);
-      const OrderKey key = KeyOf(o, epoch, whole ? nullptr : &rest);
+      const OrderKey key = KeyOf(o, epoch, &rest);
       for (int r = 0; r < o.world_size; ++r) {
         const uint64_t start = static_cast<uint64_t>(r) * share;
         Share s = whole ? ContiguousShare(units, perm, cum, n, share, start)
@@ -353,6 +364,29 @@ absl::StatusOr<EpochRest> RestOfEpoch(const std::vector<ReadUnit>& units,
     rest.segment = static_cast<uint32_t>(i + 1);
   }
   return rest;
+}
+
+void OrderPieces(std::vector<Piece> pieces, EpochPlan* plan) {
+  const uint64_t used = plan->order.size();
+  // First and last use of each piece; unused pieces are not loaded at all.
+  for (uint64_t p = 0; p < used; ++p) {
+    Piece& piece = pieces[plan->order[p].piece];
+    if (piece.uses++ == 0) piece.first_use = p;
+    piece.last_use = p;
+  }
+  std::vector<uint32_t> by_first;
+  for (uint32_t i = 0; i < pieces.size(); ++i) {
+    if (pieces[i].uses > 0) by_first.push_back(i);
+  }
+  std::sort(by_first.begin(), by_first.end(), [&](uint32_t a, uint32_t b) {
+    return pieces[a].first_use < pieces[b].first_use;
+  });
+  std::vector<uint32_t> new_index(pieces.size(), UINT32_MAX);
+  for (uint32_t i = 0; i < by_first.size(); ++i) {
+    new_index[by_first[i]] = i;
+    plan->pieces.push_back(pieces[by_first[i]]);
+  }
+  for (SampleRef& s : plan->order) s.piece = new_index[s.piece];
 }
 
 EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o,
@@ -390,30 +424,22 @@ EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o
   plan.windowed = builder.windowed();
   if (used > share) PadOrder(plan.order, pieces, used, share);
 
-  // First and last use of each piece; unused pieces are not loaded at all.
-  for (uint64_t p = 0; p < used; ++p) {
-    Piece& piece = pieces[plan.order[p].piece];
-    if (piece.uses++ == 0) piece.first_use = p;
-    piece.last_use = p;
-  }
-  std::vector<uint32_t> by_first;
-  for (uint32_t i = 0; i < pieces.size(); ++i) {
-    if (pieces[i].uses > 0) by_first.push_back(i);
-  }
-  std::sort(by_first.begin(), by_first.end(), [&](uint32_t a, uint32_t b) {
-    return pieces[a].first_use < pieces[b].first_use;
-  });
-  std::vector<uint32_t> new_index(pieces.size(), UINT32_MAX);
-  for (uint32_t i = 0; i < by_first.size(); ++i) {
-    new_index[by_first[i]] = i;
-    plan.pieces.push_back(pieces[by_first[i]]);
-  }
-  for (SampleRef& s : plan.order) s.piece = new_index[s.piece];
+  const size_t piece_capacity = pieces.capacity();
+  OrderPieces(std::move(pieces), &plan);
   // Held at once at most: the order, the builder's scratch, both piece
   // lists and their index tables.
   plan.build_bytes = plan.order.capacity() * sizeof(SampleRef) + scratch +
-                     pieces.capacity() * (2 * sizeof(Piece) + 8);
+                     piece_capacity * (2 * sizeof(Piece) + 8);
   return plan;
+}
+
+absl::StatusOr<std::shared_ptr<const EpochRests>> DatasetPlanner::RestOf(
+    uint64_t epoch, const std::vector<ReadSegment>& earlier) const {
+  auto out = std::make_shared<EpochRests>();
+  SP_ASSIGN_OR_RETURN(EpochRest rest, RestOfEpoch(units_, earlier, options_.seed, epoch));
+  out->batches = BatchesPerEpoch(rest.count, options_);
+  out->rests.push_back(std::move(rest));
+  return out;
 }
 
 }  // namespace shardpack::reader

@@ -128,14 +128,33 @@ struct EpochRest {
 // segment. InvalidArgumentError naming the segment when one claims more
 // batches than its plan has or has options out of range (they come from a
 // saved state, docs/reader.md).
+// With `base`, the epoch holds base's records only (a selection: a view's,
+// or a mixture's draw from a source) and segment 0 reads them as
+// MakeEpochPlan(units, options, epoch, base) does; base->segment is ignored.
 absl::StatusOr<EpochRest> RestOfEpoch(const std::vector<ReadUnit>& units,
                                       const std::vector<ReadSegment>& segments, uint64_t seed,
-                                      uint64_t epoch);
+                                      uint64_t epoch, const EpochRest* base = nullptr);
+
+// Every record of `units` owed: the rest before an epoch's first segment.
+EpochRest AllOwed(const std::vector<ReadUnit>& units);
 
 // The plan of `options.rank` for `epoch`, or, with `rest`, for the segment
 // that reads that rest (the records of the plan are then rest's records).
+// A rest with `segment` 0 is a selection read as a whole epoch is (its
+// first segment): the same draws as an epoch of those records.
 EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& options,
                         uint64_t epoch, const EpochRest* rest = nullptr);
+
+// Extends `order` (a share's `share` positions) to `used` positions,
+// wrapping to its start (Remainder::kPad); wrapped positions use copies of
+// their pieces, appended to `pieces`.
+void PadOrder(std::vector<SampleRef>& order, std::vector<Piece>& pieces, uint64_t used,
+              uint64_t share);
+
+// Finishes a plan whose `order` refers to `pieces`: counts each piece's uses
+// and first and last use, drops unused pieces and puts the rest in load
+// order (by first use), renumbering the order's references.
+void OrderPieces(std::vector<Piece> pieces, EpochPlan* plan);
 
 // Global record index of position p.
 inline uint64_t RecordAt(const EpochPlan& plan, const std::vector<ReadUnit>& units,

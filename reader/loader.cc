@@ -84,11 +84,11 @@ void BufferPool::Give(uint8_t* buffer, size_t capacity) {
 }
 
 Loader::Loader(const ReaderOptions& options, StreamDataset* dataset,
-               const PlanOptions& plan_options, const std::atomic<bool>& stop)
+               const EpochPlanner* planner, const std::atomic<bool>& stop)
     : batch_size_(options.batch_size),
       dataset_(dataset),
-      plan_options_(plan_options),
-      plan_bound_bytes_(PlanMemoryBound(dataset->units(), plan_options)),
+      planner_(planner),
+      plan_bound_bytes_(planner->MemoryBound()),
       budget_bytes_(SaturatingAdd(options.shuffle_bytes, options.read_ahead_bytes)),
       max_in_flight_(ReadsInFlight(options, *dataset)),
       stop_(stop),
@@ -134,8 +134,7 @@ void Loader::Settle() {
 std::shared_ptr<EpochRun> Loader::PublishRun(uint64_t epoch) {
   auto run = std::make_shared<EpochRun>();
   run->epoch = epoch;
-  run->plan = MakeEpochPlan(dataset_->units(), plan_options_, epoch,
-                            epoch == start_.epoch ? start_.rest.get() : nullptr);
+  run->plan = planner_->Plan(epoch, epoch == start_.epoch ? start_.rests.get() : nullptr);
   run->piece_ready = std::make_unique<std::atomic<uint32_t>[]>(run->plan.pieces.size());
   std::lock_guard<std::mutex> lock(mu_);
   DropPastRuns();

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "reader/dataset_units.h"
 #include "reader/epoch_plan.h"
+#include "reader/planner.h"
 #include "reader/unit_view.h"
 #include "shardpack/reader.h"
 
@@ -73,19 +74,19 @@ struct EpochRun {
 };
 
 // Where a started pipeline begins: sequence number 0 is batch `batch` of
-// `epoch`. With `rest`, `epoch` is the segment that reads that rest (an
+// `epoch`. With `rests`, `epoch` is the segment that reads those rests (an
 // elastic resume) and has `epoch_batches` batches; the epochs after it are
 // ordinary.
 struct StreamStart {
   uint64_t epoch = 0, batch = 0;
-  std::shared_ptr<const EpochRest> rest;
+  std::shared_ptr<const EpochRests> rests;
   uint64_t epoch_batches = 0;
 };
 
 class Loader {
  public:
   // `dataset` and `stop` (the pipeline's stop flag) outlive the loader.
-  Loader(const ReaderOptions& options, StreamDataset* dataset, const PlanOptions& plan_options,
+  Loader(const ReaderOptions& options, StreamDataset* dataset, const EpochPlanner* planner,
          const std::atomic<bool>& stop);
   ~Loader();
 
@@ -136,7 +137,7 @@ class Loader {
 
   const int batch_size_;
   StreamDataset* dataset_;
-  const PlanOptions plan_options_;
+  const EpochPlanner* planner_;
   const uint64_t plan_bound_bytes_;  // PlanMemoryBound: a constant of the dataset and options
   const uint64_t budget_bytes_;
   const size_t max_in_flight_;  // reads the loader keeps outstanding

@@ -19,11 +19,10 @@ int RingSlotsFor(int requested, uint64_t batch_bytes, int workers) {
 }
 
 Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
-                   const SampleTransform* transform, const PlanOptions& plan_options,
+                   const SampleTransform* transform, const EpochPlanner* planner,
                    int num_labels, CopyEngine* host_memory)
-    : plan_options_(plan_options),
-      batches_per_epoch_(BatchesPerEpoch(dataset->records, plan_options)),
-      loader_(options, dataset, plan_options, stop_),
+    : batches_per_epoch_(planner->batches_per_epoch()),
+      loader_(options, dataset, planner, stop_),
       ring_(options.ring_slots, options.batch_size, transform->shape().sample_bytes, num_labels,
             options.keys, host_memory, &loader_, stop_),
       builder_(options, dataset, transform, &loader_, &ring_, num_labels, batches_per_epoch_,
@@ -32,13 +31,13 @@ Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
 Pipeline::~Pipeline() { Stop(); }
 
 absl::Status Pipeline::Start(uint64_t epoch, uint64_t batch,
-                             std::shared_ptr<const EpochRest> rest) {
+                             std::shared_ptr<const EpochRests> rests) {
   StreamStart start;
   start.epoch = epoch;
   start.batch = batch;
   start.epoch_batches =
-      rest != nullptr ? BatchesPerEpoch(rest->count, plan_options_) : batches_per_epoch_;
-  start.rest = std::move(rest);
+      rests != nullptr ? rests->batches : batches_per_epoch_;
+  start.rests = std::move(rests);
   stop_ = false;
   ring_.Reset();
   absl::Status status = loader_.Start(start);

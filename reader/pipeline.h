@@ -52,16 +52,16 @@ class Pipeline {
   // RingSlotsFor). Ring slots come from `host_memory`'s HostAlloc (pinned
   // for a device) when given, which then outlives the pipeline.
   Pipeline(const ReaderOptions& options, StreamDataset* dataset, const SampleTransform* transform,
-           const PlanOptions& plan_options, int num_labels, CopyEngine* host_memory = nullptr);
+           const EpochPlanner* planner, int num_labels, CopyEngine* host_memory = nullptr);
   ~Pipeline();
 
   // Starts the threads so that sequence number 0 is (epoch, batch). With
-  // `rest`, `epoch` is the segment that reads that rest (an elastic resume)
+  // `rests`, `epoch` is the segment that reads those rests (an elastic resume)
   // and the epochs after it are ordinary.
   // ResourceExhaustedError when the system will not start a thread; what
   // had started is stopped again.
   absl::Status Start(uint64_t epoch, uint64_t batch,
-                     std::shared_ptr<const EpochRest> rest = nullptr);
+                     std::shared_ptr<const EpochRests> rests = nullptr);
   // Stops and joins every thread; resident units stay cached, unpinned.
   void Stop();
 
@@ -76,7 +76,6 @@ class Pipeline {
   absl::Status CheckRing(const std::string& path) const { return ring_.CheckMemory(path); }
 
  private:
-  const PlanOptions plan_options_;
   const uint64_t batches_per_epoch_;
   std::atomic<bool> stop_{false};
   Loader loader_;

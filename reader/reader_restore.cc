@@ -19,8 +19,9 @@ absl::StatusOr<std::vector<ReadSegment>> Reader::Impl::SegmentsOf(
   if (state.fingerprint != fingerprint_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "state of dataset fingerprint ", FormatFingerprint(state.fingerprint), ", but ",
-        options_.path, " has fingerprint ", FormatFingerprint(fingerprint_),
-        ": another dataset, or another copy of it"));
+        Describe(), " has fingerprint ", FormatFingerprint(fingerprint_),
+        ": another dataset, or another copy of it",
+        options_.sources.empty() ? "" : ", or a mixture of other sources or counts"));
   }
   if (state.seed != options_.seed) {
     return absl::InvalidArgumentError(absl::StrCat("state of seed ", state.seed,
@@ -70,16 +71,12 @@ absl::Status Reader::Impl::Restore(const ReaderState& state) {
   const uint64_t delivered = state.segment.batches;
   const bool same = reader::SegmentOf(options_, delivered) == state.segment;
   if (same || delivered == 0) segments.pop_back();
-  std::shared_ptr<const reader::EpochRest> rest;
+  std::shared_ptr<const reader::EpochRests> rest;
   if (!segments.empty()) {
-    SP_ASSIGN_OR_RETURN(reader::EpochRest r,
-                        reader::RestOfEpoch(dataset_.source->units(), segments, options_.seed,
-                                              state.epoch));
-    rest = std::make_shared<const reader::EpochRest>(std::move(r));
+    SP_ASSIGN_OR_RETURN(rest, planner_->RestOf(state.epoch, segments));
   }
   const uint64_t batch = same ? delivered : 0;
-  const uint64_t batches = rest != nullptr ? reader::BatchesPerEpoch(rest->count, plan_)
-                                           : pipeline_->batches_per_epoch();
+  const uint64_t batches = rest != nullptr ? rest->batches : pipeline_->batches_per_epoch();
   if (batch > batches) {
     return absl::InvalidArgumentError(absl::StrCat("state.batch ", batch,
                                                    " is out of range: 0 to ", batches,

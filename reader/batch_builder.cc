@@ -13,6 +13,24 @@
 #include "reader/wait.h"
 
 namespace shardpack::reader {
+namespace {
+
+// A member's stored labels as the batch gives them (LabelMapping). The
+// schema check let through only labels within their field's classes.
+void MapLabels(const LabelMapping& m, int num_labels, int64_t* labels) {
+  const int fields = m.source >= 0 ? num_labels - 1 : num_labels;
+  for (int j = 0; j < fields; ++j) {
+    int64_t& v = labels[j];
+    if (v < 0) continue;
+    if (static_cast<size_t>(j) < m.map.size() && !m.map[j].empty()) {
+      v = static_cast<uint64_t>(v) < m.map[j].size() ? m.map[j][static_cast<size_t>(v)] : -1;
+    }
+    if (static_cast<size_t>(j) < m.offset.size() && v >= 0) v += m.offset[j];
+  }
+  if (m.source >= 0) labels[num_labels - 1] = m.source;
+}
+
+}  // namespace
 
 BatchBuilder::BatchBuilder(const ReaderOptions& options, StreamDataset* dataset,
                            const SampleTransform* transform, Loader* loader, HostRing* ring,
@@ -147,10 +165,11 @@ absl::Status BatchBuilder::BuildRow(Worker& worker, uint32_t unit, uint32_t inde
   absl::StatusOr<Record> record = u.view.record(index);
   if (!record.ok()) return record.status();
   auto path = [&]() -> const std::string& { return dataset_->UnitPath(unit); };
+  const StreamMember& member = dataset_->MemberOf(unit);
   // A record that disagrees with the schema is damage (on_corrupt), never
   // a sample with a missing label or a shape the transform did not plan.
-  if (dataset_->named.schema_known()) {
-    if (absl::Status s = CheckRecordAgainstSchema(*record, dataset_->manifest().schema); !s.ok()) {
+  if (member.named.schema_known()) {
+    if (absl::Status s = CheckRecordAgainstSchema(*record, member.named.manifest.schema); !s.ok()) {
       return absl::DataLossError(
           absl::StrCat(path(), ": dataset record ", record_index, ": ", s.message()));
     }
@@ -158,9 +177,9 @@ absl::Status BatchBuilder::BuildRow(Worker& worker, uint32_t unit, uint32_t inde
   const size_t row_bytes = transform_->shape().sample_bytes;
   absl::Status s = transform_->Apply(*record, slot.epoch, record_index,
                                      slot.images.get() + row_bytes * i, worker.scratch, ahead);
-  for (int j = 0; j < num_labels_; ++j) {
-    slot.labels[i * num_labels_ + j] = j < record->labels.size() ? record->labels[j] : -1;
-  }
+  int64_t* labels = &slot.labels[i * num_labels_];
+  for (int j = 0; j < num_labels_; ++j) labels[j] = j < record->labels.size() ? record->labels[j] : -1;
+  if (!member.labels.plain()) MapLabels(member.labels, num_labels_, labels);
   if (options_.keys) slot.keys[i].assign(record->key.data(), record->key.size());
   if (!s.ok()) return absl::DataLossError(absl::StrCat(path(), ": ", s.message()));
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include "backends/open_path.h"
 #include "common/status_macros.h"
 #include "reader/backend_sources.h"
+#include "reader/composite_source.h"
 #include "reader/shard_source.h"
 #include "shardpack/dataset.h"
 
@@ -15,8 +16,8 @@ namespace shardpack::reader {
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const StreamDataset& d, IoEngine engine) {
-  const backends::NamedPath& n = d.named;
+absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const backends::NamedPath& n,
+                                                       IoEngine engine) {
   switch (n.backend()) {
     case Backend::kShard:
       return OpenShardSource(n.shard_paths, n.manifest, engine);
@@ -33,9 +34,37 @@ absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const StreamDataset& d, I
 absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine) {
   // What the path names is resolved where sharddump resolves it; a lone
   // `.shard` file keeps no shards in its manifest (its source reads the index).
+  std::vector<StreamMember> members(1);
+  SP_ASSIGN_OR_RETURN(members[0].named, backends::OpenNamedPath(path));
+  return OpenStreamMembers(std::move(members), engine);
+}
+
+absl::StatusOr<StreamDataset> OpenStreamMembers(std::vector<StreamMember> members,
+                                                IoEngine engine) {
+  assert(!members.empty());
   StreamDataset d;
-  SP_ASSIGN_OR_RETURN(d.named, backends::OpenNamedPath(path));
-  SP_ASSIGN_OR_RETURN(d.source, OpenSource(d, engine));
+  std::vector<std::unique_ptr<UnitSource>> parts;
+  std::vector<uint32_t> files;
+  for (StreamMember& m : members) {
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<UnitSource> part, OpenSource(m.named, engine));
+    files.push_back(static_cast<uint32_t>(m.named.shard_paths.size()));
+    d.files.insert(d.files.end(), m.named.shard_paths.begin(), m.named.shard_paths.end());
+    parts.push_back(std::move(part));
+  }
+  d.members = std::move(members);
+  if (parts.size() == 1) {
+    d.source = std::move(parts[0]);
+  } else {
+    auto composite = std::make_unique<CompositeSource>(std::move(parts), files);
+    for (uint32_t p = 0; p < d.members.size(); ++p) {
+      d.members[p].first_unit = composite->FirstUnit(p);
+      const uint32_t end = p + 1 < d.members.size() ? composite->FirstUnit(p + 1)
+                                                    : static_cast<uint32_t>(composite->units().size());
+      d.members[p].first_record = composite->FirstRecord(p);
+      d.unit_member.resize(end, static_cast<uint16_t>(p));
+    }
+    d.source = std::move(composite);
+  }
   for (const ReadUnit& u : d.units()) d.records += u.records;
   return d;
 }
@@ -48,7 +77,13 @@ const std::string& StreamDataset::ShardPathOf(uint64_t record) const {
     return r < unit.first_record;
   });
   assert(after != u.begin());
-  return named.shard_paths[std::prev(after)->file];
+  return files[std::prev(after)->file];
+}
+
+const StreamMember& StreamDataset::MemberOfRecord(uint64_t record) const {
+  auto after = std::upper_bound(members.begin(), members.end(), record,
+                                [](uint64_t r, const StreamMember& m) { return r < m.first_record; });
+  return after == members.begin() ? members[0] : *std::prev(after);
 }
 
 }  // namespace shardpack::reader

@@ -1,8 +1,11 @@
 // A dataset opened for streaming: its manifest and the source of its read
-// units, whatever the backend.
+// units, whatever the backend. A mixture's sources and a view's datasets
+// are several datasets streamed as one: members whose units, shard files
+// and records follow one another.
 #ifndef SHARDPACK_READER_DATASET_UNITS_H_
 #define SHARDPACK_READER_DATASET_UNITS_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,25 +18,54 @@
 
 namespace shardpack::reader {
 
-// What the path opened to, kept whole, plus what streaming adds: the source
-// of its read units and their record count.
-struct StreamDataset {
+// How a member's stored labels become a batch's: label_map[field][stored]
+// where the field has a map (a view's relabelling), then + offset[field]
+// (LabelSpace::kOffset); with `source` >= 0, one more label, the source's
+// index (LabelSpace::kSource). Plain: labels as stored.
+struct LabelMapping {
+  std::vector<std::vector<int64_t>> map;
+  std::vector<int64_t> offset;
+  int64_t source = -1;
+  bool plain() const { return map.empty() && offset.empty() && source < 0; }
+};
+
+// One dataset of the stream.
+struct StreamMember {
   // The manifest (read, or made up for a lone shard or file), the shard
   // files, whether their sizes and CRC-32Cs are real (LMDB and HDF5 shards
   // are then checked against them before they are opened; otherwise vetted,
   // backends/shard_gate.h) and whether the schema is known (a lone `.shard`
   // file carries none: its records are then not checked against one).
   backends::NamedPath named;
+  uint32_t first_unit = 0;     // where its units start among the stream's
+  uint64_t first_record = 0;   // where its records start
+  uint32_t source = 0;         // the mixture source it belongs to (0 otherwise)
+  LabelMapping labels;
+};
+
+// What the path (or paths) opened to, kept whole, plus what streaming adds:
+// the source of its read units and their record count.
+struct StreamDataset {
+  std::vector<StreamMember> members;  // at least one
+  std::vector<std::string> files;     // every member's shard files: ReadUnit::file
   std::unique_ptr<UnitSource> source;
   uint64_t records = 0;
+  std::vector<uint16_t> unit_member;  // per unit, with several members (else empty)
 
-  const Manifest& manifest() const { return named.manifest; }
+  const backends::NamedPath& named() const { return members[0].named; }
+  const Manifest& manifest() const { return members[0].named.manifest; }
   const std::vector<ReadUnit>& units() const { return source->units(); }
+  // The member unit `u` belongs to. Precondition: u < units().size().
+  const StreamMember& MemberOf(uint32_t u) const {
+    return members[unit_member.empty() ? 0 : unit_member[u]];
+  }
   // The shard file of unit `u`. Precondition: u < units().size().
-  const std::string& UnitPath(uint32_t u) const { return named.shard_paths[units()[u].file]; }
+  const std::string& UnitPath(uint32_t u) const { return files[units()[u].file]; }
   // The shard file holding dataset record `record`.
   // Precondition: record < records.
   const std::string& ShardPathOf(uint64_t record) const;
+  // The member holding stream record `record`. Precondition: record < records.
+  const StreamMember& MemberOfRecord(uint64_t record) const;
 };
 
 // Opens a dataset directory (manifest.json) or a single shard file with the
@@ -41,6 +73,10 @@ struct StreamDataset {
 // the record counts against the manifest. LMDB and HDF5 shards of a
 // directory are opened (and checked) when first read; a lone one now.
 absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine);
+
+// Opens `members` (their `named` filled in) as one stream, in order.
+absl::StatusOr<StreamDataset> OpenStreamMembers(std::vector<StreamMember> members,
+                                                IoEngine engine);
 
 }  // namespace shardpack::reader
 

@@ -93,6 +93,11 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader, std::chrono::nanosecond
   outstanding_.fetch_add(1, std::memory_order_relaxed);
   ++delivered_;
   delivered_samples_ += ring.size;
+  if (!source_samples_.empty()) {
+    for (int i = 0; i < ring.size; ++i) {
+      ++source_samples_[dataset_.MemberOfRecord(ring.records[i]).source];
+    }
+  }
   delivered_skipped_ += ring.skipped;
   return Batch(reader, &slot);
 }
@@ -122,6 +127,7 @@ ReaderStats Reader::Impl::stats() const {
   s.batches = delivered_;
   s.samples = delivered_samples_;
   s.skipped = delivered_skipped_;
+  s.source_samples = source_samples_;
   s.consumer_wait_s = ring_->consumer_wait_s();
   return s;
 }
@@ -141,6 +147,7 @@ uint64_t Reader::records() const { return impl_->records(); }
 int Reader::ring_slots() const { return impl_->ring_slots(); }
 uint64_t Reader::fingerprint() const { return impl_->fingerprint(); }
 const Schema& Reader::schema() const { return impl_->schema(); }
+const std::vector<SourceInfo>& Reader::sources() const { return impl_->sources(); }
 std::array<int64_t, 4> Reader::output_shape() const { return impl_->output_shape(); }
 IoEngine Reader::io_engine() const { return impl_->io_engine(); }
 const std::string& Reader::device_fallback() const { return impl_->device_fallback(); }

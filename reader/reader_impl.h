@@ -21,6 +21,7 @@
 #include "reader/dataset_units.h"
 #include "reader/epoch_plan.h"
 #include "reader/pipeline.h"
+#include "reader/planner.h"
 #include "reader/ring.h"
 #include "reader/staging.h"
 #include "reader/transform.h"
@@ -78,7 +79,8 @@ class Reader::Impl {
   uint64_t batches_in_epoch() const { return epoch_batches_; }
   uint64_t records() const { return dataset_.records; }
   uint64_t fingerprint() const { return fingerprint_; }
-  const Schema& schema() const { return dataset_.manifest().schema; }
+  const Schema& schema() const { return schema_; }
+  const std::vector<SourceInfo>& sources() const { return sources_; }
   std::array<int64_t, 4> output_shape() const;
   IoEngine io_engine() const { return dataset_.source->engine(); }
   const std::string& device_fallback() const { return no_device_; }
@@ -88,6 +90,11 @@ class Reader::Impl {
   // The options the pipeline builds with: a device finish's input is uint8
   // NHWC; with no device, it is done here on the host.
   absl::Status HostOptions(ReaderOptions* host);
+  // Opens the dataset, or the mixture's sources, and what plans them:
+  // dataset_, planner_, schema_, sources_, fingerprint_ (reader_open.cc).
+  absl::Status OpenDataset();
+  // What the reader reads, for messages: the path, or the mixture.
+  std::string Describe() const;
   absl::Status InitStaging(int num_labels);
   size_t DeviceSampleBytes() const;
   void GiveBack(Batch::Slot* slot);
@@ -112,7 +119,11 @@ class Reader::Impl {
   reader::PlanOptions plan_;
   uint64_t fingerprint_ = 0;
   reader::StreamDataset dataset_;
+  Schema schema_;                     // the dataset's, or the mixture's label space
+  std::vector<SourceInfo> sources_;   // one, or a mixture's
+  std::vector<uint64_t> source_samples_;  // a mixture: delivered from each source
   std::unique_ptr<reader::SampleTransform> transform_;
+  std::unique_ptr<reader::EpochPlanner> planner_;  // before pipeline_, which uses it
   // Before pipeline_: the ring slots are its (pinned) memory.
   std::unique_ptr<reader::CopyEngine> engine_;
   std::unique_ptr<reader::Pipeline> pipeline_;
@@ -132,7 +143,7 @@ class Reader::Impl {
   // After an elastic Restore: epoch_'s earlier segments and what they left
   // (null otherwise). Cleared when epoch_ ends.
   std::vector<ReadSegment> earlier_;
-  std::shared_ptr<const reader::EpochRest> rest_;
+  std::shared_ptr<const reader::EpochRests> rest_;
   uint64_t seq_ = 0;  // its pipeline sequence number
   std::atomic<int> outstanding_{0};  // live Batches
   // Counted as batches are delivered: workers run ahead into the next epoch,

@@ -8,7 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
+#include "common/errors.h"
+#include "reader/epoch_share.h"
 #include "reader/reader_impl.h"
+#include "reader/reader_mix.h"
 
 namespace shardpack {
 
@@ -19,17 +22,6 @@ using reader::ResolveRank;
 
 namespace {
 
-
-// The manifest's fingerprint; for a lone .shard file (whose manifest lists
-// no shards) folded with its read units, so that two different files differ.
-uint64_t DatasetFingerprint(const reader::StreamDataset& d) {
-  uint64_t h = ManifestFingerprint(d.manifest());
-  if (!d.manifest().shards.empty()) return h;
-  for (const reader::ReadUnit& u : d.units()) {
-    h = common::Draw(h, u.first_record, u.records, u.bytes);
-  }
-  return h;
-}
 
 // The element type of a reader's batches, built on the host with `host`
 // (HostOptions) and, when `staged`, copied to a device whose kernel may
@@ -79,7 +71,8 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   ReaderOptions host;
   SP_RETURN_IF_ERROR(HostOptions(&host));
   dtype_ = BatchDType(host, engine_ != nullptr);
-  SP_ASSIGN_OR_RETURN(dataset_, reader::OpenStreamDataset(options_.path, options_.io));
+  plan_ = PlanOptionsOf(options_);
+  SP_RETURN_IF_ERROR(OpenDataset());
   SP_ASSIGN_OR_RETURN(reader::SampleTransform t,
                       reader::SampleTransform::Make(host, dataset_.source->image()));
   transform_ = std::make_unique<reader::SampleTransform>(std::move(t));
@@ -98,17 +91,14 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   host.ring_slots = options_.ring_slots = reader::RingSlotsFor(
       options_.ring_slots, uint64_t(options_.batch_size) * transform_->shape().sample_bytes,
       workers);
-  reader::PlanOptions& plan = plan_;
-  plan = PlanOptionsOf(options_);
-  fingerprint_ = DatasetFingerprint(dataset_);
-  epoch_batches_ = reader::BatchesPerEpoch(dataset_.records, plan);
+  epoch_batches_ = planner_->batches_per_epoch();
   if (epoch_batches_ == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        options_.path, ": ", dataset_.records, " records give rank ", options_.rank, " of ",
+        Describe(), ": ", dataset_.records, " records give rank ", options_.rank, " of ",
         options_.world_size, " no batch of ", options_.batch_size));
   }
-  int num_labels = std::max<int>(1, static_cast<int>(dataset_.manifest().schema.labels.size()));
-  pipeline_ = std::make_unique<Pipeline>(host, &dataset_, transform_.get(), plan, num_labels,
+  int num_labels = std::max<int>(1, static_cast<int>(schema_.labels.size()));
+  pipeline_ = std::make_unique<Pipeline>(host, &dataset_, transform_.get(), planner_.get(), num_labels,
                                          engine_.get());
   SP_RETURN_IF_ERROR(pipeline_->CheckRing(options_.path));
   ring_ = &pipeline_->host_ring();
@@ -116,6 +106,34 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   if (engine_ != nullptr) SP_RETURN_IF_ERROR(InitStaging(num_labels));
   ResizeSlots(ring_->slots());
   return absl::OkStatus();
+}
+
+absl::Status Reader::Impl::OpenDataset() {
+  if (options_.sources.empty()) {
+    SP_ASSIGN_OR_RETURN(dataset_, reader::OpenStreamDataset(options_.path, options_.io));
+    schema_ = dataset_.manifest().schema;
+    fingerprint_ = reader::MemberFingerprint(dataset_.members[0], dataset_.units());
+    planner_ = std::make_unique<reader::DatasetPlanner>(dataset_.units(), plan_);
+    sources_ = {{options_.path, dataset_.records, dataset_.records,
+                 reader::SamplesPerRank(dataset_.records, plan_)}};
+    return absl::OkStatus();
+  }
+  SP_ASSIGN_OR_RETURN(reader::OpenedMix mix, reader::OpenMix(options_));
+  dataset_ = std::move(mix.dataset);
+  schema_ = std::move(mix.schema);
+  fingerprint_ = mix.fingerprint;
+  sources_ = std::move(mix.sources);
+  auto planner = std::make_unique<reader::MixPlanner>(std::move(mix.plans), plan_);
+  for (size_t s = 0; s < sources_.size(); ++s) sources_[s].per_rank = planner->per_rank()[s];
+  planner_ = std::move(planner);
+  source_samples_.assign(sources_.size(), 0);
+  return absl::OkStatus();
+}
+
+std::string Reader::Impl::Describe() const {
+  if (options_.sources.empty()) return options_.path;
+  return absl::StrCat("the mixture of ", options_.sources.size(), " sources ('",
+                      common::Excerpt(options_.sources[0].path), "', ...)");
 }
 
 // Bytes of a sample in a device buffer: the host's, or the finish's output.

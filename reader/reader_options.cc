@@ -1,6 +1,7 @@
 // What ReaderOptions accepts: the checks and the environment's RANK and
 // WORLD_SIZE that Reader::Open applies, and the names of option values.
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -96,18 +97,68 @@ reader::PlanOptions reader::PlanOptionsOf(const ReaderOptions& o) {
   return reader::PlanOf(reader::SegmentOf(o), o.seed, o.rank);
 }
 
-absl::Status reader::CheckOptions(const ReaderOptions& o) {
-  // The path goes to the system as a C string: a NUL would cut it short.
-  if (const size_t nul = o.path.find('\0'); nul != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("path '", common::Excerpt(o.path),
+namespace {
+
+// A path goes to the system as a C string: a NUL would cut it short.
+absl::Status CheckPath(const std::string& what, const std::string& path) {
+  if (const size_t nul = path.find('\0'); nul != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", common::Excerpt(path),
                                                    "' holds a NUL byte (at byte ", nul,
                                                    "): a path is text without NULs"));
   }
-  if (o.path.size() >= PATH_MAX) {
-    return absl::InvalidArgumentError(absl::StrCat("path '", common::Excerpt(o.path),
+  if (path.size() >= PATH_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", common::Excerpt(path),
                                                    "' is too long: at most ", PATH_MAX - 1,
                                                    " bytes"));
   }
+  return absl::OkStatus();
+}
+
+// A mixture's sources, as far as they can be checked without their
+// records (reader/reader_mix.cc checks the counts they give).
+absl::Status CheckSources(const ReaderOptions& o) {
+  if (!o.path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "path '", common::Excerpt(o.path), "' and ", o.sources.size(),
+        " sources: a reader reads a path or a mixture of sources, not both"));
+  }
+  if (o.sources.size() > static_cast<size_t>(kMaxMixSources)) {
+    return absl::InvalidArgumentError(absl::StrCat(o.sources.size(), " sources: at most ",
+                                                   kMaxMixSources));
+  }
+  for (size_t i = 0; i < o.sources.size(); ++i) {
+    const MixSource& m = o.sources[i];
+    const std::string name = absl::StrCat("sources[", i, "] ('", common::Excerpt(m.path), "')");
+    SP_RETURN_IF_ERROR(CheckPath(absl::StrCat("sources[", i, "].path"), m.path));
+    const int set = (m.weight != 0) + (m.repeat != 0) + (m.choose != 0);
+    if (set != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": set exactly one of weight, repeat and choose (", set, " are set)"));
+    }
+    for (auto [what, v] : {std::pair{"weight", m.weight}, std::pair{"repeat", m.repeat}}) {
+      if (v != 0 && !(v > 0 && std::isfinite(v))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": ", what, " ", v, " is not a positive finite number"));
+      }
+    }
+    if (m.repeat > kMaxMixRepeat) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": repeat ", m.repeat, " is more than ", kMaxMixRepeat));
+    }
+  }
+  if (o.label_space != LabelSpace::kShared && o.label_space != LabelSpace::kOffset &&
+      o.label_space != LabelSpace::kSource) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "label_space ", static_cast<int>(o.label_space), " is not shared, offset or source"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status reader::CheckOptions(const ReaderOptions& o) {
+  SP_RETURN_IF_ERROR(CheckPath("path", o.path));
+  if (!o.sources.empty()) SP_RETURN_IF_ERROR(CheckSources(o));
   auto check = [](const char* name, int v, bool ok) {
     return ok ? absl::OkStatus() : reader::OptionOutOfRange(name, absl::StrCat(v));
   };
@@ -189,6 +240,9 @@ constexpr Name<Remainder> kRemainders[] = {
     {Remainder::kDrop, "drop"}, {Remainder::kPartial, "partial"}, {Remainder::kPad, "pad"}};
 constexpr Name<OnCorrupt> kOnCorrupt[] = {{OnCorrupt::kError, "error"},
                                          {OnCorrupt::kSkip, "skip"}};
+constexpr Name<LabelSpace> kLabelSpaces[] = {{LabelSpace::kShared, "shared"},
+                                            {LabelSpace::kOffset, "offset"},
+                                            {LabelSpace::kSource, "source"}};
 
 }  // namespace
 
@@ -217,6 +271,11 @@ absl::StatusOr<Remainder> ParseRemainder(std::string_view name) {
 std::string_view OnCorruptName(OnCorrupt c) { return NameIn(kOnCorrupt, c); }
 absl::StatusOr<OnCorrupt> ParseOnCorrupt(std::string_view name) {
   return ParseOption(kOnCorrupt, "on_corrupt", name);
+}
+
+std::string_view LabelSpaceName(LabelSpace l) { return NameIn(kLabelSpaces, l); }
+absl::StatusOr<LabelSpace> ParseLabelSpace(std::string_view name) {
+  return ParseOption(kLabelSpaces, "label_space", name);
 }
 
 absl::StatusOr<Transform> ParseTransform(std::string_view text) {

@@ -146,6 +146,43 @@ struct CorruptSample {
   Damage damage;
 };
 
+// One source of a mixture (ReaderOptions::sources; docs/reader.md,
+// "Mixtures"): a dataset and how many of its samples each mixture epoch
+// draws, all ranks together. Set exactly one of weight, repeat and choose.
+// Each source is an endless stream of its own epochs (each a permutation
+// of its records): a mixture epoch takes the next `count` samples of it, so
+// every record is drawn exactly once per epoch of its source, whatever the
+// ratio; the reader says the counts it resolved (Reader::sources()).
+struct MixSource {
+  std::string path;  // a dataset folder, its manifest, a lone shard
+  // A share of the samples that ReaderOptions::epoch_samples leaves after
+  // the repeat and choose sources, in proportion to the weights (> 0).
+  double weight = 0;
+  // This many times its records (> 0): 2 draws each record twice an epoch,
+  // 0.5 half of them (the other half the next epoch). At most kMaxMixRepeat.
+  double repeat = 0;
+  // Exactly this many samples (1 to kMaxMixRepeat times its records).
+  uint64_t choose = 0;
+};
+
+// How a mixture's labels relate (ReaderOptions::label_space).
+enum class LabelSpace {
+  kShared,  // the sources' label fields are the same (names, class names):
+            // labels as stored (the default; Open refuses other sources)
+  kOffset,  // each field's label + the classes of that field in the sources
+            // before (every source names its classes); the schema's classes
+            // are the sources' concatenated
+  kSource,  // labels as stored, and one more label field, "source": the
+            // source's index in ReaderOptions::sources
+};
+std::string_view LabelSpaceName(LabelSpace l);  // "shared", "offset", "source"
+absl::StatusOr<LabelSpace> ParseLabelSpace(std::string_view name);
+
+// Sources a mixture may have.
+inline constexpr int kMaxMixSources = 64;
+// The most a mixture epoch draws of a source: this many times its records.
+inline constexpr int kMaxMixRepeat = 1024;
+
 // Bounds of ReaderOptions: values past them are an InvalidArgumentError from
 // Reader::Open, not an attempt to start a million threads.
 inline constexpr int kMaxBatchSize = 1 << 20;
@@ -175,6 +212,15 @@ struct ReaderOptions {
   // A dataset folder, its manifest.json, or a lone shard of any backend
   // (docs/cli.md, "PATH": what a path may name, for the tools too).
   std::string path;
+  // A mixture (docs/reader.md, "Mixtures"): when not empty, the reader
+  // reads these datasets (and `path` must be empty), 1..kMaxMixSources.
+  // Every rank takes the same number of each source's samples, and every
+  // batch holds floor or ceil of batch_size times a source's share of them.
+  std::vector<MixSource> sources;
+  // Samples a mixture epoch draws, all ranks together, for the weighted
+  // sources to share; 0 (the default): the sum of all sources' records.
+  uint64_t epoch_samples = 0;
+  LabelSpace label_space = LabelSpace::kShared;
   int batch_size = 256;        // 1..kMaxBatchSize
   bool shuffle = true;         // per-epoch permutation of blocks and of records
   // Bytes of blocks the shuffle may hold at once (docs/reader.md, Shuffle):
@@ -311,6 +357,17 @@ struct ReaderStats {
   uint64_t plan_bytes = 0;
   // The most bytes they held at once so far (<= plan_bytes).
   uint64_t plan_peak_bytes = 0;
+  // A mixture: the samples delivered from each source (Reader::sources()'
+  // order); empty otherwise.
+  std::vector<uint64_t> source_samples;
+};
+
+// A source as the reader resolved it (Reader::sources()).
+struct SourceInfo {
+  std::string path;
+  uint64_t records = 0;    // in the dataset
+  uint64_t per_epoch = 0;  // samples each epoch draws, all ranks together
+  uint64_t per_rank = 0;   // of them, samples each rank takes
 };
 
 class Reader;
@@ -360,7 +417,9 @@ class Batch {
   // labels()[i * num_labels() + j] is label j of sample i.
   const int64_t* labels() const;
   int num_labels() const;
-  // Position of sample i in the dataset (its global record index).
+  // Position of sample i in the dataset (its global record index). In a
+  // mixture, records are numbered on from one source to the next: source
+  // k's record r is the sum of the records of sources 0..k-1, plus r.
   uint64_t record_index(int i) const;
   // Key of sample i (empty unless ReaderOptions::keys).
   std::string_view key(int i) const;
@@ -404,7 +463,10 @@ class Reader {
   // Batches of the current epoch on this rank: batches_per_epoch(), or after
   // an elastic Restore, what that epoch's rest gives (the same on every rank).
   uint64_t batches_in_epoch() const;
-  uint64_t records() const;  // records in the dataset
+  uint64_t records() const;  // records in the dataset (a mixture: of all its sources)
+  // What each source draws an epoch: a mixture's sources in order, else
+  // one, the dataset (per_epoch its records).
+  const std::vector<SourceInfo>& sources() const;
   // Slots of the ring: ReaderOptions::ring_slots, or what kAutoRingSlots
   // chose for this batch's bytes. Up to ring_slots() - 1 Batches may be held.
   int ring_slots() const;

@@ -1,0 +1,241 @@
+#include "reader/reader_mix.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/errors.h"
+#include "common/rng.h"
+#include "common/status_macros.h"
+
+namespace shardpack::reader {
+namespace {
+
+std::string SourceName(const ReaderOptions& o, size_t i) {
+  return absl::StrCat("sources[", i, "] ('", common::Excerpt(o.sources[i].path), "')");
+}
+
+// Splits `left` samples among the weighted sources in proportion to their
+// weights: floors, then one more for the largest fractions.
+void ShareByWeight(const ReaderOptions& o, uint64_t left, std::vector<uint64_t>& counts) {
+  double top = 0, sum = 0;
+  for (const MixSource& m : o.sources) top = std::max(top, m.weight);
+  for (const MixSource& m : o.sources) sum += m.weight / top;  // no overflow: each <= 1
+  std::vector<std::pair<double, size_t>> fraction;
+  uint64_t given = 0;
+  for (size_t s = 0; s < o.sources.size(); ++s) {
+    if (o.sources[s].weight == 0) continue;
+    const double exact = double(left) * (o.sources[s].weight / top) / sum;
+    counts[s] = std::min<uint64_t>(left, static_cast<uint64_t>(std::floor(exact)));
+    given += counts[s];
+    fraction.push_back({-(exact - std::floor(exact)), s});
+  }
+  std::sort(fraction.begin(), fraction.end());
+  for (size_t i = 0; given < left && i < fraction.size(); ++i, ++given) ++counts[fraction[i].second];
+}
+
+// Each source's limit, and the repeat and choose sources' counts.
+absl::Status FixedCounts(const ReaderOptions& o, const std::vector<uint64_t>& records,
+                         std::vector<uint64_t>& counts) {
+  for (size_t s = 0; s < o.sources.size(); ++s) {
+    const MixSource& m = o.sources[s];
+    const uint64_t limit = records[s] * kMaxMixRepeat;  // records < 2^53: no overflow
+    if (records[s] == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(SourceName(o, s), " holds no record"));
+    }
+    if (m.repeat != 0) {
+      const double c = std::round(m.repeat * double(records[s]));
+      if (c < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            SourceName(o, s), ": repeat ", m.repeat, " of its ", records[s],
+            " records draws no sample an epoch"));
+      }
+      counts[s] = static_cast<uint64_t>(c);
+    } else if (m.choose != 0) {
+      if (m.choose > limit) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            SourceName(o, s), ": choose ", m.choose, " is more than ", kMaxMixRepeat,
+            " times its ", records[s], " records"));
+      }
+      counts[s] = m.choose;
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string FieldsText(const std::vector<LabelField>& fields) {
+  std::string out;
+  for (const LabelField& f : fields) {
+    absl::StrAppend(&out, out.empty() ? "" : ", ", "'", common::Excerpt(f.name), "' (",
+                    f.classes.size(), " classes)");
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::string ImageText(const ImageInfo& i) {
+  return absl::StrCat(common::AsAbsl(EncodingName(i.encoding)), " ", i.height, "x", i.width, "x",
+                      int(i.channels), " ", common::AsAbsl(LayoutName(i.layout)));
+}
+
+// Every source's images as source 0's (where the schema says them): one
+// transform serves them all.
+absl::Status CheckImages(const ReaderOptions& o, const std::vector<StreamMember>& members) {
+  const ImageInfo* first = nullptr;
+  size_t at = 0;
+  for (size_t s = 0; s < members.size(); ++s) {
+    if (!members[s].named.schema_known()) continue;
+    const ImageInfo& image = members[s].named.manifest.schema.image;
+    if (first == nullptr) {
+      first = &image;
+      at = s;
+    } else if (!(image == *first)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          SourceName(o, s), " holds images of another kind than ", SourceName(o, at), " (",
+          ImageText(image), " against ", ImageText(*first),
+          "): a mixture's sources share one image schema"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The mixture's label fields under o.label_space, each member's mapping
+// to them set.
+absl::StatusOr<Schema> MixSchema(const ReaderOptions& o, std::vector<StreamMember>& members) {
+  Schema schema = members[0].named.manifest.schema;
+  const std::vector<LabelField>& first = schema.labels;
+  for (size_t s = 1; s < members.size(); ++s) {
+    const std::vector<LabelField>& mine = members[s].named.manifest.schema.labels;
+    const bool fields_differ = mine.size() != first.size();
+    if (fields_differ || (o.label_space == LabelSpace::kShared && mine != first)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          SourceName(o, s), " labels otherwise than ", SourceName(o, 0), ": label fields ",
+          FieldsText(mine), " against ", FieldsText(first),
+          fields_differ ? "; a mixture's sources have as many label fields"
+                        : "; set label_space to offset (labels numbered on from source to "
+                          "source) or source (the source's index as one more label)"));
+    }
+  }
+  if (o.label_space == LabelSpace::kOffset) {
+    std::vector<int64_t> offset(first.size(), 0);
+    for (size_t s = 0; s < members.size(); ++s) {
+      const std::vector<LabelField>& mine = members[s].named.manifest.schema.labels;
+      for (size_t f = 0; f < mine.size(); ++f) {
+        if (mine[f].classes.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              SourceName(o, s), ": label field '", common::Excerpt(mine[f].name),
+              "' names no class, so label_space offset has no count to number on from"));
+        }
+        if (s > 0) {
+          schema.labels[f].classes.insert(schema.labels[f].classes.end(),
+                                          mine[f].classes.begin(), mine[f].classes.end());
+        }
+      }
+      members[s].labels.offset = offset;
+      for (size_t f = 0; f < mine.size(); ++f) offset[f] += mine[f].classes.size();
+    }
+  }
+  if (o.label_space == LabelSpace::kSource) {
+    LabelField source{"source", {}};
+    for (size_t s = 0; s < members.size(); ++s) {
+      source.classes.push_back(o.sources[s].path);
+      members[s].labels.source = static_cast<int64_t>(s);
+    }
+    schema.labels.push_back(std::move(source));
+  }
+  return schema;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint64_t>> MixCounts(const ReaderOptions& o,
+                                                const std::vector<uint64_t>& records) {
+  std::vector<uint64_t> counts(o.sources.size(), 0);
+  SP_RETURN_IF_ERROR(FixedCounts(o, records, counts));
+  uint64_t fixed = 0, all = 0;
+  bool weighted = false;
+  for (size_t s = 0; s < counts.size(); ++s) {
+    fixed += counts[s];
+    all += records[s];
+    weighted = weighted || o.sources[s].weight != 0;
+  }
+  const uint64_t epoch = o.epoch_samples != 0 ? o.epoch_samples : all;
+  if (!weighted) {
+    if (o.epoch_samples != 0 && o.epoch_samples != fixed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "epoch_samples ", o.epoch_samples, ", but the sources draw ", fixed,
+          " an epoch (their repeat and choose), and none has a weight to take the rest"));
+    }
+    return counts;
+  }
+  if (epoch <= fixed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "epoch_samples ", epoch, " leaves no sample for the weighted sources: the repeat and "
+        "choose sources draw ", fixed));
+  }
+  ShareByWeight(o, epoch - fixed, counts);
+  for (size_t s = 0; s < counts.size(); ++s) {
+    if (o.sources[s].weight == 0) continue;
+    if (counts[s] == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          SourceName(o, s), ": weight ", o.sources[s].weight, " gives it no sample of the ",
+          epoch - fixed, " the weighted sources share an epoch"));
+    }
+    if (counts[s] > records[s] * kMaxMixRepeat) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          SourceName(o, s), ": weight ", o.sources[s].weight, " draws ", counts[s],
+          " samples an epoch, more than ", kMaxMixRepeat, " times its ", records[s], " records"));
+    }
+  }
+  return counts;
+}
+
+uint64_t MemberFingerprint(const StreamMember& m, const std::vector<ReadUnit>& units) {
+  uint64_t h = ManifestFingerprint(m.named.manifest);
+  if (!m.named.manifest.shards.empty()) return h;
+  for (const ReadUnit& u : units) h = common::Draw(h, u.first_record, u.records, u.bytes);
+  return h;
+}
+
+// Source s's units, records numbered from 0 within it.
+std::vector<ReadUnit> SourceUnits(const StreamDataset& d, size_t s) {
+  const StreamMember& m = d.members[s];
+  const size_t end = s + 1 < d.members.size() ? d.members[s + 1].first_unit : d.units().size();
+  std::vector<ReadUnit> units(d.units().begin() + m.first_unit, d.units().begin() + end);
+  for (ReadUnit& u : units) u.first_record -= m.first_record;
+  return units;
+}
+
+absl::StatusOr<OpenedMix> OpenMix(const ReaderOptions& o) {
+  const size_t n = o.sources.size();
+  std::vector<StreamMember> members(n);
+  for (size_t s = 0; s < n; ++s) {
+    SP_ASSIGN_OR_RETURN(members[s].named, backends::OpenNamedPath(o.sources[s].path));
+    members[s].source = static_cast<uint32_t>(s);
+  }
+  SP_RETURN_IF_ERROR(CheckImages(o, members));
+  OpenedMix mix;
+  SP_ASSIGN_OR_RETURN(mix.schema, MixSchema(o, members));
+  SP_ASSIGN_OR_RETURN(mix.dataset, OpenStreamMembers(std::move(members), o.io));
+  std::vector<uint64_t> records(n, 0);
+  for (size_t s = 0; s < n; ++s) {
+    MixSourcePlan plan;
+    plan.units = SourceUnits(mix.dataset, s);
+    plan.first_unit = mix.dataset.members[s].first_unit;
+    plan.selection = AllOwed(plan.units);
+    records[s] = plan.selection.count;
+    mix.plans.push_back(std::move(plan));
+  }
+  SP_ASSIGN_OR_RETURN(std::vector<uint64_t> counts, MixCounts(o, records));
+  mix.fingerprint = common::Draw(common::kStreamMixSource, n, static_cast<uint64_t>(o.label_space));
+  for (size_t s = 0; s < n; ++s) {
+    mix.plans[s].per_epoch = counts[s];
+    mix.sources.push_back({o.sources[s].path, records[s], counts[s], 0});
+    const uint64_t member = MemberFingerprint(mix.dataset.members[s], mix.plans[s].units);
+    mix.fingerprint = common::Draw(mix.fingerprint, member, counts[s], s);
+  }
+  return mix;
+}
+
+}  // namespace shardpack::reader

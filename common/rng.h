@@ -42,6 +42,7 @@ enum Stream : uint64_t {
   kStreamReplace = 4,   // replacement of damaged samples
   kStreamPack = 5,      // the packer's permutation of its inputs
   kStreamElastic = 6,   // order of an epoch's rest after an elastic resume
+  kStreamViewSplit = 7, // a view's seeded split (backends/view.h)
 };
 
 // Fisher-Yates shuffle of `items` where step i draws Draw(a, b, c, i): the

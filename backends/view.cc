@@ -86,14 +86,19 @@ std::string SchemaDifference(const Schema& a, const Schema& b) {
   return "";
 }
 
+// A dataset path of a view file: relative to the file's folder.
+std::string DatasetPath(const std::string& file, const std::string& given) {
+  const std::string dir = common::ParentDirectory(file);
+  if (fs::path(given).is_absolute() || dir == ".") return given;
+  return (fs::path(dir) / given).string();
+}
+
 // Dataset i of the view file `file`: a path relative to the file's folder,
 // never a view, with a schema.
 absl::StatusOr<NamedPath> OpenViewDataset(const std::string& file, size_t i,
                                           const std::string& given) {
   const std::string at = absl::StrCat(file, ": datasets[", i, "]: ");
-  const std::string path = fs::path(given).is_absolute()
-                               ? given
-                               : (fs::path(common::ParentDirectory(file)) / given).string();
+  const std::string path = DatasetPath(file, given);
   std::string text;
   SP_ASSIGN_OR_RETURN(bool nested, ReadViewText(path, &text));
   if (nested) {
@@ -213,6 +218,18 @@ int64_t DatasetView::MapLabel(int field, int64_t label) const {
   return map[label];
 }
 
+Labels DatasetView::MapLabels(const Labels& labels) const {
+  if (label_map.empty()) return labels;
+  Labels out;
+  for (int f = 0; f < labels.size(); ++f) out.push_back(MapLabel(f, labels[f]));
+  return out;
+}
+
+absl::StatusOr<bool> IsViewFile(const std::string& path) {
+  std::string text;
+  return ReadViewText(path, &text);
+}
+
 absl::StatusOr<DatasetView> OpenView(const std::string& path) {
   std::string text;
   SP_ASSIGN_OR_RETURN(bool is_view, ReadViewText(path, &text));
@@ -222,6 +239,16 @@ absl::StatusOr<DatasetView> OpenView(const std::string& path) {
   }
   SP_ASSIGN_OR_RETURN(ViewSpec spec, ParseViewSpec(text, path));
   return ResolveView(path, spec);
+}
+
+absl::StatusOr<std::vector<std::string>> ViewDatasetPaths(const std::string& path) {
+  std::string text;
+  SP_ASSIGN_OR_RETURN(bool is_view, ReadViewText(path, &text));
+  if (!is_view) return absl::InvalidArgumentError(absl::StrCat(path, ": not a view file"));
+  SP_ASSIGN_OR_RETURN(ViewSpec spec, ParseViewSpec(text, path));
+  std::vector<std::string> paths;
+  for (const std::string& given : spec.datasets) paths.push_back(DatasetPath(path, given));
+  return paths;
 }
 
 absl::Status ForEachViewRecord(const DatasetView& view, uint64_t begin, uint64_t end,

@@ -79,6 +79,8 @@ struct DatasetView {
   // A label of field `field` as the view gives it: label_map applied (a
   // label outside the map is returned unchanged).
   int64_t MapLabel(int field, int64_t label) const;
+  // Every label of a record mapped as MapLabel maps it.
+  Labels MapLabels(const Labels& labels) const;
 };
 
 // A view file, or any path OpenNamedPath takes (then is_view = false, one
@@ -91,6 +93,16 @@ struct DatasetView {
 // a damaged manifest or record), and "the view selects no record" when the
 // selection is empty.
 absl::StatusOr<DatasetView> OpenView(const std::string& path);
+
+// Whether `path` names a view file (as OpenView tells one: a regular file,
+// not manifest.json, no shard magic, its first non-blank byte `{`). Errors
+// only when the file cannot be read.
+absl::StatusOr<bool> IsViewFile(const std::string& path);
+
+// The datasets a view file names, as paths (relative ones joined to the
+// file's folder), from the file alone: nothing is opened. The view file's
+// own errors (ParseViewSpec's) as OpenView gives them.
+absl::StatusOr<std::vector<std::string>> ViewDatasetPaths(const std::string& path);
 
 // Calls fn(view_index, base_index) for each record of the view, in order.
 // A non-OK status stops the walk and is returned.

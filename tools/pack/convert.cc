@@ -7,6 +7,7 @@
 #include "backends/open_path.h"
 #include "backends/shard_gate.h"
 #include "backends/store.h"
+#include "backends/view.h"
 #include "common/status_macros.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
@@ -49,10 +50,24 @@ absl::StatusOr<PackIdentity> ConvertedIdentity(const std::vector<std::string>& i
   return pack;
 }
 
+// A view is converted alone: its datasets are concatenated by the view.
+absl::Status CheckViewAlone(const std::vector<std::string>& inputs) {
+  if (inputs.size() < 2) return absl::OkStatus();
+  for (const std::string& path : inputs) {
+    if (backends::IsViewFile(path).value_or(false)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": a view is converted alone (name the datasets to concatenate in the view)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o) {
   if (inputs.empty()) return absl::InvalidArgumentError("nothing to convert");
+  SP_RETURN_IF_ERROR(CheckViewAlone(inputs));
+  if (backends::IsViewFile(inputs[0]).value_or(false)) return ConvertView(inputs[0], o);
   std::vector<InputPath> apart;
   for (const std::string& path : inputs) apart.push_back({path});
   SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));

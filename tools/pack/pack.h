@@ -122,7 +122,17 @@ struct ConvertOptions {
 // and (for one input) its pack parameters plus a "converted_from" entry.
 // An output that is an input, holds one or lies inside one is refused
 // (InvalidArgumentError naming both) before anything is written.
+// An input that is a view file (backends/view.h) must be the only one; it
+// is materialized by ConvertView.
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o);
+
+// A view file materialized as a dataset of o.backend: the records it
+// selects, in view order, labels as the view gives them, the view's
+// schema; one output shard per input shard holding any of them. The pack
+// record is that of the view's one dataset (or o.pack, or empty), with each
+// dataset in "converted_from" and "view": {path, fingerprint, selection
+// (the view's canonical JSON)}. Errors: OpenView's, and those of Convert.
+absl::StatusOr<Manifest> ConvertView(const std::string& path, const ConvertOptions& o);
 
 }  // namespace shardpack::pack
 

@@ -262,11 +262,14 @@ struct BadView {
   std::string message;  // a part of the message, after "<dir>/v.json: "
 };
 
-// Every field with a wrong type, value or key: one clear error naming it.
-TEST_F(ViewTest, HostileViewFilesAreRefusedNamingTheField) {
-  const std::string d = R"("shardpack_view": 1, "datasets": ["a"])";
+// The start of a view file naming dataset "a", for the cases below.
+constexpr char kViewOfA[] = R"("shardpack_view": 1, "datasets": ["a"])";
+
+// Bad JSON, the version, unknown keys, datasets, classes and indices.
+std::vector<BadView> BadHeadViews() {
+  const std::string d = kViewOfA;
   const auto arg = absl::StatusCode::kInvalidArgument;
-  const std::vector<BadView> cases = {
+  return {
       {R"({"shardpack_view": 1, "datasets": ["a"],)", arg, "v.json:1:"},
       {R"({"shardpack_view": 1, "datasets": ["a"], "split": {"seed": 1, "fraction": NaN, "take": "rest"}})", arg, "not valid JSON"},
       {R"({"shardpack_view": 1, "datasets": ["a"], "split": {"seed": 1, "fraction": 1e400, "take": "rest"}})", arg, "not valid JSON"},
@@ -298,6 +301,14 @@ TEST_F(ViewTest, HostileViewFilesAreRefusedNamingTheField) {
       {"{" + d + R"(, "indices": [0, [100, 201]]})", arg, "indices[1]: range [100, 201) runs past the end"},
       {"{" + d + R"(, "indices": [1e30]})", arg, "indices[0]: expected an index"},
       {"{" + d + R"(, "indices": [[5, 5]]})", arg, "the view selects no record"},
+  };
+}
+
+// Where and split.
+std::vector<BadView> BadSelectionViews() {
+  const std::string d = kViewOfA;
+  const auto arg = absl::StatusCode::kInvalidArgument;
+  return {
       {"{" + d + R"(, "where": {}})", arg, "where: no condition"},
       {"{" + d + R"(, "where": {"key_prefix": 3}})", arg, "where.key_prefix: expected a string"},
       {"{" + d + R"(, "where": {"labels": {"in": []}}})", arg, "where.labels.in: empty"},
@@ -320,6 +331,12 @@ TEST_F(ViewTest, HostileViewFilesAreRefusedNamingTheField) {
       {"{" + d + R"(, "split": {"seed": 1, "fraction": 0, "take": "held_out"}})", arg, "the view selects no record"},
       {R"({"shardpack_view": 1, "datasets": ["missing"]})", absl::StatusCode::kNotFound, "datasets[0]: "},
   };
+}
+
+// Every field with a wrong type, value or key: one clear error naming it.
+TEST_F(ViewTest, HostileViewFilesAreRefusedNamingTheField) {
+  std::vector<BadView> cases = BadHeadViews();
+  for (BadView& c : BadSelectionViews()) cases.push_back(std::move(c));
   for (const BadView& c : cases) {
     SCOPED_TRACE(c.text);
     testing::WriteText(dir_.Join("v.json"), c.text);

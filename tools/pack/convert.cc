@@ -64,6 +64,24 @@ absl::Status CheckViewAlone(const std::vector<std::string>& inputs) {
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(const ConvertOptions& o,
+                                                                    const std::string& staging,
+                                                                    const Schema& schema,
+                                                                    uint64_t largest,
+                                                                    const PackIdentity& pack) {
+  DatasetWriterOptions w = o.writer;
+  w.directory = staging;
+  w.schema = schema;
+  // One output shard per input shard: FinishShard() closes each; the limit
+  // tells the HDF5 writer that no shard is larger (its chunk size).
+  w.shard_max_bytes = 0;
+  w.shard_max_records = largest;
+  w.write_manifest = false;
+  w.pack_json = pack.ToJson();
+  backends::UseBackend(&w, o.backend);
+  return DatasetWriter::Create(w);
+}
+
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o) {
   if (inputs.empty()) return absl::InvalidArgumentError("nothing to convert");
   SP_RETURN_IF_ERROR(CheckViewAlone(inputs));
@@ -89,17 +107,8 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
   SP_ASSIGN_OR_RETURN(const PackIdentity pack, ConvertedIdentity(inputs, in, o));
 
   SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
-  DatasetWriterOptions w = o.writer;
-  w.directory = out->staging();
-  w.schema = in[0].manifest.schema;
-  // One output shard per input shard: FinishShard() closes each; the limit
-  // tells the HDF5 writer that no shard is larger (its chunk size).
-  w.shard_max_bytes = 0;
-  w.shard_max_records = largest;
-  w.write_manifest = false;
-  w.pack_json = pack.ToJson();
-  backends::UseBackend(&w, o.backend);
-  SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
+  SP_ASSIGN_OR_RETURN(auto writer,
+                      CreateConvertWriter(o, out->staging(), in[0].manifest.schema, largest, pack));
 
   cli::ProgressLine progress("convert", 0, total, "records", !o.quiet, /*log_when_piped=*/true);
   for (const backends::NamedPath& d : in) {

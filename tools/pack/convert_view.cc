@@ -78,15 +78,8 @@ absl::StatusOr<Manifest> ConvertView(const std::string& path, const ConvertOptio
     for (const ShardEntry& s : d.manifest.shards) largest = std::max(largest, s.records);
   }
   SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
-  DatasetWriterOptions w = o.writer;
-  w.directory = out->staging();
-  w.schema = view.schema;
-  w.shard_max_bytes = 0;
-  w.shard_max_records = largest;
-  w.write_manifest = false;
-  w.pack_json = pack.ToJson();
-  backends::UseBackend(&w, o.backend);
-  SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
+  SP_ASSIGN_OR_RETURN(auto writer,
+                      CreateConvertWriter(o, out->staging(), view.schema, largest, pack));
   cli::ProgressLine progress("convert", 0, view.records, "records", !o.quiet,
                              /*log_when_piped=*/true);
   for (size_t d = 0; d < view.datasets.size(); ++d) {

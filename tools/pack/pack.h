@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -125,6 +126,16 @@ struct ConvertOptions {
 // An input that is a view file (backends/view.h) must be the only one; it
 // is materialized by ConvertView.
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o);
+
+// The writer of a conversion into `staging`: o.writer's block size and
+// compression, o.backend, `schema`, `pack`; no manifest (the output folder
+// publishes it), no shard larger than `largest` records, a shard closed by
+// FinishShard at each input shard's end.
+absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(const ConvertOptions& o,
+                                                                    const std::string& staging,
+                                                                    const Schema& schema,
+                                                                    uint64_t largest,
+                                                                    const PackIdentity& pack);
 
 // A view file materialized as a dataset of o.backend: the records it
 // selects, in view order, labels as the view gives them, the view's

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -398,6 +400,24 @@ TEST_F(ViewTest, DatasetsOfOtherBackendsAndAbsolutePaths) {
   EXPECT_EQ(v.selected, s.selected);
   // Same records, schema and selection, another backend: another dataset.
   EXPECT_NE(v.fingerprint, s.fingerprint);
+}
+
+// A shard holding another count than its manifest entry would shift every
+// index after it: the scan for labels refuses it, naming the shard.
+TEST_F(ViewTest, AShardOfAnotherRecordCountThanItsManifestIsRefused) {
+  const std::string manifest = dir_.Join("a/manifest.json");
+  std::ifstream in(manifest);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"records\": 64");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 13, "\"records\": 63");
+  const size_t total = text.find("\"records\": 200");  // the manifest's sum, kept consistent
+  ASSERT_NE(total, std::string::npos) << text;
+  text.replace(total, 14, "\"records\": 199");
+  testing::WriteText(manifest, text);
+  EXPECT_THAT(Open(R"("datasets": ["a"], "classes": {"names": ["n00000001"]})"),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("holds 64 records, the manifest says 63")));
 }
 
 TEST_F(ViewTest, AJsonFileThatIsNoObjectIsNotAView) {

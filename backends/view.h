@@ -23,8 +23,9 @@
 // OpenView reads the view file and the datasets' manifests; classes and
 // where need each record's labels (and keys for a key condition), which
 // ForEachRecordMeta (backends/record_meta.h) reads in one pass; indices and
-// split read nothing. Not thread-safe while opening; a DatasetView is a
-// plain value, safe to read from many threads.
+// split read nothing. OpenView shares nothing between calls (any thread may
+// call it); a DatasetView is a plain value that owns all it holds, safe to
+// read from many threads at once.
 #ifndef SHARDPACK_BACKENDS_VIEW_H_
 #define SHARDPACK_BACKENDS_VIEW_H_
 
@@ -70,6 +71,7 @@ struct DatasetView {
   // messages and convert's pack record. Empty for a plain path.
   std::string canonical;
 
+  // Whether base record r is in the view. Precondition: r < base_records.
   bool Selected(uint64_t r) const {
     return selected.empty() || ((selected[r / 64] >> (r % 64)) & 1) != 0;
   }

@@ -171,9 +171,12 @@ void ApplySplit(const ViewSpec::Split& s, std::vector<uint64_t>& bits) {
   const uint64_t n = Count(bits);
   const uint64_t k =
       std::min<uint64_t>(n, static_cast<uint64_t>(std::llround(s.fraction * static_cast<double>(n))));
-  const auto [threshold, ties] = k == 0 ? std::pair<uint64_t, uint64_t>{0, 0}
-                                        : SplitThreshold(s, bits, k);
-  uint64_t ties_left = ties;
+  // Plain variables, not a structured binding: lambdas capture them (C++20
+  // allows capturing bindings, clang before 16 does not).
+  const std::pair<uint64_t, uint64_t> cut =
+      k == 0 ? std::pair<uint64_t, uint64_t>{0, 0} : SplitThreshold(s, bits, k);
+  const uint64_t threshold = cut.first;
+  uint64_t ties_left = cut.second;
   ForEachSetBit(bits, [&](uint64_t r) {
     const uint64_t h = SplitHash(s, r);
     bool held = k > 0 && (h < threshold || (h == threshold && ties_left > 0));

@@ -170,6 +170,12 @@ TEST_F(ViewTest, WhereConditionsMustAllHold) {
   SP_ASSERT_OK_AND_ASSIGN(DatasetView p, Open(R"("datasets": ["a", "b"], "where": {"key_prefix": "n00000003/3-"})", "p.json"));
   EXPECT_EQ(p.records, 10u);
   for (uint64_t r : SelectedBase(p)) EXPECT_TRUE(m.keys[r].starts_with("n00000003/3-")) << r;
+  // Labels by name or by value, in any order, with repeats: the same view.
+  SP_ASSERT_OK_AND_ASSIGN(DatasetView by_name, Open(R"("datasets": ["a"], "where": {"labels": {"in": ["n00000004", 1]}})", "n.json"));
+  SP_ASSERT_OK_AND_ASSIGN(DatasetView by_value, Open(R"("where": {"labels": {"field": "label", "in": [4, 1, 4]}}, "datasets": ["a"])", "m.json"));
+  EXPECT_EQ(by_name.fingerprint, by_value.fingerprint);
+  EXPECT_EQ(by_name.canonical, by_value.canonical);
+  EXPECT_EQ(by_name.selected, by_value.selected);
 }
 
 TEST(GlobMatchTest, StarAndQuestionMark) {

@@ -42,8 +42,9 @@ enum Stream : uint64_t {
   kStreamReplace = 4,   // replacement of damaged samples
   kStreamPack = 5,      // the packer's permutation of its inputs
   kStreamElastic = 6,   // order of an epoch's rest after an elastic resume
-  kStreamMixSource = 7, // a mixture source's own seed
-  kStreamMixDraw = 8,   // a mixture source's epoch, when an epoch draws part of it
+  kStreamViewSplit = 7, // a view's seeded split (backends/view.h)
+  kStreamMixSource = 8, // a mixture source's own seed
+  kStreamMixDraw = 9,   // a mixture source's epoch, when an epoch draws part of it
 };
 
 // Fisher-Yates shuffle of `items` where step i draws Draw(a, b, c, i): the

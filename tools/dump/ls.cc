@@ -6,6 +6,7 @@
 #include "tools/common/escape.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/opened_dataset.h"
+#include "tools/dump/opened_view.h"
 #include "tools/dump/selection.h"
 #include "tools/dump/text.h"
 
@@ -33,9 +34,56 @@ std::string JsonLine(uint64_t index, const Record& r, size_t shard,
   return DumpJson(j, false) + "\n";
 }
 
+// Appends a line, writing the lines gathered once they reach kFlushBytes.
+absl::Status AddLine(std::string& out, const std::string& line) {
+  out += line;
+  if (out.size() < kFlushBytes) return absl::OkStatus();
+  absl::Status written = WriteStdout(out);
+  out.clear();
+  return written;
+}
+
+// A view's record: its index in the view, then where it comes from (the
+// dataset's number in the view and the record's index in that dataset).
+std::string ViewLine(const ViewRecordPlace& p, const Record& r, bool json) {
+  if (json) {
+    Json j = RecordJson(p.index, r);
+    j["dataset"] = p.dataset;
+    j["record"] = p.record;
+    j["shard"] = p.shard;
+    j["offset"] = p.location.file_offset();
+    return DumpJson(j, false) + "\n";
+  }
+  return absl::StrCat(p.index, "\t", cli::EscapeText(r.key), "\t", LabelsText(r.labels), "\t",
+                      EncodingText(r.image), "\t", ShapeText(r.image), "\t", r.payload.size(),
+                      "\t", p.dataset, "\t", p.record, "\n");
+}
+
+absl::Status LsView(const LsOptions& options, backends::DatasetView view) {
+  if (options.shard) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shard: ", options.path, " is a view, whose records are numbered in the view "
+        "(use --range)"));
+  }
+  SP_ASSIGN_OR_RETURN(OpenedView opened, OpenedView::Open(std::move(view)));
+  IndexRange range{0, opened.records()};
+  if (options.range) {
+    SP_ASSIGN_OR_RETURN(range, ResolveRange(*options.range, opened.records()));
+  }
+  std::string out;
+  SP_RETURN_IF_ERROR(opened.Scan(range.begin, range.end,
+                                 [&](const ViewRecordPlace& p, const Record& r) {
+                                   return AddLine(out, ViewLine(p, r, options.common.json));
+                                 }));
+  SP_RETURN_IF_ERROR(WriteStdout(out));
+  return FlushStdout();
+}
+
 }  // namespace
 
 absl::Status RunLs(const LsOptions& options) {
+  SP_ASSIGN_OR_RETURN(std::optional<backends::DatasetView> view, OpenIfView(options.path));
+  if (view) return LsView(options, std::move(*view));
   SP_ASSIGN_OR_RETURN(OpenedDataset ds,
                       OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kRequireAll));
   IndexRange range{0, ds.records()};
@@ -58,11 +106,8 @@ absl::Status RunLs(const LsOptions& options) {
     SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const uint64_t first = ds.first_record(k);
     auto line = [&](uint64_t i, const Record& r, const backends::RecordLocation& loc) {
-      out += options.common.json ? JsonLine(first + i, r, k, loc) : TextLine(first + i, r, k, loc);
-      if (out.size() < kFlushBytes) return absl::OkStatus();
-      absl::Status written = WriteStdout(out);
-      out.clear();
-      return written;
+      return AddLine(out, options.common.json ? JsonLine(first + i, r, k, loc)
+                                              : TextLine(first + i, r, k, loc));
     };
     absl::Status s = shard->Scan(part.begin - first, part.end - first, line);
     if (!s.ok()) return s;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/open_path.h"
 #include "backends/shard_gate.h"
+#include "backends/view.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "shardpack/dataset.h"
@@ -33,7 +34,13 @@ absl::Status MissingShard(const std::string& path, size_t k) {
 
 absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, ShardPolicy policy) {
   OpenedDataset ds;
-  SP_ASSIGN_OR_RETURN(ds.named_, backends::OpenNamedPath(path));
+  absl::StatusOr<backends::NamedPath> named = backends::OpenNamedPath(path);
+  if (!named.ok() && backends::IsViewFile(path).value_or(false)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a view file; this command takes a dataset or shard (ls, show and verify take "
+              "views; shardpack convert materializes one)"));
+  }
+  SP_ASSIGN_OR_RETURN(ds.named_, std::move(named));
   if (!ds.has_manifest()) {
     if (ds.manifest().backend == Backend::kShard) {
       SP_RETURN_IF_ERROR(ds.LoadLoneShardIndex(policy));

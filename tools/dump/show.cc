@@ -17,6 +17,7 @@
 #include "tools/common/escape.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/opened_dataset.h"
+#include "tools/dump/opened_view.h"
 #include "tools/dump/record_pixels.h"
 #include "tools/dump/selection.h"
 #include "tools/dump/text.h"
@@ -60,8 +61,10 @@ absl::StatusOr<std::vector<uint64_t>> SelectIndexes(const ShowOptions& o, uint64
 
 class SheetFiller {
  public:
-  SheetFiller(const OpenedDataset& ds, codec::ContactSheet* sheet) : ds_(ds), sheet_(sheet) {
-    for (const LabelField& field : ds.manifest().schema.labels) {
+  // `path` names the records in messages; `schema` gives the class names.
+  SheetFiller(const std::string& path, const Schema& schema, codec::ContactSheet* sheet)
+      : path_(path), sheet_(sheet) {
+    for (const LabelField& field : schema.labels) {
       std::vector<std::string> names;
       for (const std::string& name : field.classes) names.push_back(cli::EscapeText(name));
       classes_.push_back(std::move(names));
@@ -79,12 +82,12 @@ class SheetFiller {
       s = sheet_->Draw(next_++, *pixels, caption);
     }
     if (s.ok()) return s;
-    return absl::Status(s.code(), absl::StrCat(ds_.path(), ": record ", index, " (key '",
+    return absl::Status(s.code(), absl::StrCat(path_, ": record ", index, " (key '",
                                                common::AsAbsl(r.key), "'): ", s.message()));
   }
 
  private:
-  const OpenedDataset& ds_;
+  const std::string& path_;
   codec::ContactSheet* sheet_;
   std::vector<std::vector<std::string>> classes_;  // escaped as `ls` shows them
   codec::JpegDecoder decoder_;
@@ -112,29 +115,61 @@ absl::Status FillSheet(const OpenedDataset& ds, const std::vector<uint64_t>& ind
   return absl::OkStatus();
 }
 
-}  // namespace
+// The same over a view: one Scan per run of consecutive view indexes.
+absl::Status FillViewSheet(const OpenedView& view, const std::vector<uint64_t>& indexes,
+                           SheetFiller* filler) {
+  size_t a = 0;
+  while (a < indexes.size()) {
+    size_t b = a + 1;
+    while (b < indexes.size() && indexes[b] == indexes[b - 1] + 1) ++b;
+    SP_RETURN_IF_ERROR(view.Scan(indexes[a], indexes[b - 1] + 1,
+                                 [&](const ViewRecordPlace& p, const Record& r) {
+                                   return filler->Add(p.index, r);
+                                 }));
+    a = b;
+  }
+  return absl::OkStatus();
+}
 
-absl::Status RunShow(const ShowOptions& options) {
-  SP_RETURN_IF_ERROR(codec::CheckSheetPath(options.output));
-  SP_RETURN_IF_ERROR(cli::CheckOutputFile(options.output, options.overwrite));
-  SP_ASSIGN_OR_RETURN(OpenedDataset ds,
-                      OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kRequireAll));
-  SP_ASSIGN_OR_RETURN(std::vector<uint64_t> indexes, SelectIndexes(options, ds.records()));
-  SP_ASSIGN_OR_RETURN(codec::ContactSheet sheet,
-                      codec::ContactSheet::Create(indexes.size(), {options.tile, options.columns}));
-  SheetFiller filler(ds, &sheet);
-  SP_RETURN_IF_ERROR(FillSheet(ds, indexes, &filler));
+absl::Status WriteSheet(const ShowOptions& options, const codec::ContactSheet& sheet,
+                        size_t shown) {
   SP_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
                       codec::EncodeForPath(sheet.view(), options.output));
   SP_RETURN_IF_ERROR(WriteFileAtomically(
       options.output, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
       options.overwrite ? AtomicFile::Existing::kReplace : AtomicFile::Existing::kRefuse));
   if (!options.common.quiet) {
-    cli::PrintLine(stderr, absl::StrCat("wrote ", indexes.size(), " records as a ",
-                                        sheet.view().width, "x", sheet.view().height,
-                                        " sheet to ", options.output));
+    cli::PrintLine(stderr, absl::StrCat("wrote ", shown, " records as a ", sheet.view().width,
+                                        "x", sheet.view().height, " sheet to ", options.output));
   }
   return absl::OkStatus();
+}
+
+absl::Status ShowView(const ShowOptions& options, backends::DatasetView view) {
+  SP_ASSIGN_OR_RETURN(OpenedView opened, OpenedView::Open(std::move(view)));
+  SP_ASSIGN_OR_RETURN(std::vector<uint64_t> indexes, SelectIndexes(options, opened.records()));
+  SP_ASSIGN_OR_RETURN(codec::ContactSheet sheet,
+                      codec::ContactSheet::Create(indexes.size(), {options.tile, options.columns}));
+  SheetFiller filler(opened.path(), opened.view().schema, &sheet);
+  SP_RETURN_IF_ERROR(FillViewSheet(opened, indexes, &filler));
+  return WriteSheet(options, sheet, indexes.size());
+}
+
+}  // namespace
+
+absl::Status RunShow(const ShowOptions& options) {
+  SP_RETURN_IF_ERROR(codec::CheckSheetPath(options.output));
+  SP_RETURN_IF_ERROR(cli::CheckOutputFile(options.output, options.overwrite));
+  SP_ASSIGN_OR_RETURN(std::optional<backends::DatasetView> view, OpenIfView(options.path));
+  if (view) return ShowView(options, std::move(*view));
+  SP_ASSIGN_OR_RETURN(OpenedDataset ds,
+                      OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kRequireAll));
+  SP_ASSIGN_OR_RETURN(std::vector<uint64_t> indexes, SelectIndexes(options, ds.records()));
+  SP_ASSIGN_OR_RETURN(codec::ContactSheet sheet,
+                      codec::ContactSheet::Create(indexes.size(), {options.tile, options.columns}));
+  SheetFiller filler(ds.path(), ds.manifest().schema, &sheet);
+  SP_RETURN_IF_ERROR(FillSheet(ds, indexes, &filler));
+  return WriteSheet(options, sheet, indexes.size());
 }
 
 }  // namespace shardpack::dump

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/view.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "common/threads.h"
@@ -24,6 +25,7 @@
 #include "tools/dump/jpeg_check.h"
 #include "tools/dump/opened_dataset.h"
 #include "tools/dump/text.h"
+#include "tools/dump/verify_report.h"
 
 namespace shardpack::dump {
 namespace {
@@ -210,10 +212,6 @@ struct Report {
   double seconds = 0;
 };
 
-std::string Plural(size_t n, std::string_view noun) {
-  return absl::StrCat(n, " ", absl::string_view(noun.data(), noun.size()), n == 1 ? "" : "s");
-}
-
 Json ReportJson(const OpenedDataset& ds, const VerifyOptions& options, const Verifier& verifier,
                 const Report& report) {
   Json j;
@@ -263,7 +261,11 @@ std::string ReportText(const OpenedDataset& ds, const VerifyOptions& options,
 
 }  // namespace
 
-absl::Status RunVerify(const VerifyOptions& options) {
+std::string Plural(size_t n, std::string_view noun) {
+  return absl::StrCat(n, " ", absl::string_view(noun.data(), noun.size()), n == 1 ? "" : "s");
+}
+
+absl::StatusOr<VerifyResult> VerifyDataset(const VerifyOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   SP_ASSIGN_OR_RETURN(OpenedDataset ds,
                       OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kCheckLater));
@@ -300,13 +302,26 @@ absl::Status RunVerify(const VerifyOptions& options) {
                                           o.records, " records, ", o.bytes, " bytes"));
     }
   }
-  SP_RETURN_IF_ERROR(WriteStdout(
-      options.common.json ? DumpJson(ReportJson(ds, options, verifier, report), true) + "\n"
-                          : ReportText(ds, options, report)));
+  VerifyResult result;
+  if (options.common.json) {
+    result.json = ReportJson(ds, options, verifier, report);
+  } else {
+    result.text = ReportText(ds, options, report);
+  }
+  result.problems = report.problems.size();
+  return result;
+}
+
+absl::Status RunVerify(const VerifyOptions& options) {
+  absl::StatusOr<bool> is_view = backends::IsViewFile(options.path);
+  if (is_view.ok() && *is_view) return VerifyView(options);
+  SP_ASSIGN_OR_RETURN(VerifyResult result, VerifyDataset(options));
+  SP_RETURN_IF_ERROR(
+      WriteStdout(options.common.json ? DumpJson(result.json, true) + "\n" : result.text));
   SP_RETURN_IF_ERROR(FlushStdout());
-  if (!report.problems.empty()) {
+  if (result.problems > 0) {
     return absl::DataLossError(
-        absl::StrCat(ds.path(), ": ", Plural(report.problems.size(), "problem"), " found"));
+        absl::StrCat(options.path, ": ", Plural(result.problems, "problem"), " found"));
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #include "backends/open_path.h"
 #include "backends/shard_gate.h"
 #include "backends/store.h"
+#include "backends/view.h"
 #include "common/status_macros.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
@@ -49,10 +50,42 @@ absl::StatusOr<PackIdentity> ConvertedIdentity(const std::vector<std::string>& i
   return pack;
 }
 
+// A view is converted alone: its datasets are concatenated by the view.
+absl::Status CheckViewAlone(const std::vector<std::string>& inputs) {
+  if (inputs.size() < 2) return absl::OkStatus();
+  for (const std::string& path : inputs) {
+    if (backends::IsViewFile(path).value_or(false)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": a view is converted alone (name the datasets to concatenate in the view)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(const ConvertOptions& o,
+                                                                    const std::string& staging,
+                                                                    const Schema& schema,
+                                                                    uint64_t largest,
+                                                                    const PackIdentity& pack) {
+  DatasetWriterOptions w = o.writer;
+  w.directory = staging;
+  w.schema = schema;
+  // One output shard per input shard: FinishShard() closes each; the limit
+  // tells the HDF5 writer that no shard is larger (its chunk size).
+  w.shard_max_bytes = 0;
+  w.shard_max_records = largest;
+  w.write_manifest = false;
+  w.pack_json = pack.ToJson();
+  backends::UseBackend(&w, o.backend);
+  return DatasetWriter::Create(w);
+}
 
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o) {
   if (inputs.empty()) return absl::InvalidArgumentError("nothing to convert");
+  SP_RETURN_IF_ERROR(CheckViewAlone(inputs));
+  if (backends::IsViewFile(inputs[0]).value_or(false)) return ConvertView(inputs[0], o);
   std::vector<InputPath> apart;
   for (const std::string& path : inputs) apart.push_back({path});
   SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
@@ -74,17 +107,8 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
   SP_ASSIGN_OR_RETURN(const PackIdentity pack, ConvertedIdentity(inputs, in, o));
 
   SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
-  DatasetWriterOptions w = o.writer;
-  w.directory = out->staging();
-  w.schema = in[0].manifest.schema;
-  // One output shard per input shard: FinishShard() closes each; the limit
-  // tells the HDF5 writer that no shard is larger (its chunk size).
-  w.shard_max_bytes = 0;
-  w.shard_max_records = largest;
-  w.write_manifest = false;
-  w.pack_json = pack.ToJson();
-  backends::UseBackend(&w, o.backend);
-  SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(w));
+  SP_ASSIGN_OR_RETURN(auto writer,
+                      CreateConvertWriter(o, out->staging(), in[0].manifest.schema, largest, pack));
 
   cli::ProgressLine progress("convert", 0, total, "records", !o.quiet, /*log_when_piped=*/true);
   for (const backends::NamedPath& d : in) {

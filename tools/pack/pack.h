@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -122,7 +123,27 @@ struct ConvertOptions {
 // and (for one input) its pack parameters plus a "converted_from" entry.
 // An output that is an input, holds one or lies inside one is refused
 // (InvalidArgumentError naming both) before anything is written.
+// An input that is a view file (backends/view.h) must be the only one; it
+// is materialized by ConvertView.
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o);
+
+// The writer of a conversion into `staging`: o.writer's block size and
+// compression, o.backend, `schema`, `pack`; no manifest (the output folder
+// publishes it), no shard larger than `largest` records, a shard closed by
+// FinishShard at each input shard's end.
+absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(const ConvertOptions& o,
+                                                                    const std::string& staging,
+                                                                    const Schema& schema,
+                                                                    uint64_t largest,
+                                                                    const PackIdentity& pack);
+
+// A view file materialized as a dataset of o.backend: the records it
+// selects, in view order, labels as the view gives them, the view's
+// schema; one output shard per input shard holding any of them. The pack
+// record is that of the view's one dataset (or o.pack, or empty), with each
+// dataset in "converted_from" and "view": {path, fingerprint, selection
+// (the view's canonical JSON)}. Errors: OpenView's, and those of Convert.
+absl::StatusOr<Manifest> ConvertView(const std::string& path, const ConvertOptions& o);
 
 }  // namespace shardpack::pack
 

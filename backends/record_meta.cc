@@ -1,0 +1,38 @@
+#include "backends/record_meta.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "backends/record_scan.h"
+#include "backends/shard_gate.h"
+#include "common/errors.h"
+#include "common/status_macros.h"
+
+namespace shardpack::backends {
+
+absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys,
+                               RecordMetaVisitor visit) {
+  const size_t fields = dataset.manifest.schema.labels.size();
+  const bool check_fields = dataset.schema_known();
+  uint64_t first = 0;
+  for (size_t k = 0; k < dataset.shard_paths.size(); ++k) {
+    const std::string& path = dataset.shard_paths[k];
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardScanner> scanner,
+                        OpenShardScanner(path, dataset.backend(), dataset.ExpectedEntry(k)));
+    if (k < dataset.manifest.shards.size()) {
+      SP_RETURN_IF_ERROR(
+          common::CheckManifestRecords(path, scanner->size(), dataset.manifest.shards[k].records));
+    }
+    SP_RETURN_IF_ERROR(scanner->Scan(0, scanner->size(), [&](uint64_t i, const Record& r) {
+      if (check_fields && static_cast<size_t>(r.labels.size()) != fields) {
+        return absl::DataLossError(absl::StrCat(path, ": record ", i, " has ", r.labels.size(),
+                                                " labels, the schema ", fields, " label fields"));
+      }
+      return visit(first + i, r.labels, need_keys ? r.key : std::string_view());
+    }));
+    first += scanner->size();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardpack::backends

@@ -1,0 +1,36 @@
+// Each record's labels and key, without its image: what a view's class and
+// where conditions select on (backends/view.h).
+//
+// Today one scan through the record scan (backends/record_scan.h), a shard
+// at a time; a per-record table beside the shards can serve the same call
+// without reading the records (the boundary is this one function).
+#ifndef SHARDPACK_BACKENDS_RECORD_META_H_
+#define SHARDPACK_BACKENDS_RECORD_META_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "backends/open_path.h"
+#include "shardpack/record.h"
+
+namespace shardpack::backends {
+
+// Told each record's index in its dataset, its labels and its key (empty
+// unless keys were asked for). The views are valid for the call only. A
+// non-OK status stops the walk and is returned.
+using RecordMetaVisitor =
+    absl::FunctionRef<absl::Status(uint64_t, const Labels&, std::string_view)>;
+
+// Visits every record of `dataset` in index order. `need_keys`: the visitor
+// reads keys (a source that stores labels apart from keys may then skip
+// them). Errors name the shard: a missing or damaged shard, a shard holding
+// another number of records than the manifest says (indices would be
+// wrong), a record whose label count differs from the schema's label
+// fields (DataLossError).
+absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys, RecordMetaVisitor visit);
+
+}  // namespace shardpack::backends
+
+#endif  // SHARDPACK_BACKENDS_RECORD_META_H_

@@ -1,0 +1,287 @@
+// OpenView: a view file's datasets opened and concatenated, its selection
+// resolved against their schema into one bitmap (backends/view_select.cc
+// applies the steps), its canonical text and fingerprint.
+#include "backends/view.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backends/view_select.h"
+#include "backends/view_spec.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/rng.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "shardpack/file.h"
+
+namespace shardpack::backends {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+using common::Excerpt;
+
+// Whether `path` holds a view: a regular file, not manifest.json, with none
+// of the shard magics, whose first non-blank byte is '{'. Sets *text to the
+// file's contents when it does. Anything else is left to OpenNamedPath and
+// its errors.
+absl::StatusOr<bool> ReadViewText(const std::string& path, std::string* text) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::status(path, ec))) return false;
+  if (fs::path(path).filename() == kManifestFileName) return false;
+  SP_ASSIGN_OR_RETURN(FileMagic magic, SniffFile(path));
+  if (magic != FileMagic::kUnknown) return false;
+  SP_ASSIGN_OR_RETURN(*text, ReadSmallFile(path));
+  const size_t first = text->find_first_not_of(" \t\r\n");
+  return first != std::string::npos && (*text)[first] == '{';
+}
+
+DatasetView PlainView(NamedPath named) {
+  DatasetView view;
+  view.path = named.path;
+  view.schema = named.manifest.schema;
+  view.base_records = named.manifest.records();
+  view.records = view.base_records;
+  view.first_record = {0};
+  view.datasets.push_back(std::move(named));
+  return view;
+}
+
+std::string ShapeText(const ImageInfo& i) {
+  return absl::StrCat(common::AsAbsl(EncodingName(i.encoding)), "/",
+                      common::AsAbsl(LayoutName(i.layout)), " ", i.width, "x",
+                      i.height, "x", static_cast<int>(i.channels));
+}
+
+// How schema `b` differs from `a`: the first difference, in words.
+std::string SchemaDifference(const Schema& a, const Schema& b) {
+  if (!(a.image == b.image)) {
+    return absl::StrCat("image ", ShapeText(a.image), " vs ", ShapeText(b.image));
+  }
+  if (a.labels.size() != b.labels.size()) {
+    return absl::StrCat(a.labels.size(), " label fields vs ", b.labels.size());
+  }
+  for (size_t f = 0; f < a.labels.size(); ++f) {
+    const LabelField& x = a.labels[f];
+    const LabelField& y = b.labels[f];
+    if (x.name != y.name) {
+      return absl::StrCat("label field ", f, " is '", Excerpt(x.name), "' vs '", Excerpt(y.name), "'");
+    }
+    if (x.classes.size() != y.classes.size()) {
+      return absl::StrCat("label field '", Excerpt(x.name), "' has ", x.classes.size(),
+                          " classes vs ", y.classes.size());
+    }
+    for (size_t c = 0; c < x.classes.size(); ++c) {
+      if (x.classes[c] != y.classes[c]) {
+        return absl::StrCat("label field '", Excerpt(x.name), "' class ", c, " is '",
+                            Excerpt(x.classes[c]), "' vs '", Excerpt(y.classes[c]), "'");
+      }
+    }
+  }
+  return "";
+}
+
+// A dataset path of a view file: relative to the file's folder.
+std::string DatasetPath(const std::string& file, const std::string& given) {
+  const std::string dir = common::ParentDirectory(file);
+  if (fs::path(given).is_absolute() || dir == ".") return given;
+  return (fs::path(dir) / given).string();
+}
+
+// Dataset i of the view file `file`: a path relative to the file's folder,
+// never a view, with a schema.
+absl::StatusOr<NamedPath> OpenViewDataset(const std::string& file, size_t i,
+                                          const std::string& given) {
+  const std::string at = absl::StrCat(file, ": datasets[", i, "]: ");
+  const std::string path = DatasetPath(file, given);
+  std::string text;
+  SP_ASSIGN_OR_RETURN(bool nested, ReadViewText(path, &text));
+  if (nested) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, path, " is a view; a view names datasets, not views"));
+  }
+  absl::StatusOr<NamedPath> named = OpenNamedPath(path);
+  if (!named.ok()) return absl::Status(named.status().code(), at + std::string(named.status().message()));
+  if (!named->schema_known()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, path, " is a lone .shard file, which has no schema: name its dataset directory"));
+  }
+  return named;
+}
+
+absl::Status OpenDatasets(const ViewSpec& spec, DatasetView* view) {
+  for (size_t i = 0; i < spec.datasets.size(); ++i) {
+    SP_ASSIGN_OR_RETURN(NamedPath named, OpenViewDataset(view->path, i, spec.datasets[i]));
+    if (i == 0) view->schema = named.manifest.schema;
+    if (!(named.manifest.schema == view->schema)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          view->path, ": datasets[", i, "]: ", named.path, " has another schema than ",
+          view->datasets[0].path, ": ", SchemaDifference(view->schema, named.manifest.schema)));
+    }
+    const uint64_t n = named.manifest.records();
+    if (n > kMaxViewRecords || view->base_records + n > kMaxViewRecords) {
+      return absl::InvalidArgumentError(absl::StrCat(view->path, ": datasets[", i,
+                                                     "]: the datasets hold more than ",
+                                                     kMaxViewRecords, " records"));
+    }
+    view->first_record.push_back(view->base_records);
+    view->base_records += n;
+    view->datasets.push_back(std::move(named));
+  }
+  return absl::OkStatus();
+}
+
+// The selection as JSON, in canonical form (docs/reader.md, "Views").
+Json SelectionJson(const ResolvedSelection& s, const ViewSpec& spec, const Schema& base) {
+  Json j = Json::object();
+  if (s.class_field >= 0) {
+    j["classes"] = {{"field", base.labels[s.class_field].name},
+                    {"names", spec.classes->names},
+                    {"relabel", s.relabel}};
+  }
+  if (s.ranges) {
+    Json ranges = Json::array();
+    for (const auto& [b, e] : *s.ranges) {
+      ranges.push_back(e == b + 1 ? Json(b) : Json::array({b, e}));
+    }
+    j["indices"] = std::move(ranges);
+  }
+  if (spec.where) {
+    Json w = Json::object();
+    if (s.where_field >= 0) {
+      w["labels"] = {{"field", base.labels[s.where_field].name}, {"in", s.where_labels}};
+    }
+    if (s.key_prefix) w["key_prefix"] = *s.key_prefix;
+    if (s.key_glob) w["key_glob"] = *s.key_glob;
+    j["where"] = std::move(w);
+  }
+  if (s.split) {
+    j["split"] = {{"seed", s.split->seed},
+                  {"fraction", s.split->fraction},
+                  {"take", s.split->held_out ? "held_out" : "rest"}};
+  }
+  return j;
+}
+
+std::string Compact(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// The datasets' fingerprints and the selection's text, hashed in 8-byte
+// little-endian words through the counter RNG's keyed mix.
+uint64_t ViewFingerprint(const DatasetView& view, const std::string& selection) {
+  uint64_t h = common::Draw(kViewVersion, view.datasets.size(), selection.size());
+  for (const NamedPath& d : view.datasets) h = common::Draw(h, ManifestFingerprint(d.manifest));
+  for (size_t i = 0; i < selection.size(); i += 8) {
+    uint64_t word = 0;
+    for (size_t b = 0; b < 8 && i + b < selection.size(); ++b) {
+      word |= uint64_t{static_cast<uint8_t>(selection[i + b])} << (8 * b);
+    }
+    h = common::Draw(h, word, i);
+  }
+  return h;
+}
+
+absl::StatusOr<DatasetView> ResolveView(const std::string& path, const ViewSpec& spec) {
+  DatasetView view;
+  view.path = path;
+  view.is_view = true;
+  SP_RETURN_IF_ERROR(OpenDatasets(spec, &view));
+  const Schema base = view.schema;
+  SP_ASSIGN_OR_RETURN(ResolvedSelection sel,
+                      ResolveSelection(spec, base, view.base_records, path));
+  SP_RETURN_IF_ERROR(ApplySelection(sel, &view));
+  const Json selection = SelectionJson(sel, spec, base);
+  Json canonical = {{"shardpack_view", kViewVersion}, {"datasets", spec.datasets}};
+  for (auto it = selection.begin(); it != selection.end(); ++it) canonical[it.key()] = *it;
+  view.canonical = Compact(canonical);
+  view.fingerprint = ViewFingerprint(view, Compact(selection));
+  return view;
+}
+
+}  // namespace
+
+std::pair<size_t, uint64_t> DatasetView::Locate(uint64_t r) const {
+  assert(r < base_records);
+  const size_t d = std::upper_bound(first_record.begin(), first_record.end(), r) -
+                   first_record.begin() - 1;
+  return {d, r - first_record[d]};
+}
+
+int64_t DatasetView::MapLabel(int field, int64_t label) const {
+  if (field < 0 || static_cast<size_t>(field) >= label_map.size()) return label;
+  const std::vector<int64_t>& map = label_map[field];
+  if (label < 0 || static_cast<uint64_t>(label) >= map.size()) return label;
+  return map[label];
+}
+
+Labels DatasetView::MapLabels(const Labels& labels) const {
+  if (label_map.empty()) return labels;
+  Labels out;
+  for (int f = 0; f < labels.size(); ++f) out.push_back(MapLabel(f, labels[f]));
+  return out;
+}
+
+absl::StatusOr<bool> IsViewFile(const std::string& path) {
+  std::string text;
+  return ReadViewText(path, &text);
+}
+
+absl::StatusOr<DatasetView> OpenView(const std::string& path) {
+  std::string text;
+  SP_ASSIGN_OR_RETURN(bool is_view, ReadViewText(path, &text));
+  if (!is_view) {
+    SP_ASSIGN_OR_RETURN(NamedPath named, OpenNamedPath(path));
+    return PlainView(std::move(named));
+  }
+  SP_ASSIGN_OR_RETURN(ViewSpec spec, ParseViewSpec(text, path));
+  return ResolveView(path, spec);
+}
+
+absl::StatusOr<std::vector<std::string>> ViewDatasetPaths(const std::string& path) {
+  std::string text;
+  SP_ASSIGN_OR_RETURN(bool is_view, ReadViewText(path, &text));
+  if (!is_view) return absl::InvalidArgumentError(absl::StrCat(path, ": not a view file"));
+  SP_ASSIGN_OR_RETURN(ViewSpec spec, ParseViewSpec(text, path));
+  std::vector<std::string> paths;
+  for (const std::string& given : spec.datasets) paths.push_back(DatasetPath(path, given));
+  return paths;
+}
+
+absl::Status ForEachViewRecord(const DatasetView& view, uint64_t begin, uint64_t end,
+                               absl::FunctionRef<absl::Status(uint64_t, uint64_t)> fn) {
+  assert(begin <= end && end <= view.records);
+  if (view.selected.empty()) {
+    for (uint64_t i = begin; i < end; ++i) SP_RETURN_IF_ERROR(fn(i, i));
+    return absl::OkStatus();
+  }
+  uint64_t seen = 0;
+  for (size_t w = 0; w < view.selected.size() && seen < end; ++w) {
+    uint64_t word = view.selected[w];
+    const uint64_t count = std::popcount(word);
+    if (seen + count <= begin) {  // a whole word before the range: skip it
+      seen += count;
+      continue;
+    }
+    for (; word != 0 && seen < end; word &= word - 1, ++seen) {
+      if (seen >= begin) SP_RETURN_IF_ERROR(fn(seen, w * 64 + std::countr_zero(word)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+uint64_t ViewRecordBase(const DatasetView& view, uint64_t i) {
+  uint64_t base = 0;
+  absl::Status s = ForEachViewRecord(view, i, i + 1, [&](uint64_t, uint64_t r) {
+    base = r;
+    return absl::OkStatus();
+  });
+  assert(s.ok());
+  (void)s;
+  return base;
+}
+
+}  // namespace shardpack::backends

@@ -77,7 +77,12 @@ class Reader::Impl {
   uint64_t batches_per_epoch() const { return pipeline_->batches_per_epoch(); }
   int ring_slots() const { return options_.ring_slots; }
   uint64_t batches_in_epoch() const { return epoch_batches_; }
-  uint64_t records() const { return dataset_.records; }
+  // The records read from: a view's selected, a mixture's sources' together.
+  uint64_t records() const {
+    uint64_t n = 0;
+    for (const SourceInfo& s : sources_) n += s.records;
+    return n;
+  }
   uint64_t fingerprint() const { return fingerprint_; }
   const Schema& schema() const { return schema_; }
   const std::vector<SourceInfo>& sources() const { return sources_; }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/view.h"
 #include "common/errors.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
@@ -79,14 +80,22 @@ std::string ImageText(const ImageInfo& i) {
                       int(i.channels), " ", common::AsAbsl(LayoutName(i.layout)));
 }
 
+// A source opened: its view (a plain dataset is a view of everything)
+// and how its labels become the mixture's.
+struct OpenedSource {
+  backends::DatasetView view;
+  bool schema_known = true;  // a lone `.shard` file carries none
+  LabelMapping labels;
+};
+
 // Every source's images as source 0's (where the schema says them): one
 // transform serves them all.
-absl::Status CheckImages(const ReaderOptions& o, const std::vector<StreamMember>& members) {
+absl::Status CheckImages(const ReaderOptions& o, const std::vector<OpenedSource>& sources) {
   const ImageInfo* first = nullptr;
   size_t at = 0;
-  for (size_t s = 0; s < members.size(); ++s) {
-    if (!members[s].named.schema_known()) continue;
-    const ImageInfo& image = members[s].named.manifest.schema.image;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    if (!sources[s].schema_known) continue;
+    const ImageInfo& image = sources[s].view.schema.image;
     if (first == nullptr) {
       first = &image;
       at = s;
@@ -100,13 +109,10 @@ absl::Status CheckImages(const ReaderOptions& o, const std::vector<StreamMember>
   return absl::OkStatus();
 }
 
-// The mixture's label fields under o.label_space, each member's mapping
-// to them set.
-absl::StatusOr<Schema> MixSchema(const ReaderOptions& o, std::vector<StreamMember>& members) {
-  Schema schema = members[0].named.manifest.schema;
-  const std::vector<LabelField>& first = schema.labels;
-  for (size_t s = 1; s < members.size(); ++s) {
-    const std::vector<LabelField>& mine = members[s].named.manifest.schema.labels;
+absl::Status CheckLabelFields(const ReaderOptions& o, const std::vector<OpenedSource>& sources) {
+  const std::vector<LabelField>& first = sources[0].view.schema.labels;
+  for (size_t s = 1; s < sources.size(); ++s) {
+    const std::vector<LabelField>& mine = sources[s].view.schema.labels;
     const bool fields_differ = mine.size() != first.size();
     if (fields_differ || (o.label_space == LabelSpace::kShared && mine != first)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -117,10 +123,19 @@ absl::StatusOr<Schema> MixSchema(const ReaderOptions& o, std::vector<StreamMembe
                           "source) or source (the source's index as one more label)"));
     }
   }
+  return absl::OkStatus();
+}
+
+// The mixture's label fields under o.label_space, each source's mapping to
+// them set.
+absl::StatusOr<Schema> MixSchema(const ReaderOptions& o, std::vector<OpenedSource>& sources) {
+  SP_RETURN_IF_ERROR(CheckLabelFields(o, sources));
+  Schema schema = sources[0].view.schema;
+  for (OpenedSource& src : sources) src.labels.map = src.view.label_map;
   if (o.label_space == LabelSpace::kOffset) {
-    std::vector<int64_t> offset(first.size(), 0);
-    for (size_t s = 0; s < members.size(); ++s) {
-      const std::vector<LabelField>& mine = members[s].named.manifest.schema.labels;
+    std::vector<int64_t> offset(schema.labels.size(), 0);
+    for (size_t s = 0; s < sources.size(); ++s) {
+      const std::vector<LabelField>& mine = sources[s].view.schema.labels;
       for (size_t f = 0; f < mine.size(); ++f) {
         if (mine[f].classes.empty()) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -132,15 +147,15 @@ absl::StatusOr<Schema> MixSchema(const ReaderOptions& o, std::vector<StreamMembe
                                           mine[f].classes.begin(), mine[f].classes.end());
         }
       }
-      members[s].labels.offset = offset;
+      sources[s].labels.offset = offset;
       for (size_t f = 0; f < mine.size(); ++f) offset[f] += mine[f].classes.size();
     }
   }
   if (o.label_space == LabelSpace::kSource) {
     LabelField source{"source", {}};
-    for (size_t s = 0; s < members.size(); ++s) {
+    for (size_t s = 0; s < sources.size(); ++s) {
       source.classes.push_back(o.sources[s].path);
-      members[s].labels.source = static_cast<int64_t>(s);
+      sources[s].labels.source = static_cast<int64_t>(s);
     }
     schema.labels.push_back(std::move(source));
   }
@@ -198,32 +213,72 @@ uint64_t MemberFingerprint(const StreamMember& m, const std::vector<ReadUnit>& u
   return h;
 }
 
-// Source s's units, records numbered from 0 within it.
-std::vector<ReadUnit> SourceUnits(const StreamDataset& d, size_t s) {
-  const StreamMember& m = d.members[s];
-  const size_t end = s + 1 < d.members.size() ? d.members[s + 1].first_unit : d.units().size();
-  std::vector<ReadUnit> units(d.units().begin() + m.first_unit, d.units().begin() + end);
-  for (ReadUnit& u : units) u.first_record -= m.first_record;
+// The index of source s's first member (a view's datasets are several).
+size_t FirstMember(const StreamDataset& d, uint32_t s) {
+  size_t first = 0;
+  while (d.members[first].source != s) ++first;
+  return first;
+}
+
+// Source s's units (those of its first member up to the next source's),
+// records numbered from 0 within it.
+std::vector<ReadUnit> SourceUnits(const StreamDataset& d, uint32_t s) {
+  const size_t first = FirstMember(d, s);
+  size_t next = first;
+  while (next < d.members.size() && d.members[next].source == s) ++next;
+  const size_t end = next < d.members.size() ? d.members[next].first_unit : d.units().size();
+  std::vector<ReadUnit> units(d.units().begin() + d.members[first].first_unit,
+                              d.units().begin() + end);
+  for (ReadUnit& u : units) u.first_record -= d.members[first].first_record;
   return units;
+}
+
+// Source s's records: its view's selection (all of them for a plain path).
+// DataLossError when its datasets no longer hold what the view counted.
+absl::StatusOr<EpochRest> Selection(const ReaderOptions& o, size_t s, const OpenedSource& src,
+                                    const std::vector<ReadUnit>& units) {
+  EpochRest all = AllOwed(units);
+  if (src.view.selected.empty()) return all;
+  if (all.count != src.view.base_records) {
+    return absl::DataLossError(absl::StrCat(
+        SourceName(o, s), ": its datasets hold ", all.count, " records, but the view counted ",
+        src.view.base_records));
+  }
+  return EpochRest{src.view.selected, src.view.records, 0};
+}
+
+absl::StatusOr<std::vector<OpenedSource>> OpenSources(const ReaderOptions& o,
+                                                      std::vector<StreamMember>* members) {
+  std::vector<OpenedSource> sources(o.sources.size());
+  for (size_t s = 0; s < sources.size(); ++s) {
+    SP_ASSIGN_OR_RETURN(sources[s].view, backends::OpenView(o.sources[s].path));
+    for (backends::NamedPath& named : sources[s].view.datasets) {
+      sources[s].schema_known = sources[s].schema_known && named.schema_known();
+      StreamMember m;
+      m.named = std::move(named);
+      m.source = static_cast<uint32_t>(s);
+      members->push_back(std::move(m));
+    }
+    sources[s].view.datasets.clear();
+  }
+  SP_RETURN_IF_ERROR(CheckImages(o, sources));
+  return sources;
 }
 
 absl::StatusOr<OpenedMix> OpenMix(const ReaderOptions& o) {
   const size_t n = o.sources.size();
-  std::vector<StreamMember> members(n);
-  for (size_t s = 0; s < n; ++s) {
-    SP_ASSIGN_OR_RETURN(members[s].named, backends::OpenNamedPath(o.sources[s].path));
-    members[s].source = static_cast<uint32_t>(s);
-  }
-  SP_RETURN_IF_ERROR(CheckImages(o, members));
+  std::vector<StreamMember> members;
+  SP_ASSIGN_OR_RETURN(std::vector<OpenedSource> sources, OpenSources(o, &members));
   OpenedMix mix;
-  SP_ASSIGN_OR_RETURN(mix.schema, MixSchema(o, members));
+  SP_ASSIGN_OR_RETURN(mix.schema, MixSchema(o, sources));
+  for (StreamMember& m : members) m.labels = sources[m.source].labels;
   SP_ASSIGN_OR_RETURN(mix.dataset, OpenStreamMembers(std::move(members), o.io));
   std::vector<uint64_t> records(n, 0);
   for (size_t s = 0; s < n; ++s) {
     MixSourcePlan plan;
-    plan.units = SourceUnits(mix.dataset, s);
-    plan.first_unit = mix.dataset.members[s].first_unit;
-    plan.selection = AllOwed(plan.units);
+    plan.units = SourceUnits(mix.dataset, static_cast<uint32_t>(s));
+    SP_ASSIGN_OR_RETURN(plan.selection, Selection(o, s, sources[s], plan.units));
+    plan.first_unit = mix.dataset.members[FirstMember(mix.dataset, uint32_t(s))].first_unit;
     records[s] = plan.selection.count;
     mix.plans.push_back(std::move(plan));
   }
@@ -232,8 +287,12 @@ absl::StatusOr<OpenedMix> OpenMix(const ReaderOptions& o) {
   for (size_t s = 0; s < n; ++s) {
     mix.plans[s].per_epoch = counts[s];
     mix.sources.push_back({o.sources[s].path, records[s], counts[s], 0});
-    const uint64_t member = MemberFingerprint(mix.dataset.members[s], mix.plans[s].units);
-    mix.fingerprint = common::Draw(mix.fingerprint, member, counts[s], s);
+    const uint64_t source = sources[s].view.is_view
+                                ? sources[s].view.fingerprint
+                                : MemberFingerprint(
+                                      mix.dataset.members[FirstMember(mix.dataset, uint32_t(s))],
+                                      mix.plans[s].units);
+    mix.fingerprint = common::Draw(mix.fingerprint, source, counts[s], s);
   }
   return mix;
 }

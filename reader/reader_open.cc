@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
+#include "backends/view.h"
 #include "common/errors.h"
 #include "reader/epoch_share.h"
 #include "reader/reader_impl.h"
@@ -109,7 +110,13 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
 }
 
 absl::Status Reader::Impl::OpenDataset() {
+  ReaderOptions mixed = options_;
   if (options_.sources.empty()) {
+    SP_ASSIGN_OR_RETURN(const bool view, backends::IsViewFile(options_.path));
+    // A view is read as a mixture of one source, drawn whole each epoch.
+    if (view) mixed.sources = {{std::exchange(mixed.path, ""), 0, 1.0, 0}};
+  }
+  if (mixed.sources.empty()) {
     SP_ASSIGN_OR_RETURN(dataset_, reader::OpenStreamDataset(options_.path, options_.io));
     schema_ = dataset_.manifest().schema;
     fingerprint_ = reader::MemberFingerprint(dataset_.members[0], dataset_.units());
@@ -118,7 +125,7 @@ absl::Status Reader::Impl::OpenDataset() {
                  reader::SamplesPerRank(dataset_.records, plan_)}};
     return absl::OkStatus();
   }
-  SP_ASSIGN_OR_RETURN(reader::OpenedMix mix, reader::OpenMix(options_));
+  SP_ASSIGN_OR_RETURN(reader::OpenedMix mix, reader::OpenMix(mixed));
   dataset_ = std::move(mix.dataset);
   schema_ = std::move(mix.schema);
   fingerprint_ = mix.fingerprint;
@@ -131,7 +138,7 @@ absl::Status Reader::Impl::OpenDataset() {
 }
 
 std::string Reader::Impl::Describe() const {
-  if (options_.sources.empty()) return options_.path;
+  if (options_.sources.empty()) return options_.path;  // a dataset or a view
   return absl::StrCat("the mixture of ", options_.sources.size(), " sources ('",
                       common::Excerpt(options_.sources[0].path), "', ...)");
 }

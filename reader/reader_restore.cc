@@ -21,7 +21,7 @@ absl::StatusOr<std::vector<ReadSegment>> Reader::Impl::SegmentsOf(
         "state of dataset fingerprint ", FormatFingerprint(state.fingerprint), ", but ",
         Describe(), " has fingerprint ", FormatFingerprint(fingerprint_),
         ": another dataset, or another copy of it",
-        options_.sources.empty() ? "" : ", or a mixture of other sources or counts"));
+        source_samples_.empty() ? "" : ", or a view or mixture that selects otherwise"));
   }
   if (state.seed != options_.seed) {
     return absl::InvalidArgumentError(absl::StrCat("state of seed ", state.seed,

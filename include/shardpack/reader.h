@@ -154,7 +154,7 @@ struct CorruptSample {
 // every record is drawn exactly once per epoch of its source, whatever the
 // ratio; the reader says the counts it resolved (Reader::sources()).
 struct MixSource {
-  std::string path;  // a dataset folder, its manifest, a lone shard
+  std::string path;  // a dataset folder, its manifest, a lone shard, a view file
   // A share of the samples that ReaderOptions::epoch_samples leaves after
   // the repeat and choose sources, in proportion to the weights (> 0).
   double weight = 0;
@@ -209,8 +209,10 @@ inline constexpr size_t kMaxStateSegments = 64;
 inline constexpr uint64_t kMaxEpoch = (uint64_t{1} << 63) - 1;
 
 struct ReaderOptions {
-  // A dataset folder, its manifest.json, or a lone shard of any backend
-  // (docs/cli.md, "PATH": what a path may name, for the tools too).
+  // A dataset folder, its manifest.json, a lone shard of any backend, or a
+  // view file (docs/cli.md, "PATH": what a path may name, for the tools
+  // too; docs/reader.md, "Views"). A view is read as a mixture of one
+  // source, drawn whole each epoch.
   std::string path;
   // A mixture (docs/reader.md, "Mixtures"): when not empty, the reader
   // reads these datasets (and `path` must be empty), 1..kMaxMixSources.
@@ -463,7 +465,9 @@ class Reader {
   // Batches of the current epoch on this rank: batches_per_epoch(), or after
   // an elastic Restore, what that epoch's rest gives (the same on every rank).
   uint64_t batches_in_epoch() const;
-  uint64_t records() const;  // records in the dataset (a mixture: of all its sources)
+  // Records the reader draws from: the dataset's, a view's selected ones, a
+  // mixture's sources' together.
+  uint64_t records() const;
   // What each source draws an epoch: a mixture's sources in order, else
   // one, the dataset (per_epoch its records).
   const std::vector<SourceInfo>& sources() const;

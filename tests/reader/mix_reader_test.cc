@@ -3,6 +3,8 @@
 // the label spaces, and the refusals of bad sources and counts.
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -304,12 +306,75 @@ TEST_F(MixReaderTest, AStateOfOneMixtureDoesNotLoadIntoAnother) {
   other.sources[1].repeat = 3;
   std::unique_ptr<Reader> o = Open(other);
   absl::Status s = o->Restore(state);
-  EXPECT_THAT(s.message(), HasSubstr("a mixture of other sources or counts"));
+  EXPECT_THAT(s.message(), HasSubstr("a view or mixture that selects otherwise"));
   ReaderOptions plain = Mix();
   plain.sources.clear();
   plain.path = a_;
   std::unique_ptr<Reader> p = Open(plain);
   EXPECT_FALSE(p->Restore(state).ok());
+}
+
+// A view file over `datasets` (relative to the temp dir) with `selection`
+// (JSON members after "datasets").
+std::string WriteView(const testing::TempDir& dir, const std::string& name,
+                      const std::string& datasets, const std::string& selection) {
+  const std::string path = dir.Join(name);
+  std::ofstream(path) << "{\"shardpack_view\": 1, \"datasets\": [" << datasets << "]"
+                      << (selection.empty() ? "" : ", ") << selection << "}\n";
+  return path;
+}
+
+TEST_F(MixReaderTest, AViewIsReadAsItsSelectionRelabelled) {
+  const std::string view = WriteView(dir_, "v.view.json", "\"a\", \"a\"",
+                                     "\"classes\": {\"names\": [\"c7\", \"c2\"]}");
+  ReaderOptions o = Mix(10);
+  o.sources.clear();
+  o.path = view;
+  std::unique_ptr<Reader> r = Open(o);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->records(), 120u);  // 30 of each class, twice
+  ASSERT_EQ(r->schema().labels[0].classes, (std::vector<std::string>{"c7", "c2"}));
+  const Read d = ReadBatches(*r, {0});
+  ASSERT_EQ(d.records.size(), 120u);
+  std::set<uint64_t> distinct(d.records.begin(), d.records.end());
+  EXPECT_EQ(distinct.size(), 120u);
+  for (size_t i = 0; i < d.records.size(); ++i) {
+    const int64_t stored = int64_t(d.records[i] % 300 % 10);
+    ASSERT_TRUE(stored == 7 || stored == 2) << d.records[i];
+    EXPECT_EQ(d.labels[i], stored == 7 ? 0 : 1);
+  }
+  // A state on this view refuses another view of the same datasets.
+  const std::string other = WriteView(dir_, "w.view.json", "\"a\", \"a\"",
+                                      "\"classes\": {\"names\": [\"c7\", \"c3\"]}");
+  std::unique_ptr<Reader> first = Open(o);
+  ReadBatches(*first, {0}, 2);
+  o.path = other;
+  std::unique_ptr<Reader> second = Open(o);
+  EXPECT_THAT(second->Restore(first->state()).message(), HasSubstr("selects otherwise"));
+}
+
+TEST_F(MixReaderTest, AViewMixesWithADatasetAndSplitsAreDisjoint) {
+  const std::string held = WriteView(dir_, "held.json", "\"a\"",
+                                     "\"split\": {\"seed\": 3, \"fraction\": 0.1, "
+                                     "\"take\": \"held_out\"}");
+  const std::string rest = WriteView(dir_, "rest.json", "\"a\"",
+                                     "\"split\": {\"seed\": 3, \"fraction\": 0.1, "
+                                     "\"take\": \"rest\"}");
+  ReaderOptions o = Mix(10);
+  o.sources = {{held, 0, 1.0, 0}, {rest, 0, 1.0, 0}, {b_, 0, 0, 30}};
+  std::unique_ptr<Reader> r = Open(o);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->sources()[0].records, 30u);
+  EXPECT_EQ(r->sources()[1].records, 270u);
+  const Read d = ReadBatches(*r, {0, 300, 600});
+  std::set<uint64_t> held_out, kept;
+  for (uint64_t rec : d.records) {
+    if (rec < 300) held_out.insert(rec);
+    else if (rec < 600) kept.insert(rec - 300);
+  }
+  EXPECT_EQ(held_out.size(), 30u);
+  EXPECT_EQ(kept.size(), 270u);
+  for (uint64_t rec : held_out) EXPECT_EQ(kept.count(rec), 0u) << rec;
 }
 
 }  // namespace

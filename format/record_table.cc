@@ -45,18 +45,20 @@ void RecordTableBuilder::Add(std::span<const int64_t> labels, std::string_view k
   key_offsets_.push_back(keys_.size());
 }
 
+std::string_view RecordTableBuilder::Key(uint64_t r) const {
+  return {keys_.data() + key_offsets_[r], key_offsets_[r + 1] - key_offsets_[r]};
+}
+
+// The record of each slot (kEmptySlot where none): 8 bytes a slot while the
+// table is written; Write recomputes each slot's hash from its key.
 std::vector<uint64_t> RecordTableBuilder::Slots() const {
   const uint64_t n = records();
   const uint64_t s = RecordTableSlots(n);
-  std::vector<uint64_t> slots(2 * s, 0);
-  for (uint64_t i = 0; i < s; ++i) slots[2 * i + 1] = kEmptySlot;
+  std::vector<uint64_t> slots(s, kEmptySlot);
   for (uint64_t r = 0; r < n; ++r) {
-    std::string_view key(keys_.data() + key_offsets_[r], key_offsets_[r + 1] - key_offsets_[r]);
-    const uint64_t h = KeyHash(key);
-    uint64_t at = h & (s - 1);
-    while (slots[2 * at + 1] != kEmptySlot) at = (at + 1) & (s - 1);
-    slots[2 * at] = h;
-    slots[2 * at + 1] = r;
+    uint64_t at = KeyHash(Key(r)) & (s - 1);
+    while (slots[at] != kEmptySlot) at = (at + 1) & (s - 1);
+    slots[at] = r;
   }
   return slots;
 }
@@ -107,7 +109,7 @@ absl::StatusOr<RecordTableEntry> RecordTableBuilder::Write(WritableFile* file) c
   StoreLE<uint32_t>(header + 12, static_cast<uint32_t>(fields_));
   StoreLE<uint64_t>(header + 16, records());
   StoreLE<uint64_t>(header + 24, keys_.size());
-  StoreLE<uint64_t>(header + 32, slots.size() / 2);
+  StoreLE<uint64_t>(header + 32, slots.size());
   StoreLE<uint32_t>(header + kRecordTableHeaderCrcOffset,
                     Crc32c({header, kRecordTableHeaderCrcOffset}));
   TableOut out(file);
@@ -117,7 +119,10 @@ absl::StatusOr<RecordTableEntry> RecordTableBuilder::Write(WritableFile* file) c
   SP_RETURN_IF_ERROR(out.Bytes(reinterpret_cast<const uint8_t*>(keys_.data()), keys_.size()));
   const uint8_t zeros[8] = {};
   SP_RETURN_IF_ERROR(out.Bytes(zeros, common::AlignUp(keys_.size(), 8) - keys_.size()));
-  for (uint64_t v : slots) SP_RETURN_IF_ERROR(out.U64(v));
+  for (uint64_t r : slots) {
+    SP_RETURN_IF_ERROR(out.U64(r == kEmptySlot ? 0 : KeyHash(Key(r))));
+    SP_RETURN_IF_ERROR(out.U64(r));
+  }
   SP_RETURN_IF_ERROR(out.Flush());
   RecordTableEntry entry;
   entry.bytes = out.bytes();

@@ -2,7 +2,7 @@
 // same bytes (each record's own span in its `.shard` file, from the footer
 // index) in the same random order, side by side in one run.
 //
-//   record_access_bench make DIR --records N --record-bytes B   (a dataset)
+//   record_access_bench make DIR --records N --record-bytes B [--no-record-table]
 //   record_access_bench run DIR [--reads N] [--runs 5] [--cold] [--mmap] [--threads T]
 //
 // --cold drops the shard files from the page cache (posix_fadvise
@@ -33,13 +33,14 @@ namespace {
 
 // Raw records of `bytes` bytes (1 x bytes/3 x 3 pixels, or 32 x 32 x 3),
 // pattern pixels, keys "r/<i>", labels i % 1000.
-absl::Status Make(const std::string& dir, uint64_t records, uint32_t bytes) {
+absl::Status Make(const std::string& dir, uint64_t records, uint32_t bytes, bool table) {
   std::filesystem::create_directories(dir);
   DatasetWriterOptions o;
   o.directory = dir;
   o.schema.image = {Encoding::kRaw, Layout::kHWC, bytes == 3072 ? 32u : 1u,
                     bytes == 3072 ? 32u : bytes / 3, 3};
   o.schema.labels = {{"label", {}}};
+  o.record_table = table;
   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(o));
   std::vector<uint8_t> pixels(o.schema.image.RawBytes());
   uint64_t x = 88172645463325252ULL;
@@ -191,6 +192,8 @@ int main(int argc, char** argv) {
   make->add_option("dir", make_dir)->required();
   make->add_option("--records", records)->required();
   make->add_option("--record-bytes", bytes, "3072 for CIFAR's 32x32x3");
+  bool no_table = false;
+  make->add_flag("--no-record-table", no_table, "Write no records.idx (to measure its cost)");
   RunFlags f;
   CLI::App* run = app.add_subcommand("run", "Time both sides");
   run->add_option("dir", f.dir)->required();
@@ -200,7 +203,7 @@ int main(int argc, char** argv) {
   run->add_flag("--cold", f.cold, "Drop the files from the page cache before each run");
   run->add_flag("--mmap", f.mmap, "RecordReaderOptions::mmap");
   CLI11_PARSE(app, argc, argv);
-  absl::Status s = make->parsed() ? Make(make_dir, records, bytes) : Run(f);
+  absl::Status s = make->parsed() ? Make(make_dir, records, bytes, !no_table) : Run(f);
   if (!s.ok()) {
     std::fprintf(stderr, "record_access_bench: %s\n", std::string(s.message()).c_str());
     return 1;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "format/record_table.h"
 #include "shardpack/dataset.h"
 
 namespace shardpack {
@@ -48,7 +49,9 @@ class ShardFileSink : public ShardSink {
 
 class DatasetWriter::Impl {
  public:
-  explicit Impl(DatasetWriterOptions options) : options_(std::move(options)) {
+  explicit Impl(DatasetWriterOptions options)
+      : options_(std::move(options)),
+        table_(static_cast<int>(options_.schema.labels.size())) {
     manifest_.backend = options_.backend;
     manifest_.schema = options_.schema;
     manifest_.pack_json = options_.pack_json;
@@ -64,6 +67,7 @@ class DatasetWriter::Impl {
     }
     if (sink_ == nullptr) SP_RETURN_IF_ERROR(OpenShard());
     SP_RETURN_IF_ERROR(sink_->Add(record));
+    if (options_.record_table) table_.Add({record.labels.begin(), record.labels.end()}, record.key);
     ++records_;
     bool full = (options_.shard_max_records != 0 &&
                  sink_->records() >= options_.shard_max_records) ||
@@ -74,6 +78,10 @@ class DatasetWriter::Impl {
 
   absl::StatusOr<Manifest> Finish() {
     SP_RETURN_IF_ERROR(CloseShard());
+    if (options_.record_table) {
+      SP_ASSIGN_OR_RETURN(manifest_.record_table,
+                          format::WriteRecordTable(table_, options_.directory));
+    }
     if (options_.write_manifest) SP_RETURN_IF_ERROR(WriteManifest(options_.directory, manifest_));
     return manifest_;
   }
@@ -105,6 +113,7 @@ class DatasetWriter::Impl {
 
   DatasetWriterOptions options_;
   Manifest manifest_;
+  format::RecordTableBuilder table_;
   std::unique_ptr<ShardSink> sink_;
   std::string shard_path_;
   uint64_t records_ = 0;

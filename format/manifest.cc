@@ -134,6 +134,31 @@ bool SafeRelativePath(std::string_view path) {
   return true;
 }
 
+// The optional "record_table" entry: path (inside the dataset, no shard's),
+// bytes, crc32c.
+absl::StatusOr<std::optional<RecordTableEntry>> ParseRecordTable(
+    const Json& j, const std::string& name, const absl::flat_hash_set<std::string>& shard_paths) {
+  auto it = j.find("record_table");
+  if (it == j.end()) return std::nullopt;
+  const std::string at = name + ".record_table";
+  if (!it->is_object()) return absl::DataLossError(at + ": expected object");
+  Fields f(*it, at);
+  RecordTableEntry e;
+  SP_ASSIGN_OR_RETURN(e.path, f.String("path"));
+  if (!SafeRelativePath(e.path)) {
+    return f.Error("path", absl::StrCat("'", e.path, "' is not a path inside the dataset"));
+  }
+  if (shard_paths.contains(e.path) || e.path == kManifestFileName) {
+    return f.Error("path", absl::StrCat("'", e.path, "' is a shard's or the manifest's"));
+  }
+  SP_ASSIGN_OR_RETURN(e.bytes, f.Unsigned("bytes"));
+  SP_ASSIGN_OR_RETURN(std::string crc, f.String("crc32c"));
+  if (!ParseCrc(crc, &e.crc32c)) {
+    return f.Error("crc32c", absl::StrCat("'", crc, "' is not 8 hex digits"));
+  }
+  return e;
+}
+
 absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
   if (!j.is_object()) return absl::DataLossError(name + ": not a JSON object");
   Fields f(j, name);
@@ -186,6 +211,7 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
   if (m.records() != records) {
     return f.Error("records", absl::StrCat(records, " but the shards hold ", m.records()));
   }
+  SP_ASSIGN_OR_RETURN(m.record_table, ParseRecordTable(j, name, paths));
   auto pack = j.find("pack");
   if (pack != j.end()) {
     if (!pack->is_object()) return f.Error("pack", "expected object");
@@ -322,6 +348,12 @@ std::string SerializeManifest(const Manifest& m) {
     std::snprintf(crc, sizeof(crc), "%08" PRIx32, s.crc32c);
     j["shards"].push_back(
         {{"path", s.path}, {"records", s.records}, {"bytes", s.bytes}, {"crc32c", crc}});
+  }
+  if (m.record_table.has_value()) {
+    char crc[9];
+    std::snprintf(crc, sizeof(crc), "%08" PRIx32, m.record_table->crc32c);
+    j["record_table"] = {
+        {"path", m.record_table->path}, {"bytes", m.record_table->bytes}, {"crc32c", crc}};
   }
   Json pack = Json::parse(m.pack_json, nullptr, false);
   j["pack"] = pack.is_object() ? pack : Json::object();

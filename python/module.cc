@@ -16,6 +16,7 @@
 #include "common/errors.h"
 #include "python/args.h"
 #include "python/contact_sheet.h"
+#include "python/py_dataset.h"
 #include "python/py_reader.h"
 #include "shardpack/reader.h"
 
@@ -161,6 +162,7 @@ PYBIND11_MODULE(_shardpack, m) {
   m.doc() = "The compiled part of the shardpack package: import shardpack instead.";
   m.attr("__version__") = SHARDPACK_VERSION;
   RegisterExceptions(m);
+  RegisterDataset(m);
   BindContactSheet(m);
 
   py::class_<BatchRef, std::shared_ptr<BatchRef>>(

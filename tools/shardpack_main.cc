@@ -6,6 +6,7 @@
 //   shardpack images --list FILE --root DIR -o OUT ...
 //   shardpack merge PART... -o OUT [--format shard|lmdb|hdf5] [--check]
 //   shardpack convert INPUT... -o OUT --format shard|lmdb|hdf5
+//   shardpack index DATASET
 //
 // docs/cli.md documents every flag.
 #include <cstdio>
@@ -456,6 +457,30 @@ int RunConvert(ConvertCommand& c) {
   return 0;
 }
 
+struct IndexCommand {
+  std::string path;
+  bool quiet = false;
+};
+
+CLI::App* AddIndexCommand(CLI::App& app, IndexCommand* c) {
+  CLI::App* cmd = app.add_subcommand(
+      "index", "Write a dataset's record table (records by key), by one scan of its records");
+  cmd->add_option("dataset", c->path, "Dataset directory or its manifest.json")->required();
+  cmd->add_flag("-q,--quiet", c->quiet, "No summary on stderr");
+  return cmd;
+}
+
+int RunIndex(const IndexCommand& c) {
+  auto indexed = pack::Index(c.path);
+  if (!indexed.ok()) return cli::Fail(kTool, indexed.status());
+  if (!c.quiet) {
+    cli::PrintLine(stderr, absl::StrCat(indexed->had_table ? "rebuilt " : "wrote ",
+                                        indexed->entry.path, ": ", indexed->records,
+                                        " records, ", indexed->entry.bytes, " bytes"));
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace shardpack
 
@@ -477,6 +502,8 @@ int main(int argc, char** argv) {
   CLI::App* merge_cmd = AddMergeCommand(app, &merge);
   ConvertCommand convert;
   CLI::App* convert_cmd = AddConvertCommand(app, &convert);
+  IndexCommand index;
+  CLI::App* index_cmd = AddIndexCommand(app, &index);
 
   if (int code = cli::ParseCommandLine(app, argc, argv); code >= 0) return code;
   cifar.flags.verbose |= verbose;
@@ -488,6 +515,7 @@ int main(int argc, char** argv) {
     if (images_cmd->parsed()) return RunImages(images);
     if (convert_cmd->parsed()) return RunConvert(convert);
     if (merge_cmd->parsed()) return RunMerge(merge);
+    if (index_cmd->parsed()) return RunIndex(index);
     return cli::kExitUsage;  // not reached: CLI11 requires one command
   });
 }

@@ -82,6 +82,12 @@ struct DatasetWriterOptions {
   // that publish the directory first and write the manifest last (the
   // packer). Default true.
   bool write_manifest = true;
+  // Write the record table (docs/format.md section 16: every record's labels
+  // and key, and a hash table of keys) as records.idx and list it in the
+  // manifest. It costs about 8 bytes per label field, 8 per record and the
+  // key's bytes of memory while writing, plus 12 to 24 bytes per record
+  // (8 per hash slot) during Finish(). Default true.
+  bool record_table = true;
 };
 
 // Writes a dataset. Not thread-safe. Every shard is written through an

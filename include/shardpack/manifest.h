@@ -20,9 +20,12 @@ namespace shardpack {
 // Manifest format version this build writes. Any 1.x manifest is read; other
 // majors are rejected with an error naming both versions.
 inline constexpr int kManifestMajorVersion = 1;
-inline constexpr int kManifestMinorVersion = 0;
+inline constexpr int kManifestMinorVersion = 1;
 
 inline constexpr char kManifestFileName[] = "manifest.json";
+// The record table's file name in datasets the tools write (docs/format.md,
+// section 16); readers take the name from Manifest::record_table.
+inline constexpr char kRecordTableFileName[] = "records.idx";
 
 enum class Backend { kShard, kLmdb, kHdf5 };
 // Every backend, in the order the tools list them.
@@ -55,6 +58,16 @@ struct ShardEntry {
   friend bool operator==(const ShardEntry&, const ShardEntry&) = default;
 };
 
+// The record table beside the shards (manifest 1.1, docs/format.md section
+// 16): every record's labels and key, and a hash table of keys, so that a
+// record is found by key or by label without a scan.
+struct RecordTableEntry {
+  std::string path;     // relative to the dataset directory
+  uint64_t bytes = 0;   // file size
+  uint32_t crc32c = 0;  // CRC-32C of the whole file
+  friend bool operator==(const RecordTableEntry&, const RecordTableEntry&) = default;
+};
+
 struct Manifest {
   int version_major = kManifestMajorVersion;
   int version_minor = kManifestMinorVersion;
@@ -64,6 +77,10 @@ struct Manifest {
   // How the dataset was packed (source, options, tool version), as a JSON
   // object serialized to text. Default "{}".
   std::string pack_json = "{}";
+  // The record table, when the dataset has one (optional: datasets packed
+  // before 1.1 have none until `shardpack index` adds it). Not part of the
+  // fingerprint: it is derived from the shards.
+  std::optional<RecordTableEntry> record_table;
 
   uint64_t records() const;
   friend bool operator==(const Manifest&, const Manifest&) = default;

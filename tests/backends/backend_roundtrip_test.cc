@@ -47,8 +47,8 @@ void ExpectSame(const std::vector<OwnedRecord>& a, const std::vector<OwnedRecord
   }
 }
 
-// The directory holds exactly the manifest and these shards: no partial
-// files, no LMDB lock files.
+// The directory holds exactly the manifest, these shards and the record
+// table: no partial files, no LMDB lock files.
 void ExpectOnlyShards(const TempDir& dir, const Manifest& m) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir.path())) {
@@ -56,6 +56,7 @@ void ExpectOnlyShards(const TempDir& dir, const Manifest& m) {
   }
   std::vector<std::string> want = {kManifestFileName};
   for (const ShardEntry& s : m.shards) want.push_back(s.path);
+  if (m.record_table.has_value()) want.push_back(m.record_table->path);
   EXPECT_THAT(names, ::testing::UnorderedElementsAreArray(want));
 }
 

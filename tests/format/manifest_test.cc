@@ -69,7 +69,7 @@ TEST(ManifestTest, SerializationIsDeterministic) {
   std::string text = SerializeManifest(Cifar100());
   EXPECT_EQ(SerializeManifest(Cifar100()), text);
   // Key order is fixed, the text ends in a newline, CRCs are 8 hex digits.
-  EXPECT_EQ(text.rfind("{\n  \"format\": \"shardpack\",\n  \"version\": \"1.0\",", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("{\n  \"format\": \"shardpack\",\n  \"version\": \"1.1\",", 0), 0u) << text;
   EXPECT_EQ(text.back(), '\n');
   EXPECT_THAT(text, HasSubstr("\"crc32c\": \"0000abcd\""));
   EXPECT_THAT(text, HasSubstr("\"crc32c\": \"deadbeef\""));
@@ -86,17 +86,17 @@ TEST(ManifestTest, SerializationIsDeterministic) {
 }
 
 TEST(ManifestTest, UnknownMajorVersionNamesBothVersions) {
-  std::string text = Edit(SerializeManifest(Cifar100()), "\"1.0\"", "\"2.0\"");
+  std::string text = Edit(SerializeManifest(Cifar100()), "\"1.1\"", "\"2.0\"");
   EXPECT_THAT(ParseManifest(text, "data/manifest.json"),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(HasSubstr("data/manifest.json"), HasSubstr("2.0"), HasSubstr("1.x"))));
-  text = Edit(SerializeManifest(Cifar100()), "\"1.0\"", "\"0.9\"");
+  text = Edit(SerializeManifest(Cifar100()), "\"1.1\"", "\"0.9\"");
   EXPECT_THAT(ParseManifest(text, "m"),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("0.9")));
 }
 
 TEST(ManifestTest, NewerMinorVersionIsRead) {
-  std::string text = Edit(SerializeManifest(Cifar100()), "\"1.0\"", "\"1.7\"");
+  std::string text = Edit(SerializeManifest(Cifar100()), "\"1.1\"", "\"1.7\"");
   // Fields a newer minor version may add are ignored.
   text = Edit(text, "\"backend\"", "\"added_in_1_7\": [1, 2],\n  \"backend\"");
   SP_ASSERT_OK_AND_ASSIGN(Manifest m, ParseManifest(text, "m"));
@@ -151,12 +151,12 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"OtherFormat", "\"format\": \"shardpack\"", "\"format\": \"tfrecord\"",
                   "manifest.json.format: 'tfrecord' is not a shardpack manifest"},
         Malformed{"FormatMissing", "\"format\": \"shardpack\",", "", ".format: missing"},
-        Malformed{"VersionNotMajorMinor", "\"1.0\"", "\"1\"", ".version: '1' is not MAJOR.MINOR"},
-        Malformed{"VersionThreeParts", "\"1.0\"", "\"1.0.0\"", ".version:"},
-        Malformed{"VersionSigned", "\"1.0\"", "\"+1.0\"", ".version: '+1.0'"},
-        Malformed{"VersionNegativeMinor", "\"1.0\"", "\"1.-3\"", ".version: '1.-3'"},
-        Malformed{"VersionSpaces", "\"1.0\"", "\" 1.0\"", ".version: ' 1.0'"},
-        Malformed{"VersionNumber", "\"1.0\"", "1.0", ".version: expected string"},
+        Malformed{"VersionNotMajorMinor", "\"1.1\"", "\"1\"", ".version: '1' is not MAJOR.MINOR"},
+        Malformed{"VersionThreeParts", "\"1.1\"", "\"1.0.0\"", ".version:"},
+        Malformed{"VersionSigned", "\"1.1\"", "\"+1.0\"", ".version: '+1.0'"},
+        Malformed{"VersionNegativeMinor", "\"1.1\"", "\"1.-3\"", ".version: '1.-3'"},
+        Malformed{"VersionSpaces", "\"1.1\"", "\" 1.0\"", ".version: ' 1.0'"},
+        Malformed{"VersionNumber", "\"1.1\"", "1.0", ".version: expected string"},
         Malformed{"BackendMissing", "\"backend\": \"shard\",", "", ".backend: missing"},
         Malformed{"BackendUnknown", "\"shard\"", "\"leveldb\"", ".backend: unknown backend"},
         Malformed{"SchemaNotObject", "\"schema\": {", "\"schema\": [], \"x\": {",

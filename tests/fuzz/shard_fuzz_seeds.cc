@@ -12,10 +12,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "backends/store.h"
+#include "format/record_table.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/manifest.h"
@@ -154,6 +156,24 @@ bool WriteManifests(const fs::path& dir) {
          WriteFile(dir / "empty.json", SerializeManifest(Manifest{}));
 }
 
+// Record tables of 0, 1 and 40 records (keys repeating in the last), with
+// 0, 1 and 2 label fields.
+bool WriteRecordTables(const std::filesystem::path& dir) {
+  int n = 0;
+  for (auto [records, fields] : {std::pair{0, 0}, {1, 1}, {40, 2}}) {
+    format::RecordTableBuilder builder(fields);
+    for (int i = 0; i < records; ++i) {
+      const int64_t labels[2] = {i % 10, -i};
+      builder.Add({labels, static_cast<size_t>(fields)}, absl::StrCat("key/", i % 30));
+    }
+    std::string bytes;
+    auto file = NewStringWritableFile("seed", &bytes);
+    if (!builder.Write(file.get()).ok()) return false;
+    std::ofstream(dir / absl::StrCat("table-", n++), std::ios::binary) << bytes;
+  }
+  return true;
+}
+
 }  // namespace
 }  // namespace shardpack
 
@@ -169,8 +189,10 @@ int main(int argc, char** argv) {
   fs::create_directories(dir / "manifest", error);
   fs::create_directories(dir / "lmdb", error);
   fs::create_directories(dir / "hdf5", error);
+  fs::create_directories(dir / "record_table", error);
   if (error || !shardpack::WriteShards(dir / "shard") ||
-      !shardpack::WriteManifests(dir / "manifest") || !shardpack::WriteBackendShards(dir)) {
+      !shardpack::WriteManifests(dir / "manifest") || !shardpack::WriteBackendShards(dir) ||
+      !shardpack::WriteRecordTables(dir / "record_table")) {
     std::fprintf(stderr, "shard_fuzz_seeds: cannot write seeds into %s\n", dir.c_str());
     return 1;
   }

@@ -315,6 +315,9 @@ TEST_F(PartsTest, MergeInAnyOrderEqualsOnePackAndSaysItWasMerged) {
   ASSERT_EQ(merged.exit_code, 0);
   EXPECT_EQ(Listing(merged), Listing(whole));
   EXPECT_EQ(std::count(whole.out.begin(), whole.out.end(), '\n'), 101);
+  // The parts' record tables, concatenated, are the one pack's table.
+  EXPECT_EQ(*ReadSmallFile(Out("merged") + "/records.idx"),
+            *ReadSmallFile(Out("whole") + "/records.idx"));
   const nlohmann::json pack = PackOf(Out("merged"));
   EXPECT_FALSE(pack.contains("part"));
   EXPECT_EQ(pack["merged"]["count"], 4);

@@ -180,7 +180,7 @@ TEST_F(SharddumpTest, InfoJsonHasCountsShardsClassesAndHistogram) {
   EXPECT_THAT(r.err, IsEmpty());
   Json j = Json::parse(r.out);
   EXPECT_EQ(j["backend"], "shard");
-  EXPECT_EQ(j["version"], "1.0");
+  EXPECT_EQ(j["version"], "1.1");
   EXPECT_EQ(j["records"], 25);
   ASSERT_EQ(j["shards"].size(), 3u);
   uint64_t total = 0;

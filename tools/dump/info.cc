@@ -188,6 +188,10 @@ Json InfoJson(const OpenedDataset& ds, Facts* f) {
                            {"stored_bytes", s.storage.stored_bytes},
                            {"layout", s.layout.empty() ? Json(nullptr) : Json(s.layout)}});
   }
+  const std::optional<RecordTableEntry>& table = ds.manifest().record_table;
+  j["record_table"] = ds.has_manifest() && table.has_value()
+                          ? Json({{"path", table->path}, {"bytes", table->bytes}})
+                          : Json(nullptr);
   j["pack"] = PackJson(ds);
   return j;
 }
@@ -268,6 +272,12 @@ std::string InfoText(const OpenedDataset& ds, Facts* f) {
   if (std::string layouts = LayoutsText(*f); !layouts.empty()) Line(&out, "layout", layouts);
   Line(&out, "version", ds.version());
   if (ds.has_manifest()) Line(&out, "fingerprint", FormatFingerprint(ManifestFingerprint(m)));
+  if (ds.has_manifest()) {
+    Line(&out, "record table",
+         m.record_table.has_value()
+             ? absl::StrCat(m.record_table->path, " (", cli::FormatBytes(m.record_table->bytes), ")")
+             : std::string("none (`shardpack index` writes one)"));
+  }
   Line(&out, "records", absl::StrCat(f->records));
   Line(&out, "shards", absl::StrCat(f->shards.size()));
   Line(&out, "bytes", absl::StrCat(cli::FormatBytes(f->bytes), " (", f->bytes, ")"));

@@ -18,6 +18,7 @@
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "common/threads.h"
+#include "format/record_table.h"
 #include "tools/common/cli.h"
 #include "tools/common/escape.h"
 #include "tools/common/progress_line.h"
@@ -185,6 +186,57 @@ uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
   return payload_bytes;
 }
 
+// Record-table mismatches reported before the rest are counted only.
+constexpr int kMaxTableProblems = 10;
+
+// Shard k's records against the table: each one's labels and key.
+absl::Status CompareTable(const OpenedDataset& ds, size_t k, const format::RecordTable& table,
+                          const std::string& table_path, std::vector<Problem>* problems) {
+  SP_ASSIGN_OR_RETURN(auto shard, ds.OpenShard(k));
+  const uint64_t first = ds.first_record(k);
+  return shard->Scan(0, shard->size(), [&](uint64_t i, const Record& r) {
+    const uint64_t index = first + i;
+    bool same = index < table.records() && table.key(index) == r.key &&
+                r.labels.size() == table.label_fields();
+    for (int f = 0; same && f < r.labels.size(); ++f) same = table.label(index, f) == r.labels[f];
+    if (!same && problems->size() < kMaxTableProblems) {
+      Problem p;
+      p.path = table_path;
+      p.index = index;
+      p.message = absl::StrCat(table_path, ": record ", index, " ('",
+                               common::AsAbsl(common::Excerpt(r.key)),
+                               "') has other labels or another key in the record table "
+                               "(`shardpack index` rebuilds it)");
+      problems->push_back(std::move(p));
+    }
+    return absl::OkStatus();
+  });
+}
+
+// The record table, when the manifest lists one: its own checks (size,
+// CRC-32C, counts, offsets, slots), then every record's labels and key
+// against the shards. Run once the shards passed: a damaged shard is
+// reported once, as such.
+void CheckRecordTable(const OpenedDataset& ds, std::vector<Problem>* problems) {
+  const Manifest& m = ds.manifest();
+  if (!ds.has_manifest() || !m.record_table.has_value()) return;
+  const std::string path = (std::filesystem::path(ds.directory()) / m.record_table->path).string();
+  auto fail = [&](const absl::Status& s) {
+    Problem p;
+    p.path = path;
+    p.offset = common::ErrorOffset(s).value_or(0);
+    p.message = std::string(s.message());
+    problems->push_back(std::move(p));
+  };
+  absl::StatusOr<format::RecordTable> table = format::RecordTable::Load(ds.directory(), m);
+  if (!table.ok()) return fail(table.status());
+  std::vector<Problem> found;
+  for (size_t k = 0; k < ds.num_shards(); ++k) {
+    if (absl::Status s = CompareTable(ds, k, *table, path, &found); !s.ok()) return fail(s);
+  }
+  problems->insert(problems->end(), found.begin(), found.end());
+}
+
 // One line: the message is escaped whole (it names files and keys).
 std::string ProblemText(const Problem& p) {
   if (!p.shard) return cli::EscapeText(p.message) + "\n";
@@ -286,6 +338,7 @@ absl::StatusOr<VerifyResult> VerifyDataset(const VerifyOptions& options) {
     if (!o.problems.empty()) ++report.bad_shards;
     report.problems.insert(report.problems.end(), o.problems.begin(), o.problems.end());
   }
+  if (report.problems.empty()) CheckRecordTable(ds, &report.problems);
   for (const std::string& name : ds.UnlistedShardFiles()) {
     Problem p;
     p.path = (std::filesystem::path(ds.directory()) / name).string();

@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "common/posix_io.h"
 #include "common/status_macros.h"
+#include "format/record_table.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "tools/pack/output_dir.h"
@@ -47,10 +48,31 @@ PackIdentity MergedIdentity(const std::vector<const PartDataset*>& sorted) {
   return pack;
 }
 
+// The merged dataset's record table: the parts' tables, concatenated in
+// part order (no shard is read). None when a part has none (`shardpack
+// index` then builds it by a scan).
+absl::StatusOr<std::optional<RecordTableEntry>> MergeRecordTables(
+    const std::vector<const PartDataset*>& sorted, const std::string& staging) {
+  const int fields = static_cast<int>(sorted.front()->manifest.schema.labels.size());
+  format::RecordTableBuilder merged(fields);
+  std::vector<int64_t> labels(fields);
+  for (const PartDataset* p : sorted) {
+    if (!p->manifest.record_table.has_value()) return std::nullopt;
+    SP_ASSIGN_OR_RETURN(format::RecordTable table,
+                        format::RecordTable::Load(p->path, p->manifest));
+    for (uint64_t r = 0; r < table.records(); ++r) {
+      for (int f = 0; f < fields; ++f) labels[f] = table.label(r, f);
+      merged.Add(labels, table.key(r));
+    }
+  }
+  return format::WriteRecordTable(merged, staging);
+}
+
 absl::StatusOr<Manifest> LinkParts(const std::vector<const PartDataset*>& sorted,
                                    const MergeOptions& o) {
   SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
   Manifest merged = sorted.front()->manifest;
+  merged.version_minor = kManifestMinorVersion;
   merged.shards.clear();
   merged.pack_json = MergedIdentity(sorted).ToJson();
   std::string skipped = "path\treason\n";
@@ -65,6 +87,7 @@ absl::StatusOr<Manifest> LinkParts(const std::vector<const PartDataset*>& sorted
     }
     skipped += SkippedLines(p->path);
   }
+  SP_ASSIGN_OR_RETURN(merged.record_table, MergeRecordTables(sorted, out->staging()));
   SP_RETURN_IF_ERROR(
       WriteFileAtomically((fs::path(out->staging()) / "skipped.tsv").string(), skipped));
   SP_RETURN_IF_ERROR(out->Publish(merged));

@@ -94,8 +94,11 @@ std::string NotOursReason(const std::string& dir, std::vector<std::string>* file
     for (const ShardEntry& s : m->shards) {
       names.insert({s.path, s.path + "-lock"});
     }
+    if (m->record_table.has_value()) names.insert(m->record_table->path);
   } else if (!entries->empty() && FindEntry(*entries, kStagingMarker) == nullptr) {
     return absl::StrCat("holds no ", kManifestFileName, ": it is not a dataset");
+  } else {
+    names.insert(kRecordTableFileName);  // written before the manifest
   }
   for (const DirectoryEntry& e : *entries) {
     std::string_view base;

@@ -145,6 +145,20 @@ absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(const Convert
 // (the view's canonical JSON)}. Errors: OpenView's, and those of Convert.
 absl::StatusOr<Manifest> ConvertView(const std::string& path, const ConvertOptions& o);
 
+struct IndexResult {
+  uint64_t records = 0;
+  RecordTableEntry entry;  // as the manifest now lists it
+  bool had_table = false;  // the manifest listed one before (now replaced)
+};
+
+// `shardpack index`: builds the record table of the dataset `path` names
+// (docs/format.md section 16) by one scan of its records, writes it as
+// records.idx and rewrites manifest.json atomically to list it (the table
+// first, so a crash leaves the old manifest). A dataset that has a table
+// gets it rebuilt. InvalidArgumentError for a lone shard (no manifest);
+// the scan's errors for damaged shards.
+absl::StatusOr<IndexResult> Index(const std::string& path);
+
 }  // namespace shardpack::pack
 
 #endif  // SHARDPACK_TOOLS_PACK_PACK_H_

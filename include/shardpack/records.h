@@ -1,0 +1,131 @@
+// Records by index: random access to one record of a dataset, and lookup by
+// key through the dataset's record table (docs/format.md, section 16).
+//
+//   SP_ASSIGN_OR_RETURN(auto records, RecordReader::Open("imagenet-train"));
+//   RecordBuffer buffer;                      // one per thread, reused
+//   SP_RETURN_IF_ERROR(records->Read(12345, &buffer));
+//   use(buffer.record().labels[0], buffer.record().payload);
+//   SP_ASSIGN_OR_RETURN(uint64_t i, records->Find("n01440764/n01440764_10026.JPEG"));
+//
+// Any path the tools accept: a dataset directory, its manifest.json, or one
+// shard file of any backend (docs/cli.md, "What a path may name"). A record
+// is found in O(1) from the indexes: its shard by the prefix sums of the
+// manifest's record counts, its block by the shard's footer index; then only
+// the record's bytes are read where its block is stored uncompressed (a
+// compressed block is read and decompressed whole). LMDB shards are read by
+// one key lookup, HDF5 shards by one row of each dataset.
+//
+// What a read checks: the record's own structure (its header, lengths and
+// padding: format/record_codec.h), and for a compressed block the block's
+// CRC-32C. The CRC-32C of an uncompressed block covers the whole block, so a
+// single-record read cannot check it: `sharddump verify` checks every byte.
+#ifndef SHARDPACK_RECORDS_H_
+#define SHARDPACK_RECORDS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "shardpack/manifest.h"
+#include "shardpack/record.h"
+
+namespace shardpack {
+
+struct RecordReaderOptions {
+  // Read `.shard` files through a read-only mapping instead of pread: a
+  // record in the page cache is then a memcpy, no system call (a shard that
+  // shrinks while mapped is a DataLossError, never a SIGBUS). Default false
+  // (pread, the better choice for data not in the page cache).
+  bool mmap = false;
+};
+
+// A decoded image: HWC pixels, 1 (gray) or 3 (RGB) channels.
+struct DecodedImage {
+  const uint8_t* data = nullptr;
+  uint32_t height = 0;
+  uint32_t width = 0;
+  int channels = 0;
+  size_t bytes() const { return size_t{height} * width * static_cast<size_t>(channels); }
+};
+
+// Where a read puts a record: memory that keeps its capacity, so that reading
+// into the same buffer again allocates nothing once it has grown to the
+// largest record (and image) read. Owned by the caller; one per thread (not
+// thread-safe). Move-only.
+class RecordBuffer {
+ public:
+  RecordBuffer();
+  ~RecordBuffer();
+  RecordBuffer(RecordBuffer&&) noexcept;
+  RecordBuffer& operator=(RecordBuffer&&) noexcept;
+
+  // The record last read: its views (key, payload, extra) point into this
+  // buffer and are valid until the next read into it.
+  const Record& record() const { return record_; }
+  // Its index in the dataset.
+  uint64_t index() const { return index_; }
+  // The decoded image of the last read made with decode = true (else empty);
+  // valid until the next read into this buffer.
+  const DecodedImage& image() const { return image_; }
+
+ private:
+  friend class RecordReader;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  Record record_;
+  uint64_t index_ = 0;
+  DecodedImage image_;
+};
+
+// Random access to a dataset's records. Thread-safe: any number of threads
+// may Read (each into its own RecordBuffer) and Find at once. `.shard` files
+// are read with pread (or memcpy from a mapping) on shared descriptors with
+// no lock; an LMDB or HDF5 shard is read under a mutex of its own (HDF5's
+// library allows one call at a time in the process anyway).
+class RecordReader {
+ public:
+  // Opens the dataset or shard `path` names: every shard's index (a `.shard`
+  // footer, an LMDB or HDF5 file through the gate of
+  // backends/shard_gate.h, which checks its size and CRC-32C against the
+  // manifest), and the record table when the manifest lists one. Errors name
+  // the path: NotFoundError when missing, DataLossError naming the file and
+  // offset for a damaged shard index or record table, or a shard holding
+  // another number of records than its manifest entry.
+  static absl::StatusOr<std::unique_ptr<RecordReader>> Open(const std::string& path,
+                                                            const RecordReaderOptions& options = {});
+  ~RecordReader();
+
+  const std::string& path() const;
+  // Records in the dataset.
+  uint64_t size() const;
+  // The dataset's schema; empty (no label fields, shape 0) for a lone
+  // `.shard` file, which carries none.
+  const Schema& schema() const;
+  // Whether Find can answer (the dataset has a record table).
+  bool has_record_table() const;
+
+  // Reads record `index` into `out`: its stored bytes (key, labels, image
+  // info, payload, extra) and, with `decode`, its image as pixels (a JPEG
+  // decoded whole to RGB or gray; a raw image as it is, CHW planes
+  // interleaved to HWC). OutOfRangeError naming the index and size() past the
+  // end; DataLossError naming the shard, offset and record for damage. On
+  // error `out` holds no record.
+  absl::Status Read(uint64_t index, RecordBuffer* out, bool decode = false) const;
+
+  // The index of the first record whose key is `key`, from the record table
+  // (no scan). NotFoundError when no record has it; FailedPreconditionError
+  // naming the path and `shardpack index` when the dataset has no table.
+  absl::StatusOr<uint64_t> Find(std::string_view key) const;
+
+ private:
+  struct Impl;
+  explicit RecordReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardpack
+
+#endif  // SHARDPACK_RECORDS_H_

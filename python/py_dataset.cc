@@ -1,0 +1,168 @@
+// shardpack.Dataset: records by index and by key (shardpack/records.h) from
+// Python. Reads run without the GIL, each into a RecordBuffer taken from a
+// small pool (one per thread reading at once), so concurrent Python threads
+// read in parallel and a buffer's memory is reused from call to call.
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/errors.h"
+#include "python/args.h"
+#include "python/arrays.h"
+#include "python/py_dataset.h"
+#include "python/py_reader.h"
+#include "shardpack/records.h"
+
+namespace shardpack::python {
+namespace {
+
+constexpr char kDatasetDoc[] = R"doc(Dataset(path, mmap=False)
+
+Random access to the records of a dataset: any path the tools accept (a
+dataset folder, its manifest.json, a lone shard; .shard, LMDB or HDF5).
+len(ds) records; ds[i] (negative i counts from the end; IndexError past it)
+is ds.record(i); ds.find(key) the index of the first record with that key
+(KeyError when none has it), through the dataset's record table. mmap=True
+maps .shard files (faster for data in the page cache). Thread-safe: reads
+release the GIL.)doc";
+
+constexpr char kRecordDoc[] = R"doc(record(i, decode=False) -> dict
+
+Record i: {"index", "key" (str; bytes that are not UTF-8 as surrogate
+escapes), "labels" (tuple of int), "encoding" ("raw" or "jpeg"), "shape"
+((height, width, channels) as stored), "data" (the stored payload, bytes),
+"extra" (bytes)}; with decode=True also "image", a numpy uint8 array of
+shape (height, width, channels), HWC (a JPEG decoded, CHW interleaved).
+shardpack.DataLossError for damage, naming the shard, offset and record.)doc";
+
+class PyDataset {
+ public:
+  PyDataset(const std::string& path, bool mmap) {
+    absl::StatusOr<std::unique_ptr<RecordReader>> reader;
+    {
+      py::gil_scoped_release no_gil;
+      reader = RecordReader::Open(path, {.mmap = mmap});
+    }
+    if (!reader.ok()) ThrowStatus(reader.status());
+    reader_ = *std::move(reader);
+  }
+
+  uint64_t Len() const { return reader_->size(); }
+
+  py::dict Record(int64_t i, bool decode) {
+    const uint64_t index = Index(i);
+    std::unique_ptr<RecordBuffer> buffer = Take();
+    absl::Status read;
+    {
+      py::gil_scoped_release no_gil;
+      read = reader_->Read(index, buffer.get(), decode);
+    }
+    if (!read.ok()) {
+      Give(std::move(buffer));
+      ThrowStatus(read);
+    }
+    py::dict out = ToDict(*buffer, decode);
+    Give(std::move(buffer));
+    return out;
+  }
+
+  int64_t Find(const py::object& key) const {
+    std::string bytes;
+    if (py::isinstance<py::bytes>(key)) {
+      bytes = key.cast<std::string>();
+    } else if (py::isinstance<py::str>(key)) {
+      py::object encoded = key.attr("encode")("utf-8", "surrogateescape");
+      bytes = encoded.cast<std::string>();
+    } else {
+      throw py::type_error("find(key): key must be str or bytes");
+    }
+    absl::StatusOr<uint64_t> found = reader_->Find(bytes);
+    if (absl::IsNotFound(found.status())) RaiseError(PyExc_KeyError, std::string(found.status().message()));
+    if (!found.ok()) ThrowStatus(found.status());
+    return static_cast<int64_t>(*found);
+  }
+
+  const std::string& path() const { return reader_->path(); }
+  bool has_record_table() const { return reader_->has_record_table(); }
+
+ private:
+  // Python's index rules: negative counts from the end; IndexError past it.
+  uint64_t Index(int64_t i) const {
+    const int64_t n = static_cast<int64_t>(reader_->size());
+    const int64_t at = i < 0 ? i + n : i;
+    if (at < 0 || at >= n) {
+      RaiseError(PyExc_IndexError, absl::StrCat(reader_->path(), ": record ", i,
+                                                " is out of range (", n, " records)"));
+    }
+    return static_cast<uint64_t>(at);
+  }
+
+  static py::dict ToDict(const RecordBuffer& b, bool decode) {
+    const shardpack::Record& r = b.record();
+    py::dict d;
+    d["index"] = b.index();
+    PyObject* key = PyUnicode_DecodeUTF8(r.key.data(), static_cast<Py_ssize_t>(r.key.size()),
+                                         "surrogateescape");
+    if (key == nullptr) throw py::error_already_set();
+    d["key"] = py::reinterpret_steal<py::object>(key);
+    py::tuple labels(r.labels.size());
+    for (int f = 0; f < r.labels.size(); ++f) labels[f] = r.labels[f];
+    d["labels"] = labels;
+    d["encoding"] = std::string(EncodingName(r.image.encoding));
+    d["shape"] = py::make_tuple(r.image.height, r.image.width, r.image.channels);
+    d["data"] = py::bytes(reinterpret_cast<const char*>(r.payload.data()), r.payload.size());
+    d["extra"] = py::bytes(reinterpret_cast<const char*>(r.extra.data()), r.extra.size());
+    if (decode) {
+      RequireNumpy("Dataset.record(decode=True)");
+      const DecodedImage& im = b.image();
+      py::array image = NewArray(py::dtype::of<uint8_t>(), 1,
+                                 {im.height, im.width, static_cast<py::ssize_t>(im.channels)});
+      std::memcpy(image.mutable_data(), im.data, im.bytes());
+      d["image"] = image;
+    }
+    return d;
+  }
+
+  std::unique_ptr<RecordBuffer> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pool_.empty()) return std::make_unique<RecordBuffer>();
+    std::unique_ptr<RecordBuffer> b = std::move(pool_.back());
+    pool_.pop_back();
+    return b;
+  }
+  void Give(std::unique_ptr<RecordBuffer> b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pool_.push_back(std::move(b));
+  }
+
+  std::unique_ptr<RecordReader> reader_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<RecordBuffer>> pool_;
+};
+
+}  // namespace
+
+void RegisterDataset(py::module_& m) {
+  py::class_<PyDataset>(m, "Dataset", kDatasetDoc)
+      .def(py::init([](const py::object& path, bool mmap) {
+             return std::make_unique<PyDataset>(PathArg(path, "path"), mmap);
+           }),
+           py::arg("path"), py::kw_only(), py::arg("mmap") = false)
+      .def("__len__", &PyDataset::Len, "Records in the dataset.")
+      .def("__getitem__", [](PyDataset& d, int64_t i) { return d.Record(i, false); },
+           py::arg("index"), "ds.record(index).")
+      .def("record", &PyDataset::Record, py::arg("index"), py::kw_only(),
+           py::arg("decode") = false, kRecordDoc)
+      .def("find", &PyDataset::Find, py::arg("key"),
+           "The index of the first record whose key is `key` (str or bytes); KeyError when "
+           "none has it; shardpack.Error when the dataset has no record table "
+           "(`shardpack index PATH` writes one).")
+      .def_property_readonly("path", &PyDataset::path)
+      .def_property_readonly("has_record_table", &PyDataset::has_record_table);
+}
+
+}  // namespace shardpack::python

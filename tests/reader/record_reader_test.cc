@@ -1,0 +1,237 @@
+// RecordReader (shardpack/records.h): records by index and by key, on every
+// backend, from many threads, and the errors of hostile input.
+#include "shardpack/records.h"
+
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "backends/store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shardpack/dataset.h"
+#include "tests/testing/jpeg_fixtures.h"
+#include "tests/testing/shard_fixtures.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "turbojpeg.h"
+
+namespace shardpack {
+namespace {
+
+using ::shardpack::testing::IsOk;
+using ::shardpack::testing::OwnedRecord;
+using ::shardpack::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+std::vector<OwnedRecord> RawRecords(int n, Layout layout = Layout::kHWC) {
+  std::vector<OwnedRecord> records;
+  for (int i = 0; i < n; ++i) {
+    records.push_back(testing::RawRecord(i, 4, 5, 3, layout));
+    records.back().key = absl::StrCat("k/", i);
+    records.back().labels = {i % 10};
+    records.back().extra = {static_cast<uint8_t>(i), 7};
+  }
+  return records;
+}
+
+// Writes `records` as a dataset in `dir`: shards of 7 records, blocks of
+// about 3 records (so a shard has several blocks).
+Manifest Write(const std::string& dir, const std::vector<OwnedRecord>& records,
+               Backend backend = Backend::kShard, Compression compression = Compression::kNone,
+               bool table = true) {
+  DatasetWriterOptions o;
+  o.directory = dir;
+  o.schema.image = records.front().image;
+  o.schema.labels = {{"label", {}}};
+  o.shard_max_records = 7;
+  o.shard.block_size = 3 * 200;
+  o.shard.compression = compression;
+  o.record_table = table;
+  backends::UseBackend(&o, backend);
+  auto writer = DatasetWriter::Create(o);
+  EXPECT_THAT(writer, IsOk());
+  for (const OwnedRecord& r : records) EXPECT_THAT((*writer)->Add(r.record()), IsOk());
+  auto m = (*writer)->Finish();
+  EXPECT_THAT(m, IsOk());
+  return *m;
+}
+
+void ExpectAllRecords(const RecordReader& reader, const std::vector<OwnedRecord>& records) {
+  ASSERT_EQ(reader.size(), records.size());
+  RecordBuffer buffer;
+  for (uint64_t i = 0; i < records.size(); ++i) {
+    ASSERT_THAT(reader.Read(i, &buffer), IsOk()) << i;
+    EXPECT_TRUE(SameContents(buffer.record(), records[i].record())) << i;
+    EXPECT_EQ(buffer.index(), i);
+  }
+}
+
+class RecordReaderBackendTest : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(RecordReaderBackendTest, ReadsEveryRecordAndFindsEveryKey) {
+  testing::TempDir dir;
+  const std::vector<OwnedRecord> records = RawRecords(30);
+  Write(dir.path().string(), records, GetParam());
+  auto reader = RecordReader::Open(dir.path().string());
+  ASSERT_THAT(reader, IsOk());
+  ExpectAllRecords(**reader, records);
+  EXPECT_EQ((*reader)->schema().labels.size(), 1u);
+  ASSERT_TRUE((*reader)->has_record_table());
+  for (int i = 0; i < 30; ++i) EXPECT_EQ((*reader)->Find(absl::StrCat("k/", i)).value_or(99), i);
+  EXPECT_THAT((*reader)->Find("k/30"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no record has the key 'k/30'")));
+}
+
+TEST_P(RecordReaderBackendTest, ReadsThroughItsManifestAndAsALoneShard) {
+  testing::TempDir dir;
+  const std::vector<OwnedRecord> records = RawRecords(10);
+  Manifest m = Write(dir.path().string(), records, GetParam());
+  auto via_manifest = RecordReader::Open(dir.Join("manifest.json"));
+  ASSERT_THAT(via_manifest, IsOk());
+  ExpectAllRecords(**via_manifest, records);
+  auto lone = RecordReader::Open(dir.Join(m.shards[1].path));
+  ASSERT_THAT(lone, IsOk());
+  ExpectAllRecords(**lone, {records.begin() + 7, records.end()});
+  EXPECT_THAT((*lone)->Find("k/8"),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("shardpack index")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RecordReaderBackendTest,
+                         ::testing::Values(Backend::kShard, Backend::kLmdb, Backend::kHdf5),
+                         [](const auto& p) { return std::string(BackendName(p.param)); });
+
+TEST(RecordReaderTest, CompressedBlocksAndMappedFilesReadTheSame) {
+  testing::TempDir dir;
+  const std::vector<OwnedRecord> records = RawRecords(25);
+  Write(dir.path().string(), records, Backend::kShard, Compression::kZstd);
+  for (bool mmap : {false, true}) {
+    auto reader = RecordReader::Open(dir.path().string(), {.mmap = mmap});
+    ASSERT_THAT(reader, IsOk());
+    ExpectAllRecords(**reader, records);
+  }
+}
+
+TEST(RecordReaderTest, IndexPastTheEndNamesIndexAndSize) {
+  testing::TempDir dir;
+  Write(dir.path().string(), RawRecords(9));
+  auto reader = RecordReader::Open(dir.path().string());
+  ASSERT_THAT(reader, IsOk());
+  RecordBuffer buffer;
+  for (uint64_t i : {uint64_t{9}, uint64_t{1000}, ~uint64_t{0}}) {
+    EXPECT_THAT((*reader)->Read(i, &buffer),
+                StatusIs(absl::StatusCode::kOutOfRange,
+                         AllOf(HasSubstr(absl::StrCat("record ", i, " is past the end")),
+                               HasSubstr("(9 records)"))));
+  }
+}
+
+TEST(RecordReaderTest, WithoutRecordTableFindSaysToIndex) {
+  testing::TempDir dir;
+  Write(dir.path().string(), RawRecords(5), Backend::kShard, Compression::kNone, false);
+  auto reader = RecordReader::Open(dir.path().string());
+  ASSERT_THAT(reader, IsOk());
+  EXPECT_FALSE((*reader)->has_record_table());
+  EXPECT_THAT((*reader)->Find("k/1"),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(dir.path().string()), HasSubstr("`shardpack index "))));
+}
+
+TEST(RecordReaderTest, DamagedTableFailsOpenNamingIt) {
+  testing::TempDir dir;
+  Write(dir.path().string(), RawRecords(5));
+  std::string bytes = *ReadSmallFile(dir.Join("records.idx"));
+  bytes[70] ^= 1;
+  ASSERT_THAT(WriteFileAtomically(dir.Join("records.idx"), bytes), IsOk());
+  EXPECT_THAT(RecordReader::Open(dir.path().string()),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("records.idx @0: record table CRC")));
+}
+
+TEST(RecordReaderTest, DamagedRecordNamesShardOffsetAndRecord) {
+  testing::TempDir dir;
+  Manifest m = Write(dir.path().string(), RawRecords(7));
+  const std::string shard = dir.Join(m.shards[0].path);
+  std::string bytes = *ReadSmallFile(shard);
+  // Record 0's header starts after the first block's header, at 4096 + 32:
+  // its reserved bytes (22..23) set.
+  bytes[4096 + 32 + 22] = 1;
+  ASSERT_THAT(WriteFileAtomically(shard, bytes), IsOk());
+  auto reader = RecordReader::Open(dir.path().string());
+  ASSERT_THAT(reader, IsOk());
+  RecordBuffer buffer;
+  EXPECT_THAT((*reader)->Read(0, &buffer),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("shard-00000.shard @4128: record 0"))));
+  EXPECT_THAT((*reader)->Read(1, &buffer), IsOk());
+}
+
+TEST(RecordReaderTest, ShardHoldingOtherRecordCountFailsOpen) {
+  testing::TempDir dir;
+  Manifest m = Write(dir.path().string(), RawRecords(10));
+  std::filesystem::rename(dir.Join(m.shards[1].path), dir.Join("keep"));
+  std::filesystem::copy_file(dir.Join(m.shards[0].path), dir.Join(m.shards[1].path));
+  EXPECT_THAT(RecordReader::Open(dir.path().string()),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("shard-00001.shard")));
+}
+
+TEST(RecordReaderTest, ConcurrentReadersSeeTheirRecords) {
+  testing::TempDir dir;
+  const std::vector<OwnedRecord> records = RawRecords(60);
+  Write(dir.path().string(), records);
+  auto reader = RecordReader::Open(dir.path().string());
+  ASSERT_THAT(reader, IsOk());
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      RecordBuffer buffer;
+      for (int n = 0; n < 2000; ++n) {
+        const uint64_t i = rng() % records.size();
+        if (!(*reader)->Read(i, &buffer).ok() || !SameContents(buffer.record(), records[i].record())) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(RecordReaderTest, DecodesRawAndJpeg) {
+  testing::TempDir dir;
+  const std::vector<OwnedRecord> chw = RawRecords(3, Layout::kCHW);
+  Write(dir.path().string(), chw);
+  auto reader = RecordReader::Open(dir.path().string());
+  ASSERT_THAT(reader, IsOk());
+  RecordBuffer buffer;
+  ASSERT_THAT((*reader)->Read(2, &buffer, /*decode=*/true), IsOk());
+  const DecodedImage& image = buffer.image();
+  ASSERT_EQ(image.bytes(), 4u * 5 * 3);
+  // HWC pixel (y, x, c) is CHW byte c * 20 + y * 5 + x.
+  EXPECT_EQ(image.data[(2 * 5 + 3) * 3 + 1], chw[2].payload[20 + 2 * 5 + 3]);
+
+  testing::TempDir jdir;
+  OwnedRecord jpeg;
+  jpeg.key = "scene.jpg";
+  jpeg.labels = {1};
+  jpeg.payload = testing::TjSceneJpeg(40, 24, TJSAMP_420);
+  jpeg.image = {Encoding::kJpeg, Layout::kHWC, 24, 40, 3};
+  Write(jdir.path().string(), {jpeg});
+  auto jreader = RecordReader::Open(jdir.path().string());
+  ASSERT_THAT(jreader, IsOk());
+  ASSERT_THAT((*jreader)->Read(0, &buffer, true), IsOk());
+  EXPECT_EQ(buffer.image().width, 40u);
+  EXPECT_EQ(buffer.image().height, 24u);
+  EXPECT_EQ(buffer.image().channels, 3);
+  const std::vector<uint8_t> want = testing::TjDecode(jpeg.payload, 40, 24, TJPF_RGB);
+  ASSERT_EQ(want.size(), buffer.image().bytes());
+  int far = 0;
+  for (size_t i = 0; i < want.size(); ++i) far += std::abs(want[i] - buffer.image().data[i]) > 2;
+  EXPECT_EQ(far, 0);
+}
+
+}  // namespace
+}  // namespace shardpack

@@ -7,11 +7,33 @@
 #include "backends/shard_gate.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "format/record_table.h"
 
 namespace shardpack::backends {
 
+namespace {
+
+// From the dataset's record table: no record read. Loading it checks its
+// size, CRC-32C and counts against the manifest.
+absl::Status FromTable(const NamedPath& dataset, bool need_keys, RecordMetaVisitor visit) {
+  SP_ASSIGN_OR_RETURN(format::RecordTable table,
+                      format::RecordTable::Load(dataset.directory, dataset.manifest));
+  const int fields = table.label_fields();
+  for (uint64_t r = 0; r < table.records(); ++r) {
+    Labels labels;
+    for (int f = 0; f < fields && f < kMaxLabels; ++f) labels.push_back(table.label(r, f));
+    SP_RETURN_IF_ERROR(visit(r, labels, need_keys ? table.key(r) : std::string_view()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys,
                                RecordMetaVisitor visit) {
+  if (dataset.has_manifest() && dataset.manifest.record_table.has_value()) {
+    return FromTable(dataset, need_keys, visit);
+  }
   const size_t fields = dataset.manifest.schema.labels.size();
   const bool check_fields = dataset.schema_known();
   uint64_t first = 0;

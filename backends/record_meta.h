@@ -1,9 +1,10 @@
 // Each record's labels and key, without its image: what a view's class and
 // where conditions select on (backends/view.h).
 //
-// Today one scan through the record scan (backends/record_scan.h), a shard
-// at a time; a per-record table beside the shards can serve the same call
-// without reading the records (the boundary is this one function).
+// From the dataset's record table (records.idx, docs/format.md section 16)
+// when its manifest lists one: no record is read. Otherwise one scan
+// through the record scan (backends/record_scan.h), a shard at a time
+// (datasets packed before manifest 1.1; `shardpack index` adds the table).
 #ifndef SHARDPACK_BACKENDS_RECORD_META_H_
 #define SHARDPACK_BACKENDS_RECORD_META_H_
 

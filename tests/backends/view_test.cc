@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -16,6 +17,7 @@
 #include "common/rng.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shardpack/dataset.h"
 #include "tests/backends/view_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -421,7 +423,15 @@ TEST_F(ViewTest, AShardOfAnotherRecordCountThanItsManifestIsRefused) {
   ASSERT_NE(total, std::string::npos) << text;
   text.replace(total, 14, "\"records\": 199");
   testing::WriteText(manifest, text);
+  // The record table counts 200 records: it no longer agrees.
   EXPECT_THAT(Open(R"("datasets": ["a"], "classes": {"names": ["n00000001"]})"),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("records.idx @16: 200 records, the manifest's shards hold 199")));
+  // Without a table the scan finds the shard that holds another count.
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(dir_.Join("a")));
+  m.record_table.reset();
+  ASSERT_TRUE(WriteManifest(dir_.Join("a"), m).ok());
+  EXPECT_THAT(Open(R"("datasets": ["a"], "classes": {"names": ["n00000001"]})", "w.json"),
               StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr("holds 64 records, the manifest says 63")));
 }
@@ -430,6 +440,38 @@ TEST_F(ViewTest, AJsonFileThatIsNoObjectIsNotAView) {
   testing::WriteText(dir_.Join("list.json"), "[1, 2]");
   EXPECT_THAT(OpenView(dir_.Join("list.json")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a dataset or shard")));
+}
+
+// A dataset packed before manifest 1.1 has no record table: its labels and
+// keys are scanned. The table and the scan select the same records; a
+// damaged table is an error naming it, never a wrong selection.
+TEST_F(ViewTest, TheRecordTableAndAScanSelectAlike) {
+  namespace fs = std::filesystem;
+  fs::copy(dir_.Join("a"), dir_.Join("old"), fs::copy_options::recursive);
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(dir_.Join("old")));
+  ASSERT_TRUE(m.record_table.has_value());
+  m.record_table.reset();
+  ASSERT_TRUE(WriteManifest(dir_.Join("old"), m).ok());
+  fs::remove(dir_.Join("old/records.idx"));
+  const std::string selection =
+      R"("classes": {"names": ["n00000007", "n00000002"]}, "where": {"key_glob": "*1.png"})";
+  SP_ASSERT_OK_AND_ASSIGN(DatasetView table,
+                          Open(absl::StrCat(R"("datasets": ["a"], )", selection), "t.json"));
+  SP_ASSERT_OK_AND_ASSIGN(DatasetView scan,
+                          Open(absl::StrCat(R"("datasets": ["old"], )", selection), "s.json"));
+  EXPECT_GT(table.records, 0u);
+  EXPECT_EQ(table.selected, scan.selected);
+  EXPECT_EQ(table.records, scan.records);
+  // One byte of the table flipped: its CRC-32C no longer matches.
+  {
+    std::fstream f(dir_.Join("a/records.idx"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x5a');
+  }
+  absl::StatusOr<DatasetView> damaged =
+      Open(absl::StrCat(R"("datasets": ["a"], )", selection), "d.json");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_THAT(damaged.status().message(), HasSubstr("records.idx"));
 }
 
 }  // namespace

@@ -129,6 +129,13 @@ MixPlanner::MixPlanner(std::vector<MixSourcePlan> sources, const PlanOptions& op
     std::vector<ReadUnit> copies;
     for (uint64_t k = 0; k < parts; ++k) copies.insert(copies.end(), src.units.begin(), src.units.end());
     memory_bound_ += PlanMemoryBound(copies, o);
+    // DrawOf: the draw's bitmap, and for a part of a source epoch the keys
+    // of its records (16 bytes each).
+    const uint64_t records = RecordsOf(src.units);
+    memory_bound_ += parts * ((records + 63) / 64) * 8 + parts * src.units.size() * sizeof(ReadUnit);
+    if (src.per_epoch % std::max<uint64_t>(src.selection.count, 1) != 0) {
+      memory_bound_ += 16 * src.selection.count;
+    }
   }
   batches_ = SegmentBatches(positions, options_);
   // The interleaved order and its pieces, at rest and while built.
@@ -211,7 +218,8 @@ EpochPlan MixPlanner::Plan(uint64_t epoch, const EpochRests* rests) const {
       Piece mixed{sources_[s].first_unit + p.unit % source_units, p.begin, p.end};
       pieces.push_back(mixed);
     }
-    plan.build_bytes += plans[s].build_bytes;
+    plan.build_bytes += plans[s].build_bytes + draw.owed.capacity() * sizeof(uint64_t) +
+                        units.capacity() * sizeof(ReadUnit);
   }
   MixSchedule schedule(counts, static_cast<uint64_t>(options_.batch_size));
   const uint64_t total = schedule.positions();

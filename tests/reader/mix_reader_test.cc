@@ -136,6 +136,9 @@ TEST_F(MixReaderTest, EachSourceDrawsItsCountAndEveryBatchItsShare) {
     }
   }
   EXPECT_EQ(r->stats().source_samples, (std::vector<uint64_t>{600, 400}));
+  // The plans stayed within the memory the reader reported for them.
+  EXPECT_LE(r->stats().plan_peak_bytes, r->stats().plan_bytes);
+  EXPECT_GT(r->stats().plan_peak_bytes, 0u);
 }
 
 TEST_F(MixReaderTest, TheStreamIsTheSameForAnyThreadCountAndPixelsAreTheRecords) {

@@ -75,8 +75,8 @@ MixSource SourceOf(py::handle item, const std::string& at) {
                absl::StrCat(at, set == 0 ? " sets none" : " sets more than one",
                             " of \"weight\", \"repeat\" and \"choose\": set exactly one"));
   }
-  const std::string key = absl::StrCat(
-      at, d.contains("weight") ? "[\"weight\"]" : d.contains("repeat") ? "[\"repeat\"]" : "[\"choose\"]");
+  const char* count = d.contains("weight") ? "weight" : d.contains("repeat") ? "repeat" : "choose";
+  const std::string key = absl::StrCat(at, "[\"", count, "\"]");
   if (d.contains("weight")) {
     m.weight = PositiveArg(d["weight"], key, DBL_MAX, "a finite number above 0");
   } else if (d.contains("repeat")) {

@@ -235,7 +235,8 @@ PYBIND11_MODULE(_shardpack, m) {
                              "'records', 'per_epoch' (all ranks together), 'per_rank'}; a\n"
                              "mixture's sources in order, else one, the dataset.")
       .def_property_readonly("batch_size", [](const PyReader& r) { return r.options().batch_size; })
-      .def_property_readonly("records", &PyReader::records, "Records in the dataset (a mixture: of all its sources).")
+      .def_property_readonly("records", &PyReader::records,
+                             "Records in the dataset (a mixture: of all its sources).")
       .def_property_readonly("ring_slots", &PyReader::ring_slots,
                              "Slots of the ring (ring_slots, or what 0 chose): up to\n"
                              "ring_slots - 1 zero-copy batches may be held across next().")

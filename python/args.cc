@@ -1,8 +1,10 @@
 #include "python/args.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -27,6 +29,64 @@ py::int_ IntOf(py::handle v, std::string_view name, std::string_view what) {
   PyObject* n = PyNumber_Index(v.ptr());
   if (n == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::int_>(n);
+}
+
+// A source's weight or repeat: a number above 0 and at most `max` (NaN and
+// infinities are out of range), never a bool or a str.
+double PositiveArg(py::handle x, const std::string& at, double max, std::string_view accepted) {
+  if (PyBool_Check(x.ptr()) || PyUnicode_Check(x.ptr()) || PyBytes_Check(x.ptr())) {
+    WrongType(at, "a number", x);
+  }
+  const double d = PyFloat_AsDouble(x.ptr());  // __float__, or __index__
+  if (d == -1.0 && PyErr_Occurred() != nullptr) {
+    const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError) != 0;  // an int past 1e308
+    PyErr_Clear();
+    if (overflow) OutOfRange(at, x, accepted);
+    WrongType(at, "a number", x);
+  }
+  if (!(d > 0 && d <= max)) OutOfRange(at, x, accepted);
+  return d;
+}
+
+// One element of a mixture's list: a dict of "path" and one count.
+MixSource SourceOf(py::handle item, const std::string& at) {
+  constexpr std::string_view kKeys[] = {"path", "weight", "repeat", "choose"};
+  if (!PyDict_Check(item.ptr())) {
+    WrongType(at, "a dict of \"path\" and one of \"weight\", \"repeat\", \"choose\"", item);
+  }
+  const auto d = py::reinterpret_borrow<py::dict>(item);
+  for (auto [key, value] : d) {
+    const std::optional<std::string> name = Utf8Of(key);
+    if (!name || std::find(std::begin(kKeys), std::end(kKeys), *name) == std::end(kKeys)) {
+      RaiseError(PyExc_ValueError,
+                 absl::StrCat(at, " has an unknown key ", Shown(key),
+                              " (a source takes path and one of weight, repeat, choose)"));
+    }
+  }
+  if (!d.contains("path")) {
+    RaiseError(PyExc_ValueError, absl::StrCat(at, " has no \"path\": each source names its "
+                                                  "dataset"));
+  }
+  MixSource m;
+  m.path = PathArg(d["path"], absl::StrCat(at, "[\"path\"]"));
+  const int set = int(d.contains("weight")) + int(d.contains("repeat")) + int(d.contains("choose"));
+  if (set != 1) {
+    RaiseError(PyExc_ValueError,
+               absl::StrCat(at, set == 0 ? " sets none" : " sets more than one",
+                            " of \"weight\", \"repeat\" and \"choose\": set exactly one"));
+  }
+  const char* count = d.contains("weight") ? "weight" : d.contains("repeat") ? "repeat" : "choose";
+  const std::string key = absl::StrCat(at, "[\"", count, "\"]");
+  if (d.contains("weight")) {
+    m.weight = PositiveArg(d["weight"], key, DBL_MAX, "a finite number above 0");
+  } else if (d.contains("repeat")) {
+    m.repeat = PositiveArg(d["repeat"], key, kMaxMixRepeat,
+                           absl::StrCat("a number above 0, at most ", kMaxMixRepeat));
+  } else {
+    m.choose = UintArg(d["choose"], key, UINT64_MAX, "1 to 2**64-1");
+    if (m.choose == 0) OutOfRange(key, d["choose"], "1 to 2**64-1");
+  }
+  return m;
 }
 
 }  // namespace
@@ -199,6 +259,21 @@ std::array<float, 3> TripleArg(py::handle v, std::string_view name) {
     out[c] = static_cast<float>(d);
   }
   return out;
+}
+
+std::vector<MixSource> SourcesArg(py::handle v, std::string_view name) {
+  const auto items = py::reinterpret_borrow<py::sequence>(v);
+  const size_t n = py::len(items);
+  if (n == 0 || n > static_cast<size_t>(kMaxMixSources)) {
+    RaiseError(PyExc_ValueError,
+               absl::StrCat(common::AsAbsl(name), " holds ", n, " sources: a mixture has 1 to ",
+                            kMaxMixSources));
+  }
+  std::vector<MixSource> sources;
+  for (size_t i = 0; i < n; ++i) {
+    sources.push_back(SourceOf(items[i], absl::StrCat(common::AsAbsl(name), "[", i, "]")));
+  }
+  return sources;
 }
 
 }  // namespace shardpack::python

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shardpack/reader.h"
+
 namespace shardpack::python {
 
 namespace py = pybind11;
@@ -66,6 +68,13 @@ std::string StrArg(py::handle v, std::string_view name);
 std::string PathArg(py::handle v, std::string_view name);
 // A sequence of three numbers (one a channel).
 std::array<float, 3> TripleArg(py::handle v, std::string_view name);
+// A mixture's sources (shardpack.Reader's `path` given as a list or tuple):
+// each a dict {"path": ..., and exactly one of "weight": w > 0, "repeat":
+// 0 < r <= kMaxMixRepeat, "choose": n >= 1}. Errors name the element and
+// key: `path[1]["weight"] nan is out of range: ...`. What depends on the
+// sources' records (a count that draws no sample, a choose past
+// kMaxMixRepeat times the records) is Reader::Open's to check.
+std::vector<MixSource> SourcesArg(py::handle v, std::string_view name);
 
 }  // namespace shardpack::python
 

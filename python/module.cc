@@ -65,14 +65,21 @@ std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwa
                    {"path", "batch_size", "shuffle", "seed", "rank", "world_size", "transform",
                     "threads", "ring_slots", "shuffle_bytes", "read_ahead_bytes", "io",
                     "remainder", "layout", "dtype", "mean", "std", "on_corrupt", "copy",
-                    "indices", "output", "device"},
+                    "indices", "output", "device", "epoch_samples", "label_space"},
                    1, 1);
   auto str = [&](const char* name, const char* fallback) {
     py::object v = a[name];
     return v ? StrArg(v, name) : std::string(fallback);
   };
   ReaderOptions o;
-  o.path = PathArg(a["path"], "path");
+  // A list or tuple is a mixture; anything else one dataset's path.
+  if (PyList_Check(a["path"].ptr()) || PyTuple_Check(a["path"].ptr())) {
+    o.sources = SourcesArg(a["path"], "path");
+  } else {
+    o.path = PathArg(a["path"], "path");
+  }
+  if (py::object v = a["epoch_samples"]) o.epoch_samples = UintArg(v, "epoch_samples");
+  o.label_space = Unwrap(ParseLabelSpace(str("label_space", "shared")));
   for (auto [name, field] : {std::pair<const char*, int*>{"batch_size", &o.batch_size},
                              {"rank", &o.rank},
                              {"world_size", &o.world_size},
@@ -116,11 +123,26 @@ Reader(path, *, batch_size=256, shuffle=True, seed=0, rank=-1, world_size=-1,
        transform="none", threads=0, ring_slots=0, shuffle_bytes=256 MiB,
        read_ahead_bytes=32 MiB, io="auto", remainder="drop", layout="NHWC",
        dtype="uint8", mean=(0, 0, 0), std=(1, 1, 1), on_corrupt="error",
-       copy=False, indices=False, output="numpy", device="cpu")
+       copy=False, indices=False, output="numpy", device="cpu",
+       epoch_samples=0, label_space="shared")
 
 An iterable of (images, labels) batches from a shardpack dataset (a directory
 with manifest.json, or one .shard file). Iterating runs the rest of the
 current epoch; the next iteration runs the next epoch (or call set_epoch).
+
+A mixture: path is a list of sources, each a dict {"path": ...} with exactly
+one of "weight" (a share, > 0, of what epoch_samples leaves after the other
+sources), "repeat" (this many times its records an epoch, > 0, at most 1024)
+or "choose" (exactly this many samples an epoch). Each source is an endless
+stream of its own epochs, so every record is drawn once per epoch of its
+source; every batch holds floor or ceil of its share of each source, every
+rank the same counts. epoch_samples: samples an epoch draws, all ranks
+together (0: the sum of the sources' records). label_space: "shared" (the
+sources' label fields are the same), "offset" (each source's labels shifted
+past the classes of the sources before it), "source" (one more label: the
+source's index). The sources property says the counts resolved, and
+stats()["source_samples"] the samples delivered from each. Record indices
+run on from one source to the next. docs/reader.md, "Mixtures".
 
 images: [batch, H, W, C] (NHWC) or [batch, C, H, W] (NCHW), uint8 or float32
 ((pixel / 255 - mean) / std). labels: int64 [batch] ([batch, L] when the
@@ -207,10 +229,16 @@ PYBIND11_MODULE(_shardpack, m) {
            "zero-copy array of this reader must be freed first.")
       .def("stats", NoArguments("stats", &PyReader::Stats),
            "stats()\n\n"
-           "Batches, samples, bytes read, skipped samples, stage waits (seconds) and the\n"
-           "memory budget (bytes).")
+           "Batches, samples, bytes read, skipped samples, stage waits (seconds), the\n"
+           "memory budget (bytes) and source_samples: a mixture's samples delivered from\n"
+           "each source (in the order of `sources`), [] for one dataset.")
+      .def_property_readonly("sources", &PyReader::Sources,
+                             "What each source draws an epoch: a list of dicts {'path',\n"
+                             "'records', 'per_epoch' (all ranks together), 'per_rank'}; a\n"
+                             "mixture's sources in order, else one, the dataset.")
       .def_property_readonly("batch_size", [](const PyReader& r) { return r.options().batch_size; })
-      .def_property_readonly("records", &PyReader::records, "Records in the dataset.")
+      .def_property_readonly("records", &PyReader::records,
+                             "Records in the dataset (a mixture: of all its sources).")
       .def_property_readonly("ring_slots", &PyReader::ring_slots,
                              "Slots of the ring (ring_slots, or what 0 chose): up to\n"
                              "ring_slots - 1 zero-copy batches may be held across next().")

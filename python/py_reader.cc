@@ -385,7 +385,25 @@ py::dict PyReader::Stats() const {
   d["index_bytes"] = s.index_bytes;
   d["plan_bytes"] = s.plan_bytes;
   d["plan_peak_bytes"] = s.plan_peak_bytes;
+  py::list per_source;
+  for (uint64_t n : s.source_samples) per_source.append(n);
+  d["source_samples"] = per_source;
   return d;
+}
+
+py::list PyReader::Sources() const {
+  py::list out;
+  for (const SourceInfo& s : core_->reader().sources()) {
+    py::dict d;
+    // As the system gave the path: bytes that are not UTF-8 come back as
+    // os.fsdecode gives them.
+    d["path"] = py::module_::import("os").attr("fsdecode")(py::bytes(s.path));
+    d["records"] = s.records;
+    d["per_epoch"] = s.per_epoch;
+    d["per_rank"] = s.per_rank;
+    out.append(d);
+  }
+  return out;
 }
 
 }  // namespace shardpack::python

@@ -91,6 +91,8 @@ class PyReader {
   py::dict StateDict() const;
   void LoadStateDict(const py::object& state);
   py::dict Stats() const;
+  // Reader::sources(): what each source draws an epoch.
+  py::list Sources() const;
   const ReaderOptions& options() const { return options_; }
   uint64_t records() const { return core_->reader().records(); }
   int ring_slots() const { return core_->reader().ring_slots(); }

@@ -31,6 +31,9 @@ __all__ = ["DataLoader"]
 class DataLoader:
     """DataLoader(path, **reader_keywords): batches of a shardpack dataset, an epoch per iter().
 
+    `path` is shardpack.Reader's: a dataset, or a mixture's list of sources
+    ({"path": ..., "weight" | "repeat" | "choose": ...}, with the keywords
+    epoch_samples and label_space; docs/python.md, Mixtures).
     `reader_keywords` are shardpack.Reader's (docs/python.md): batch_size,
     seed, rank, world_size, transform, dtype, layout, mean, std, device, ...;
     output is "torch" (the only choice). Items are (images, labels), or

@@ -151,9 +151,11 @@ class ArgumentsTest(fixtures.DatasetTest):
     def test_paths_of_every_kind_and_the_bad_ones(self):
         for path in (self.ds, self.ds.encode(), __import__("pathlib").Path(self.ds)):
             self.assertEqual(shardpack.Reader(path, batch_size=50).records, self.RECORDS)
-        for bad, type_name in ((None, "NoneType"), (3, "int"), (["x"], "list")):
+        for bad, type_name in ((None, "NoneType"), (3, "int"), ({"x": 1}, "dict")):
             self.refused(shardpack.Reader, TypeError,
                          rf"^path must be a str, bytes or os.PathLike, not {type_name}$", bad)
+        # A list is a mixture's sources (mixture_test.py checks them).
+        self.refused(shardpack.Reader, TypeError, r"^path\[0\] must be a dict of \"path\"", ["x"])
         # A NUL would have cut the path the system sees: the dataset without its suffix.
         self.refused(shardpack.Reader, ValueError,
                      r"holds a NUL byte \(at byte \d+\): a path is text without NULs",

@@ -4,9 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -30,8 +32,9 @@ using ::testing::HasSubstr;
 uint8_t VariedPixel(int i, size_t k) { return static_cast<uint8_t>(i * 7 + k * 13); }
 
 // 300 raw 8x8x3 records, label i % 10; every pixel 7, or VariedPixel.
-std::string MakeDataset(const testing::TempDir& dir, bool varied = false) {
-  std::string path = dir.Join("ds");
+std::string MakeDataset(const testing::TempDir& dir, bool varied = false,
+                        const std::string& name = "ds") {
+  std::string path = dir.Join(name);
   std::filesystem::create_directories(path);
   DatasetWriterOptions o;
   o.directory = path;
@@ -316,6 +319,92 @@ TEST(ShardbenchTest, FifoInPlaceOfAShardOrManifestIsAnErrorNotAHang) {
       EXPECT_THAT(r.err, HasSubstr("a FIFO"));
     }
   }
+}
+
+// A mixture: --source a (repeat 1) and --source b:repeat=2 draw 300 and 600
+// samples an epoch, 10 and 20 of every batch of 30; the report sets what
+// each source delivered beside the counts the reader resolved.
+TEST(ShardbenchTest, MixtureReportsEachSourcesCountsBesideWhatItDelivered) {
+  testing::TempDir dir;
+  const std::string a = MakeDataset(dir, false, "a"), b = MakeDataset(dir, false, "b");
+  const std::string order = dir.Join("order.txt");
+  testing::RunResult r =
+      testing::Run({SHARDBENCH_PATH, "--source", a, "--source", b + ":repeat=2", "--epochs", "2",
+                    "--batch-size", "30", "--threads", "2", "--json", "-q", "--compare-raw",
+                    "--order-out", order});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["path"].is_null());
+  EXPECT_EQ(j["records"], 600);
+  EXPECT_EQ(j["batches"], 60);
+  EXPECT_EQ(j["label_space"], "shared");
+  EXPECT_EQ(j["epoch_samples"], 0);
+  ASSERT_EQ(j["sources"].size(), 2u);
+  EXPECT_EQ(j["sources"][0]["path"], a);
+  EXPECT_EQ(j["sources"][0]["records"], 300);
+  EXPECT_EQ(j["sources"][0]["per_epoch"], 300);
+  EXPECT_EQ(j["sources"][0]["per_rank"], 300);
+  EXPECT_EQ(j["sources"][0]["samples"], 600);
+  EXPECT_EQ(j["sources"][1]["per_epoch"], 600);
+  EXPECT_EQ(j["sources"][1]["samples"], 1200);
+  std::ifstream in(order);
+  std::map<std::pair<int, int>, std::pair<int, int>> per_batch;  // (epoch, batch) -> (a, b)
+  int epoch, batch, slot, record, label;
+  while (in >> epoch >> batch >> slot >> record >> label) {
+    auto& counts = per_batch[{epoch, batch}];
+    (record < 300 ? counts.first : counts.second) += 1;
+  }
+  ASSERT_EQ(per_batch.size(), 60u);
+  for (const auto& [at, counts] : per_batch) EXPECT_EQ(counts, std::make_pair(10, 20));
+
+  r = testing::Run({SHARDBENCH_PATH, "--source", a + ":weight=3", "--source", b + ":weight=1",
+                    "--epoch-samples", "400", "--label-space", "source", "--batch-size", "40",
+                    "--threads", "1", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("a mixture of 2 sources"));
+  EXPECT_THAT(r.out, HasSubstr("label space source"));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("source 0       ", a,
+                                            ": 300 records, 300 an epoch (300 a rank), 300 "
+                                            "delivered")));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("source 1       ", b,
+                                            ": 300 records, 100 an epoch (100 a rank), 100 "
+                                            "delivered")));
+}
+
+TEST(ShardbenchTest, BadSourceFlagsAreUsageErrorsNamingTheValue) {
+  testing::TempDir dir;
+  const std::string a = MakeDataset(dir);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--source", a + ":weight=0"}, "weight '0' is not a finite number above 0"},
+      {{"--source", a + ":weight=nan"}, "weight 'nan' is not a finite number above 0"},
+      {{"--source", a + ":weight=-1"}, "weight '-1' is not a finite number above 0"},
+      {{"--source", a + ":weight=inf"}, "weight 'inf' is not a finite number above 0"},
+      {{"--source", a + ":weight="}, "weight '' is not a finite number above 0"},
+      {{"--source", a + ":repeat=0"}, "repeat '0' is not a number above 0 and at most 1024"},
+      {{"--source", a + ":repeat=1025"}, "repeat '1025' is not a number above 0 and at most"},
+      {{"--source", a + ":choose=0"}, "choose '0' is not a whole number in 1..2^64-1"},
+      {{"--source", a + ":choose=-5"}, "choose '-5' is not a whole number in 1..2^64-1"},
+      {{"--source", a + ":wieght=2"}, "unknown key 'wieght' (PATH:weight=W, PATH:repeat=R"},
+      {{"--source", ":weight=1"}, "':weight=1': no PATH"},
+      {{a, "--source", a}, "PATH or --source: a run reads one dataset or a mixture, not both"},
+      {{}, "name a dataset: PATH, or --source"},
+      {{a, "--epoch-samples", "5"}, "--epoch-samples and --label-space need --source"},
+      {{a, "--label-space", "offset"}, "--epoch-samples and --label-space need --source"},
+      {{"--source", a, "--label-space", "x"}, "unknown label_space 'x' (shared, offset, source)"},
+      {{"--source", a, "--epoch-samples", "-1"}, "--epoch-samples: '-1' is not a whole number"},
+      {{"--source", a, "--compare-memcpy"}, "--compare-memcpy copies one dataset"},
+  };
+  for (const auto& [args, needle] : cases) {
+    std::vector<std::string> argv = {SHARDBENCH_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    testing::RunResult r = testing::Run(argv);
+    EXPECT_EQ(r.exit_code, 2) << needle << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(needle));
+  }
+  // Counts that only the sources' records refute are the reader's: exit 1.
+  testing::RunResult r = testing::Run({SHARDBENCH_PATH, "--source", a + ":choose=400000"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("choose 400000 is more than"));
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include "tools/bench/flags.h"
 
 #include <limits>
+#include <optional>
+#include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
 #include "common/status_macros.h"
@@ -33,10 +36,94 @@ std::string CheckIo(const std::string& text) {
   return e.ok() ? "" : std::string(e.status().message());
 }
 
+std::string CheckSource(const std::string& text) {
+  auto s = ParseSource(text);
+  return s.ok() ? "" : std::string(s.status().message());
+}
+
+std::string CheckLabelSpace(const std::string& text) {
+  auto l = ParseLabelSpace(text);
+  return l.ok() ? "" : std::string(l.status().message());
+}
+
+// --source, --epoch-samples and --label-space into `r`: a mixture, or
+// nothing for PATH.
+absl::Status SetSources(const Flags& f, ReaderOptions* r) {
+  if (f.path.empty() == f.sources.empty()) {
+    return absl::InvalidArgumentError(
+        f.path.empty() ? "name a dataset: PATH, or --source for each dataset of a mixture"
+                       : "PATH or --source: a run reads one dataset or a mixture, not both");
+  }
+  if (f.sources.empty()) {
+    if (f.epoch_samples != 0 || f.label_space != "shared") {
+      return absl::InvalidArgumentError("--epoch-samples and --label-space need --source");
+    }
+    return absl::OkStatus();
+  }
+  for (const std::string& text : f.sources) {
+    SP_ASSIGN_OR_RETURN(MixSource m, ParseSource(text));
+    r->sources.push_back(std::move(m));
+  }
+  r->epoch_samples = f.epoch_samples;
+  SP_ASSIGN_OR_RETURN(r->label_space, ParseLabelSpace(f.label_space));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
+absl::StatusOr<MixSource> ParseSource(const std::string& text) {
+  MixSource m;
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || text.find('=', colon) == std::string::npos) {
+    m.path = text;
+    m.repeat = 1;
+    return m;
+  }
+  m.path = text.substr(0, colon);
+  const std::string count = text.substr(colon + 1);
+  const std::string key = count.substr(0, count.find('='));
+  const std::string value = count.substr(key.size() + 1);
+  const std::string where = absl::StrCat("'", text, "'");
+  if (m.path.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": no PATH"));
+  if (key == "choose") {
+    const std::optional<uint64_t> n =
+        cli::ParseWholeNumber(value, 1, std::numeric_limits<uint64_t>::max());
+    if (!n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": choose '", value, "' is not a whole number in 1..2^64-1"));
+    }
+    m.choose = *n;
+    return m;
+  }
+  if (key != "weight" && key != "repeat") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": unknown key '", key, "' (PATH:weight=W, PATH:repeat=R or PATH:choose=N)"));
+  }
+  const double max = key == "repeat" ? kMaxMixRepeat : std::numeric_limits<double>::max();
+  double v = 0;
+  if (!absl::SimpleAtod(value, &v) || !(v > 0 && v <= max)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": ", key, " '", value, "' is not ",
+        key == "repeat" ? absl::StrCat("a number above 0 and at most ", kMaxMixRepeat)
+                        : "a finite number above 0"));
+  }
+  (key == "weight" ? m.weight : m.repeat) = v;
+  return m;
+}
+
 void AddFlags(CLI::App* app, Flags* f) {
-  app->add_option("PATH", f->path, "Dataset directory or a single .shard file")->required();
+  app->add_option("PATH", f->path, "Dataset directory or a single .shard file (or --source)");
+  app->add_option("--source", f->sources,
+                  "A dataset of a mixture, in place of PATH, repeated: PATH:weight=W, "
+                  "PATH:repeat=R, PATH:choose=N, or PATH (repeat=1)")
+      ->check(CheckSource, "SOURCE");
+  app->add_option("--epoch-samples", f->epoch_samples,
+                  "With --source: samples a mixture epoch draws, all ranks together, for the "
+                  "weighted sources to share (default 0: the sources' records)")
+      ->transform(cli::WholeNumberIn(0, std::numeric_limits<uint64_t>::max()));
+  app->add_option("--label-space", f->label_space,
+                  "With --source: shared, offset or source (default shared)")
+      ->check(CheckLabelSpace, "SPACE");
   app->add_option("--batch-size", f->batch_size, "Samples per batch (default 256)")
       ->transform(cli::WholeNumberIn(1, kMaxBatchSize));
   app->add_option("--threads", f->threads, "Transform worker threads (default 0: all cores)")
@@ -111,6 +198,10 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   BenchOptions o;
   ReaderOptions& r = o.reader;
   r.path = f.path;
+  SP_RETURN_IF_ERROR(SetSources(f, &r));
+  if (!r.sources.empty() && f.compare_memcpy) {
+    return absl::InvalidArgumentError("--compare-memcpy copies one dataset: not with --source");
+  }
   r.batch_size = f.batch_size;
   r.threads = f.threads;
   SP_ASSIGN_OR_RETURN(r.transform, ParseTransform(f.transform));

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
@@ -14,7 +15,10 @@
 namespace shardpack::shardbench {
 
 struct Flags {
-  std::string path;
+  std::string path;  // PATH, or empty with --source
+  std::vector<std::string> sources;  // --source PATH[:KEY=VALUE], repeated: a mixture
+  uint64_t epoch_samples = 0;         // --epoch-samples (with --source)
+  std::string label_space = "shared";  // --label-space (with --source)
   int batch_size = 256;
   int threads = 0;  // 0: all cores
   std::string transform = "none";
@@ -43,6 +47,13 @@ struct Flags {
   bool drop_caches = false;
   bool quiet = false;
 };
+
+// One --source: "PATH:weight=W", "PATH:repeat=R", "PATH:choose=N", or PATH
+// alone (repeat=1). The text after the last ':' is a count when it holds a
+// '='. InvalidArgumentError naming the source for an unknown key or a value
+// out of range (a weight or repeat that is not a finite number above 0, a
+// repeat past kMaxMixRepeat, a choose below 1).
+absl::StatusOr<MixSource> ParseSource(const std::string& text);
 
 // Defines every flag of `app` and points it at `flags`.
 void AddFlags(CLI::App* app, Flags* flags);

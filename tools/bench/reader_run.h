@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "shardpack/file.h"
@@ -37,6 +38,9 @@ struct ReaderRun {
   double steady_cpu_s = 0;
   uint64_t fold = 0;               // XOR of every 8-byte word of every batch
   ReaderStats stats;               // the reader's counters at the end
+  // Reader::sources(): what each source draws an epoch (a mixture's; one
+  // dataset's is itself). stats.source_samples: what each delivered.
+  std::vector<SourceInfo> sources;
 };
 
 // XOR of the 8-byte little-endian words of [p, p + n) (a short tail is

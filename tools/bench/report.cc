@@ -12,6 +12,16 @@ namespace {
 
 double PerSecond(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
 
+// --compare-raw's fields (docs/cli.md).
+void AddRawJson(const Report& r, nlohmann::ordered_json* j) {
+  (*j)["raw_mb_per_s"] = r.raw_mb_per_s();
+  (*j)["raw_ratio"] = r.raw_ratio();
+  (*j)["raw_bytes"] = r.raw->bytes;
+  (*j)["raw_seconds"] = r.raw->seconds;
+  (*j)["raw_passes"] = r.raw->passes;
+  (*j)["raw_direct"] = r.raw->direct;
+}
+
 // --compare-memcpy's fields (docs/cli.md).
 void AddMemcpyJson(const Report& r, nlohmann::ordered_json* j) {
   const MemcpyRun& m = *r.memcpy;
@@ -26,6 +36,51 @@ void AddMemcpyJson(const Report& r, nlohmann::ordered_json* j) {
   (*j)["memcpy_threads_ns_per_image"] = m.threads_ns_per_image();
   (*j)["memcpy_cpu_ratio"] = r.memcpy_cpu_ratio();
   (*j)["memcpy_xor_fold"] = absl::StrFormat("%016x", m.fold);
+}
+
+// A mixture's sources: what each draws an epoch beside what it delivered.
+void AddSourcesJson(const Report& r, nlohmann::ordered_json* j) {
+  const ReaderRun& run = r.reader;
+  (*j)["epoch_samples"] = r.epoch_samples;
+  (*j)["label_space"] = r.label_space;
+  nlohmann::ordered_json sources = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < run.sources.size(); ++i) {
+    const SourceInfo& s = run.sources[i];
+    const uint64_t samples =
+        i < run.stats.source_samples.size() ? run.stats.source_samples[i] : 0;
+    sources.push_back({{"path", s.path},
+                       {"records", s.records},
+                       {"per_epoch", s.per_epoch},
+                       {"per_rank", s.per_rank},
+                       {"samples", samples}});
+  }
+  (*j)["sources"] = std::move(sources);
+}
+
+// The dataset line; a mixture's sources, each with what it drew and delivered.
+void PrintDatasetText(std::FILE* out, const Report& r) {
+  const ReaderRun& run = r.reader;
+  if (!r.mixture) {
+    absl::FPrintF(out, "dataset        %s  (%d shards, %s, %d records)\n",
+                  cli::EscapeText(r.path), r.shards, cli::FormatBytes(r.dataset_bytes),
+                  run.records);
+    return;
+  }
+  absl::FPrintF(out,
+                "dataset        a mixture of %d sources  (%d shards, %s, %d records), label "
+                "space %s\n",
+                run.sources.size(), r.shards, cli::FormatBytes(r.dataset_bytes), run.records,
+                r.label_space);
+  for (size_t i = 0; i < run.sources.size(); ++i) {
+    const SourceInfo& s = run.sources[i];
+    const uint64_t samples =
+        i < run.stats.source_samples.size() ? run.stats.source_samples[i] : 0;
+    absl::FPrintF(out,
+                  "source %-7d %s: %d records, %d an epoch (%d a rank), %d delivered "
+                  "(%.2f epochs of it)\n",
+                  i, cli::EscapeText(s.path), s.records, s.per_epoch, s.per_rank, samples,
+                  s.per_rank > 0 ? static_cast<double>(samples) / s.per_rank : 0.0);
+  }
 }
 
 }  // namespace
@@ -84,9 +139,7 @@ double Report::memcpy_cpu_ratio() const {
 void PrintText(std::FILE* out, const Report& r) {
   const ReaderRun& run = r.reader;
   const ReaderStats& s = run.stats;
-  absl::FPrintF(out, "dataset        %s  (%d shards, %s, %d records)\n",
-                cli::EscapeText(r.path), r.shards,
-                cli::FormatBytes(r.dataset_bytes), run.records);
+  PrintDatasetText(out, r);
   absl::FPrintF(out,
                 "run            transform %s, io %s, threads %d, batch %d, shuffle %s, "
                 "ring %d, to %s, %d cpus, load %.2f\n",
@@ -141,7 +194,7 @@ void PrintJson(std::FILE* out, const Report& r) {
   const ReaderRun& run = r.reader;
   const ReaderStats& s = run.stats;
   nlohmann::ordered_json j;
-  j["path"] = r.path;
+  j["path"] = r.mixture ? nlohmann::ordered_json() : nlohmann::ordered_json(r.path);
   j["shards"] = r.shards;
   j["dataset_bytes"] = r.dataset_bytes;
   j["records"] = run.records;
@@ -186,15 +239,9 @@ void PrintJson(std::FILE* out, const Report& r) {
   j["plan_mb"] = static_cast<double>(s.plan_bytes) / 1e6;
   j["plan_peak_mb"] = static_cast<double>(s.plan_peak_bytes) / 1e6;
   j["xor_fold"] = absl::StrFormat("%016x", run.fold);
-  if (r.raw) {
-    j["raw_mb_per_s"] = r.raw_mb_per_s();
-    j["raw_ratio"] = r.raw_ratio();
-    j["raw_bytes"] = r.raw->bytes;
-    j["raw_seconds"] = r.raw->seconds;
-    j["raw_passes"] = r.raw->passes;
-    j["raw_direct"] = r.raw->direct;
-  }
+  if (r.raw) AddRawJson(r, &j);
   if (r.memcpy) AddMemcpyJson(r, &j);
+  if (r.mixture) AddSourcesJson(r, &j);
   // The path may be any bytes: invalid UTF-8 becomes U+FFFD.
   std::string text = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::fprintf(out, "%s\n", text.c_str());

@@ -40,7 +40,10 @@ namespace shardpack::shardbench {
 
 struct Report {
   // What ran.
-  std::string path;
+  std::string path;            // empty for a mixture (reader.sources names them)
+  bool mixture = false;        // --source: the per-source lines and fields
+  uint64_t epoch_samples = 0;  // --epoch-samples
+  std::string label_space;     // --label-space
   int shards = 0;
   uint64_t dataset_bytes = 0;  // all shard files
   std::string transform;       // as given on the command line

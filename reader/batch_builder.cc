@@ -107,6 +107,7 @@ void BatchBuilder::BuildBatch(Worker& worker, uint64_t seq, RingSlot& slot) {
   slot.skipped = 0;
   slot.status = absl::OkStatus();
   slot.corrupt.clear();
+  slot.sources.assign(dataset_->sources, 0);  // no allocation after the slot's first batch
   worker.bad.clear();
   if (!BuildRows(worker, *run, first, slot)) return;
   if (!worker.bad.empty()) ReplaceDamaged(worker, first, slot);
@@ -182,6 +183,7 @@ absl::Status BatchBuilder::BuildRow(Worker& worker, uint32_t unit, uint32_t inde
   if (!member.labels.plain()) MapLabels(member.labels, num_labels_, labels);
   if (options_.keys) slot.keys[i].assign(record->key.data(), record->key.size());
   if (!s.ok()) return absl::DataLossError(absl::StrCat(path(), ": ", s.message()));
+  if (!slot.sources.empty()) ++slot.sources[member.source];  // a good sample of its source
   return absl::OkStatus();
 }
 

@@ -80,10 +80,4 @@ const std::string& StreamDataset::ShardPathOf(uint64_t record) const {
   return files[std::prev(after)->file];
 }
 
-const StreamMember& StreamDataset::MemberOfRecord(uint64_t record) const {
-  auto after = std::upper_bound(members.begin(), members.end(), record,
-                                [](uint64_t r, const StreamMember& m) { return r < m.first_record; });
-  return after == members.begin() ? members[0] : *std::prev(after);
-}
-
 }  // namespace shardpack::reader

@@ -51,6 +51,9 @@ struct StreamDataset {
   std::unique_ptr<UnitSource> source;
   uint64_t records = 0;
   std::vector<uint16_t> unit_member;  // per unit, with several members (else empty)
+  // A mixture's sources (a view is one): the workers count each batch's
+  // samples per source (RingSlot::sources). 0: a plain dataset, not counted.
+  uint32_t sources = 0;
 
   const backends::NamedPath& named() const { return members[0].named; }
   const Manifest& manifest() const { return members[0].named.manifest; }
@@ -64,8 +67,6 @@ struct StreamDataset {
   // The shard file holding dataset record `record`.
   // Precondition: record < records.
   const std::string& ShardPathOf(uint64_t record) const;
-  // The member holding stream record `record`. Precondition: record < records.
-  const StreamMember& MemberOfRecord(uint64_t record) const;
 };
 
 // Opens a dataset directory (manifest.json) or a single shard file with the

@@ -390,7 +390,7 @@ void OrderPieces(std::vector<Piece> pieces, EpochPlan* plan) {
 }
 
 EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o,
-                        uint64_t epoch, const EpochRest* rest) {
+                        uint64_t epoch, const EpochRest* rest, bool load_order) {
   EpochPlan plan;
   uint64_t records = 0;
   for (const ReadUnit& u : units) records += u.records;
@@ -425,7 +425,11 @@ EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o
   if (used > share) PadOrder(plan.order, pieces, used, share);
 
   const size_t piece_capacity = pieces.capacity();
-  OrderPieces(std::move(pieces), &plan);
+  if (load_order) {
+    OrderPieces(std::move(pieces), &plan);
+  } else {
+    plan.pieces = std::move(pieces);
+  }
   // Held at once at most: the order, the builder's scratch, both piece
   // lists and their index tables.
   plan.build_bytes = plan.order.capacity() * sizeof(SampleRef) + scratch +

@@ -142,8 +142,11 @@ EpochRest AllOwed(const std::vector<ReadUnit>& units);
 // that reads that rest (the records of the plan are then rest's records).
 // A rest with `segment` 0 is a selection read as a whole epoch is (its
 // first segment): the same draws as an epoch of those records.
+// `load_order` false: the pieces are left as the share holds them (uses,
+// first and last use not counted, unused ones kept), for a caller that
+// assembles plans and calls OrderPieces once on the whole (a mixture).
 EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& options,
-                        uint64_t epoch, const EpochRest* rest = nullptr);
+                        uint64_t epoch, const EpochRest* rest = nullptr, bool load_order = true);
 
 // Extends `order` (a share's `share` positions) to `used` positions,
 // wrapping to its start (Remainder::kPad); wrapped positions use copies of

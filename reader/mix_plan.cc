@@ -43,7 +43,7 @@ MixSchedule::MixSchedule(std::vector<uint64_t> counts, uint64_t window)
 // fraction the floor cut), so the totals come out exact.
 void MixSchedule::StartWindow() {
   const size_t n = counts_.size();
-  for (size_t s = 0; s < n; ++s) before_[s] += taken_[s];
+  for (size_t s = 0; s < n; ++s) before_[s] += quota_[s];  // the last window's, all taken
   done_ += size_;
   size_ = std::min(window_, total_ - done_);
   at_ = 0;
@@ -74,24 +74,31 @@ void MixSchedule::StartWindow() {
   }
 }
 
-uint32_t MixSchedule::Next() {
-  if (at_ == size_) StartWindow();
-  // The source furthest behind its quota's even spread: (at + 1) * quota /
-  // size - taken, the largest (lowest index on a tie); it is positive for
-  // the one chosen, so it has positions left.
-  // (The leads sum to size > 0, so the largest is positive.)
-  uint32_t best = 0;
-  Wide best_lead = Wide(at_ + 1) * quota_[0] - Wide(taken_[0]) * size_;
-  for (size_t s = 1; s < counts_.size(); ++s) {
-    const Wide lead = Wide(at_ + 1) * quota_[s] - Wide(taken_[s]) * size_;
-    if (lead > best_lead) {
-      best = static_cast<uint32_t>(s);
-      best_lead = lead;
+// The window's order: at each position the source furthest behind its
+// quota's even spread, (at + 1) * quota / size - taken, the largest (lowest
+// index on a tie). The leads sum to size > 0, so the largest is positive
+// and that source has positions left. Every product is below window^2 <=
+// 2^40: 64 bits hold them. Windows of the same quotas (most of them) reuse
+// the order made for the first.
+void MixSchedule::OrderWindow() {
+  if (quota_ == pattern_quota_ && pattern_.size() == size_) return;
+  pattern_quota_ = quota_;
+  pattern_.clear();
+  const int64_t size = static_cast<int64_t>(size_);
+  for (uint64_t at = 0; at < size_; ++at) {
+    const int64_t next = static_cast<int64_t>(at + 1);
+    uint32_t best = 0;
+    int64_t best_lead = next * int64_t(quota_[0]) - int64_t(taken_[0]) * size;
+    for (size_t s = 1; s < counts_.size(); ++s) {
+      const int64_t lead = next * int64_t(quota_[s]) - int64_t(taken_[s]) * size;
+      if (lead > best_lead) {
+        best = static_cast<uint32_t>(s);
+        best_lead = lead;
+      }
     }
+    ++taken_[best];
+    pattern_.push_back(best);
   }
-  ++taken_[best];
-  ++at_;
-  return best;
 }
 
 std::vector<uint64_t> ScheduledCounts(const std::vector<uint64_t>& counts, uint64_t window,
@@ -118,6 +125,8 @@ MixPlanner::MixPlanner(std::vector<MixSourcePlan> sources, const PlanOptions& op
   }
   uint64_t positions = 0;
   for (size_t s = 0; s < sources_.size(); ++s) {
+    const uint64_t all = RecordsOf(sources_[s].units);
+    whole_.push_back(sources_[s].selection.count == all && sources_[s].per_epoch == all);
     budget_share_.push_back(total_bytes > 0 ? bytes[s] / total_bytes : 1.0 / sources_.size());
     const PlanOptions o = SourceOptions(s, options_);
     per_rank_.push_back(SamplesPerRank(sources_[s].per_epoch, o));
@@ -208,9 +217,11 @@ EpochPlan MixPlanner::Plan(uint64_t epoch, const EpochRests* rests) const {
   EpochPlan plan;
   std::vector<ReadUnit> units;
   for (size_t s = 0; s < n; ++s) {
-    const EpochRest draw = DrawOf(s, epoch, &units);
-    plans[s] = MakeEpochPlan(units, SourceOptions(s, options_), epoch,
-                             rests != nullptr ? &rests->rests[s] : &draw);
+    // A source drawn whole each epoch is planned as its dataset's epoch is.
+    const EpochRest draw = whole_[s] ? EpochRest() : DrawOf(s, epoch, &units);
+    const EpochRest* rest = rests != nullptr ? &rests->rests[s] : whole_[s] ? nullptr : &draw;
+    plans[s] = MakeEpochPlan(whole_[s] ? sources_[s].units : units, SourceOptions(s, options_),
+                             epoch, rest, /*load_order=*/false);
     counts[s] = plans[s].order.size();
     piece_at[s] = static_cast<uint32_t>(pieces.size());
     const uint32_t source_units = static_cast<uint32_t>(sources_[s].units.size());
@@ -228,13 +239,13 @@ EpochPlan MixPlanner::Plan(uint64_t epoch, const EpochRests* rests) const {
   const uint64_t used = options_.remainder == Remainder::kPartial
                             ? total
                             : plan.batches * static_cast<uint64_t>(options_.batch_size);
-  plan.order.reserve(used);
-  std::vector<uint64_t> next(n, 0);
-  for (uint64_t p = 0; p < std::min(used, total); ++p) {
+  plan.order.resize(std::min(used, total));
+  std::vector<const SampleRef*> next(n);
+  for (size_t s = 0; s < n; ++s) next[s] = plans[s].order.data();
+  for (SampleRef& ref : plan.order) {
     const uint32_t s = schedule.Next();
-    SampleRef ref = plans[s].order[next[s]++];
+    ref = *next[s]++;
     ref.piece += piece_at[s];
-    plan.order.push_back(ref);
   }
   plans.clear();
   if (used > total) PadOrder(plan.order, pieces, used, total);
@@ -250,7 +261,14 @@ absl::StatusOr<std::shared_ptr<const EpochRests>> MixPlanner::RestOf(
   std::vector<std::vector<ReadUnit>> units(n);
   std::vector<EpochRest> draws(n);
   auto out = std::make_shared<EpochRests>();
-  for (size_t s = 0; s < n; ++s) draws[s] = DrawOf(s, epoch, &units[s]);
+  for (size_t s = 0; s < n; ++s) {
+    if (whole_[s]) {
+      units[s] = sources_[s].units;
+      draws[s] = AllOwed(units[s]);
+    } else {
+      draws[s] = DrawOf(s, epoch, &units[s]);
+    }
+  }
   out->rests = draws;
   std::vector<std::vector<ReadSegment>> segments(n);
   for (size_t j = 0; j < earlier.size(); ++j) {
@@ -271,7 +289,8 @@ absl::StatusOr<std::shared_ptr<const EpochRests>> MixPlanner::RestOf(
       segments[s].push_back({so.world_size, 1, Remainder::kDrop, so.shuffle, so.budget_bytes,
                              delivered[s]});
       SP_ASSIGN_OR_RETURN(out->rests[s],
-                          RestOfEpoch(units[s], segments[s], seeds_[s], epoch, &draws[s]));
+                          RestOfEpoch(units[s], segments[s], seeds_[s], epoch,
+                                      whole_[s] ? nullptr : &draws[s]));
     }
   }
   uint64_t total = 0;

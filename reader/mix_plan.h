@@ -48,15 +48,24 @@ class MixSchedule {
   uint64_t positions() const { return total_; }
   // The source of the next position. Precondition: fewer than positions()
   // were taken.
-  uint32_t Next();
+  uint32_t Next() {
+    if (at_ == size_) {
+      StartWindow();
+      OrderWindow();
+    }
+    return pattern_[at_++];
+  }
 
  private:
   void StartWindow();
+  void OrderWindow();
 
   std::vector<uint64_t> counts_;
   std::vector<uint64_t> before_;  // taken in earlier windows
   std::vector<uint64_t> quota_;   // of the current window
-  std::vector<uint64_t> taken_;   // in the current window
+  std::vector<uint64_t> taken_;   // scratch of OrderWindow
+  std::vector<uint32_t> pattern_;        // the current window's sources, in order
+  std::vector<uint64_t> pattern_quota_;  // the quotas pattern_ was made for
   uint64_t total_ = 0, window_ = 1;
   uint64_t done_ = 0;             // positions taken before the current window
   uint64_t size_ = 0, at_ = 0;    // the current window's size and position
@@ -105,6 +114,10 @@ class MixPlanner final : public EpochPlanner {
   std::vector<MixSourcePlan> sources_;
   std::vector<uint64_t> seeds_;
   std::vector<double> budget_share_;  // of the shuffle budget, per source
+  // Per source: every epoch draws all its records once (no view selection,
+  // per_epoch its records), so an epoch's draw is its whole source epoch,
+  // planned as one dataset's epoch is (no bitmap, no DrawOf).
+  std::vector<bool> whole_;
   PlanOptions options_;
   std::vector<uint64_t> per_rank_;
   uint64_t batches_ = 0;

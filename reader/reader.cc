@@ -93,11 +93,7 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader, std::chrono::nanosecond
   outstanding_.fetch_add(1, std::memory_order_relaxed);
   ++delivered_;
   delivered_samples_ += ring.size;
-  if (!source_samples_.empty()) {
-    for (int i = 0; i < ring.size; ++i) {
-      ++source_samples_[dataset_.MemberOfRecord(ring.records[i]).source];
-    }
-  }
+  for (size_t s = 0; s < ring.sources.size(); ++s) source_samples_[s] += ring.sources[s];
   delivered_skipped_ += ring.skipped;
   return Batch(reader, &slot);
 }

@@ -50,6 +50,9 @@ struct RingSlot {
   std::vector<uint64_t> records;
   std::vector<std::string> keys;
   std::vector<CorruptInBatch> corrupt;  // with kSkip; empty unless damaged (rare)
+  // A mixture: the batch's samples drawn from each source (sized on the
+  // slot's first batch, then reused); empty otherwise.
+  std::vector<uint32_t> sources;
 };
 
 // The consumer's side of a ring of batches, in sequence numbers counted

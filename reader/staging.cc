@@ -161,6 +161,7 @@ void Stager::Stage(uint64_t seq, RingSlot& built, RingSlot& staged) {
   staged.status = built.status;
   staged.labels = built.labels;  // same sizes: no allocation
   staged.records = built.records;
+  staged.sources = built.sources;  // sized once per slot
   for (size_t i = 0; i < staged.keys.size(); ++i) staged.keys[i] = built.keys[i];
   issued_ok_[b] = 0;
   if (!built.status.ok()) {

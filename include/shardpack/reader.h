@@ -359,8 +359,9 @@ struct ReaderStats {
   uint64_t plan_bytes = 0;
   // The most bytes they held at once so far (<= plan_bytes).
   uint64_t plan_peak_bytes = 0;
-  // A mixture: the samples delivered from each source (Reader::sources()'
-  // order); empty otherwise.
+  // A mixture (or a view): the samples delivered from each source
+  // (Reader::sources()' order), counted by the workers as they build them;
+  // a damaged sample that kSkip replaced is not counted. Empty otherwise.
   std::vector<uint64_t> source_samples;
 };
 

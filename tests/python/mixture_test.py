@@ -106,7 +106,7 @@ class MixtureTest(unittest.TestCase):
         self.assertEqual(second.stats()["source_samples"], [(25 - 9) * 12, (25 - 9) * 8])
         # Another mixture (other counts) refuses the state.
         other = self.mix(sources=[{"path": self.a, "repeat": 1}, {"path": self.b, "repeat": 3}])
-        with self.assertRaisesRegex(ValueError, "a mixture of other sources or counts"):
+        with self.assertRaisesRegex(ValueError, "a view or mixture that selects otherwise"):
             other.load_state_dict(state)
         with self.assertRaises(ValueError):
             shardpack.Reader(self.a, batch_size=20, seed=5).load_state_dict(state)

@@ -2,10 +2,12 @@
 // record counts, then the shard's own O(1) read (reader/record_parts.h);
 // keys through the record table (format/record_table.h).
 #include <algorithm>
+#include <bit>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "backends/open_path.h"
+#include "backends/view.h"
 #include "codec/interleave.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
@@ -28,23 +30,52 @@ struct RecordReader::Impl {
   std::vector<std::unique_ptr<reader::RecordPart>> parts;
   std::vector<uint64_t> starts;  // starts[k]: index of part k's first record; back(): size
   std::vector<std::string> part_paths;
-  std::optional<format::RecordTable> table;
+  // Per dataset (a view's are several): its record table, if it has one,
+  // its first record in the concatenation and its path.
+  std::vector<std::optional<format::RecordTable>> tables;
+  std::vector<uint64_t> dataset_first;
+  std::vector<std::string> dataset_paths;
+  // A view: its selection and label map (view.datasets emptied); the
+  // selection's rank per 64-bit word (rank[w]: records selected in words
+  // before w), so that view record i is found in O(log n).
+  backends::DatasetView view;
+  std::vector<uint64_t> rank;
 
-  static absl::StatusOr<std::unique_ptr<Impl>> OpenParts(const backends::NamedPath& named,
-                                                         const RecordReaderOptions& options);
+  absl::Status OpenParts(const backends::NamedPath& named, const RecordReaderOptions& options);
   absl::Status Decode(RecordBuffer* out) const;
+  uint64_t size() const { return view.selected.empty() ? starts.back() : view.records; }
+  // The concatenation's index of view record i (i itself with no selection).
+  uint64_t BaseOf(uint64_t i) const;
+  // The view index of selected base record b.
+  uint64_t RankOf(uint64_t b) const {
+    const uint64_t below = b % 64 == 0 ? 0 : view.selected[b / 64] << (64 - b % 64);
+    return rank[b / 64] + static_cast<uint64_t>(std::popcount(below));
+  }
 };
+
+uint64_t RecordReader::Impl::BaseOf(uint64_t i) const {
+  if (view.selected.empty()) return i;
+  const size_t w = static_cast<size_t>(std::upper_bound(rank.begin(), rank.end(), i) -
+                                       rank.begin()) - 1;
+  uint64_t bits = view.selected[w];
+  for (uint64_t k = i - rank[w]; k > 0; --k) bits &= bits - 1;  // drop the k lowest
+  return uint64_t{w} * 64 + static_cast<uint64_t>(std::countr_zero(bits));
+}
 
 namespace {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RecordReader::Impl>> RecordReader::Impl::OpenParts(
-    const backends::NamedPath& named, const RecordReaderOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  impl->path = named.path;
-  impl->schema = named.schema_known() ? named.manifest.schema : Schema{};
-  impl->starts.push_back(0);
+absl::Status RecordReader::Impl::OpenParts(const backends::NamedPath& named,
+                                           const RecordReaderOptions& options) {
+  Impl* impl = this;
+  if (starts.empty()) starts.push_back(0);
+  dataset_first.push_back(starts.back());
+  dataset_paths.push_back(named.path);
+  tables.emplace_back();
+  if (named.has_manifest() && named.manifest.record_table.has_value()) {
+    SP_ASSIGN_OR_RETURN(tables.back(), format::RecordTable::Load(named.directory, named.manifest));
+  }
   for (size_t k = 0; k < named.shard_paths.size(); ++k) {
     std::optional<uint64_t> records;
     if (k < named.manifest.shards.size()) records = named.manifest.shards[k].records;
@@ -55,7 +86,7 @@ absl::StatusOr<std::unique_ptr<RecordReader::Impl>> RecordReader::Impl::OpenPart
     impl->parts.push_back(std::move(part));
     impl->part_paths.push_back(named.shard_paths[k]);
   }
-  return impl;
+  return absl::OkStatus();
 }
 
 namespace {
@@ -108,18 +139,38 @@ RecordReader::~RecordReader() = default;
 
 absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
     const std::string& path, const RecordReaderOptions& options) {
-  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<Impl> impl, Impl::OpenParts(named, options));
-  if (named.has_manifest() && named.manifest.record_table.has_value()) {
-    SP_ASSIGN_OR_RETURN(impl->table, format::RecordTable::Load(named.directory, named.manifest));
+  auto impl = std::make_unique<Impl>();
+  SP_ASSIGN_OR_RETURN(impl->view, backends::OpenView(path));
+  impl->path = path;
+  const backends::NamedPath& first = impl->view.datasets[0];
+  impl->schema = impl->view.is_view ? impl->view.schema
+                 : first.schema_known() ? first.manifest.schema
+                                        : Schema{};
+  for (const backends::NamedPath& named : impl->view.datasets) {
+    SP_RETURN_IF_ERROR(impl->OpenParts(named, options));
   }
+  impl->view.datasets.clear();
+  const std::vector<uint64_t>& bits = impl->view.selected;
+  if (!bits.empty() && impl->starts.back() != impl->view.base_records) {
+    return absl::DataLossError(absl::StrCat(path, ": its datasets hold ", impl->starts.back(),
+                                            " records, but the view counted ",
+                                            impl->view.base_records));
+  }
+  impl->rank.reserve(bits.size() + 1);
+  impl->rank.push_back(0);
+  for (uint64_t word : bits) impl->rank.push_back(impl->rank.back() + std::popcount(word));
   return std::unique_ptr<RecordReader>(new RecordReader(std::move(impl)));
 }
 
 const std::string& RecordReader::path() const { return impl_->path; }
-uint64_t RecordReader::size() const { return impl_->starts.back(); }
+uint64_t RecordReader::size() const { return impl_->size(); }
 const Schema& RecordReader::schema() const { return impl_->schema; }
-bool RecordReader::has_record_table() const { return impl_->table.has_value(); }
+bool RecordReader::has_record_table() const {
+  for (const auto& t : impl_->tables) {
+    if (!t.has_value()) return false;
+  }
+  return !impl_->tables.empty();
+}
 
 absl::Status RecordReader::Read(uint64_t index, RecordBuffer* out, bool decode) const {
   out->record_ = Record{};
@@ -129,28 +180,41 @@ absl::Status RecordReader::Read(uint64_t index, RecordBuffer* out, bool decode) 
                                               " is past the end (", size(), " records)"));
   }
   const std::vector<uint64_t>& starts = impl_->starts;
+  const uint64_t base = impl_->BaseOf(index);
   const size_t k =
-      static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), index) - starts.begin()) -
+      static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), base) - starts.begin()) -
       1;
   out->index_ = index;
-  absl::Status read = impl_->parts[k]->Read(index - starts[k], out->impl_.get(), &out->record_);
+  absl::Status read = impl_->parts[k]->Read(base - starts[k], out->impl_.get(), &out->record_);
+  if (read.ok() && !impl_->view.label_map.empty()) {
+    out->record_.labels = impl_->view.MapLabels(out->record_.labels);
+  }
   if (read.ok() && decode) read = impl_->Decode(out);
   if (!read.ok()) out->record_ = Record{};
   return read;
 }
 
 absl::StatusOr<uint64_t> RecordReader::Find(std::string_view key) const {
-  if (!impl_->table.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        impl_->path, ": no record table to find a key in (`shardpack index ", impl_->path,
-        "` writes one)"));
+  const Impl& m = *impl_;
+  for (size_t d = 0; d < m.tables.size(); ++d) {
+    if (!m.tables[d].has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          m.dataset_paths[d], ": no record table to find a key in (`shardpack index ",
+          m.dataset_paths[d], "` writes one)"));
+    }
   }
-  std::optional<uint64_t> found = impl_->table->Find(key);
-  if (!found.has_value()) {
-    return absl::NotFoundError(absl::StrCat(impl_->path, ": no record has the key '",
-                                            common::AsAbsl(common::Excerpt(key)), "'"));
+  for (size_t d = 0; d < m.tables.size(); ++d) {
+    const std::optional<uint64_t> found = m.tables[d]->Find(key);
+    if (!found.has_value()) continue;
+    const uint64_t base = m.dataset_first[d] + *found;
+    if (m.view.selected.empty()) return base;
+    if (m.view.Selected(base)) return m.RankOf(base);
+    return absl::NotFoundError(absl::StrCat(
+        m.path, ": the record of key '", common::AsAbsl(common::Excerpt(key)), "' (record ",
+        *found, " of ", m.dataset_paths[d], ") is one the view leaves out"));
   }
-  return *found;
+  return absl::NotFoundError(absl::StrCat(m.path, ": no record has the key '",
+                                          common::AsAbsl(common::Excerpt(key)), "'"));
 }
 
 }  // namespace shardpack

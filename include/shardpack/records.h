@@ -65,7 +65,7 @@ class RecordBuffer {
   // The record last read: its views (key, payload, extra) point into this
   // buffer and are valid until the next read into it.
   const Record& record() const { return record_; }
-  // Its index in the dataset.
+  // Its index in the dataset (a view: in the view).
   uint64_t index() const { return index_; }
   // The decoded image of the last read made with decode = true (else empty);
   // valid until the next read into this buffer.
@@ -87,7 +87,9 @@ class RecordBuffer {
 // library allows one call at a time in the process anyway).
 class RecordReader {
  public:
-  // Opens the dataset or shard `path` names: every shard's index (a `.shard`
+  // Opens the dataset, shard or view file `path` names (a view: its
+  // datasets, records numbered in the view, labels as the view maps them;
+  // docs/reader.md, "Views"): every shard's index (a `.shard`
   // footer, an LMDB or HDF5 file through the gate of
   // backends/shard_gate.h, which checks its size and CRC-32C against the
   // manifest), and the record table when the manifest lists one. Errors name
@@ -99,12 +101,13 @@ class RecordReader {
   ~RecordReader();
 
   const std::string& path() const;
-  // Records in the dataset.
+  // Records in the dataset (a view: those it selects).
   uint64_t size() const;
   // The dataset's schema; empty (no label fields, shape 0) for a lone
   // `.shard` file, which carries none.
   const Schema& schema() const;
-  // Whether Find can answer (the dataset has a record table).
+  // Whether Find can answer (the dataset, or every dataset of a view, has a
+  // record table).
   bool has_record_table() const;
 
   // Reads record `index` into `out`: its stored bytes (key, labels, image
@@ -116,8 +119,10 @@ class RecordReader {
   absl::Status Read(uint64_t index, RecordBuffer* out, bool decode = false) const;
 
   // The index of the first record whose key is `key`, from the record table
-  // (no scan). NotFoundError when no record has it; FailedPreconditionError
-  // naming the path and `shardpack index` when the dataset has no table.
+  // (no scan); for a view, its index in the view. NotFoundError when no
+  // record has it, or when the view leaves that record out (the message
+  // says which); FailedPreconditionError naming the path and `shardpack
+  // index` when the dataset (or a dataset of the view) has no table.
   absl::StatusOr<uint64_t> Find(std::string_view key) const;
 
  private:

@@ -64,6 +64,25 @@ class DatasetTest(unittest.TestCase):
         np.testing.assert_array_equal(r["image"], self.pixels[17])
         self.assertNotIn("image", self.ds.record(17))
 
+    def test_a_view_reads_its_selection_relabelled(self):
+        with open(os.path.join(self.path, "manifest.json")) as f:
+            names = json.load(f)["schema"]["labels"][0]["classes"]
+        view = os.path.join(self.tmp.path, "two.view.json")
+        with open(view, "w") as f:
+            json.dump({"shardpack_view": 1, "datasets": [os.path.basename(self.path)],
+                       "classes": {"names": [names[3], names[1]]}}, f)
+        ds = shardpack.Dataset(view)
+        base = [i for i in range(N) if self.labels[i] in (3, 1)]
+        self.assertEqual(len(ds), len(base))
+        for i, b in enumerate(base):
+            r = ds[i]
+            self.assertEqual(r["index"], i)
+            self.assertEqual(r["labels"], (0 if self.labels[b] == 3 else 1,))
+            self.assertEqual(r["data"], self.pixels[b].tobytes())
+            self.assertEqual(ds.find(r["key"]), i)
+        with self.assertRaises(IndexError):
+            ds[len(base)]
+
     def test_find_every_key(self):
         for i in range(0, N, 7):
             key = self.ds[i]["key"]

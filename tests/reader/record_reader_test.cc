@@ -3,6 +3,7 @@
 #include "shardpack/records.h"
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -41,11 +42,12 @@ std::vector<OwnedRecord> RawRecords(int n, Layout layout = Layout::kHWC) {
 // about 3 records (so a shard has several blocks).
 Manifest Write(const std::string& dir, const std::vector<OwnedRecord>& records,
                Backend backend = Backend::kShard, Compression compression = Compression::kNone,
-               bool table = true) {
+               bool table = true, int classes = 0) {
   DatasetWriterOptions o;
   o.directory = dir;
   o.schema.image = records.front().image;
   o.schema.labels = {{"label", {}}};
+  for (int c = 0; c < classes; ++c) o.schema.labels[0].classes.push_back(absl::StrCat("c", c));
   o.shard_max_records = 7;
   o.shard.block_size = 3 * 200;
   o.shard.compression = compression;
@@ -231,6 +233,42 @@ TEST(RecordReaderTest, DecodesRawAndJpeg) {
   int far = 0;
   for (size_t i = 0; i < want.size(); ++i) far += std::abs(want[i] - buffer.image().data[i]) > 2;
   EXPECT_EQ(far, 0);
+}
+
+// A view file: records numbered in the view, labels relabelled, keys found
+// at their view index, the records it leaves out refused by key.
+TEST(RecordReaderViewTest, AViewReadsItsSelectionRelabelled) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.Join("a"));
+  std::filesystem::create_directories(dir.Join("b"));
+  const std::vector<OwnedRecord> records = RawRecords(30);
+  Write(dir.Join("a"), records, Backend::kShard, Compression::kNone, true, 10);
+  Write(dir.Join("b"), records, Backend::kLmdb, Compression::kNone, true, 10);
+  const std::string view = dir.Join("v.view.json");
+  std::ofstream(view) << R"({"shardpack_view": 1, "datasets": ["a", "b"],
+                            "classes": {"names": ["c7", "c2"]}})";
+  auto reader = RecordReader::Open(view);
+  ASSERT_THAT(reader, IsOk());
+  // Classes 7 and 2: records 2, 7, 12, 17, 22, 27 of each dataset.
+  ASSERT_EQ((*reader)->size(), 12u);
+  EXPECT_EQ((*reader)->schema().labels[0].classes, (std::vector<std::string>{"c7", "c2"}));
+  RecordBuffer buffer;
+  for (uint64_t i = 0; i < 12; ++i) {
+    ASSERT_THAT((*reader)->Read(i, &buffer), IsOk());
+    const uint64_t local = (i % 6) * 5 + 2;  // 2, 7, 12, ... in base order
+    EXPECT_EQ(buffer.index(), i);
+    EXPECT_EQ(buffer.record().key, absl::StrCat("k/", local));
+    EXPECT_EQ(buffer.record().labels[0], local % 10 == 7 ? 0 : 1) << i;
+    auto found = (*reader)->Find(absl::StrCat("k/", local));
+    ASSERT_THAT(found, IsOk());
+    EXPECT_EQ(*found, i % 6) << "the first dataset's record of that key";
+  }
+  EXPECT_THAT((*reader)->Find("k/3"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("one the view leaves out")));
+  EXPECT_THAT((*reader)->Find("k/99"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no record has the key")));
+  EXPECT_THAT((*reader)->Read(12, &buffer),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("record 12 is past the end (12")));
 }
 
 }  // namespace

@@ -203,15 +203,23 @@ absl::StatusOr<uint64_t> RecordReader::Find(std::string_view key) const {
           m.dataset_paths[d], "` writes one)"));
     }
   }
+  // The first dataset whose record of that key the view selects; a key
+  // left out in one dataset may be selected in a later one.
+  std::string left_out;
   for (size_t d = 0; d < m.tables.size(); ++d) {
     const std::optional<uint64_t> found = m.tables[d]->Find(key);
     if (!found.has_value()) continue;
     const uint64_t base = m.dataset_first[d] + *found;
     if (m.view.selected.empty()) return base;
     if (m.view.Selected(base)) return m.RankOf(base);
-    return absl::NotFoundError(absl::StrCat(
-        m.path, ": the record of key '", common::AsAbsl(common::Excerpt(key)), "' (record ",
-        *found, " of ", m.dataset_paths[d], ") is one the view leaves out"));
+    if (left_out.empty()) {
+      left_out = absl::StrCat(" (record ", *found, " of ", m.dataset_paths[d],
+                              ") is one the view leaves out");
+    }
+  }
+  if (!left_out.empty()) {
+    return absl::NotFoundError(absl::StrCat(m.path, ": the record of key '",
+                                            common::AsAbsl(common::Excerpt(key)), "'", left_out));
   }
   return absl::NotFoundError(absl::StrCat(m.path, ": no record has the key '",
                                           common::AsAbsl(common::Excerpt(key)), "'"));

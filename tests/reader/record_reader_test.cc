@@ -265,6 +265,14 @@ TEST(RecordReaderViewTest, AViewReadsItsSelectionRelabelled) {
   }
   EXPECT_THAT((*reader)->Find("k/3"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("one the view leaves out")));
+  // A key left out in the first dataset but selected in the second is found there.
+  const std::string tail = dir.Join("t.view.json");
+  std::ofstream(tail) << R"({"shardpack_view": 1, "datasets": ["a", "b"], "indices": [[35, 60]]})";
+  auto later = RecordReader::Open(tail);
+  ASSERT_THAT(later, IsOk());
+  auto found = (*later)->Find("k/8");  // record 8 of a (left out) and of b (base 38: view 3)
+  ASSERT_THAT(found, IsOk());
+  EXPECT_EQ(*found, 3u);
   EXPECT_THAT((*reader)->Find("k/99"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("no record has the key")));
   EXPECT_THAT((*reader)->Read(12, &buffer),

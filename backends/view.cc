@@ -52,16 +52,11 @@ DatasetView PlainView(NamedPath named) {
   return view;
 }
 
-std::string ShapeText(const ImageInfo& i) {
-  return absl::StrCat(common::AsAbsl(EncodingName(i.encoding)), "/",
-                      common::AsAbsl(LayoutName(i.layout)), " ", i.width, "x",
-                      i.height, "x", static_cast<int>(i.channels));
-}
 
 // How schema `b` differs from `a`: the first difference, in words.
 std::string SchemaDifference(const Schema& a, const Schema& b) {
   if (!(a.image == b.image)) {
-    return absl::StrCat("image ", ShapeText(a.image), " vs ", ShapeText(b.image));
+    return absl::StrCat("image ", ImageShapeText(a.image), " vs ", ImageShapeText(b.image));
   }
   if (a.labels.size() != b.labels.size()) {
     return absl::StrCat(a.labels.size(), " label fields vs ", b.labels.size());
@@ -223,6 +218,12 @@ Labels DatasetView::MapLabels(const Labels& labels) const {
   Labels out;
   for (int f = 0; f < labels.size(); ++f) out.push_back(MapLabel(f, labels[f]));
   return out;
+}
+
+std::string ImageShapeText(const ImageInfo& i) {
+  return absl::StrCat(common::AsAbsl(EncodingName(i.encoding)), "/",
+                      common::AsAbsl(LayoutName(i.layout)), " ", i.width, "x",
+                      i.height, "x", static_cast<int>(i.channels));
 }
 
 absl::StatusOr<bool> IsViewFile(const std::string& path) {

@@ -96,6 +96,10 @@ struct DatasetView {
 // selection is empty.
 absl::StatusOr<DatasetView> OpenView(const std::string& path);
 
+// An image schema as messages give it: "raw/hwc 32x32x3" (encoding/layout
+// width x height x channels).
+std::string ImageShapeText(const ImageInfo& i);
+
 // Whether `path` names a view file (as OpenView tells one: a regular file,
 // not manifest.json, no shard magic, its first non-blank byte `{`). Errors
 // only when the file cannot be read.

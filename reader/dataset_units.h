@@ -55,7 +55,6 @@ struct StreamDataset {
   // samples per source (RingSlot::sources). 0: a plain dataset, not counted.
   uint32_t sources = 0;
 
-  const backends::NamedPath& named() const { return members[0].named; }
   const Manifest& manifest() const { return members[0].named.manifest; }
   const std::vector<ReadUnit>& units() const { return source->units(); }
   // The member unit `u` belongs to. Precondition: u < units().size().

@@ -75,11 +75,6 @@ std::string FieldsText(const std::vector<LabelField>& fields) {
   return out.empty() ? "none" : out;
 }
 
-std::string ImageText(const ImageInfo& i) {
-  return absl::StrCat(common::AsAbsl(EncodingName(i.encoding)), " ", i.height, "x", i.width, "x",
-                      int(i.channels), " ", common::AsAbsl(LayoutName(i.layout)));
-}
-
 // A source opened: its view (a plain dataset is a view of everything)
 // and how its labels become the mixture's.
 struct OpenedSource {
@@ -102,7 +97,7 @@ absl::Status CheckImages(const ReaderOptions& o, const std::vector<OpenedSource>
     } else if (!(image == *first)) {
       return absl::InvalidArgumentError(absl::StrCat(
           SourceName(o, s), " holds images of another kind than ", SourceName(o, at), " (",
-          ImageText(image), " against ", ImageText(*first),
+          backends::ImageShapeText(image), " against ", backends::ImageShapeText(*first),
           "): a mixture's sources share one image schema"));
     }
   }

@@ -1,6 +1,7 @@
 // LmdbShardReader: read-only, lock-free, one read transaction for life.
 #include <lmdb.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <cstring>
@@ -24,10 +25,11 @@ using backends::kLmdbKeySize;
 absl::Status LmdbError(const std::string& path, std::string_view what, int rc) {
   std::string text = absl::StrCat(path, ": ", shardpack::common::AsAbsl(what), ": ",
                                   mdb_strerror(rc));
-  if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH || rc == MDB_CORRUPTED ||
-      rc == MDB_PAGE_NOTFOUND) {
-    return absl::DataLossError(text);
-  }
+  // A shard is immutable and opened read-only by one transaction: no writer
+  // can grow, fill or resize it, so every liblmdb code (MDB_MAP_RESIZED from
+  // a forged page count, MDB_CORRUPTED, ...) is the file's bytes. Only errno
+  // values (ENOMEM, EIO) are the machine's.
+  if (rc >= MDB_KEYEXIST && rc <= MDB_LAST_ERRCODE) return absl::DataLossError(text);
   if (rc == ENOENT) return absl::NotFoundError(text);
   return absl::InternalError(text);
 }
@@ -79,11 +81,13 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
   mdb_env_info(e.env, &info);
   mdb_env_stat(e.env, &stat_);
 
-  uint64_t needed = (uint64_t{info.me_last_pgno} + 1) * stat_.ms_psize;
-  if (file_bytes < needed) {
+  // Divided, not multiplied: a forged last page times the page size wraps.
+  const uint64_t page_bytes = std::max<uint64_t>(stat_.ms_psize, 1);
+  if (uint64_t{info.me_last_pgno} >= file_bytes / page_bytes) {
     return absl::DataLossError(absl::StrCat(path, ": truncated LMDB file: ", file_bytes,
-                                            " bytes, its meta page says ", needed,
-                                            " bytes are in use"));
+                                            " bytes, its meta page says page ",
+                                            uint64_t{info.me_last_pgno}, " of ", page_bytes,
+                                            " bytes is in use"));
   }
   rc = mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &e.txn);
   if (rc != 0) return LmdbError(path, "mdb_txn_begin", rc);

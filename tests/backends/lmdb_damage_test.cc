@@ -118,5 +118,34 @@ TEST(LmdbDamage, RecordCountTheFileCannotHoldIsRefused) {
                                         "more than its")));
 }
 
+// The last page number in a meta page is the file's word too. Set to
+// 2^52 - 1, (last + 1) x 4096 wraps to 0 in 64 bits: a size check that
+// multiplies passed it, and liblmdb then refused the read transaction with
+// MDB_MAP_RESIZED, which the reader called an internal error (found by
+// lmdb_shard_fuzzer). Any liblmdb code on a read-only shard is the file's.
+TEST(LmdbDamage, LastPageTheFileCannotHoldIsRefused) {
+  testing::TempDir dir;
+  std::string path = dir.Join("forged.lmdb");
+  WriteEnv(path, {{0, "x"}}, 1);
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  // After the main DB's 48-byte MDB_db: mm_last_pg.
+  constexpr uint64_t kLastPageOffset = 16 + 24 + 48 + 48;
+  // Wrapping to 0, and a map of 4 PiB that liblmdb cannot reserve (ENOMEM).
+  const std::pair<uint64_t, std::string> cases[] = {
+      {(uint64_t{1} << 63) / page * 2 - 1, ": truncated LMDB file"},
+      {uint64_t{1} << 40, ": not an LMDB environment"}};
+  for (const auto& [last, message] : cases) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    for (uint64_t meta : {uint64_t{0}, page}) {
+      f.seekp(static_cast<std::streamoff>(meta + kLastPageOffset));
+      f.write(reinterpret_cast<const char*>(&last), 8);
+    }
+    f.close();
+    EXPECT_THAT(backends::LmdbShardReader::Open(path),
+                StatusIs(absl::StatusCode::kDataLoss, HasSubstr(path + message)))
+        << "last page " << last;
+  }
+}
+
 }  // namespace
 }  // namespace shardpack

@@ -203,6 +203,7 @@ void HttpStore::GiveBack(std::unique_ptr<Session> session) {
 
 absl::StatusOr<std::string> HttpStore::Get(std::string_view object, uint64_t max_bytes) {
   std::string out;
+  SP_RETURN_IF_ERROR(CheckObjectName(object, UrlOf(object)));
   absl::Status status;
   std::unique_ptr<Session> s = TakeSession();
   s->pending.clear();
@@ -222,6 +223,8 @@ void HttpStore::Fetch(std::span<RangeRequest> requests) {
   std::unique_ptr<Session> s = TakeSession();
   s->pending.clear();
   for (RangeRequest& r : requests) {
+    r.status = CheckObjectName(r.object, UrlOf(r.object));
+    if (!r.status.ok()) continue;
     Pending& p = s->pending.emplace_back();
     p.job.object = r.object;
     p.job.offset = r.offset;

@@ -45,8 +45,9 @@ absl::Status CheckSeconds(const char* name, double value, bool zero_ok) {
   if (std::isfinite(value) && (value > 0 || (zero_ok && value == 0)) && value <= 1e6) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      name, "=", value, ": expected ", zero_ok ? "0 or more" : "more than 0", " seconds (at most 1e6)"));
+  return absl::InvalidArgumentError(absl::StrCat(name, "=", value, ": expected ",
+                                                 zero_ok ? "0 or more" : "more than 0",
+                                                 " seconds (at most 1e6)"));
 }
 
 // *value from the variable `name` when it is set.
@@ -62,7 +63,8 @@ absl::Status SecondsFromEnv(EnvLookup getenv, const char* name, bool zero_ok, do
 
 // The first CA bundle variable that is set.
 std::string CaBundle(EnvLookup getenv) {
-  for (const char* name : {"SHARDPACK_CA_BUNDLE", "AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"}) {
+  for (const char* name :
+       {"SHARDPACK_CA_BUNDLE", "AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"}) {
     const char* value = getenv(name);
     if (value != nullptr && *value != '\0') return value;
   }
@@ -84,15 +86,14 @@ absl::StatusOr<FetchOptions> ApplyFetchEnvironment(const FetchOptions& options,
   SP_RETURN_IF_ERROR(
       SecondsFromEnv(getenv, "SHARDPACK_REMOTE_STALL_TIMEOUT_S", false, &out.stall_timeout_s));
   SP_RETURN_IF_ERROR(SecondsFromEnv(getenv, "SHARDPACK_REMOTE_BACKOFF_S", true, &out.backoff_s));
-  std::string in_flight_name = "FetchOptions.max_in_flight";
+  std::string in_flight = absl::StrCat("FetchOptions.max_in_flight = ", out.max_in_flight);
   if (const char* text = getenv("SHARDPACK_REMOTE_IN_FLIGHT")) {
-    in_flight_name = absl::StrCat("SHARDPACK_REMOTE_IN_FLIGHT=", common::Excerpt(text));
+    in_flight = absl::StrCat("SHARDPACK_REMOTE_IN_FLIGHT=", common::Excerpt(text));
     if (!absl::SimpleAtoi(text, &out.max_in_flight)) out.max_in_flight = 0;
   }
   if (out.max_in_flight < 1 || out.max_in_flight > kMaxInFlight) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        in_flight_name, in_flight_name.find('=') == std::string::npos ? absl::StrCat(" = ", out.max_in_flight) : "",
-        ": expected an integer in 1..", kMaxInFlight));
+    return absl::InvalidArgumentError(
+        absl::StrCat(in_flight, ": expected an integer in 1..", kMaxInFlight));
   }
   return out;
 }
@@ -379,12 +380,12 @@ absl::Status HttpStore::GaveUp(const Pending& p, Clock::time_point now) const {
   const std::string tries = absl::StrFormat("%d attempts in %.1f s (deadline %g s)", p.attempts,
                                             spent, options_.deadline_s);
   if (p.short_body) {
-    return Failure(p, absl::DataLossError(
-                          absl::StrCat("the body stayed short after ", tries, "; last: ", p.cause)));
+    return Failure(p, absl::DataLossError(absl::StrCat("the body stayed short after ", tries,
+                                                       "; last: ", p.cause)));
   }
-  return Failure(p, absl::UnavailableError(absl::StrCat(
-                        "unavailable after ", tries, "; last: ", p.cause,
-                        base_.starts_with(url_) ? "" : absl::StrCat(" (requests to ", base_, ")"))));
+  const std::string to = base_.starts_with(url_) ? "" : absl::StrCat(" (requests to ", base_, ")");
+  return Failure(p, absl::UnavailableError(
+                        absl::StrCat("unavailable after ", tries, "; last: ", p.cause, to)));
 }
 
 namespace {

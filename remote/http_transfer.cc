@@ -200,7 +200,9 @@ std::string Transfer::HttpCause() const {
 
 Verdict Transfer::JudgeHttp() const {
   const std::string cause = HttpCause();
-  if (status_ == 404) return Verdict::Final(absl::NotFoundError(absl::StrCat("not found (", cause, ")")));
+  if (status_ == 404) {
+    return Verdict::Final(absl::NotFoundError(absl::StrCat("not found (", cause, ")")));
+  }
   if (status_ == 401 || status_ == 403) {
     std::string text = absl::StrCat("access denied (", cause, ")");
     if (cause.find("RequestTimeTooSkewed") != std::string::npos) {

@@ -163,8 +163,9 @@ absl::StatusOr<DatasetUrl> ParseHttp(std::string_view url, UrlScheme scheme,
 
 absl::StatusOr<DatasetUrl> ParseDatasetUrl(std::string_view url) {
   const size_t sep = url.find("://");
-  const std::string scheme =
-      sep == std::string_view::npos ? "" : absl::AsciiStrToLower(common::AsAbsl(url.substr(0, sep)));
+  const std::string scheme = sep == std::string_view::npos
+                                 ? ""
+                                 : absl::AsciiStrToLower(common::AsAbsl(url.substr(0, sep)));
   SP_RETURN_IF_ERROR(CheckCharacters(url, scheme == "s3"));
   if (scheme == "s3") return ParseS3(url, url.substr(sep + 3));
   if (scheme == "https") return ParseHttp(url, UrlScheme::kHttps, url.substr(sep + 3));

@@ -40,8 +40,8 @@ constexpr size_t kObjectBytes = 1 << 20;
 class Proxy {
  public:
   explicit Proxy(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"/usr/bin/python3",
-                                     std::string(SHARDPACK_SOURCE_DIR) + "/tests/remote/fault_proxy.py"};
+    std::vector<std::string> argv = {
+        "/usr/bin/python3", std::string(SHARDPACK_SOURCE_DIR) + "/tests/remote/fault_proxy.py"};
     argv.insert(argv.end(), args.begin(), args.end());
     int fds[2];
     if (pipe(fds) != 0) return;
@@ -202,7 +202,8 @@ TEST_F(HttpStoreTest, ManyRangesInFlightOnKeptAliveConnections) {
   for (int call = 0; call < 2; ++call) {
     std::vector<RangeRequest> rs;
     for (size_t off = 0; off < kObjectBytes; off += 16384) {
-      rs.push_back({.object = "obj", .offset = off, .dst = {dst.data() + off, 16384}, .status = {}});
+      rs.push_back(
+          {.object = "obj", .offset = off, .dst = {dst.data() + off, 16384}, .status = {}});
     }
     store->Fetch(rs);
     for (const RangeRequest& r : rs) SP_EXPECT_OK(r.status);
@@ -420,7 +421,8 @@ TEST(S3Server, SignedRangesAndErrors) {
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   };
-  SP_ASSERT_OK_AND_ASSIGN(auto store, OpenHttpStore("s3://moto-bkt/pre fix", FetchOptions(), lookup));
+  SP_ASSERT_OK_AND_ASSIGN(auto store,
+                          OpenHttpStore("s3://moto-bkt/pre fix", FetchOptions(), lookup));
   std::vector<uint8_t> dst(1000);
   RangeRequest r{.object = "obj", .offset = 300, .dst = dst, .status = {}};
   store->Fetch({&r, 1});

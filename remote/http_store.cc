@@ -242,10 +242,11 @@ void HttpStore::Run(Session& s) {
   size_t next_new = 0;
   size_t running = 0;
   s.retry.clear();
-  while (next_new < s.pending.size() || !s.retry.empty() || running > 0) {
+  while (true) {
     StartReady(s, &next_new, &running);
     if (running == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(WaitMs(s)));
+      if (s.retry.empty() && next_new == s.pending.size()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(WaitMs(s)));  // only retries wait
       continue;
     }
     int still = 0;

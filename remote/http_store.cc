@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/errors.h"
+#include "common/posix_open.h"
 #include "common/status_macros.h"
 #include "remote/http_transfer.h"
 #include "remote/url.h"
@@ -61,14 +62,19 @@ absl::Status SecondsFromEnv(EnvLookup getenv, const char* name, bool zero_ok, do
   return CheckSeconds(name, *value, zero_ok);
 }
 
-// The first CA bundle variable that is set.
-std::string CaBundle(EnvLookup getenv) {
+// The file of the first CA bundle variable that is set ("" when none is),
+// checked to be a regular file now rather than at the first request.
+absl::StatusOr<std::string> CaBundle(EnvLookup getenv) {
   for (const char* name :
        {"SHARDPACK_CA_BUNDLE", "AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"}) {
     const char* value = getenv(name);
-    if (value != nullptr && *value != '\0') return value;
+    if (value == nullptr || *value == '\0') continue;
+    if (absl::Status s = common::CheckRegularFile(value); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": ", s.message()));
+    }
+    return std::string(value);
   }
-  return "";
+  return std::string();
 }
 
 }  // namespace
@@ -429,7 +435,7 @@ absl::StatusOr<std::unique_ptr<ObjectStore>> OpenHttpStore(std::string_view url,
   SP_ASSIGN_OR_RETURN(DatasetUrl parsed, ParseDatasetUrl(url));
   SP_ASSIGN_OR_RETURN(FetchOptions checked, ApplyFetchEnvironment(options, getenv));
   TransferConfig config;
-  config.ca_bundle = CaBundle(getenv);
+  SP_ASSIGN_OR_RETURN(config.ca_bundle, CaBundle(getenv));
   config.connect_timeout_ms = std::lround(checked.connect_timeout_s * 1000);
   config.stall_timeout_s = std::max(1L, std::lround(checked.stall_timeout_s));
   std::string base = parsed.url;

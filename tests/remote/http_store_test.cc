@@ -4,6 +4,7 @@
 #include "remote/http_store.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -39,9 +40,14 @@ constexpr size_t kObjectBytes = 1 << 20;
 // fault_proxy.py running until the object is destroyed.
 class Proxy {
  public:
-  explicit Proxy(const std::vector<std::string>& args) {
+  // fault_proxy.py with `args`; or, with `program`, that command, whose
+  // first line gives the port after `marker` ("Serving HTTP on ... port N").
+  explicit Proxy(const std::vector<std::string>& args, std::vector<std::string> program = {},
+                 const std::string& marker = "listening on ") {
     std::vector<std::string> argv = {
         "/usr/bin/python3", std::string(SHARDPACK_SOURCE_DIR) + "/tests/remote/fault_proxy.py"};
+    const bool quiet = !program.empty();  // another server's request log is noise here
+    if (quiet) argv = std::move(program);
     argv.insert(argv.end(), args.begin(), args.end());
     int fds[2];
     if (pipe(fds) != 0) return;
@@ -49,6 +55,7 @@ class Proxy {
     if (pid_ == 0) {
       dup2(fds[1], 1);
       close(fds[0]);
+      if (quiet) dup2(open("/dev/null", O_WRONLY), 2);
       std::vector<char*> c;
       for (auto& a : argv) c.push_back(a.data());
       c.push_back(nullptr);
@@ -63,7 +70,8 @@ class Proxy {
     while (line.size() < 64 && poll(&p, 1, 20000) == 1 && read(out_, &c, 1) == 1 && c != '\n') {
       line += c;
     }
-    std::sscanf(line.c_str(), "listening on %d", &port_);
+    const size_t at = line.find(marker);
+    if (at != std::string::npos) port_ = std::atoi(line.c_str() + at + marker.size());
   }
   ~Proxy() {
     if (pid_ > 0) {
@@ -146,11 +154,12 @@ class HttpStoreTest : public ::testing::Test {
     o.deadline_s = seconds;
     return o;
   }
+  const char* Env(const char* name) const {
+    auto it = env_.find(name);
+    return it == env_.end() ? nullptr : it->second.c_str();
+  }
   std::unique_ptr<ObjectStore> Open(const std::string& url, const FetchOptions& o = Fast()) {
-    auto store = OpenHttpStore(url, o, [this](const char* name) -> const char* {
-      auto it = env_.find(name);
-      return it == env_.end() ? nullptr : it->second.c_str();
-    });
+    auto store = OpenHttpStore(url, o, [this](const char* name) { return Env(name); });
     EXPECT_THAT(store, testing::IsOk());
     return store.ok() ? *std::move(store) : nullptr;
   }
@@ -371,12 +380,33 @@ TEST_F(HttpStoreTest, TlsWithTheCaBundleOfTheEnvironment) {
               StatusIs(absl::StatusCode::kUnavailable,
                        AllOf(HasSubstr(url + "obj"), HasSubstr("SHARDPACK_CA_BUNDLE"))));
   EXPECT_EQ(untrusted->stats().retries, 0u);
+  env_["SHARDPACK_CA_BUNDLE"] = certs.Join("missing.pem");
+  EXPECT_THAT(OpenHttpStore(url, Fast(), [this](const char* name) { return Env(name); }),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("SHARDPACK_CA_BUNDLE"), HasSubstr("missing.pem"))));
   env_["SHARDPACK_CA_BUNDLE"] = cert;
   auto store = Open(url);
   ASSERT_NE(store, nullptr);
   SP_EXPECT_OK(FetchOne(*store, 12345, 100000));
   SP_ASSERT_OK_AND_ASSIGN(std::string text, store->Get("small.json", 100));
   EXPECT_EQ(text, "{\"hello\": 1}");
+}
+
+// Python's http.server answers every GET with the whole file (200): a
+// range at offset 0 of exactly the object's size is that answer; any other
+// is refused, with nothing written past the caller's buffer.
+TEST_F(HttpStoreTest, AServerThatIgnoresRangesIsRefused) {
+  Proxy plain({"--bind", "127.0.0.1", "--directory", dir_->path().string(), "0"},
+              {"/usr/bin/python3", "-u", "-m", "http.server"}, " port ");
+  ASSERT_GT(plain.port(), 0);
+  auto store = Open(plain.origin() + "/data/");
+  ASSERT_NE(store, nullptr);
+  SP_EXPECT_OK(FetchOne(*store, 0, kObjectBytes));
+  for (auto [offset, n] : {std::pair<uint64_t, size_t>{0, 100}, {100, 100}}) {
+    EXPECT_THAT(FetchOne(*store, offset, n),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         AllOf(HasSubstr("obj bytes"), HasSubstr("ignored the Range header"))));
+  }
 }
 
 TEST(FetchEnvironment, OverridesAndBadValuesNameTheVariable) {

@@ -16,6 +16,14 @@
 // bundle). Every message names the object's URL ("s3://bucket/p/x.shard
 // bytes 0-1023: ..."), the HTTP status and S3's <Code> when there is one.
 //
+// Threads: Get and Fetch may be called from several threads at once. Each
+// call drives its own curl multi handle, taken from a pool of the store's
+// and given back when it returns, so connections stay open across calls
+// (kept by the pooled handle that made them; libcurl 7.88 cannot share a
+// connection cache between threads safely); DNS answers and TLS sessions
+// are shared by all. Transfers in flight are at most max_in_flight across
+// all calls: a call with none in flight waits for a slot.
+//
 // The environment, read once when the store is opened:
 //   SHARDPACK_REMOTE_DEADLINE_S, SHARDPACK_REMOTE_CONNECT_TIMEOUT_S,
 //   SHARDPACK_REMOTE_STALL_TIMEOUT_S, SHARDPACK_REMOTE_BACKOFF_S (seconds),

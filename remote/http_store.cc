@@ -33,6 +33,9 @@ using Clock = std::chrono::steady_clock;
 // The longest wait between two attempts (FetchOptions::backoff_s).
 constexpr double kMaxBackoffS = 5;
 constexpr int kMaxInFlight = 1024;
+// Short bodies in a row after which a range is damage (DataLossError), not
+// a transport fault: the object may really be shorter than its listing.
+constexpr int kMaxShortBodies = 3;
 
 // SHA-256 of the empty body: S3 wants x-amz-content-sha256 on signed
 // requests, and libcurl 7.88 signs the hash of the (empty) body of a GET,
@@ -114,6 +117,7 @@ struct Pending {
   Clock::time_point first{}, next{};
   std::string cause;  // why the last attempt failed
   bool short_body = false;
+  int short_bodies = 0;  // in a row
 };
 
 // A multi handle and its transfers: one call's machinery, kept in the
@@ -362,11 +366,13 @@ void HttpStore::Finish(Session& s, size_t index, const Verdict& verdict) {
   }
   p.cause = verdict.cause;
   p.short_body = verdict.short_body;
+  p.short_bodies = verdict.short_body ? p.short_bodies + 1 : 0;
   const double base = std::min(kMaxBackoffS, options_.backoff_s * std::ldexp(1.0, p.attempts - 1));
   const double wait = base * std::uniform_real_distribution<double>(0.5, 1.0)(s.rng);
   const Clock::time_point now = Clock::now();
   p.next = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait));
-  if (p.next >= p.first + std::chrono::duration<double>(options_.deadline_s)) {
+  if (p.short_bodies >= kMaxShortBodies ||
+      p.next >= p.first + std::chrono::duration<double>(options_.deadline_s)) {
     *p.status = GaveUp(p, now);
     return;
   }

@@ -7,7 +7,8 @@
 // Retries, with exponential backoff (FetchOptions::backoff_s, doubling,
 // jittered, at most 5 s) within FetchOptions::deadline_s of a request's
 // first attempt: failed connects, timeouts, a transfer that moves no byte
-// for stall_timeout_s, resets, bodies cut short, HTTP 5xx, 408 and 429
+// for stall_timeout_s, resets, bodies cut short (3 short bodies in a row are
+// DataLossError), HTTP 5xx, 408 and 429
 // (S3's 503 SlowDown included). Not retried: 404 (NotFoundError), 401/403
 // (PermissionDeniedError, with S3's <Code> and, when no credentials were
 // found, where they were looked for), 416 (DataLossError), other 3xx/4xx

@@ -74,8 +74,10 @@ class State:
                 raise ValueError(f'bad rule {rule!r}: "action" must be one of status:CODE, '
                                  'status:CODE:S3CODE, reset, cut:N, short:N, corrupt, '
                                  'delay:S, stall:S')
+            times = rule.get('times')
             checked.append({'match': str(rule.get('match', '')), 'skip': int(rule.get('skip', 0)),
-                            'times': rule.get('times'), 'action': rule['action'], 'seen': 0})
+                            'times': None if times is None else int(times),
+                            'action': rule['action'], 'seen': 0})
         with self.lock:
             self.rules = checked
 
@@ -87,7 +89,7 @@ class State:
                 n = rule['seen']
                 rule['seen'] += 1
                 times = rule['times']
-                if n >= rule['skip'] and (times is None or n < rule['skip'] + int(times)):
+                if n >= rule['skip'] and (times is None or n < rule['skip'] + times):
                     return rule['action']
             return None
 

@@ -17,9 +17,12 @@
 #include "common/posix_open.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
+#include "remote/remote_dataset.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
+
+#include "remote/remote_dataset.h"
 
 namespace shardpack::backends {
 namespace {
@@ -70,9 +73,11 @@ absl::StatusOr<FileDigest> DigestOpenFile(int fd, const std::string& path, uint6
 }  // namespace
 
 absl::StatusOr<FileDigest> DigestFile(const std::string& path) {
+  // An object of a remote dataset is digested in its local copy.
+  SP_ASSIGN_OR_RETURN(const std::string local, remote::LocalPath(path));
   // The one opener: a FIFO put in place of a shard is refused, not waited on.
   uint64_t size = 0;
-  SP_ASSIGN_OR_RETURN(int raw, ::shardpack::common::OpenRegularFile(path, 0, &size));
+  SP_ASSIGN_OR_RETURN(int raw, ::shardpack::common::OpenRegularFile(local, 0, &size));
   ::shardpack::common::UniqueFd fd(raw);
   // Read to the end rather than to the size stat gave: a file that grows
   // while it is read must not match an entry of its old size.

@@ -283,6 +283,35 @@ TEST_F(RemoteDatasetTest, ShortOrFailedRangeIsAnErrorNamingTheUrl) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("passes its end")));
 }
 
+// A read of part of a block (RecordReader's) fetches and checks the whole
+// block, keeps it, and gets its part; the same read again is the cache's.
+TEST_F(RemoteDatasetTest, PartialReadsGetTheirPartOfACheckedBlock) {
+  MemoryStore* store = nullptr;
+  auto d = Open(uint64_t{1} << 30, &store);
+  ASSERT_NE(d, nullptr);
+  const std::string target = manifest_.shards[2].path;
+  const std::string local = ReadAll(data_ + "/" + target);
+  auto file = d->OpenFile(target);
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto index = ShardIndex::Load(**file);
+  ASSERT_TRUE(index.ok()) << index.status();
+  for (int pass = 0; pass < 2; ++pass) {
+    const uint64_t before = store->stats().requests;
+    for (const BlockInfo& b : index->blocks()) {
+      for (uint64_t at : {uint64_t{0}, uint64_t{100}, uint64_t{b.stored_size} - 7}) {
+        std::vector<uint8_t> part(std::min<uint64_t>(5000, b.stored_size - at));
+        SP_ASSERT_OK((*file)->ReadExact(b.offset + at, part));
+        EXPECT_TRUE(std::string(part.begin(), part.end()) ==
+                    local.substr(b.offset + at, part.size()))
+            << "pass " << pass << ", block at " << b.offset << " + " << at;
+      }
+    }
+    if (pass == 1) {
+      EXPECT_EQ(store->stats().requests, before) << "the second pass fetched";
+    }
+  }
+}
+
 TEST(CacheOptionsTest, EnvironmentAndSizes) {
   std::map<std::string, std::string> env = {{"HOME", "/home/u"}};
   auto get = [&](const char* name) -> const char* {

@@ -312,6 +312,36 @@ TEST_F(RemoteDatasetTest, PartialReadsGetTheirPartOfACheckedBlock) {
   }
 }
 
+// An object read whole (the record table here; LMDB and HDF5 shards the
+// same way) is checked against the manifest's CRC-32C before it is kept.
+TEST_F(RemoteDatasetTest, WholeObjectIsCheckedAgainstTheManifest) {
+  ASSERT_TRUE(manifest_.record_table.has_value());
+  const std::string name = manifest_.record_table->path;
+  MemoryStore* store = nullptr;
+  {
+    auto d = Open(uint64_t{1} << 30, &store);
+    auto local = d->LocalCopy(name);
+    ASSERT_TRUE(local.ok()) << local.status();
+    EXPECT_EQ(ReadAll(*local), ReadAll(data_ + "/" + name));
+    const uint64_t requests = store->stats().requests;
+    EXPECT_EQ(*d->LocalCopy(name), *local);
+    EXPECT_EQ(store->stats().requests, requests);
+  }
+  fs::remove_all(dir_.Join("cache"));
+  auto d = Open(uint64_t{1} << 30, &store);
+  store->fault = [](std::string_view, uint64_t, std::span<uint8_t> bytes) {
+    bytes[bytes.size() / 2] ^= 1;
+    return absl::OkStatus();
+  };
+  EXPECT_THAT(d->LocalCopy(name),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("mem://ds/" + name + ": CRC-32C of the fetched object is")));
+  EXPECT_EQ(CacheBytes(), 0u) << "a damaged object was kept";
+  auto none = Open(0);
+  EXPECT_THAT(none->LocalCopy(name), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                              HasSubstr("no cache is set")));
+}
+
 TEST(CacheOptionsTest, EnvironmentAndSizes) {
   std::map<std::string, std::string> env = {{"HOME", "/home/u"}};
   auto get = [&](const char* name) -> const char* {

@@ -282,6 +282,8 @@ void HttpStore::Run(Session& s) {
   }
 }
 
+namespace {
+
 // Milliseconds until the earliest retry is due (at most 1 s).
 long WaitMsUntil(const std::vector<Pending>& pending, const std::vector<size_t>& retry) {
   auto wait = std::chrono::milliseconds(1000);
@@ -291,6 +293,8 @@ long WaitMsUntil(const std::vector<Pending>& pending, const std::vector<size_t>&
   }
   return std::max<long>(0, static_cast<long>(wait.count()));
 }
+
+}  // namespace
 
 long HttpStore::WaitMs(const Session& s) const { return WaitMsUntil(s.pending, s.retry); }
 

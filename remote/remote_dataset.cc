@@ -197,6 +197,17 @@ absl::StatusOr<CacheOptions> CurrentCacheOptions() {
   return CacheOptionsFromEnvironment([](const char* name) { return std::getenv(name); });
 }
 
+absl::StatusOr<CacheOptions> CacheOptionsWith(const std::string& dir, int64_t bytes,
+                                              bool remote_path) {
+  CacheOptions cache;
+  if (remote_path) {
+    SP_ASSIGN_OR_RETURN(cache, CurrentCacheOptions());
+  }
+  if (!dir.empty()) cache.dir = dir;
+  if (bytes >= 0) cache.bytes = static_cast<uint64_t>(bytes);
+  return cache;
+}
+
 ScopedCacheOptions::ScopedCacheOptions(const CacheOptions& options)
     : previous_(scoped_options), options_(options) {
   scoped_options = &options_;

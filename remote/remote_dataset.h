@@ -151,6 +151,14 @@ absl::StatusOr<std::string> LocalPath(const std::string& path);
 // The cache options OpenNamedPath uses for a URL: those of the innermost
 // ScopedCacheOptions on this thread, else CacheOptionsFromEnvironment.
 absl::StatusOr<CacheOptions> CurrentCacheOptions();
+// CurrentCacheOptions() with `dir` (when not empty) and `bytes` (when >= 0)
+// in place of its own: what ReaderOptions' and RecordReaderOptions'
+// cache_dir and cache_bytes mean. The environment is read only when
+// `remote_path` (a path is a URL), so that a bad variable never fails a
+// local dataset.
+absl::StatusOr<CacheOptions> CacheOptionsWith(const std::string& dir, int64_t bytes,
+                                              bool remote_path);
+
 class ScopedCacheOptions {
  public:
   explicit ScopedCacheOptions(const CacheOptions& options);

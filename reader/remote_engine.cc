@@ -131,15 +131,14 @@ class RemoteIo final : public EngineBase {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BlockIo>> OpenRemote(const std::vector<std::string>& paths) {
-  std::vector<std::unique_ptr<RandomAccessFile>> files;
   for (const std::string& path : paths) {
     if (!remote::IsUrl(path)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": the remote engine reads datasets in an object store only"));
     }
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(path));
-    files.push_back(std::move(file));
   }
+  SP_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<RandomAccessFile>> files,
+                      remote::OpenUrlFiles(paths));
   auto io = std::make_unique<RemoteIo>(std::move(files));
   SP_RETURN_IF_ERROR(io->Start());
   return io;

@@ -186,6 +186,27 @@ std::vector<std::shared_ptr<RemoteDataset>> OpenDatasets() {
   return open;
 }
 
+absl::StatusOr<std::vector<std::unique_ptr<RandomAccessFile>>> OpenUrlFiles(
+    std::span<const std::string> urls) {
+  std::vector<std::unique_ptr<RandomAccessFile>> files;
+  // Runs of URLs of one dataset (a mixture's sources follow one another).
+  for (size_t begin = 0; begin < urls.size();) {
+    SP_ASSIGN_OR_RETURN(auto first, FindObject(urls[begin]));
+    std::vector<std::string> names = {std::move(first.second)};
+    size_t end = begin + 1;
+    for (; end < urls.size(); ++end) {
+      auto next = FindObject(urls[end]);
+      if (!next.ok() || next->first != first.first) break;
+      names.push_back(std::move(next->second));
+    }
+    std::vector<std::string_view> views(names.begin(), names.end());
+    SP_ASSIGN_OR_RETURN(auto opened, first.first->OpenFiles(views));
+    for (auto& f : opened) files.push_back(std::move(f));
+    begin = end;
+  }
+  return files;
+}
+
 absl::StatusOr<std::string> LocalPath(const std::string& path) {
   if (!IsUrl(path)) return path;
   SP_ASSIGN_OR_RETURN(auto found, FindObject(path));

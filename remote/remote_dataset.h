@@ -102,6 +102,9 @@ class RemoteDataset : public std::enable_shared_from_this<RemoteDataset> {
   // Object `name` (one the manifest lists) as a file whose bytes are
   // checked as above. NotFoundError naming the URL for any other name.
   absl::StatusOr<std::unique_ptr<RemoteFile>> OpenFile(std::string_view name);
+  // Several at once: every shard's head and tail in one round of requests.
+  absl::StatusOr<std::vector<std::unique_ptr<RemoteFile>>> OpenFiles(
+      std::span<const std::string_view> names);
   // Object `name` whole in the cache, checked against the manifest: its
   // local path.
   absl::StatusOr<std::string> LocalCopy(std::string_view name);
@@ -143,6 +146,11 @@ absl::StatusOr<std::pair<std::shared_ptr<RemoteDataset>, std::string>> FindObjec
 
 // Every dataset open in this process now.
 std::vector<std::shared_ptr<RemoteDataset>> OpenDatasets();
+
+// The objects at `urls` (each of a dataset open now), opened together: one
+// round of requests for the shards of each dataset (RemoteDataset::OpenFiles).
+absl::StatusOr<std::vector<std::unique_ptr<RandomAccessFile>>> OpenUrlFiles(
+    std::span<const std::string> urls);
 
 // `path` itself when it is not a URL; else the local copy of that object
 // of an open dataset (RemoteDataset::LocalCopy), for liblmdb and libhdf5.

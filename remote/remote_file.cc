@@ -43,6 +43,9 @@ class ShardFile final : public RemoteFile {
   uint64_t size() const override { return size_; }
   RemoteDataset& dataset() const override { return *d_; }
   const std::string& object() const override { return object_; }
+  // Opening, in two steps so that many shards open in one round: the ends
+  // from the cache, else the requests that fetch them; then the index.
+  void TakeEnds(std::vector<RangeRequest>* requests);
   absl::Status Load();
   bool ServeLocally(RemoteRead& r, Need& need) const override;
   bool Check(const Need& need) const override;
@@ -75,22 +78,30 @@ class ShardFile final : public RemoteFile {
   uint64_t head_end_ = UINT64_MAX;  // the ends serve [0, head_end_) and
   uint64_t tail_from_ = 0;          // [tail_from_, size_) (all while loading)
   std::vector<BlockInfo> blocks_;   // by offset; empty until loaded
+  bool cached_ends_ = false;        // head_ and tail_ came from the cache
 };
 
-// The head and tail (cached, else fetched) and the index from them.
-absl::Status ShardFile::Load() {
+// The head and tail from the cache, else two requests for them.
+void ShardFile::TakeEnds(std::vector<RangeRequest>* requests) {
   head_.resize(std::min(kHeadBytes, size_));
   tail_.resize(std::min(kTailBytes, size_));
   tail_at_ = tail_from_ = size_ - tail_.size();
   head_end_ = head_.size();
-  const bool cached =
-      d_->cache().Read(Entry("head"), head_) && d_->cache().Read(Entry("tail"), tail_);
-  if (!cached) SP_RETURN_IF_ERROR(FetchEnds());
+  cached_ends_ = d_->cache().Read(Entry("head"), head_) && d_->cache().Read(Entry("tail"), tail_);
+  if (!cached_ends_) {
+    requests->push_back({object_, 0, head_, {}});
+    requests->push_back({object_, tail_at_, tail_, {}});
+  }
+}
+
+// The index from the ends (fetched again when cached ones fail it).
+absl::Status ShardFile::Load() {
   absl::StatusOr<ShardIndex> index = ShardIndex::Load(*this);
-  if (!index.ok() && cached) {  // a damaged cache entry: dropped, never used
+  if (!index.ok() && cached_ends_) {  // a damaged cache entry: dropped, never used
     d_->cache().Drop(Entry("head"));
     d_->cache().Drop(Entry("tail"));
     SP_RETURN_IF_ERROR(FetchEnds());
+    cached_ends_ = false;
     index = ShardIndex::Load(*this);
   }
   if (!index.ok()) return index.status();
@@ -100,7 +111,7 @@ absl::Status ShardFile::Load() {
   // tail holds them all) are read and checked as blocks.
   head_end_ = blocks_.empty() ? head_.size() : std::min<uint64_t>(head_.size(), blocks_[0].offset);
   tail_from_ = std::max(tail_at_, index->footer_offset());
-  if (!cached) {
+  if (!cached_ends_) {
     d_->cache().Put(Entry("head"), head_);
     d_->cache().Put(Entry("tail"), tail_);
   }
@@ -244,17 +255,37 @@ void ReadRemote(std::span<RemoteRead> reads) {
 }
 
 absl::StatusOr<std::unique_ptr<RemoteFile>> RemoteDataset::OpenFile(std::string_view name) {
-  const bool table = manifest_.record_table && manifest_.record_table->path == name;
-  if (manifest_.backend == Backend::kShard && !table) {
-    SP_ASSIGN_OR_RETURN(auto found, EntryOf(name));
-    auto file = std::make_unique<ShardFile>(shared_from_this(), std::string(name), found.second,
-                                            found.first->bytes);
-    SP_RETURN_IF_ERROR(file->Load());
-    return file;
+  SP_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<RemoteFile>> files,
+                      OpenFiles(std::span<const std::string_view>(&name, 1)));
+  return std::move(files[0]);
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<RemoteFile>>> RemoteDataset::OpenFiles(
+    std::span<const std::string_view> names) {
+  std::vector<std::unique_ptr<RemoteFile>> files(names.size());
+  std::vector<ShardFile*> shards;
+  std::vector<RangeRequest> ends;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const bool table = manifest_.record_table && manifest_.record_table->path == names[i];
+    if (manifest_.backend != Backend::kShard || table) {
+      SP_ASSIGN_OR_RETURN(std::string local, LocalCopy(names[i]));
+      SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(local));
+      files[i] = std::make_unique<LocalCopyFile>(shared_from_this(), std::string(names[i]),
+                                                 std::move(file));
+      continue;
+    }
+    SP_ASSIGN_OR_RETURN(auto found, EntryOf(names[i]));
+    auto file = std::make_unique<ShardFile>(shared_from_this(), std::string(names[i]),
+                                            found.second, found.first->bytes);
+    file->TakeEnds(&ends);
+    shards.push_back(file.get());
+    files[i] = std::move(file);
   }
-  SP_ASSIGN_OR_RETURN(std::string local, LocalCopy(name));
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(local));
-  return std::make_unique<LocalCopyFile>(shared_from_this(), std::string(name), std::move(file));
+  // Every shard's ends in one round, then each index.
+  store_->Fetch(ends);
+  for (const RangeRequest& r : ends) SP_RETURN_IF_ERROR(r.status);
+  for (ShardFile* shard : shards) SP_RETURN_IF_ERROR(shard->Load());
+  return files;
 }
 
 }  // namespace shardpack::remote

@@ -121,6 +121,22 @@ def stop(proc):
             proc.wait()
 
 
+def start_on_free_port(launch, what, log_file, tmp):
+    """(port, process) of launch(port) once it listens, on a port found free;
+    another port when that one was taken meanwhile. On failure cleans tmp up."""
+    for attempt in range(5):
+        port = free_port()
+        proc = launch(port)
+        try:
+            wait_for_port(port, proc, what, log_file)
+            return port, proc
+        except RuntimeError:
+            stop(proc)
+            if attempt == 4:
+                tmp.cleanup()
+                raise
+
+
 class TlsCert:
     """A self-signed certificate for 127.0.0.1 and localhost in dir: .cert
     (also the CA file clients trust) and .key."""
@@ -186,23 +202,18 @@ class Nginx:
             self.cert = TlsCert(prefix)
             self.ca_file = self.cert.cert
         self.access_log = os.path.join(prefix, "access.log")
-        for attempt in range(5):  # the port found free may be taken before nginx binds it
-            self.port = free_port()
-            conf = os.path.join(prefix, "nginx.conf")
+        conf = os.path.join(prefix, "nginx.conf")
+
+        def launch(port):
+            self.port = port
             with open(conf, "w") as f:
                 f.write(self._conf(prefix))
-            self.proc = subprocess.Popen(
+            return subprocess.Popen(
                 [nginx_binary(), "-p", prefix, "-c", conf, "-e", os.path.join(prefix, "error.log"),
                  "-g", "daemon off;"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.STDOUT)
-            try:
-                wait_for_port(self.port, self.proc, "nginx", os.path.join(prefix, "error.log"))
-                break
-            except RuntimeError:
-                stop(self.proc)
-                if attempt == 4:
-                    self._tmp.cleanup()
-                    raise
+        self.port, self.proc = start_on_free_port(launch, "nginx",
+                                                  os.path.join(prefix, "error.log"), self._tmp)
         scheme = "https" if self.tls else "http"
         self.url = f"{scheme}://127.0.0.1:{self.port}/"
         return self
@@ -277,23 +288,20 @@ class MotoS3:
     def __enter__(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="shardpack-moto-")
         log = os.path.join(self._tmp.name, "moto.log")
-        for attempt in range(5):
-            self.port = free_port()
+
+        def launch(port):
             with open(log, "w") as out:  # the child keeps its own copy
-                self.proc = subprocess.Popen(
+                return subprocess.Popen(
                     [remote_venv_python(), "-m", "moto.server", "-H", "127.0.0.1",
-                     "-p", str(self.port)], stdin=subprocess.DEVNULL, stdout=out,
+                     "-p", str(port)], stdin=subprocess.DEVNULL, stdout=out,
                     stderr=subprocess.STDOUT)
-            try:
-                wait_for_port(self.port, self.proc, "moto.server", log)
-                break
-            except RuntimeError:
-                stop(self.proc)
-                if attempt == 4:
-                    self._tmp.cleanup()
-                    raise
+        self.port, self.proc = start_on_free_port(launch, "moto.server", log, self._tmp)
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def _wait_ready(self):

@@ -64,10 +64,17 @@ class Setup:
         self.s3_url = f"s3://{BUCKET}/ds/"
         # What a remote reader reads from the environment; a test that puts
         # a proxy in front of moto changes AWS_ENDPOINT_URL for its readers.
-        os.environ.update(self.s3.env())
-        os.environ["SHARDPACK_CA_BUNDLE"] = self.nginx.ca_file
-        for name in ("SHARDPACK_CACHE_DIR", "SHARDPACK_CACHE_BYTES"):
+        # Nothing of the machine's own AWS setup may take precedence
+        # (remote/aws_config.h: AWS_ENDPOINT_URL_S3 before AWS_ENDPOINT_URL).
+        for name in ("SHARDPACK_CACHE_DIR", "SHARDPACK_CACHE_BYTES", "AWS_ENDPOINT_URL_S3",
+                     "AWS_SESSION_TOKEN", "AWS_PROFILE"):
             os.environ.pop(name, None)
+        os.environ.update(self.s3.env())
+        os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+        os.environ["AWS_CONFIG_FILE"] = os.devnull
+        os.environ["SHARDPACK_CA_BUNDLE"] = self.nginx.ca_file
+        # A test that goes wrong fails in seconds, not after the default 120 s.
+        os.environ["SHARDPACK_REMOTE_DEADLINE_S"] = "30"
 
     def cache_dir(self):
         return tempfile.mkdtemp(prefix="cache-", dir=self.tmp)

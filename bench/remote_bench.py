@@ -205,6 +205,10 @@ def main():
     tools = {"shardbench": os.path.join(args.build_dir, "tools", "shardbench"),
              "make": os.path.join(args.build_dir, "bench", "make_bench_dataset")}
     os.makedirs(args.work, exist_ok=True)
+    need = int(args.gb * 1e9 * 2.2)  # the dataset, and a cache as large as it
+    if shutil.disk_usage(args.work).free < need:
+        sys.exit(f"remote_bench: {args.work} has {shutil.disk_usage(args.work).free:,} bytes "
+                 f"free; --gb {args.gb} needs {need:,}")
     work = tempfile.mkdtemp(prefix="remote-bench-", dir=args.work)
     args.work = work
     try:
@@ -215,7 +219,7 @@ def main():
                         "--kind", "cifar"], check=True, stdout=sys.stderr)
         os.sync()  # written pages are clean, so that dropping them works
         print(f"remote_bench: dataset made in {time.monotonic() - t:.1f} s", file=sys.stderr)
-        with servers.Nginx(root, tls=True) as nginx:
+        with servers.Nginx(root, tls=True, workers="auto") as nginx:
             os.environ["SHARDPACK_CA_BUNDLE"] = nginx.ca_file
             bench = Bench(args, tools, ds, nginx.url + "ds/")
             for rnd in range(args.rounds):

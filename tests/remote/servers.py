@@ -154,7 +154,7 @@ class TlsCert:
 
 
 NGINX_CONF = """\
-{user}worker_processes 1;
+{user}worker_processes {workers};
 pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
 events {{ worker_connections 1024; }}
@@ -186,11 +186,13 @@ class Nginx:
     """Debian's nginx serving the files under `root` on a free loopback port:
     GET and HEAD with Range (206, 416), keep-alive. .url ends in '/'; with
     tls, .ca_file is the certificate to trust. Its own prefix, config and logs
-    in a temporary directory: never the system's nginx or port 80."""
+    in a temporary directory: never the system's nginx or port 80. `workers`:
+    nginx's worker processes (a number or "auto": one a core)."""
 
-    def __init__(self, root, tls=True):
+    def __init__(self, root, tls=True, workers=1):
         self.root = os.path.abspath(root)
         self.tls = tls
+        self.workers = workers
         self.proc = None
         self.ca_file = None
 
@@ -226,8 +228,8 @@ class Nginx:
         # Run as root, nginx's workers would drop to nobody, who may not
         # read a test's private temporary directory.
         user = "user root;\n" if os.geteuid() == 0 else ""
-        return NGINX_CONF.format(user=user, prefix=prefix, port=self.port, root=self.root,
-                                 ssl=" ssl" if self.tls else "", tls=tls)
+        return NGINX_CONF.format(user=user, workers=self.workers, prefix=prefix, port=self.port,
+                                 root=self.root, ssl=" ssl" if self.tls else "", tls=tls)
 
     def __exit__(self, *exc):
         stop(self.proc)

@@ -268,6 +268,29 @@ class ReaderTest(RemoteTest):
         self.assertEqual(digests(resumed), local[11:])
 
 
+class ReplacedDatasetTest(RemoteTest):
+    def test_a_dataset_replaced_under_the_same_url_is_read_anew_not_from_the_cache(self):
+        other = fixtures.make_cifar_dataset(S.root, 600, name="other", block_size=BLOCK,
+                                            shard_records=250, shuffle=False)
+        url, cache = f"s3://{BUCKET}/swap/", S.cache_dir()
+        S.s3.upload(BUCKET, "swap", S.local)
+        first = self.reader(url, cache)
+        self.assertEqual(digests(first), self.local_digests())
+        state = first.state_dict()
+        for name in S.files:
+            S.s3.delete(BUCKET, "swap/" + name)
+        S.s3.upload(BUCKET, "swap", other)
+        # Same URL, same cache directory, other bytes: the cache must not
+        # hand out the first dataset's blocks.
+        second = self.reader(url, cache)
+        self.assertEqual(digests(second), digests(shardpack.Reader(other, **READER)))
+        self.assertNotEqual(second.fingerprint, first.fingerprint)
+        # A state of the first dataset is refused on the second, naming why.
+        resumed = self.reader(url, cache)
+        with self.assertRaisesRegex(ValueError, "another dataset"):
+            resumed.load_state_dict(state)
+
+
 class FaultTest(RemoteTest):
     """Through tests/remote/fault_proxy.py: in front of moto (the client signs
     for the proxy's host; the proxy keeps Host) or of nginx over TLS."""

@@ -118,7 +118,23 @@ absl::StatusOr<FileMagic> SniffFile(const std::string& path) {
   return FileMagic::kUnknown;
 }
 
+// A dataset in an object store: its manifest fetched, its shards URLs.
+absl::StatusOr<NamedPath> OpenRemoteDataset(const std::string& url) {
+  SP_ASSIGN_OR_RETURN(const remote::CacheOptions cache, remote::CurrentCacheOptions());
+  NamedPath named;
+  named.path = url;
+  SP_ASSIGN_OR_RETURN(named.remote, remote::OpenDataset(url, cache));
+  named.directory = named.remote->url();
+  named.directory.pop_back();  // the trailing '/'
+  named.manifest = named.remote->manifest();
+  for (const ShardEntry& s : named.manifest.shards) {
+    named.shard_paths.push_back(named.remote->url() + s.path);
+  }
+  return named;
+}
+
 absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path) {
+  if (remote::IsUrl(path)) return OpenRemoteDataset(path);
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (status.type() == fs::file_type::not_found) {

@@ -3,6 +3,9 @@
 // says what the path is; the callers differ only in what they do with it.
 //
 // A path may name (docs/cli.md, "What a path may name"):
+//  - a dataset in an object store: `s3://bucket/prefix/` or
+//    `https://host/path/` (or its manifest.json), read through the local
+//    cache that remote::CurrentCacheOptions() names;
 //  - a directory holding manifest.json: the dataset, of any backend;
 //  - a file named manifest.json: the dataset in its directory;
 //  - one shard file of any backend (a "lone shard"), told by its first bytes,
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "remote/remote_dataset.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack::backends {
@@ -54,6 +58,9 @@ struct NamedPath {
   // The file of each shard: the directory joined with each manifest entry's
   // path, or the lone file.
   std::vector<std::string> shard_paths;
+  // A dataset in an object store (a URL): its manifest was fetched, and its
+  // shard paths are URLs, opened through it (remote/remote_dataset.h).
+  std::shared_ptr<remote::RemoteDataset> remote;
 
   Backend backend() const { return manifest.backend; }
   bool has_manifest() const { return kind == PathKind::kDataset; }

@@ -17,9 +17,12 @@
 #include "common/posix_open.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
+#include "remote/remote_dataset.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
+
+#include "remote/remote_dataset.h"
 
 namespace shardpack::backends {
 namespace {
@@ -98,7 +101,9 @@ absl::Status CompareDigest(const std::string& path, const FileDigest& actual,
 absl::Status AdmitShardFile(const std::string& path, Backend backend,
                             const std::optional<ShardEntry>& expected, const VetOptions& vet) {
   if (backend == Backend::kShard) return absl::OkStatus();
-  SP_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(path));
+  // An object of a remote dataset is checked in its local copy.
+  SP_ASSIGN_OR_RETURN(const std::string local, remote::LocalPath(path));
+  SP_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(local));
   if (expected.has_value()) return CompareDigest(path, digest, *expected);
   if (VettedFiles::Get().Contains(digest)) return absl::OkStatus();
   SP_RETURN_IF_ERROR(VetShardFile(path, backend, vet));

@@ -14,7 +14,7 @@ add_library(shardpack::shardpack ALIAS shardpack_all)
 set_target_properties(shardpack_all PROPERTIES EXPORT_NAME shardpack)
 target_link_libraries(shardpack_all INTERFACE shardpack::reader shardpack::format)
 
-set(shardpack_libraries shardpack_common shardpack_format shardpack_codec shardpack_backends shardpack_reader
+set(shardpack_libraries shardpack_common shardpack_format shardpack_remote shardpack_codec shardpack_backends shardpack_reader
     shardpack_all)
 if(SHARDPACK_HAVE_CUDA)
   list(APPEND shardpack_libraries shardpack_finish_kernel)

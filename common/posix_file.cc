@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -138,12 +139,28 @@ std::unique_ptr<WritableFile> NewStringWritableFile(std::string name,
   return std::make_unique<StringWritableFile>(std::move(name), out);
 }
 
+namespace {
+std::atomic<common::UrlFileOpener> url_file_opener{nullptr};
+}  // namespace
+
+void common::SetUrlFileOpener(UrlFileOpener opener) { url_file_opener.store(opener); }
+
+bool common::IsUrlPath(std::string_view path) {
+  const size_t colon = path.find("://");
+  return colon != std::string_view::npos && colon > 0 &&
+         path.substr(0, colon).find('/') == std::string_view::npos;
+}
+
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(const std::string& path) {
+  if (common::UrlFileOpener opener = url_file_opener.load(); opener && common::IsUrlPath(path)) {
+    return opener(path);
+  }
   SP_ASSIGN_OR_RETURN(auto file, common::PosixFile::Open(path));
   return file;
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::string& path) {
+  if (common::IsUrlPath(path)) return OpenPosixFile(path);  // a remote object: not mapped
   uint64_t size;
   SP_ASSIGN_OR_RETURN(int fd, common::OpenRegularFile(path, 0, &size));
   void* base = nullptr;

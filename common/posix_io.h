@@ -179,6 +179,18 @@ enum class RenameMode {
 absl::Status RenamePath(const std::string& from, const std::string& to,
                         RenameMode mode = RenameMode::kReplace);
 
+// --- Paths that are URLs ---------------------------------------------------
+
+// Whether `path` begins with a URL scheme ("s3://", "https://").
+bool IsUrlPath(std::string_view path);
+
+// Who opens a file named by a URL: remote/ (which this layer does not know)
+// registers it when it opens a remote dataset, and OpenPosixFile and
+// OpenMappedFile then hand such paths to it. Until then a URL is a local
+// path like any other (and not found).
+using UrlFileOpener = absl::StatusOr<std::unique_ptr<RandomAccessFile>> (*)(const std::string& url);
+void SetUrlFileOpener(UrlFileOpener opener);
+
 // A RandomAccessFile over an open regular file, read with PreadFull. The
 // descriptor is also lent to the reader's block I/O engines (fd()), so a
 // path is opened once.

@@ -3,7 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cctype>
 #include <memory>
 #include <string>
@@ -65,7 +67,8 @@ std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwa
                    {"path", "batch_size", "shuffle", "seed", "rank", "world_size", "transform",
                     "threads", "ring_slots", "shuffle_bytes", "read_ahead_bytes", "io",
                     "remainder", "layout", "dtype", "mean", "std", "on_corrupt", "copy",
-                    "indices", "output", "device", "epoch_samples", "label_space"},
+                    "indices", "output", "device", "epoch_samples", "label_space", "cache_dir",
+                    "cache_bytes"},
                    1, 1);
   auto str = [&](const char* name, const char* fallback) {
     py::object v = a[name];
@@ -91,6 +94,10 @@ std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwa
                              {"shuffle_bytes", &o.shuffle_bytes},
                              {"read_ahead_bytes", &o.read_ahead_bytes}}) {
     if (py::object v = a[name]) *field = UintArg(v, name);
+  }
+  if (py::object v = a["cache_dir"]) o.cache_dir = PathArg(v, "cache_dir");
+  if (py::object v = a["cache_bytes"]) {
+    o.cache_bytes = static_cast<int64_t>(std::min<uint64_t>(UintArg(v, "cache_bytes"), INT64_MAX));
   }
   if (py::object v = a["shuffle"]) o.shuffle = BoolArg(v, "shuffle");
   if (py::object v = a["mean"]) o.mean = TripleArg(v, "mean");
@@ -124,10 +131,14 @@ Reader(path, *, batch_size=256, shuffle=True, seed=0, rank=-1, world_size=-1,
        read_ahead_bytes=32 MiB, io="auto", remainder="drop", layout="NHWC",
        dtype="uint8", mean=(0, 0, 0), std=(1, 1, 1), on_corrupt="error",
        copy=False, indices=False, output="numpy", device="cpu",
-       epoch_samples=0, label_space="shared")
+       epoch_samples=0, label_space="shared", cache_dir=None, cache_bytes=None)
 
 An iterable of (images, labels) batches from a shardpack dataset (a directory
-with manifest.json, or one .shard file). Iterating runs the rest of the
+with manifest.json, or one .shard file, or a dataset in an object store:
+"s3://bucket/prefix/" or "https://host/path/", read through a local cache of
+checked blocks in cache_dir within cache_bytes; None: SHARDPACK_CACHE_DIR and
+SHARDPACK_CACHE_BYTES, else ~/.cache/shardpack and 16 GiB; docs/reader.md,
+"Datasets in an object store"; stats()["remote"] says what it fetched). Iterating runs the rest of the
 current epoch; the next iteration runs the next epoch (or call set_epoch).
 
 A mixture: path is a list of sources, each a dict {"path": ...} with exactly

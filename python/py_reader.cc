@@ -388,6 +388,17 @@ py::dict PyReader::Stats() const {
   py::list per_source;
   for (uint64_t n : s.source_samples) per_source.append(n);
   d["source_samples"] = per_source;
+  py::dict remote;
+  remote["requests"] = s.remote.requests;
+  remote["bytes"] = s.remote.bytes;
+  remote["retries"] = s.remote.retries;
+  remote["cache_hits"] = s.remote.cache_hits;
+  remote["cache_misses"] = s.remote.cache_misses;
+  remote["cache_kept"] = s.remote.cache_kept;
+  remote["cache_evicted"] = s.remote.cache_evicted;
+  remote["refetched"] = s.remote.refetched;
+  remote["damaged"] = s.remote.damaged;
+  d["remote"] = remote;
   return d;
 }
 

@@ -31,6 +31,7 @@
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "reader/io_engine_base.h"
+#include "remote/object_store.h"
 
 namespace shardpack::reader {
 namespace {
@@ -286,6 +287,9 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenSync(const std::vector<std::string>
 
 absl::StatusOr<std::unique_ptr<BlockIo>> BlockIo::Open(IoEngine engine,
                                                        const std::vector<std::string>& paths) {
+  // A dataset in an object store is read through its cache, whatever the
+  // engine asked for.
+  if (!paths.empty() && remote::IsUrl(paths[0])) return OpenRemote(paths);
   if (engine == IoEngine::kAuto) {
     SP_ASSIGN_OR_RETURN(engine, PickEngine(paths));
   }
@@ -298,6 +302,8 @@ absl::StatusOr<std::unique_ptr<BlockIo>> BlockIo::Open(IoEngine engine,
       return OpenMmap(paths);
     case IoEngine::kUring:
       return OpenUring(paths);
+    case IoEngine::kRemote:
+      return OpenRemote(paths);
     case IoEngine::kAuto:
       break;
   }

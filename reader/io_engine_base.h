@@ -34,6 +34,9 @@ absl::StatusOr<PosixFiles> OpenPosixFiles(const std::vector<std::string>& paths,
 // refuses O_DIRECT (at open or at the first read).
 absl::StatusOr<std::vector<common::UniqueFd>> OpenDirectFds(const PosixFiles& files);
 
+// A dataset in an object store (reader/remote_engine.cc): every path a URL.
+absl::StatusOr<std::unique_ptr<BlockIo>> OpenRemote(const std::vector<std::string>& paths);
+
 // The synchronous pread (or, with `direct`, O_DIRECT) engine.
 absl::StatusOr<std::unique_ptr<BlockIo>> OpenSync(const std::vector<std::string>& paths,
                                                   bool direct);

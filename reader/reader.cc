@@ -125,6 +125,18 @@ ReaderStats Reader::Impl::stats() const {
   s.skipped = delivered_skipped_;
   s.source_samples = source_samples_;
   s.consumer_wait_s = ring_->consumer_wait_s();
+  for (const auto& d : remote_) {
+    const remote::RemoteStats r = d->stats();
+    s.remote.requests += r.store.requests;
+    s.remote.bytes += r.store.bytes;
+    s.remote.retries += r.store.retries;
+    s.remote.cache_hits += r.cache.hits;
+    s.remote.cache_misses += r.cache.misses;
+    s.remote.cache_kept += r.cache.kept;
+    s.remote.cache_evicted += r.cache.evicted;
+    s.remote.refetched += r.refetched;
+    s.remote.damaged += r.damaged;
+  }
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include "reader/epoch_share.h"
 #include "reader/reader_impl.h"
 #include "reader/reader_mix.h"
+#include "remote/remote_dataset.h"
 
 namespace shardpack {
 
@@ -109,7 +110,44 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The cache a dataset in an object store is read through: the options',
+// else the environment's. The environment is read only when a path is a URL.
+absl::StatusOr<remote::CacheOptions> CacheOptionsOf(const ReaderOptions& o) {
+  bool any_url = remote::IsUrl(o.path);
+  for (const MixSource& s : o.sources) any_url = any_url || remote::IsUrl(s.path);
+  remote::CacheOptions cache;
+  if (any_url) {
+    SP_ASSIGN_OR_RETURN(cache, remote::CurrentCacheOptions());
+  }
+  if (!o.cache_dir.empty()) cache.dir = o.cache_dir;
+  if (o.cache_bytes >= 0) cache.bytes = static_cast<uint64_t>(o.cache_bytes);
+  return cache;
+}
+
+// The remote datasets the reader's paths name, for its stats.
+std::vector<std::shared_ptr<remote::RemoteDataset>> RemoteDatasetsOf(const ReaderOptions& o) {
+  std::vector<std::shared_ptr<remote::RemoteDataset>> mine;
+  for (auto& d : remote::OpenDatasets()) {
+    bool named = (o.path + "/").starts_with(d->url());
+    for (const MixSource& s : o.sources) named = named || (s.path + "/").starts_with(d->url());
+    if (named) mine.push_back(std::move(d));
+  }
+  return mine;
+}
+
+}  // namespace
+
 absl::Status Reader::Impl::OpenDataset() {
+  SP_ASSIGN_OR_RETURN(const remote::CacheOptions cache, CacheOptionsOf(options_));
+  remote::ScopedCacheOptions scope(cache);
+  SP_RETURN_IF_ERROR(OpenDatasetOrMixture());
+  remote_ = RemoteDatasetsOf(options_);
+  return absl::OkStatus();
+}
+
+absl::Status Reader::Impl::OpenDatasetOrMixture() {
   ReaderOptions mixed = options_;
   if (options_.sources.empty()) {
     SP_ASSIGN_OR_RETURN(const bool view, backends::IsViewFile(options_.path));

@@ -226,7 +226,8 @@ constexpr Name<IoEngine> kIoEngines[] = {{IoEngine::kAuto, "auto"},
                                         {IoEngine::kPread, "pread"},
                                         {IoEngine::kDirect, "direct"},
                                         {IoEngine::kMmap, "mmap"},
-                                        {IoEngine::kUring, "uring"}};
+                                        {IoEngine::kUring, "uring"},
+                                        {IoEngine::kRemote, "remote"}};
 constexpr Name<OutputLayout> kLayouts[] = {{OutputLayout::kNHWC, "nhwc"},
                                           {OutputLayout::kNCHW, "nchw"}};
 constexpr Name<DType> kDTypes[] = {{DType::kUint8, "uint8"}, {DType::kFloat32, "float32"}};

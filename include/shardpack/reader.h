@@ -41,6 +41,8 @@ enum class IoEngine {
   kDirect,  // O_DIRECT into aligned buffers: bypasses the page cache
   kMmap,    // the file mapped; blocks are parsed in place
   kUring,   // io_uring with several reads in flight (when built with liburing)
+  kRemote,  // a dataset in an object store: through its local cache (always,
+            // whatever was asked; for a local dataset, an error)
 };
 std::string_view IoEngineName(IoEngine e);
 absl::StatusOr<IoEngine> ParseIoEngine(std::string_view name);
@@ -223,6 +225,14 @@ struct ReaderOptions {
   // sources to share; 0 (the default): the sum of all sources' records.
   uint64_t epoch_samples = 0;
   LabelSpace label_space = LabelSpace::kShared;
+  // A dataset in an object store (a path or source `s3://bucket/prefix/` or
+  // `https://host/path/`; docs/reader.md, "Datasets in an object store") is
+  // read through a local cache of checked blocks in cache_dir, kept within
+  // cache_bytes and shared by the processes of a node. "" and -1 (the
+  // defaults): SHARDPACK_CACHE_DIR and SHARDPACK_CACHE_BYTES, else
+  // ~/.cache/shardpack and 16 GiB. cache_bytes 0: nothing is kept.
+  std::string cache_dir;
+  int64_t cache_bytes = -1;
   int batch_size = 256;        // 1..kMaxBatchSize
   bool shuffle = true;         // per-epoch permutation of blocks and of records
   // Bytes of blocks the shuffle may hold at once (docs/reader.md, Shuffle):
@@ -363,6 +373,20 @@ struct ReaderStats {
   // (Reader::sources()' order), counted by the workers as they build them;
   // a damaged sample that kSkip replaced is not counted. Empty otherwise.
   std::vector<uint64_t> source_samples;
+  // Datasets in an object store: what their stores and caches did since
+  // they were opened in this process (shared by the readers of one dataset
+  // there). All zero for local datasets.
+  struct Remote {
+    uint64_t requests = 0;      // HTTP requests, retries included
+    uint64_t bytes = 0;         // bytes received
+    uint64_t retries = 0;       // requests that were retries (faults, throttling)
+    uint64_t cache_hits = 0;    // blocks read from the local cache
+    uint64_t cache_misses = 0;  // blocks fetched
+    uint64_t cache_kept = 0;    // blocks added to the cache
+    uint64_t cache_evicted = 0; // entries removed for the budget
+    uint64_t refetched = 0;     // blocks fetched again after failing their CRC-32C
+    uint64_t damaged = 0;       // blocks that failed twice (then on_corrupt applies)
+  } remote;
 };
 
 // A source as the reader resolved it (Reader::sources()).

@@ -300,6 +300,8 @@ std::string EngineName(const ::testing::TestParamInfo<IoEngine>& param) {
       return "Mmap";
     case IoEngine::kUring:
       return "Uring";
+    case IoEngine::kRemote:
+      return "Remote";
     case IoEngine::kAuto:
       break;
   }

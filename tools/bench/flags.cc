@@ -112,7 +112,9 @@ absl::StatusOr<MixSource> ParseSource(const std::string& text) {
 }
 
 void AddFlags(CLI::App* app, Flags* f) {
-  app->add_option("PATH", f->path, "Dataset directory or a single .shard file (or --source)");
+  app->add_option("PATH", f->path,
+                  "Dataset directory, a single .shard file, a view, or a dataset in an object "
+                  "store: s3://bucket/prefix/ or https://host/path/ (or --source)");
   app->add_option("--source", f->sources,
                   "A dataset of a mixture, in place of PATH, repeated: PATH:weight=W, "
                   "PATH:repeat=R, PATH:choose=N, or PATH (repeat=1)")
@@ -151,6 +153,12 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_option("--seed", f->seed, "Seed of the shuffle and the augmentation (default 0)")
       ->transform(cli::WholeNumberIn(0, std::numeric_limits<uint64_t>::max()));
   app->add_flag("--shuffle,!--no-shuffle", f->shuffle, "Shuffle (default on)");
+  app->add_option("--cache-dir", f->cache_dir,
+                  "A dataset in an object store (s3://, https://): its local cache's folder "
+                  "(default SHARDPACK_CACHE_DIR, else ~/.cache/shardpack)");
+  app->add_option("--cache-bytes", f->cache_bytes,
+                  "A dataset in an object store: the cache's budget, e.g. 10GiB; 0 keeps nothing "
+                  "(default SHARDPACK_CACHE_BYTES, else 16GiB)");
   app->add_option("--shuffle-bytes", f->shuffle_bytes,
                   "Bytes of blocks held for the shuffle (default 256MiB)")
       ->check(cli::SizeIn(0, kMaxBufferBytes));
@@ -217,6 +225,11 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   r.shuffle = f.shuffle;
   SP_ASSIGN_OR_RETURN(r.shuffle_bytes, cli::ParseSize(f.shuffle_bytes));
   SP_ASSIGN_OR_RETURN(r.read_ahead_bytes, cli::ParseSize(f.read_ahead));
+  r.cache_dir = f.cache_dir;
+  if (!f.cache_bytes.empty()) {
+    SP_ASSIGN_OR_RETURN(const uint64_t cache_bytes, cli::ParseSize(f.cache_bytes));
+    r.cache_bytes = static_cast<int64_t>(std::min<uint64_t>(cache_bytes, INT64_MAX));
+  }
   r.ring_slots = f.ring_slots;
   SP_ASSIGN_OR_RETURN(r.layout, ParseOutputLayout(f.layout));
   SP_ASSIGN_OR_RETURN(r.dtype, ParseDType(f.dtype));

@@ -31,6 +31,8 @@ struct Flags {
   bool shuffle = true;
   std::string shuffle_bytes = "256MiB";
   std::string read_ahead = "32MiB";
+  std::string cache_dir;    // --cache-dir: a dataset in an object store's cache ("": default)
+  std::string cache_bytes;  // --cache-bytes ("": SHARDPACK_CACHE_BYTES, else 16GiB)
   int ring_slots = 0;  // 0: the reader chooses (kAutoRingSlots)
   int warmup = 5;
   std::string layout = "nhwc";

@@ -39,6 +39,14 @@ void AddMemcpyJson(const Report& r, nlohmann::ordered_json* j) {
 }
 
 // A mixture's sources: what each draws an epoch beside what it delivered.
+void AddRemoteJson(const ReaderStats::Remote& m, nlohmann::ordered_json* j) {
+  (*j)["remote"] = {{"requests", m.requests},         {"bytes", m.bytes},
+                    {"retries", m.retries},           {"cache_hits", m.cache_hits},
+                    {"cache_misses", m.cache_misses}, {"cache_kept", m.cache_kept},
+                    {"cache_evicted", m.cache_evicted}, {"refetched", m.refetched},
+                    {"damaged", m.damaged}};
+}
+
 void AddSourcesJson(const Report& r, nlohmann::ordered_json* j) {
   const ReaderRun& run = r.reader;
   (*j)["epoch_samples"] = r.epoch_samples;
@@ -60,6 +68,13 @@ void AddSourcesJson(const Report& r, nlohmann::ordered_json* j) {
 // The dataset line; a mixture's sources, each with what it drew and delivered.
 void PrintDatasetText(std::FILE* out, const Report& r) {
   const ReaderRun& run = r.reader;
+  if (const ReaderStats::Remote& m = run.stats.remote; m.requests > 0 || m.cache_hits > 0) {
+    absl::FPrintF(out,
+                  "remote         %d requests (%d retries), %s received; cache: %d hits, %d "
+                  "misses, %d kept, %d evicted; %d blocks fetched again, %d damaged\n",
+                  m.requests, m.retries, cli::FormatBytes(m.bytes), m.cache_hits, m.cache_misses,
+                  m.cache_kept, m.cache_evicted, m.refetched, m.damaged);
+  }
   if (!r.mixture) {
     absl::FPrintF(out, "dataset        %s  (%d shards, %s, %d records)\n",
                   cli::EscapeText(r.path), r.shards, cli::FormatBytes(r.dataset_bytes),
@@ -242,6 +257,7 @@ void PrintJson(std::FILE* out, const Report& r) {
   if (r.raw) AddRawJson(r, &j);
   if (r.memcpy) AddMemcpyJson(r, &j);
   if (r.mixture) AddSourcesJson(r, &j);
+  AddRemoteJson(r.reader.stats.remote, &j);
   // The path may be any bytes: invalid UTF-8 becomes U+FFFD.
   std::string text = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::fprintf(out, "%s\n", text.c_str());

@@ -1,0 +1,210 @@
+#include "remote/block_cache.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
+
+namespace shardpack::remote {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr std::string_view kSuffix = ".spc";
+constexpr uint64_t kDefaultBytes = uint64_t{16} << 30;
+
+bool IsEntry(const fs::directory_entry& e) {
+  std::error_code ec;
+  return e.is_regular_file(ec) && e.path().extension() == kSuffix;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view what) {
+  std::string t(absl::StripAsciiWhitespace(common::AsAbsl(text)));
+  int shift = 0;
+  for (std::string_view unit : {"iB", "B"}) {
+    if (t.size() > unit.size() && std::string_view(t).ends_with(unit)) {
+      t.resize(t.size() - unit.size());
+      break;
+    }
+  }
+  if (!t.empty()) {
+    const char last = static_cast<char>(absl::ascii_toupper(static_cast<unsigned char>(t.back())));
+    const std::string_view units = "KMGT";
+    if (size_t u = units.find(last); u != std::string_view::npos) {
+      shift = 10 * static_cast<int>(u + 1);
+      t.pop_back();
+    }
+  }
+  double value = 0;
+  if (t.empty() || !absl::SimpleAtod(t, &value) || !std::isfinite(value) || value < 0 ||
+      std::ldexp(value, shift) >= 0x1p63) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        common::AsAbsl(what), ": '", common::AsAbsl(text),
+        "' is not a size (bytes, or a number with K, M, G or T: 16GiB, 512M)"));
+  }
+  return static_cast<uint64_t>(std::ldexp(value, shift));
+}
+
+absl::StatusOr<CacheOptions> CacheOptionsFromEnvironment(
+    const std::function<const char*(const char*)>& getenv) {
+  CacheOptions o;
+  if (const char* dir = getenv("SHARDPACK_CACHE_DIR"); dir != nullptr && *dir != '\0') {
+    o.dir = dir;
+  } else if (const char* xdg = getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    o.dir = absl::StrCat(xdg, "/shardpack");
+  } else if (const char* home = getenv("HOME"); home != nullptr && *home != '\0') {
+    o.dir = absl::StrCat(home, "/.cache/shardpack");
+  }
+  o.bytes = kDefaultBytes;
+  if (const char* bytes = getenv("SHARDPACK_CACHE_BYTES"); bytes != nullptr) {
+    SP_ASSIGN_OR_RETURN(o.bytes, ParseByteSize(bytes, "SHARDPACK_CACHE_BYTES"));
+  }
+  return o;
+}
+
+BlockCache::BlockCache(CacheOptions options, std::string root, std::string space_dir)
+    : options_(std::move(options)), root_(std::move(root)), space_dir_(std::move(space_dir)) {}
+
+absl::StatusOr<std::unique_ptr<BlockCache>> BlockCache::Open(const CacheOptions& options,
+                                                             std::string_view space) {
+  if (options.dir.empty() || options.bytes == 0) {
+    return std::unique_ptr<BlockCache>(new BlockCache(options, "", ""));
+  }
+  std::string root = absl::StrCat(options.dir, "/shardpack-cache");
+  std::string dir = absl::StrCat(root, "/", common::AsAbsl(space));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cache_dir ", options.dir, ": cannot make ", dir, ": ", ec.message()));
+  }
+  std::unique_ptr<BlockCache> cache(new BlockCache(options, std::move(root), std::move(dir)));
+  cache->used_ = cache->ScanUsage();
+  return cache;
+}
+
+std::string BlockCache::PathOf(std::string_view entry) const {
+  return absl::StrCat(space_dir_, "/", common::AsAbsl(entry), common::AsAbsl(kSuffix));
+}
+
+bool BlockCache::Read(std::string_view entry, std::span<uint8_t> dst) {
+  if (!enabled()) return false;
+  const std::string path = PathOf(entry);
+  auto file = common::PosixFile::Open(path);
+  if (file.ok() && (*file)->size() == dst.size() && (*file)->ReadExact(0, dst).ok()) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  if (file.ok()) Drop(entry);  // another size, or unreadable
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+bool BlockCache::Contains(std::string_view entry, uint64_t size) {
+  if (!enabled()) return false;
+  uint64_t bytes = 0;
+  return common::CheckRegularFile(PathOf(entry), &bytes).ok() && bytes == size;
+}
+
+void BlockCache::Drop(std::string_view entry) {
+  std::error_code ec;
+  if (fs::remove(PathOf(entry), ec)) dropped_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool BlockCache::Put(std::string_view entry, std::span<const uint8_t> bytes) {
+  if (!enabled() || !MakeRoom(bytes.size(), /*force=*/false)) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  const std::string path = PathOf(entry);
+  const std::string partial = common::FreshPartialName(path);
+  // Not fsynced: a cache entry torn by a crash fails its CRC when read and
+  // is fetched again.
+  absl::Status s = common::WriteWholeFile(partial, bytes);
+  if (s.ok()) s = common::RenamePath(partial, path);
+  std::error_code ec;
+  if (!s.ok()) {
+    fs::remove(partial, ec);
+    std::lock_guard<std::mutex> lock(mu_);
+    used_ -= std::min<uint64_t>(used_, bytes.size());
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  kept_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+uint64_t BlockCache::ScanUsage() const {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (IsEntry(*it)) total += it->file_size(ec);
+  }
+  return total;
+}
+
+bool BlockCache::MakeRoom(uint64_t incoming, bool force) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!force && incoming > options_.bytes) return false;
+  if (used_ + incoming <= options_.bytes) {
+    used_ += incoming;
+    return true;
+  }
+  // Over budget by this process's count: look at the cache as it is (other
+  // processes add to it too), under the lock every process takes to evict.
+  auto dir = common::OpenDirectory(root_);
+  absl::StatusOr<common::LockResult> locked =
+      dir.ok() ? common::TryLockExclusive(dir->get(), root_) : dir.status();
+  if (!locked.ok() || *locked == common::LockResult::kBusy) {
+    if (force) used_ += incoming;
+    return force;
+  }
+  struct Found {
+    fs::file_time_type time;
+    uint64_t size;
+    fs::path path;
+  };
+  std::vector<Found> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!IsEntry(*it)) continue;
+    std::error_code e2;
+    Found f{it->last_write_time(e2), it->file_size(e2), it->path()};
+    if (!e2) {
+      total += f.size;
+      entries.push_back(std::move(f));
+    }
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Found& a, const Found& b) { return a.time < b.time; });
+  const uint64_t target = options_.bytes / 10 * 9;
+  for (const Found& f : entries) {
+    if (total + incoming <= target) break;
+    if (fs::remove(f.path, ec)) {
+      total -= f.size;
+      evicted_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  used_ = total;
+  if (!force && total + incoming > options_.bytes) return false;
+  used_ += incoming;
+  return true;
+}
+
+CacheStats BlockCache::stats() const {
+  return {hits_.load(), misses_.load(), kept_.load(), dropped_.load(), evicted_.load()};
+}
+
+}  // namespace shardpack::remote

@@ -1,0 +1,205 @@
+#include "remote/remote_dataset.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/errors.h"
+#include "common/posix_io.h"
+#include "common/status_macros.h"
+#include "shardpack/crc32c.h"
+
+namespace shardpack::remote {
+namespace {
+
+constexpr std::string_view kManifestName = "manifest.json";
+// A manifest larger than this is not one (ImageNet's is a few KB).
+constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
+// Whole objects come in ranges of this size, several in flight.
+constexpr uint64_t kWholeChunkBytes = uint64_t{8} << 20;
+
+// The dataset's prefix: `url` without a final "manifest.json", ending in '/'.
+std::string PrefixOf(std::string_view url) {
+  if (url.ends_with("/" + std::string(kManifestName))) url.remove_suffix(kManifestName.size());
+  std::string prefix(url);
+  if (!prefix.ends_with('/')) prefix += '/';
+  return prefix;
+}
+
+// The cache space of a dataset at a URL: one per (URL, fingerprint).
+std::string SpaceOf(std::string_view url, const Manifest& manifest) {
+  const uint32_t url_hash =
+      Crc32c({reinterpret_cast<const uint8_t*>(url.data()), url.size()});
+  return absl::StrFormat("%08x-%s", url_hash, FormatFingerprint(ManifestFingerprint(manifest)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<RemoteDataset>> RemoteDataset::Open(
+    std::string_view url, const CacheOptions& cache, std::unique_ptr<ObjectStore> store) {
+  SP_ASSIGN_OR_RETURN(std::string text, store->Get(kManifestName, kMaxManifestBytes));
+  const std::string manifest_url = store->UrlOf(kManifestName);
+  SP_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(text, manifest_url));
+  std::shared_ptr<RemoteDataset> d(new RemoteDataset(std::move(store), std::move(manifest)));
+  SP_ASSIGN_OR_RETURN(d->cache_, BlockCache::Open(cache, SpaceOf(url, d->manifest_)));
+  return d;
+}
+
+absl::StatusOr<std::pair<const ShardEntry*, size_t>> RemoteDataset::EntryOf(
+    std::string_view name) const {
+  for (size_t k = 0; k < manifest_.shards.size(); ++k) {
+    if (manifest_.shards[k].path == name) return std::make_pair(&manifest_.shards[k], k);
+  }
+  return absl::NotFoundError(absl::StrCat(store_->UrlOf(name),
+                                          ": not an object the dataset's manifest lists"));
+}
+
+absl::StatusOr<std::string> RemoteDataset::LocalCopy(std::string_view name) {
+  ShardEntry entry;
+  std::string key;
+  if (manifest_.record_table && manifest_.record_table->path == name) {
+    entry = {manifest_.record_table->path, 0, manifest_.record_table->bytes,
+             manifest_.record_table->crc32c};
+    key = "records";
+  } else {
+    SP_ASSIGN_OR_RETURN(auto found, EntryOf(name));
+    entry = *found.first;
+    key = absl::StrCat(found.second, "-file");
+  }
+  const std::string path = cache_->PathOf(key);
+  if (cache_->Contains(key, entry.bytes)) return path;
+  if (!cache_->enabled()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        store_->UrlOf(name), ": this object is read whole from a local copy, and no cache is "
+        "set (cache_dir, cache_bytes; SHARDPACK_CACHE_DIR, SHARDPACK_CACHE_BYTES)"));
+  }
+  cache_->Reserve(entry.bytes);
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> out, AtomicFile::Create(path));
+  std::vector<uint8_t> chunk;
+  uint32_t crc = 0;
+  for (uint64_t at = 0; at < entry.bytes; at += chunk.size()) {
+    chunk.resize(std::min(kWholeChunkBytes * 4, entry.bytes - at));
+    std::vector<RangeRequest> parts;
+    for (uint64_t p = 0; p < chunk.size(); p += kWholeChunkBytes) {
+      const uint64_t n = std::min(kWholeChunkBytes, chunk.size() - p);
+      parts.push_back({name, at + p, {chunk.data() + p, n}, {}});
+    }
+    store_->Fetch(parts);
+    for (const RangeRequest& r : parts) SP_RETURN_IF_ERROR(r.status);
+    crc = Crc32cExtend(crc, chunk.data(), chunk.size());
+    SP_RETURN_IF_ERROR(out->Append(chunk));
+  }
+  if (crc != entry.crc32c) {
+    CountDamage();
+    return absl::DataLossError(absl::StrFormat(
+        "%s: CRC-32C of the fetched object is %08x, the manifest says %08x",
+        store_->UrlOf(name), crc, entry.crc32c));
+  }
+  SP_RETURN_IF_ERROR(out->Commit());
+  cache_->Kept();
+  return path;
+}
+
+RemoteStats RemoteDataset::stats() const {
+  return {store_->stats(), cache_->stats(), refetched_.load(), damaged_.load()};
+}
+
+// --- The registry ------------------------------------------------------------
+
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::vector<std::weak_ptr<RemoteDataset>> open;
+};
+
+Registry& TheRegistry() {
+  static Registry* registry = new Registry;
+  return *registry;
+}
+
+thread_local const CacheOptions* scoped_options = nullptr;
+
+// The opener of URL paths for OpenPosixFile (common::SetUrlFileOpener).
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenUrlFile(const std::string& url) {
+  SP_ASSIGN_OR_RETURN(auto found, FindObject(url));
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<RemoteFile> file, found.first->OpenFile(found.second));
+  return std::unique_ptr<RandomAccessFile>(std::move(file));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<RemoteDataset>> OpenDataset(std::string_view url,
+                                                           const CacheOptions& cache) {
+  const std::string prefix = PrefixOf(url);
+  Registry& r = TheRegistry();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (const auto& weak : r.open) {
+      auto d = weak.lock();
+      if (d && d->url() == prefix && d->cache_options().dir == cache.dir &&
+          d->cache_options().bytes == cache.bytes) {
+        return d;
+      }
+    }
+  }
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> store, OpenObjectStore(prefix, FetchOptions{}));
+  SP_ASSIGN_OR_RETURN(std::shared_ptr<RemoteDataset> d,
+                      RemoteDataset::Open(prefix, cache, std::move(store)));
+  common::SetUrlFileOpener(&OpenUrlFile);
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::erase_if(r.open, [](const auto& weak) { return weak.expired(); });
+  r.open.push_back(d);
+  return d;
+}
+
+absl::StatusOr<std::pair<std::shared_ptr<RemoteDataset>, std::string>> FindObject(
+    std::string_view path) {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::shared_ptr<RemoteDataset> best;
+  for (const auto& weak : r.open) {
+    auto d = weak.lock();
+    if (d && path.starts_with(d->url()) && (!best || d->url().size() > best->url().size())) {
+      best = std::move(d);
+    }
+  }
+  if (!best) {
+    return absl::NotFoundError(absl::StrCat(common::AsAbsl(path),
+                                            ": no dataset is open at this URL"));
+  }
+  std::string name(path.substr(best->url().size()));
+  return std::make_pair(std::move(best), std::move(name));
+}
+
+std::vector<std::shared_ptr<RemoteDataset>> OpenDatasets() {
+  Registry& r = TheRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::shared_ptr<RemoteDataset>> open;
+  for (const auto& weak : r.open) {
+    if (auto d = weak.lock()) open.push_back(std::move(d));
+  }
+  return open;
+}
+
+absl::StatusOr<std::string> LocalPath(const std::string& path) {
+  if (!IsUrl(path)) return path;
+  SP_ASSIGN_OR_RETURN(auto found, FindObject(path));
+  return found.first->LocalCopy(found.second);
+}
+
+absl::StatusOr<CacheOptions> CurrentCacheOptions() {
+  if (scoped_options != nullptr) return *scoped_options;
+  return CacheOptionsFromEnvironment([](const char* name) { return std::getenv(name); });
+}
+
+ScopedCacheOptions::ScopedCacheOptions(const CacheOptions& options)
+    : previous_(scoped_options), options_(options) {
+  scoped_options = &options_;
+}
+
+ScopedCacheOptions::~ScopedCacheOptions() { scoped_options = previous_; }
+
+}  // namespace shardpack::remote

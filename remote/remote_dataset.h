@@ -1,0 +1,162 @@
+// A dataset that lives in an object store, read through the verified local
+// cache (remote/block_cache.h).
+//
+// The manifest is fetched first, always (never from the cache): it names
+// every object, its size and CRC-32C, and its fingerprint names the cache's
+// space, so a prefix that now holds another dataset never reads the old
+// one's bytes. Then:
+//  - a `.shard` object is read by block: its head and tail (header, footer
+//    index, trailer; checked by ShardIndex::Load) once at open, then each
+//    block fetched whole by a block-aligned range request and checked
+//    against its header's CRC-32C and the footer's payload CRC-32C before it
+//    is used or kept. A block that fails is fetched once more, then handed
+//    on as it is (the reader's damage policy, on_corrupt, then decides);
+//  - any other object (an LMDB or HDF5 shard, the record table) is fetched
+//    whole into the cache, in ranges, and checked against the manifest's
+//    CRC-32C: liblmdb and libhdf5 open files, not streams.
+#ifndef SHARDPACK_REMOTE_REMOTE_DATASET_H_
+#define SHARDPACK_REMOTE_REMOTE_DATASET_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "remote/block_cache.h"
+#include "remote/object_store.h"
+#include "shardpack/file.h"
+#include "shardpack/manifest.h"
+
+namespace shardpack::remote {
+
+struct RemoteStats {
+  StoreStats store;
+  CacheStats cache;
+  uint64_t refetched = 0;  // pieces fetched again after failing their check
+  uint64_t damaged = 0;    // pieces that failed their check twice
+};
+
+class RemoteFile;
+class RemoteDataset;
+
+// One read of a batch: `dst.size()` bytes of `file` at `offset`.
+struct RemoteRead {
+  const RemoteFile* file = nullptr;
+  uint64_t offset = 0;
+  std::span<uint8_t> dst;
+  absl::Status status;  // set by ReadRemote
+};
+
+// Serves every read from memory or the cache where it can and fetches the
+// rest in one round of requests in flight together (per store), checking
+// each block as RemoteDataset says. Each read gets its own status.
+void ReadRemote(std::span<RemoteRead> reads);
+
+// A remote object as a file (RemoteDataset::OpenFile). ReadExact is
+// ReadRemote of one read.
+class RemoteFile : public RandomAccessFile {
+ public:
+  absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const final;
+
+  // What ReadRemote asks of a file: where a read that cannot be served
+  // locally must be fetched from.
+  struct Need {
+    RemoteRead* read = nullptr;
+    uint64_t at = 0;                   // the range fetched: [at, at + bytes.size())
+    std::span<uint8_t> bytes;          // the read's dst, or `whole`
+    std::vector<uint8_t> whole;        // a whole block holding a partial read
+    const void* block = nullptr;       // the file's own: what `bytes` is checked against
+  };
+  // Serves `r` from memory or the cache: true. Else fills `need`.
+  virtual bool ServeLocally(RemoteRead& r, Need& need) const = 0;
+  // Whether fetched bytes pass their check; keeps them in the cache if so.
+  virtual bool Check(const Need& need) const = 0;
+  virtual RemoteDataset& dataset() const = 0;
+  virtual const std::string& object() const = 0;
+};
+
+class RemoteDataset : public std::enable_shared_from_this<RemoteDataset> {
+ public:
+  // Fetches and parses the manifest of the dataset at `url` (its prefix, or
+  // its manifest.json). Errors name the URL.
+  static absl::StatusOr<std::shared_ptr<RemoteDataset>> Open(std::string_view url,
+                                                              const CacheOptions& cache,
+                                                              std::unique_ptr<ObjectStore> store);
+
+  // The dataset's URL, ending in '/'.
+  const std::string& url() const { return store_->url(); }
+  const Manifest& manifest() const { return manifest_; }
+  const CacheOptions& cache_options() const { return cache_->options(); }
+
+  // Object `name` (one the manifest lists) as a file whose bytes are
+  // checked as above. NotFoundError naming the URL for any other name.
+  absl::StatusOr<std::unique_ptr<RemoteFile>> OpenFile(std::string_view name);
+  // Object `name` whole in the cache, checked against the manifest: its
+  // local path.
+  absl::StatusOr<std::string> LocalCopy(std::string_view name);
+
+  RemoteStats stats() const;
+
+  // For the files: fetch with one retry of pieces failing `check`.
+  ObjectStore& store() { return *store_; }
+  BlockCache& cache() { return *cache_; }
+  void CountRefetch() { refetched_.fetch_add(1, std::memory_order_relaxed); }
+  void CountDamage() { damaged_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  RemoteDataset(std::unique_ptr<ObjectStore> store, Manifest manifest)
+      : store_(std::move(store)), manifest_(std::move(manifest)) {}
+  // The manifest entry of `name` and its index (its cache entries' prefix).
+  absl::StatusOr<std::pair<const ShardEntry*, size_t>> EntryOf(std::string_view name) const;
+
+  std::unique_ptr<ObjectStore> store_;
+  Manifest manifest_;
+  std::unique_ptr<BlockCache> cache_;
+  std::atomic<uint64_t> refetched_{0}, damaged_{0};
+};
+
+// --- The datasets open in this process -----------------------------------
+//
+// Openers that are handed only a path (a shard's, the record table's) find
+// the dataset it belongs to here; the path of an object is its dataset's URL
+// followed by its name.
+
+// Opens the dataset at `url` with `cache`, or returns the one open now with
+// the same URL and cache.
+absl::StatusOr<std::shared_ptr<RemoteDataset>> OpenDataset(std::string_view url,
+                                                           const CacheOptions& cache);
+// The open dataset whose URL begins `path` (the longest), and the object's
+// name within it. NotFoundError when none is open.
+absl::StatusOr<std::pair<std::shared_ptr<RemoteDataset>, std::string>> FindObject(
+    std::string_view path);
+
+// Every dataset open in this process now.
+std::vector<std::shared_ptr<RemoteDataset>> OpenDatasets();
+
+// `path` itself when it is not a URL; else the local copy of that object
+// of an open dataset (RemoteDataset::LocalCopy), for liblmdb and libhdf5.
+absl::StatusOr<std::string> LocalPath(const std::string& path);
+
+// The cache options OpenNamedPath uses for a URL: those of the innermost
+// ScopedCacheOptions on this thread, else CacheOptionsFromEnvironment.
+absl::StatusOr<CacheOptions> CurrentCacheOptions();
+class ScopedCacheOptions {
+ public:
+  explicit ScopedCacheOptions(const CacheOptions& options);
+  ~ScopedCacheOptions();
+  ScopedCacheOptions(const ScopedCacheOptions&) = delete;
+  ScopedCacheOptions& operator=(const ScopedCacheOptions&) = delete;
+
+ private:
+  const CacheOptions* previous_;
+  CacheOptions options_;
+};
+
+}  // namespace shardpack::remote
+
+#endif  // SHARDPACK_REMOTE_REMOTE_DATASET_H_

@@ -1,0 +1,89 @@
+#include "remote/url.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace shardpack::remote {
+namespace {
+
+using ::shardpack::testing::StatusIs;
+using ::testing::HasSubstr;
+
+TEST(DatasetUrl, S3IsNormalizedWithAFinalSlash) {
+  SP_ASSERT_OK_AND_ASSIGN(DatasetUrl u, ParseDatasetUrl("s3://my-bucket/train/cifar"));
+  EXPECT_EQ(u.scheme, UrlScheme::kS3);
+  EXPECT_EQ(u.bucket, "my-bucket");
+  EXPECT_EQ(u.prefix, "train/cifar/");
+  EXPECT_EQ(u.url, "s3://my-bucket/train/cifar/");
+  SP_ASSERT_OK_AND_ASSIGN(DatasetUrl again, ParseDatasetUrl("s3://my-bucket/train/cifar/"));
+  EXPECT_EQ(again.url, u.url);
+  SP_ASSERT_OK_AND_ASSIGN(DatasetUrl bare, ParseDatasetUrl("S3://my.bucket"));
+  EXPECT_EQ(bare.prefix, "");
+  EXPECT_EQ(bare.url, "s3://my.bucket/");
+}
+
+TEST(DatasetUrl, HttpKeepsOriginAndPath) {
+  SP_ASSERT_OK_AND_ASSIGN(DatasetUrl u, ParseDatasetUrl("HTTPS://Data.Example.com:8443/a/b%20c"));
+  EXPECT_EQ(u.scheme, UrlScheme::kHttps);
+  EXPECT_EQ(u.origin, "https://data.example.com:8443");
+  EXPECT_EQ(u.path, "/a/b%20c/");
+  EXPECT_EQ(u.url, "https://data.example.com:8443/a/b%20c/");
+  SP_ASSERT_OK_AND_ASSIGN(DatasetUrl root, ParseDatasetUrl("http://127.0.0.1:9000"));
+  EXPECT_EQ(root.url, "http://127.0.0.1:9000/");
+  SP_ASSERT_OK_AND_ASSIGN(DatasetUrl v6, ParseDatasetUrl("http://[::1]:8080/d"));
+  EXPECT_EQ(v6.origin, "http://[::1]:8080");
+}
+
+TEST(DatasetUrl, HostileUrlsAreRefusedNamingThem) {
+  const char* bad[][2] = {
+      {"s3:///prefix", "no bucket name"},
+      {"s3://ab/x", "3 to 63"},
+      {"s3://My_Bucket/x", "a-z, 0-9"},
+      {"s3://-bucket/x", "starts and ends"},
+      {"s3://bucket/a/../b", "'..'"},
+      {"s3://bucket/a/./b", "'..'"},
+      {"https://user:pw@host/x", "credentials in the URL"},
+      {"https://host/a/%2e%2E/b", "'..'"},
+      {"https://host/a\n/b", "control character"},
+      {"https://host/a b", "space"},
+      {"https://host/a?x=1", "query or fragment"},
+      {"https://host/a#frag", "query or fragment"},
+      {"https:///path", "no host"},
+      {"https://host:0/x", "port outside"},
+      {"https://host:65536/x", "port outside"},
+      {"https://host:80a/x", "port outside"},
+      {"https://ho_st/x", "in the host"},
+      {"https://host/%zz", "two hex digits"},
+      {"https://host/\xc3\xa9", "percent-encode"},
+      {"ftp://host/x", "not a URL of"},
+      {"", "not a URL of"},
+  };
+  for (const auto& [url, why] : bad) {
+    EXPECT_THAT(ParseDatasetUrl(url),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         ::testing::AllOf(HasSubstr(why),
+                                          HasSubstr(std::string(url).substr(0, 8)))))
+        << url;
+  }
+}
+
+TEST(DatasetUrl, EndpointsDropTheFinalSlashAndNameTheirSource) {
+  SP_ASSERT_OK_AND_ASSIGN(std::string e, ParseEndpoint("http://127.0.0.1:9000/", "X"));
+  EXPECT_EQ(e, "http://127.0.0.1:9000");
+  EXPECT_THAT(ParseEndpoint("s3://bucket", "AWS_ENDPOINT_URL"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("AWS_ENDPOINT_URL: s3://")));
+  EXPECT_THAT(ParseEndpoint("http://h:99999", "AWS_ENDPOINT_URL_S3"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("AWS_ENDPOINT_URL_S3")));
+}
+
+TEST(DatasetUrl, KeysArePercentEncodedAsS3Wants) {
+  std::string out = "x/";
+  AppendEncodedKey("a b/c+d~e_f.g-h%/\xff", &out);
+  EXPECT_EQ(out, "x/a%20b/c%2Bd~e_f.g-h%25/%FF");
+}
+
+}  // namespace
+}  // namespace shardpack::remote

@@ -73,9 +73,11 @@ absl::StatusOr<FileDigest> DigestOpenFile(int fd, const std::string& path, uint6
 }  // namespace
 
 absl::StatusOr<FileDigest> DigestFile(const std::string& path) {
+  // An object of a remote dataset is digested in its local copy.
+  SP_ASSIGN_OR_RETURN(const std::string local, remote::LocalPath(path));
   // The one opener: a FIFO put in place of a shard is refused, not waited on.
   uint64_t size = 0;
-  SP_ASSIGN_OR_RETURN(int raw, ::shardpack::common::OpenRegularFile(path, 0, &size));
+  SP_ASSIGN_OR_RETURN(int raw, ::shardpack::common::OpenRegularFile(local, 0, &size));
   ::shardpack::common::UniqueFd fd(raw);
   // Read to the end rather than to the size stat gave: a file that grows
   // while it is read must not match an entry of its old size.
@@ -101,9 +103,7 @@ absl::Status CompareDigest(const std::string& path, const FileDigest& actual,
 absl::Status AdmitShardFile(const std::string& path, Backend backend,
                             const std::optional<ShardEntry>& expected, const VetOptions& vet) {
   if (backend == Backend::kShard) return absl::OkStatus();
-  // An object of a remote dataset is checked in its local copy.
-  SP_ASSIGN_OR_RETURN(const std::string local, remote::LocalPath(path));
-  SP_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(local));
+  SP_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(path));
   if (expected.has_value()) return CompareDigest(path, digest, *expected);
   if (VettedFiles::Get().Contains(digest)) return absl::OkStatus();
   SP_RETURN_IF_ERROR(VetShardFile(path, backend, vet));

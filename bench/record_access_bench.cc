@@ -156,7 +156,9 @@ struct RunFlags {
 absl::Status Run(const RunFlags& f) {
   RawFiles raw;
   SP_RETURN_IF_ERROR(LoadSpans(f.dir, &raw));
-  SP_ASSIGN_OR_RETURN(auto reader, RecordReader::Open(f.dir, {.mmap = f.mmap}));
+  RecordReaderOptions options;
+  options.mmap = f.mmap;
+  SP_ASSIGN_OR_RETURN(auto reader, RecordReader::Open(f.dir, options));
   std::vector<double> raw_rates, api_rates;
   for (int run = 0; run < f.runs; ++run) {
     std::mt19937_64 rng(run);

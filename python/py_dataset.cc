@@ -4,6 +4,8 @@
 // read in parallel and a buffer's memory is reused from call to call.
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,7 +22,7 @@
 namespace shardpack::python {
 namespace {
 
-constexpr char kDatasetDoc[] = R"doc(Dataset(path, mmap=False)
+constexpr char kDatasetDoc[] = R"doc(Dataset(path, mmap=False, cache_dir=None, cache_bytes=None)
 
 Random access to the records of a dataset: any path the tools accept (a
 dataset folder, its manifest.json, a lone shard; .shard, LMDB or HDF5).
@@ -41,11 +43,11 @@ shardpack.DataLossError for damage, naming the shard, offset and record.)doc";
 
 class PyDataset {
  public:
-  PyDataset(const std::string& path, bool mmap) {
+  PyDataset(const std::string& path, const RecordReaderOptions& options) {
     absl::StatusOr<std::unique_ptr<RecordReader>> reader;
     {
       py::gil_scoped_release no_gil;
-      reader = RecordReader::Open(path, {.mmap = mmap});
+      reader = RecordReader::Open(path, options);
     }
     if (!reader.ok()) ThrowStatus(reader.status());
     reader_ = *std::move(reader);
@@ -148,10 +150,19 @@ class PyDataset {
 
 void RegisterDataset(py::module_& m) {
   py::class_<PyDataset>(m, "Dataset", kDatasetDoc)
-      .def(py::init([](const py::object& path, bool mmap) {
-             return std::make_unique<PyDataset>(PathArg(path, "path"), mmap);
+      .def(py::init([](const py::object& path, bool mmap, const py::object& cache_dir,
+                       const py::object& cache_bytes) {
+             RecordReaderOptions o;
+             o.mmap = mmap;
+             if (!cache_dir.is_none()) o.cache_dir = PathArg(cache_dir, "cache_dir");
+             if (!cache_bytes.is_none()) {
+               o.cache_bytes = static_cast<int64_t>(
+                   std::min<uint64_t>(UintArg(cache_bytes, "cache_bytes"), INT64_MAX));
+             }
+             return std::make_unique<PyDataset>(PathArg(path, "path"), o);
            }),
-           py::arg("path"), py::kw_only(), py::arg("mmap") = false)
+           py::arg("path"), py::kw_only(), py::arg("mmap") = false,
+           py::arg("cache_dir") = py::none(), py::arg("cache_bytes") = py::none())
       .def("__len__", &PyDataset::Len, "Records in the dataset.")
       .def("__getitem__", [](PyDataset& d, int64_t i) { return d.Record(i, false); },
            py::arg("index"), "ds.record(index).")

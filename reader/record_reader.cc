@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "format/record_table.h"
 #include "reader/record_parts.h"
+#include "remote/remote_dataset.h"
 #include "shardpack/records.h"
 
 namespace shardpack {
@@ -140,6 +141,13 @@ RecordReader::~RecordReader() = default;
 absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
     const std::string& path, const RecordReaderOptions& options) {
   auto impl = std::make_unique<Impl>();
+  remote::CacheOptions cache;
+  if (remote::IsUrl(path)) {
+    SP_ASSIGN_OR_RETURN(cache, remote::CurrentCacheOptions());
+  }
+  if (!options.cache_dir.empty()) cache.dir = options.cache_dir;
+  if (options.cache_bytes >= 0) cache.bytes = static_cast<uint64_t>(options.cache_bytes);
+  remote::ScopedCacheOptions scope(cache);
   SP_ASSIGN_OR_RETURN(impl->view, backends::OpenView(path));
   impl->path = path;
   const backends::NamedPath& first = impl->view.datasets[0];

@@ -71,15 +71,18 @@ class ShardFile final : public RemoteFile {
   const size_t k_;
   const uint64_t size_;
   std::vector<uint8_t> head_, tail_;
-  uint64_t tail_at_ = 0;
-  std::vector<BlockInfo> blocks_;  // by offset; empty until loaded
+  uint64_t tail_at_ = 0;            // the file offset of tail_[0]
+  uint64_t head_end_ = UINT64_MAX;  // the ends serve [0, head_end_) and
+  uint64_t tail_from_ = 0;          // [tail_from_, size_) (all while loading)
+  std::vector<BlockInfo> blocks_;   // by offset; empty until loaded
 };
 
 // The head and tail (cached, else fetched) and the index from them.
 absl::Status ShardFile::Load() {
   head_.resize(std::min(kHeadBytes, size_));
   tail_.resize(std::min(kTailBytes, size_));
-  tail_at_ = size_ - tail_.size();
+  tail_at_ = tail_from_ = size_ - tail_.size();
+  head_end_ = head_.size();
   const bool cached =
       d_->cache().Read(Entry("head"), head_) && d_->cache().Read(Entry("tail"), tail_);
   if (!cached) SP_RETURN_IF_ERROR(FetchEnds());
@@ -92,6 +95,11 @@ absl::Status ShardFile::Load() {
   }
   if (!index.ok()) return index.status();
   blocks_ = index->blocks();
+  // From now on the ends serve only what ShardIndex::Load checked: the
+  // header and the footer and trailer. Blocks within them (a small shard's
+  // tail holds them all) are read and checked as blocks.
+  head_end_ = blocks_.empty() ? head_.size() : std::min<uint64_t>(head_.size(), blocks_[0].offset);
+  tail_from_ = std::max(tail_at_, index->footer_offset());
   if (!cached) {
     d_->cache().Put(Entry("head"), head_);
     d_->cache().Put(Entry("tail"), tail_);
@@ -101,11 +109,11 @@ absl::Status ShardFile::Load() {
 
 bool ShardFile::FromEnds(const RemoteRead& r) const {
   const uint64_t n = r.dst.size();
-  if (r.offset + n <= head_.size()) {
+  if (r.offset + n <= head_end_) {
     std::copy_n(head_.data() + r.offset, n, r.dst.data());
     return true;
   }
-  if (r.offset >= tail_at_ && r.offset + n <= size_) {
+  if (r.offset >= tail_from_ && r.offset + n <= size_) {
     std::copy_n(tail_.data() + (r.offset - tail_at_), n, r.dst.data());
     return true;
   }

@@ -40,6 +40,11 @@ struct RecordReaderOptions {
   // shrinks while mapped is a DataLossError, never a SIGBUS). Default false
   // (pread, the better choice for data not in the page cache).
   bool mmap = false;
+  // A dataset in an object store: its local cache, as ReaderOptions'
+  // cache_dir and cache_bytes ("" and -1: the environment's, else the
+  // defaults). A record read remotely fetches its whole block (checked).
+  std::string cache_dir;
+  int64_t cache_bytes = -1;
 };
 
 // A decoded image: HWC pixels, 1 (gray) or 3 (RGB) channels.

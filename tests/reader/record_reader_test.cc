@@ -110,7 +110,9 @@ TEST(RecordReaderTest, CompressedBlocksAndMappedFilesReadTheSame) {
   const std::vector<OwnedRecord> records = RawRecords(25);
   Write(dir.path().string(), records, Backend::kShard, Compression::kZstd);
   for (bool mmap : {false, true}) {
-    auto reader = RecordReader::Open(dir.path().string(), {.mmap = mmap});
+    RecordReaderOptions options;
+    options.mmap = mmap;
+    auto reader = RecordReader::Open(dir.path().string(), options);
     ASSERT_THAT(reader, IsOk());
     ExpectAllRecords(**reader, records);
   }

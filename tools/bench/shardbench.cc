@@ -13,9 +13,11 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "backends/open_path.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "reader/pipeline.h"
+#include "remote/remote_dataset.h"
 #include "shardpack/file.h"
 #include "tools/bench/memcpy_ref.h"
 #include "tools/bench/raw_read.h"
@@ -81,31 +83,65 @@ absl::Status RunReferences(const BenchOptions& options, const std::vector<std::s
 }
 
 // The shard files of the dataset, or of every source of a mixture in turn
-// (a source named twice twice, as the reader's records count it).
-absl::StatusOr<std::vector<std::string>> AllShardFiles(const ReaderOptions& ro) {
-  if (ro.sources.empty()) return ShardFiles(ro.path);
-  std::vector<std::string> all;
-  for (const MixSource& m : ro.sources) {
-    SP_ASSIGN_OR_RETURN(std::vector<std::string> files, ShardFiles(m.path));
-    all.insert(all.end(), files.begin(), files.end());
+// (a source named twice twice, as the reader's records count it), and their
+// bytes. A dataset in an object store is opened here with the reader's
+// cache (its manifest gives the shards and their sizes) and kept open in
+// `remote`, so that the reader finds it open.
+struct DatasetFiles {
+  std::vector<std::string> local;
+  uint64_t bytes = 0;
+  std::vector<backends::NamedPath> remote;
+  size_t shards() const {
+    size_t n = local.size();
+    for (const backends::NamedPath& r : remote) n += r.shard_paths.size();
+    return n;
   }
-  return all;
+};
+
+absl::Status AddFiles(const ReaderOptions& ro, const std::string& path, DatasetFiles* d) {
+  if (!remote::IsUrl(path)) {
+    SP_ASSIGN_OR_RETURN(std::vector<std::string> files, ShardFiles(path));
+    SP_ASSIGN_OR_RETURN(const uint64_t bytes, TotalBytes(files));
+    d->local.insert(d->local.end(), files.begin(), files.end());
+    d->bytes += bytes;
+    return absl::OkStatus();
+  }
+  SP_ASSIGN_OR_RETURN(remote::CacheOptions cache, remote::CurrentCacheOptions());
+  if (!ro.cache_dir.empty()) cache.dir = ro.cache_dir;
+  if (ro.cache_bytes >= 0) cache.bytes = static_cast<uint64_t>(ro.cache_bytes);
+  remote::ScopedCacheOptions scope(cache);
+  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
+  for (const ShardEntry& e : named.manifest.shards) d->bytes += e.bytes;
+  d->remote.push_back(std::move(named));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DatasetFiles> AllShardFiles(const ReaderOptions& ro) {
+  DatasetFiles d;
+  if (ro.sources.empty()) SP_RETURN_IF_ERROR(AddFiles(ro, ro.path, &d));
+  for (const MixSource& m : ro.sources) SP_RETURN_IF_ERROR(AddFiles(ro, m.path, &d));
+  return d;
 }
 
 }  // namespace
 
 absl::Status RunShardbench(const BenchOptions& options) {
   const ReaderOptions& ro = options.reader;
-  SP_ASSIGN_OR_RETURN(std::vector<std::string> files, AllShardFiles(ro));
-  SP_ASSIGN_OR_RETURN(uint64_t dataset_bytes, TotalBytes(files));
+  SP_ASSIGN_OR_RETURN(const DatasetFiles dataset, AllShardFiles(ro));
+  const std::vector<std::string>& files = dataset.local;
+  if (!dataset.remote.empty() && (options.compare_raw || options.drop_caches)) {
+    return absl::InvalidArgumentError(
+        "--compare-raw and --drop-caches read local files: a dataset in an object store has "
+        "none (a cold run of it is one with an empty --cache-dir)");
+  }
 
   Report report;
   report.path = ro.path;
   report.mixture = !ro.sources.empty();
   report.epoch_samples = ro.epoch_samples;
   report.label_space = std::string(LabelSpaceName(ro.label_space));
-  report.shards = static_cast<int>(files.size());
-  report.dataset_bytes = dataset_bytes;
+  report.shards = static_cast<int>(dataset.shards());
+  report.dataset_bytes = dataset.bytes;
   report.transform = options.transform_name;
   report.io = std::string(IoEngineName(ro.io));
   report.threads = ro.threads;

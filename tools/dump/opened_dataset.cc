@@ -11,6 +11,7 @@
 #include "backends/view.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "remote/object_store.h"
 #include "shardpack/dataset.h"
 #include "tools/dump/shard_check.h"
 
@@ -20,6 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 bool Exists(const std::string& path) {
+  // An object of a dataset in an object store: a missing one is an error
+  // naming its URL when it is read.
+  if (remote::IsUrl(path)) return true;
   std::error_code ec;
   return fs::exists(path, ec);
 }

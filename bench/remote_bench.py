@@ -184,6 +184,9 @@ def report(bench):
          spread(of(runs, "c-first-batch", first))),
         ("(d) requests per GB (nginx log, (a) rounds)",
          spread([r["nginx_requests"] / gb for r in runs if r["case"] == "a-remote"], "{:,.0f}")),
+        ("(d) requests per GB (shardbench's remote.requests)",
+         spread([r.get("remote", {}).get("requests", 0) / gb for r in runs
+                 if r["case"] == "a-remote"], "{:,.0f}")),
         ("(d) bytes served / dataset bytes",
          spread([r["nginx_bytes"] / bench.dataset_bytes for r in runs
                  if r["case"] == "a-remote"])),

@@ -255,6 +255,27 @@ absl::Status WriteWholeFile(const std::string& path, std::span<const uint8_t> da
   return absl::OkStatus();
 }
 
+absl::Status WriteWholeFileDirect(const std::string& path, std::span<const uint8_t> data,
+                                  size_t capacity) {
+  constexpr size_t kAlign = 4096;
+  const size_t aligned = (data.size() + kAlign - 1) / kAlign * kAlign;
+  if (reinterpret_cast<uintptr_t>(data.data()) % kAlign != 0 || capacity < aligned) {
+    return absl::UnavailableError(absl::StrCat(path, ": the bytes are not aligned for O_DIRECT"));
+  }
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0644));
+  if (fd.get() < 0 && errno == EINVAL) {
+    return absl::UnavailableError(absl::StrCat(path, ": O_DIRECT is not supported here"));
+  }
+  if (fd.get() < 0) return ErrnoError("create", path, errno);
+  // Whole 4 KiB blocks from the caller's padding, then the file cut to size.
+  SP_RETURN_IF_ERROR(WriteFull(fd.get(), path, {data.data(), aligned}));
+  if (ftruncate(fd.get(), static_cast<off_t>(data.size())) != 0) {
+    return ErrnoError("truncate", path, errno);
+  }
+  if (close(fd.release()) != 0) return ErrnoError("close", path, errno);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<UniqueFd> OpenDirectory(const std::string& dir) {
   UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (fd.get() < 0) return ErrnoError("open", dir, errno);

@@ -124,6 +124,15 @@ bool IsPartialName(std::string_view name, std::string_view* base);
 // "create <path>: ...", "write <path>: ...", "close <path>: ...".
 absl::Status WriteWholeFile(const std::string& path, std::span<const uint8_t> data);
 
+// WriteWholeFile through O_DIRECT, bypassing the page cache (whose buffered
+// writes cost several times a copy on some file systems): `data` must be
+// 4096-aligned with `capacity` >= its size rounded up to 4096 (the padding
+// is written, then cut off by ftruncate). UnavailableError, with nothing
+// created, where the bytes are not aligned or the file system refuses
+// O_DIRECT (tmpfs): the caller then writes buffered.
+absl::Status WriteWholeFileDirect(const std::string& path, std::span<const uint8_t> data,
+                                  size_t capacity);
+
 // --- Directories -----------------------------------------------------------
 
 // Opens the directory `dir` itself for reading, never through a symbolic

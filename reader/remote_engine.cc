@@ -1,43 +1,83 @@
 // The engine of a dataset in an object store: its shards are remote files
-// (remote/remote_dataset.h). Requests queue at Submit; the first Wait that
-// finds its request not yet read reads every queued request together
-// (ReadRemote: the cache first, then one round of range requests in
-// flight), so the loader's read-ahead is the fetch's parallelism.
+// (remote/remote_dataset.h). Fetch threads of its own each take every
+// request queued and not yet taken, read them together (ReadRemote: the
+// cache first, then one round of range requests in flight, each block
+// checked and kept), and come back for more. Several threads, so that a
+// request submitted while a round is in flight starts at once in another
+// round instead of waiting for the slowest request of that one. So the
+// loader's read-ahead is the fetch's parallelism, and the loader waits only
+// when the block it needs next has not come: fetching, checking and
+// writing the cache happen beside the loader and the workers.
 #include <cassert>
+#include <condition_variable>
 #include <deque>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/threads.h"
 #include "reader/io_engine_base.h"
 #include "remote/remote_dataset.h"
 
 namespace shardpack::reader {
 namespace {
 
-// Reads in flight: as many as the store keeps in flight.
+// Reads queued at once (the store keeps at most 16 requests in flight), and
+// fetch threads taking rounds of them.
 constexpr size_t kRemoteInFlight = 16;
+constexpr int kFetchThreads = 4;
 
 class RemoteIo final : public EngineBase {
  public:
   explicit RemoteIo(std::vector<std::unique_ptr<RandomAccessFile>> files) {
     files_ = std::move(files);
   }
+  ~RemoteIo() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();  // after its round: no write into a buffer later
+    }
+  }
+  absl::Status Start() {
+    threads_.resize(kFetchThreads);
+    for (std::thread& t : threads_) {
+      SP_RETURN_IF_ERROR(
+          common::StartThread(&t, "a fetch thread of the remote engine", [this] { Main(); }));
+    }
+    return absl::OkStatus();
+  }
+
   IoEngine engine() const override { return IoEngine::kRemote; }
   size_t max_in_flight() const override { return kRemoteInFlight; }
   bool zero_copy() const override { return false; }
 
   absl::Status Submit(const IoRequest& r) override {
+    std::unique_lock<std::mutex> lock(mu_);
     SP_RETURN_IF_ERROR(CheckRequest(r, queue_.size()));
-    queue_.push_back({r, {}, false});
+    queue_.push_back({r, CheckRange(r), false, false});
+    if (queue_.back().status.ok() && r.length > 0) {
+      ++waiting_;
+      lock.unlock();
+      wake_.notify_all();
+    } else {
+      queue_.back().done = true;
+    }
     return absl::OkStatus();
   }
 
   IoCompletion Wait() override {
+    std::unique_lock<std::mutex> lock(mu_);
     assert(!queue_.empty());
-    if (!queue_.front().done) ReadQueued();
+    done_.wait(lock, [&] { return queue_.front().done; });
     Queued q = std::move(queue_.front());
     queue_.pop_front();
+    lock.unlock();
     return Complete(q.request, std::move(q.status), q.request.buffer);
   }
 
@@ -45,28 +85,47 @@ class RemoteIo final : public EngineBase {
   struct Queued {
     IoRequest request;
     absl::Status status;
+    bool started;
     bool done;
   };
 
-  void ReadQueued() {
-    reads_.clear();
-    queued_.clear();
-    for (Queued& q : queue_) {
-      if (q.done) continue;
-      q.done = true;
-      q.status = CheckRange(q.request);
-      if (!q.status.ok() || q.request.length == 0) continue;
-      const auto& file = static_cast<const remote::RemoteFile&>(*files_[q.request.file]);
-      reads_.push_back({&file, q.request.offset, {q.request.buffer, q.request.length}, {}});
-      queued_.push_back(&q);
+  // A fetch thread: rounds of every request waiting, until stopped.
+  void Main() {
+    std::vector<Queued*> round;
+    std::vector<remote::RemoteRead> reads;  // reused: no allocation per round
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      wake_.wait(lock, [&] { return stop_ || waiting_ > 0; });
+      if (stop_) return;
+      round.clear();
+      reads.clear();
+      for (Queued& q : queue_) {
+        if (q.done || q.started) continue;
+        q.started = true;
+        const auto& file = static_cast<const remote::RemoteFile&>(*files_[q.request.file]);
+        reads.push_back({&file, q.request.offset, {q.request.buffer, q.request.length},
+                         AlignToIo(q.request.length), {}});
+        round.push_back(&q);
+      }
+      waiting_ = 0;
+      lock.unlock();
+      remote::ReadRemote(reads);  // the loader submits and takes meanwhile
+      lock.lock();
+      for (size_t i = 0; i < round.size(); ++i) {
+        round[i]->status = std::move(reads[i].status);
+        round[i]->done = true;
+      }
+      done_.notify_all();
     }
-    remote::ReadRemote(reads_);
-    for (size_t i = 0; i < reads_.size(); ++i) queued_[i]->status = std::move(reads_[i].status);
   }
 
-  std::deque<Queued> queue_;
-  std::vector<remote::RemoteRead> reads_;  // reused: no allocation per round
-  std::vector<Queued*> queued_;
+  std::mutex mu_;
+  std::condition_variable wake_;  // the fetch threads: requests waiting, or stop
+  std::condition_variable done_;  // the loader: a round is done
+  std::deque<Queued> queue_;      // in submission order; a Queued stays put until taken
+  size_t waiting_ = 0;            // submitted and not yet in a round
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace
@@ -81,7 +140,9 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenRemote(const std::vector<std::strin
     SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(path));
     files.push_back(std::move(file));
   }
-  return std::make_unique<RemoteIo>(std::move(files));
+  auto io = std::make_unique<RemoteIo>(std::move(files));
+  SP_RETURN_IF_ERROR(io->Start());
+  return io;
 }
 
 }  // namespace shardpack::reader

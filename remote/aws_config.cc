@@ -181,7 +181,8 @@ absl::StatusOr<AwsConfig> LoadAwsConfig(EnvLookup getenv) {
                       ReadIni(getenv, "AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials"));
   SP_ASSIGN_OR_RETURN(IniFile shared, ReadIni(getenv, "AWS_CONFIG_FILE", ".aws/config"));
   const std::optional<Section> in_credentials = FindSection(credentials.text, profile);
-  const std::optional<Section> in_config = FindSection(shared.text, config_section);
+  std::optional<Section> in_config = FindSection(shared.text, config_section);
+  if (!in_config && profile == "default") in_config = FindSection(shared.text, "profile default");
   if (named && !in_credentials && !in_config) {
     return absl::InvalidArgumentError(absl::StrCat(
         "AWS_PROFILE: no profile \"", common::Excerpt(profile), "\" in ",

@@ -122,7 +122,7 @@ void BlockCache::Drop(std::string_view entry) {
   if (fs::remove(PathOf(entry), ec)) dropped_.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool BlockCache::Put(std::string_view entry, std::span<const uint8_t> bytes) {
+bool BlockCache::Put(std::string_view entry, std::span<const uint8_t> bytes, size_t capacity) {
   if (!enabled() || !MakeRoom(bytes.size(), /*force=*/false)) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -131,7 +131,9 @@ bool BlockCache::Put(std::string_view entry, std::span<const uint8_t> bytes) {
   const std::string partial = common::FreshPartialName(path);
   // Not fsynced: a cache entry torn by a crash fails its CRC when read and
   // is fetched again.
-  absl::Status s = common::WriteWholeFile(partial, bytes);
+  absl::Status s = capacity > 0 ? common::WriteWholeFileDirect(partial, bytes, capacity)
+                                : absl::UnavailableError("");
+  if (absl::IsUnavailable(s)) s = common::WriteWholeFile(partial, bytes);
   if (s.ok()) s = common::RenamePath(partial, path);
   std::error_code ec;
   if (!s.ok()) {

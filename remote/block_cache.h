@@ -82,7 +82,10 @@ class BlockCache {
   // Keeps `bytes` as `entry` when the budget allows (after eviction). False
   // when it was not kept; never an error for the caller, whose bytes are
   // good either way.
-  bool Put(std::string_view entry, std::span<const uint8_t> bytes);
+  // With `capacity` >= bytes' size rounded up to 4096 and 4096-aligned bytes
+  // (a reader's block buffer), the file is written with O_DIRECT where the
+  // file system allows: no copy into the page cache.
+  bool Put(std::string_view entry, std::span<const uint8_t> bytes, size_t capacity = 0);
   // Makes room for a whole-object entry of `size` bytes, which is kept even
   // past the budget (liblmdb and libhdf5 need the file whole): the caller
   // then writes it at PathOf(entry) (an AtomicFile) and calls Kept().

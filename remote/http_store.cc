@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/errors.h"
+#include "common/posix_open.h"
 #include "common/status_macros.h"
 #include "remote/http_transfer.h"
 #include "remote/url.h"
@@ -32,6 +33,9 @@ using Clock = std::chrono::steady_clock;
 // The longest wait between two attempts (FetchOptions::backoff_s).
 constexpr double kMaxBackoffS = 5;
 constexpr int kMaxInFlight = 1024;
+// Short bodies in a row after which a range is damage (DataLossError), not
+// a transport fault: the object may really be shorter than its listing.
+constexpr int kMaxShortBodies = 3;
 
 // SHA-256 of the empty body: S3 wants x-amz-content-sha256 on signed
 // requests, and libcurl 7.88 signs the hash of the (empty) body of a GET,
@@ -45,8 +49,9 @@ absl::Status CheckSeconds(const char* name, double value, bool zero_ok) {
   if (std::isfinite(value) && (value > 0 || (zero_ok && value == 0)) && value <= 1e6) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      name, "=", value, ": expected ", zero_ok ? "0 or more" : "more than 0", " seconds (at most 1e6)"));
+  return absl::InvalidArgumentError(absl::StrCat(name, "=", value, ": expected ",
+                                                 zero_ok ? "0 or more" : "more than 0",
+                                                 " seconds (at most 1e6)"));
 }
 
 // *value from the variable `name` when it is set.
@@ -60,13 +65,19 @@ absl::Status SecondsFromEnv(EnvLookup getenv, const char* name, bool zero_ok, do
   return CheckSeconds(name, *value, zero_ok);
 }
 
-// The first CA bundle variable that is set.
-std::string CaBundle(EnvLookup getenv) {
-  for (const char* name : {"SHARDPACK_CA_BUNDLE", "AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"}) {
+// The file of the first CA bundle variable that is set ("" when none is),
+// checked to be a regular file now rather than at the first request.
+absl::StatusOr<std::string> CaBundle(EnvLookup getenv) {
+  for (const char* name :
+       {"SHARDPACK_CA_BUNDLE", "AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"}) {
     const char* value = getenv(name);
-    if (value != nullptr && *value != '\0') return value;
+    if (value == nullptr || *value == '\0') continue;
+    if (absl::Status s = common::CheckRegularFile(value); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": ", s.message()));
+    }
+    return std::string(value);
   }
-  return "";
+  return std::string();
 }
 
 }  // namespace
@@ -84,15 +95,14 @@ absl::StatusOr<FetchOptions> ApplyFetchEnvironment(const FetchOptions& options,
   SP_RETURN_IF_ERROR(
       SecondsFromEnv(getenv, "SHARDPACK_REMOTE_STALL_TIMEOUT_S", false, &out.stall_timeout_s));
   SP_RETURN_IF_ERROR(SecondsFromEnv(getenv, "SHARDPACK_REMOTE_BACKOFF_S", true, &out.backoff_s));
-  std::string in_flight_name = "FetchOptions.max_in_flight";
+  std::string in_flight = absl::StrCat("FetchOptions.max_in_flight = ", out.max_in_flight);
   if (const char* text = getenv("SHARDPACK_REMOTE_IN_FLIGHT")) {
-    in_flight_name = absl::StrCat("SHARDPACK_REMOTE_IN_FLIGHT=", common::Excerpt(text));
+    in_flight = absl::StrCat("SHARDPACK_REMOTE_IN_FLIGHT=", common::Excerpt(text));
     if (!absl::SimpleAtoi(text, &out.max_in_flight)) out.max_in_flight = 0;
   }
   if (out.max_in_flight < 1 || out.max_in_flight > kMaxInFlight) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        in_flight_name, in_flight_name.find('=') == std::string::npos ? absl::StrCat(" = ", out.max_in_flight) : "",
-        ": expected an integer in 1..", kMaxInFlight));
+    return absl::InvalidArgumentError(
+        absl::StrCat(in_flight, ": expected an integer in 1..", kMaxInFlight));
   }
   return out;
 }
@@ -107,6 +117,7 @@ struct Pending {
   Clock::time_point first{}, next{};
   std::string cause;  // why the last attempt failed
   bool short_body = false;
+  int short_bodies = 0;  // in a row
 };
 
 // A multi handle and its transfers: one call's machinery, kept in the
@@ -203,6 +214,7 @@ void HttpStore::GiveBack(std::unique_ptr<Session> session) {
 
 absl::StatusOr<std::string> HttpStore::Get(std::string_view object, uint64_t max_bytes) {
   std::string out;
+  SP_RETURN_IF_ERROR(CheckObjectName(object, UrlOf(object)));
   absl::Status status;
   std::unique_ptr<Session> s = TakeSession();
   s->pending.clear();
@@ -222,6 +234,8 @@ void HttpStore::Fetch(std::span<RangeRequest> requests) {
   std::unique_ptr<Session> s = TakeSession();
   s->pending.clear();
   for (RangeRequest& r : requests) {
+    r.status = CheckObjectName(r.object, UrlOf(r.object));
+    if (!r.status.ok()) continue;
     Pending& p = s->pending.emplace_back();
     p.job.object = r.object;
     p.job.offset = r.offset;
@@ -238,10 +252,11 @@ void HttpStore::Run(Session& s) {
   size_t next_new = 0;
   size_t running = 0;
   s.retry.clear();
-  while (next_new < s.pending.size() || !s.retry.empty() || running > 0) {
+  while (true) {
     StartReady(s, &next_new, &running);
     if (running == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(WaitMs(s)));
+      if (s.retry.empty() && next_new == s.pending.size()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(WaitMs(s)));  // only retries wait
       continue;
     }
     int still = 0;
@@ -351,11 +366,13 @@ void HttpStore::Finish(Session& s, size_t index, const Verdict& verdict) {
   }
   p.cause = verdict.cause;
   p.short_body = verdict.short_body;
+  p.short_bodies = verdict.short_body ? p.short_bodies + 1 : 0;
   const double base = std::min(kMaxBackoffS, options_.backoff_s * std::ldexp(1.0, p.attempts - 1));
   const double wait = base * std::uniform_real_distribution<double>(0.5, 1.0)(s.rng);
   const Clock::time_point now = Clock::now();
   p.next = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait));
-  if (p.next >= p.first + std::chrono::duration<double>(options_.deadline_s)) {
+  if (p.short_bodies >= kMaxShortBodies ||
+      p.next >= p.first + std::chrono::duration<double>(options_.deadline_s)) {
     *p.status = GaveUp(p, now);
     return;
   }
@@ -376,12 +393,12 @@ absl::Status HttpStore::GaveUp(const Pending& p, Clock::time_point now) const {
   const std::string tries = absl::StrFormat("%d attempts in %.1f s (deadline %g s)", p.attempts,
                                             spent, options_.deadline_s);
   if (p.short_body) {
-    return Failure(p, absl::DataLossError(
-                          absl::StrCat("the body stayed short after ", tries, "; last: ", p.cause)));
+    return Failure(p, absl::DataLossError(absl::StrCat("the body stayed short after ", tries,
+                                                       "; last: ", p.cause)));
   }
-  return Failure(p, absl::UnavailableError(absl::StrCat(
-                        "unavailable after ", tries, "; last: ", p.cause,
-                        base_.starts_with(url_) ? "" : absl::StrCat(" (requests to ", base_, ")"))));
+  const std::string to = base_.starts_with(url_) ? "" : absl::StrCat(" (requests to ", base_, ")");
+  return Failure(p, absl::UnavailableError(
+                        absl::StrCat("unavailable after ", tries, "; last: ", p.cause, to)));
 }
 
 namespace {
@@ -424,7 +441,7 @@ absl::StatusOr<std::unique_ptr<ObjectStore>> OpenHttpStore(std::string_view url,
   SP_ASSIGN_OR_RETURN(DatasetUrl parsed, ParseDatasetUrl(url));
   SP_ASSIGN_OR_RETURN(FetchOptions checked, ApplyFetchEnvironment(options, getenv));
   TransferConfig config;
-  config.ca_bundle = CaBundle(getenv);
+  SP_ASSIGN_OR_RETURN(config.ca_bundle, CaBundle(getenv));
   config.connect_timeout_ms = std::lround(checked.connect_timeout_s * 1000);
   config.stall_timeout_s = std::max(1L, std::lround(checked.stall_timeout_s));
   std::string base = parsed.url;

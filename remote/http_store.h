@@ -7,7 +7,8 @@
 // Retries, with exponential backoff (FetchOptions::backoff_s, doubling,
 // jittered, at most 5 s) within FetchOptions::deadline_s of a request's
 // first attempt: failed connects, timeouts, a transfer that moves no byte
-// for stall_timeout_s, resets, bodies cut short, HTTP 5xx, 408 and 429
+// for stall_timeout_s, resets, bodies cut short (3 short bodies in a row are
+// DataLossError), HTTP 5xx, 408 and 429
 // (S3's 503 SlowDown included). Not retried: 404 (NotFoundError), 401/403
 // (PermissionDeniedError, with S3's <Code> and, when no credentials were
 // found, where they were looked for), 416 (DataLossError), other 3xx/4xx
@@ -15,6 +16,14 @@
 // a certificate that does not verify (UnavailableError naming the CA
 // bundle). Every message names the object's URL ("s3://bucket/p/x.shard
 // bytes 0-1023: ..."), the HTTP status and S3's <Code> when there is one.
+//
+// Threads: Get and Fetch may be called from several threads at once. Each
+// call drives its own curl multi handle, taken from a pool of the store's
+// and given back when it returns, so connections stay open across calls
+// (kept by the pooled handle that made them; libcurl 7.88 cannot share a
+// connection cache between threads safely); DNS answers and TLS sessions
+// are shared by all. Transfers in flight are at most max_in_flight across
+// all calls: a call with none in flight waits for a slot.
 //
 // The environment, read once when the store is opened:
 //   SHARDPACK_REMOTE_DEADLINE_S, SHARDPACK_REMOTE_CONNECT_TIMEOUT_S,

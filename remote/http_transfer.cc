@@ -142,7 +142,10 @@ size_t Transfer::TakeBody(const char* data, size_t bytes) {
     }
     job_.whole->append(data, bytes);
   } else {
-    if (status_ == 200 && job_.offset != 0) return ignored_range_ = true, 0;
+    // A 200 is the whole object: usable only when that is the range asked for.
+    if (status_ == 200 && (job_.offset != 0 || content_length_ != int64_t(job_.dst.size()))) {
+      return ignored_range_ = true, 0;
+    }
     if (got_ + bytes > job_.dst.size()) return overflow_ = true, 0;
     std::memcpy(job_.dst.data() + got_, data, bytes);
   }
@@ -200,7 +203,9 @@ std::string Transfer::HttpCause() const {
 
 Verdict Transfer::JudgeHttp() const {
   const std::string cause = HttpCause();
-  if (status_ == 404) return Verdict::Final(absl::NotFoundError(absl::StrCat("not found (", cause, ")")));
+  if (status_ == 404) {
+    return Verdict::Final(absl::NotFoundError(absl::StrCat("not found (", cause, ")")));
+  }
   if (status_ == 401 || status_ == 403) {
     std::string text = absl::StrCat("access denied (", cause, ")");
     if (cause.find("RequestTimeTooSkewed") != std::string::npos) {

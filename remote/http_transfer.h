@@ -97,7 +97,7 @@ class Transfer {
   int64_t range_total_ = -1;
   uint64_t got_ = 0;
   bool overflow_ = false;       // more body than asked for
-  bool ignored_range_ = false;  // a 200 answer to a range request past offset 0
+  bool ignored_range_ = false;  // a 200 answer (the whole object) to another range
   std::string error_body_;      // the start of a non-2xx body (S3's XML)
   std::string bucket_region_;   // x-amz-bucket-region of a redirect
 };

@@ -12,7 +12,8 @@ bool IsUrl(std::string_view path) {
 
 absl::StatusOr<std::unique_ptr<ObjectStore>> OpenObjectStore(std::string_view url,
                                                              const FetchOptions& options) {
-  return OpenHttpStore(url, options, [](const char* name) -> const char* { return std::getenv(name); });
+  return OpenHttpStore(url, options,
+                       [](const char* name) -> const char* { return std::getenv(name); });
 }
 
 }  // namespace shardpack::remote

@@ -49,6 +49,10 @@ struct RemoteRead {
   const RemoteFile* file = nullptr;
   uint64_t offset = 0;
   std::span<uint8_t> dst;
+  // Bytes of dst's memory usable past dst.size() (a reader's block buffer:
+  // 4096-aligned, its size rounded up), else 0. Lets the cache write it with
+  // O_DIRECT.
+  size_t capacity = 0;
   absl::Status status;  // set by ReadRemote
 };
 

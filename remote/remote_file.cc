@@ -161,7 +161,8 @@ bool ShardFile::Check(const Need& need) const {
   if (need.block == nullptr) return true;
   const BlockInfo& b = *static_cast<const BlockInfo*>(need.block);
   if (!BlockIntact(need.bytes, b)) return false;
-  d_->cache().Put(BlockEntry(b), need.bytes);
+  const bool in_dst = need.bytes.data() == need.read->dst.data();
+  d_->cache().Put(BlockEntry(b), need.bytes, in_dst ? need.read->capacity : 0);
   return true;
 }
 
@@ -209,7 +210,7 @@ std::vector<RemoteFile::Need*> FetchRound(ObjectStore& store,
 }  // namespace
 
 absl::Status RemoteFile::ReadExact(uint64_t offset, std::span<uint8_t> dst) const {
-  RemoteRead read{this, offset, dst, {}};
+  RemoteRead read{this, offset, dst, 0, {}};
   ReadRemote({&read, 1});
   return read.status;
 }

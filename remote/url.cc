@@ -21,13 +21,14 @@ absl::Status Bad(std::string_view url, std::string_view why) {
 
 bool IsHex(char c) { return absl::ascii_isxdigit(static_cast<unsigned char>(c)); }
 
-// What no URL of ours may hold anywhere: control characters, spaces, a
-// query, a fragment.
-absl::Status CheckCharacters(std::string_view url) {
+// What no URL of ours may hold anywhere: control characters, a query, a
+// fragment; spaces only in an S3 key prefix (taken literally, as the AWS
+// CLI takes it).
+absl::Status CheckCharacters(std::string_view url, bool space_ok) {
   for (char c : url) {
     const auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f) return Bad(url, "control character in the URL");
-    if (c == ' ') return Bad(url, "space in the URL (percent-encode it as %20)");
+    if (c == ' ' && !space_ok) return Bad(url, "space in the URL (percent-encode it as %20)");
     if (c == '?' || c == '#') return Bad(url, "a query or fragment ('?', '#') is not allowed");
   }
   return absl::OkStatus();
@@ -161,10 +162,11 @@ absl::StatusOr<DatasetUrl> ParseHttp(std::string_view url, UrlScheme scheme,
 }  // namespace
 
 absl::StatusOr<DatasetUrl> ParseDatasetUrl(std::string_view url) {
-  SP_RETURN_IF_ERROR(CheckCharacters(url));
   const size_t sep = url.find("://");
-  const std::string scheme =
-      sep == std::string_view::npos ? "" : absl::AsciiStrToLower(common::AsAbsl(url.substr(0, sep)));
+  const std::string scheme = sep == std::string_view::npos
+                                 ? ""
+                                 : absl::AsciiStrToLower(common::AsAbsl(url.substr(0, sep)));
+  SP_RETURN_IF_ERROR(CheckCharacters(url, scheme == "s3"));
   if (scheme == "s3") return ParseS3(url, url.substr(sep + 3));
   if (scheme == "https") return ParseHttp(url, UrlScheme::kHttps, url.substr(sep + 3));
   if (scheme == "http") return ParseHttp(url, UrlScheme::kHttp, url.substr(sep + 3));
@@ -183,6 +185,16 @@ absl::StatusOr<std::string> ParseEndpoint(std::string_view endpoint, std::string
   std::string out = parsed->url;
   out.pop_back();
   return out;
+}
+
+absl::Status CheckObjectName(std::string_view name, std::string_view full_url) {
+  if (name.empty()) return Bad(full_url, "an empty object name");
+  if (name.front() == '/') return Bad(full_url, "an object name starting with '/'");
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return Bad(full_url, "control character in the object name");
+  }
+  return CheckSegments(full_url, name);
 }
 
 void AppendEncodedKey(std::string_view key, std::string* out) {

@@ -34,13 +34,20 @@ struct DatasetUrl {
 // an empty or malformed bucket (S3's rules: 3 to 63 of [a-z0-9.-], starting
 // and ending with a letter or digit), userinfo ('@'), a missing host, a port
 // outside 1..65535, a '.' or '..' segment (also percent-encoded), control
-// characters, spaces, a query ('?') or a fragment ('#').
+// characters, a query ('?') or a fragment ('#'), a space in an http(s) URL
+// (an S3 key prefix may hold spaces: it is taken literally).
 absl::StatusOr<DatasetUrl> ParseDatasetUrl(std::string_view url);
 
 // Parses an endpoint ("http://127.0.0.1:9000", "https://minio.lan/s3/"):
 // the same rules as an http(s) dataset URL; returns it without the final
 // '/'. `what` names where it came from in errors ("AWS_ENDPOINT_URL").
 absl::StatusOr<std::string> ParseEndpoint(std::string_view endpoint, std::string_view what);
+
+// OK when `name` can name an object under a dataset URL: not empty, no
+// leading '/', no '.' or '..' segment (libcurl would fold them away and
+// reach another object), no control character. InvalidArgumentError
+// "<full_url>: <why>" otherwise.
+absl::Status CheckObjectName(std::string_view name, std::string_view full_url);
 
 // Appends `key` to `out` percent-encoded as S3 (SigV4's UriEncode) wants it
 // in a path: the unreserved characters A-Z a-z 0-9 - . _ ~ and '/' as they

@@ -86,6 +86,12 @@ TEST_F(AwsConfigTest, ProfileFromBothFiles) {
   EXPECT_THAT(c.credentials_source, HasSubstr(".aws/credentials [ci]"));
 }
 
+TEST_F(AwsConfigTest, TheDefaultProfileMayBeSpelledAsAnyOther) {
+  Write(".aws/config", "[profile default]\nregion = sa-east-1\n");
+  SP_ASSERT_OK_AND_ASSIGN(AwsConfig c, Load());
+  EXPECT_EQ(c.region, "sa-east-1");
+}
+
 TEST_F(AwsConfigTest, CredentialsInTheConfigFileAndCustomPaths) {
   Write("elsewhere/conf", "[profile p]\naws_access_key_id=K\naws_secret_access_key=S\n"
                           "aws_session_token=T\n");

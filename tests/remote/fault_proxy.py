@@ -74,8 +74,10 @@ class State:
                 raise ValueError(f'bad rule {rule!r}: "action" must be one of status:CODE, '
                                  'status:CODE:S3CODE, reset, cut:N, short:N, corrupt, '
                                  'delay:S, stall:S')
+            times = rule.get('times')
             checked.append({'match': str(rule.get('match', '')), 'skip': int(rule.get('skip', 0)),
-                            'times': rule.get('times'), 'action': rule['action'], 'seen': 0})
+                            'times': None if times is None else int(times),
+                            'action': rule['action'], 'seen': 0})
         with self.lock:
             self.rules = checked
 
@@ -87,7 +89,7 @@ class State:
                 n = rule['seen']
                 rule['seen'] += 1
                 times = rule['times']
-                if n >= rule['skip'] and (times is None or n < rule['skip'] + int(times)):
+                if n >= rule['skip'] and (times is None or n < rule['skip'] + times):
                     return rule['action']
             return None
 
@@ -125,6 +127,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        # Headers and body go out in separate writes: without this, Nagle's
+        # algorithm holds the body until the client's delayed ACK (40 ms).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.conn_id = self.server.state.next_connection()
 
     def log_message(self, *args):
@@ -146,10 +151,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         entry = {'method': self.command, 'path': self.path, 'range': self.headers.get('Range'),
                  'status': status, 'action': action, 'bytes': 0, 'conn': self.conn_id}
         entry.update(self.auth_fields())
-        try:
-            self.answer(status, headers, body, action, entry)
-        finally:
-            self.server.state.record(entry)
+        # Logged, and its fields set, before the answer goes out: a client
+        # that reads the log once answered finds its request there.
+        self.server.state.record(entry)
+        self.answer(status, headers, body, action, entry)
 
     def auth_fields(self):
         auth = self.headers.get('Authorization')
@@ -252,11 +257,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def answer(self, status, headers, body, action, entry):
         kind, _, arg = (action or '').partition(':')
         if kind == 'reset':
+            entry['status'] = None
             self.close_connection = True
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                                        struct.pack('ii', 1, 0))
             self.connection.close()  # RST once the handler drops its files, no FIN first
-            entry['status'] = None
             return
         if kind == 'status':
             code, _, s3code = arg.partition(':')
@@ -280,11 +285,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if kind == 'cut':
             self.close_connection = True
             body = body[:int(arg)]
-        elif kind == 'stall':
+        entry['bytes'] = len(body)
+        if kind == 'stall':
             self.wfile.flush()
             time.sleep(float(arg))
         self.wfile.write(body)
-        entry['bytes'] = len(body)
 
     def handle_one_request(self):
         try:
@@ -323,7 +328,10 @@ def main():
         # The handshake happens in the connection's thread, on its first read.
         server.socket = context.wrap_socket(server.socket, server_side=True,
                                             do_handshake_on_connect=False)
-    print(f'listening on {server.server_address[1]}', flush=True)
+    # One write of the whole line: a reader that closes the pipe once it has
+    # the line must not make a second write fail.
+    sys.stdout.write(f'listening on {server.server_address[1]}\n')
+    sys.stdout.flush()
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -124,7 +124,7 @@ class RemoteDatasetTest : public ::testing::Test {
       ASSERT_TRUE(index.ok()) << index.status();
       for (const BlockInfo& b : index->blocks()) {
         buffers.emplace_back(b.stored_size);
-        reads.push_back({file->get(), b.offset, {}, {}});
+        reads.push_back({file->get(), b.offset, {}, 0, {}});
       }
       files.push_back(std::move(*file));
     }

@@ -23,6 +23,8 @@ TEST(DatasetUrl, S3IsNormalizedWithAFinalSlash) {
   SP_ASSERT_OK_AND_ASSIGN(DatasetUrl bare, ParseDatasetUrl("S3://my.bucket"));
   EXPECT_EQ(bare.prefix, "");
   EXPECT_EQ(bare.url, "s3://my.bucket/");
+  SP_ASSERT_OK_AND_ASSIGN(DatasetUrl spaced, ParseDatasetUrl("s3://bucket/my data+x"));
+  EXPECT_EQ(spaced.prefix, "my data+x/");
 }
 
 TEST(DatasetUrl, HttpKeepsOriginAndPath) {
@@ -45,6 +47,8 @@ TEST(DatasetUrl, HostileUrlsAreRefusedNamingThem) {
       {"s3://-bucket/x", "starts and ends"},
       {"s3://bucket/a/../b", "'..'"},
       {"s3://bucket/a/./b", "'..'"},
+      {"s3://bucket/a\tb", "control character"},
+      {"s3://bucket/a?b", "query or fragment"},
       {"https://user:pw@host/x", "credentials in the URL"},
       {"https://host/a/%2e%2E/b", "'..'"},
       {"https://host/a\n/b", "control character"},
@@ -77,6 +81,16 @@ TEST(DatasetUrl, EndpointsDropTheFinalSlashAndNameTheirSource) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("AWS_ENDPOINT_URL: s3://")));
   EXPECT_THAT(ParseEndpoint("http://h:99999", "AWS_ENDPOINT_URL_S3"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("AWS_ENDPOINT_URL_S3")));
+}
+
+TEST(DatasetUrl, ObjectNamesThatWouldReachAnotherObjectAreRefused) {
+  SP_EXPECT_OK(CheckObjectName("shard-00000.shard", "s3://b/p/shard-00000.shard"));
+  SP_EXPECT_OK(CheckObjectName("sub/dir/x..y", "u"));
+  for (const char* name : {"", "/etc/passwd", "../other/x", "a/./b", "a/%2e%2e/b", "a\nb"}) {
+    EXPECT_THAT(CheckObjectName(name, std::string("s3://b/p/") + name),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("s3://b/p/")))
+        << name;
+  }
 }
 
 TEST(DatasetUrl, KeysArePercentEncodedAsS3Wants) {

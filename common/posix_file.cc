@@ -146,9 +146,8 @@ std::atomic<common::UrlFileOpener> url_file_opener{nullptr};
 void common::SetUrlFileOpener(UrlFileOpener opener) { url_file_opener.store(opener); }
 
 bool common::IsUrlPath(std::string_view path) {
-  const size_t colon = path.find("://");
-  return colon != std::string_view::npos && colon > 0 &&
-         path.substr(0, colon).find('/') == std::string_view::npos;
+  return path.starts_with("s3://") || path.starts_with("https://") ||
+         path.starts_with("http://");
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(const std::string& path) {

@@ -190,7 +190,8 @@ absl::Status RenamePath(const std::string& from, const std::string& to,
 
 // --- Paths that are URLs ---------------------------------------------------
 
-// Whether `path` begins with a URL scheme ("s3://", "https://").
+// Whether `path` is a URL remote/ serves: "s3://", "https://" or "http://"
+// (remote::IsUrl says the same).
 bool IsUrlPath(std::string_view path);
 
 // Who opens a file named by a URL: remote/ (which this layer does not know)

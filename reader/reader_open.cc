@@ -113,17 +113,11 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
 namespace {
 
 // The cache a dataset in an object store is read through: the options',
-// else the environment's. The environment is read only when a path is a URL.
+// else the environment's.
 absl::StatusOr<remote::CacheOptions> CacheOptionsOf(const ReaderOptions& o) {
   bool any_url = remote::IsUrl(o.path);
   for (const MixSource& s : o.sources) any_url = any_url || remote::IsUrl(s.path);
-  remote::CacheOptions cache;
-  if (any_url) {
-    SP_ASSIGN_OR_RETURN(cache, remote::CurrentCacheOptions());
-  }
-  if (!o.cache_dir.empty()) cache.dir = o.cache_dir;
-  if (o.cache_bytes >= 0) cache.bytes = static_cast<uint64_t>(o.cache_bytes);
-  return cache;
+  return remote::CacheOptionsWith(o.cache_dir, o.cache_bytes, any_url);
 }
 
 // The remote datasets the reader's paths name, for its stats.

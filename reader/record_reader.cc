@@ -141,12 +141,9 @@ RecordReader::~RecordReader() = default;
 absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
     const std::string& path, const RecordReaderOptions& options) {
   auto impl = std::make_unique<Impl>();
-  remote::CacheOptions cache;
-  if (remote::IsUrl(path)) {
-    SP_ASSIGN_OR_RETURN(cache, remote::CurrentCacheOptions());
-  }
-  if (!options.cache_dir.empty()) cache.dir = options.cache_dir;
-  if (options.cache_bytes >= 0) cache.bytes = static_cast<uint64_t>(options.cache_bytes);
+  SP_ASSIGN_OR_RETURN(const remote::CacheOptions cache,
+                      remote::CacheOptionsWith(options.cache_dir, options.cache_bytes,
+                                               remote::IsUrl(path)));
   remote::ScopedCacheOptions scope(cache);
   SP_ASSIGN_OR_RETURN(impl->view, backends::OpenView(path));
   impl->path = path;

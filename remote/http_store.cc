@@ -1,6 +1,7 @@
 #include "remote/http_store.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -152,6 +153,7 @@ class HttpStore final : public ObjectStore {
     curl_share_setopt(config_.share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
   }
   ~HttpStore() override {
+    ForgetInheritedSessions();
     pool_.clear();
     curl_share_cleanup(config_.share);
     curl_slist_free_all(config_.headers);
@@ -171,6 +173,7 @@ class HttpStore final : public ObjectStore {
   static void Unlock(CURL*, curl_lock_data data, void* self) {
     static_cast<HttpStore*>(self)->share_mu_[data].unlock();
   }
+  void ForgetInheritedSessions();  // pool_mu_ held, or no other thread
   std::unique_ptr<Session> TakeSession();
   void GiveBack(std::unique_ptr<Session> session);
   void Run(Session& s);
@@ -191,12 +194,25 @@ class HttpStore final : public ObjectStore {
   std::mutex share_mu_[CURL_LOCK_DATA_LAST];
   std::atomic<uint64_t> requests_{0}, bytes_{0}, retries_{0};
   std::mutex pool_mu_;
+  pid_t pid_ = getpid();  // the process whose sessions pool_ holds
   std::vector<std::unique_ptr<Session>> pool_;
 };
+
+// After a fork, the pooled sessions' sockets are the parent's too: a child
+// that used them would read the parent's answers (or break its TLS
+// streams), and one that closed them would send TLS alerts on them. The
+// child leaves them alone, open, and makes its own.
+void HttpStore::ForgetInheritedSessions() {
+  if (getpid() == pid_) return;
+  for (std::unique_ptr<Session>& s : pool_) (void)s.release();
+  pool_.clear();
+  pid_ = getpid();
+}
 
 std::unique_ptr<Session> HttpStore::TakeSession() {
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
+    ForgetInheritedSessions();
     if (!pool_.empty()) {
       std::unique_ptr<Session> s = std::move(pool_.back());
       pool_.pop_back();
@@ -266,6 +282,8 @@ void HttpStore::Run(Session& s) {
   }
 }
 
+namespace {
+
 // Milliseconds until the earliest retry is due (at most 1 s).
 long WaitMsUntil(const std::vector<Pending>& pending, const std::vector<size_t>& retry) {
   auto wait = std::chrono::milliseconds(1000);
@@ -275,6 +293,8 @@ long WaitMsUntil(const std::vector<Pending>& pending, const std::vector<size_t>&
   }
   return std::max<long>(0, static_cast<long>(wait.count()));
 }
+
+}  // namespace
 
 long HttpStore::WaitMs(const Session& s) const { return WaitMsUntil(s.pending, s.retry); }
 

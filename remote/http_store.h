@@ -23,7 +23,9 @@
 // (kept by the pooled handle that made them; libcurl 7.88 cannot share a
 // connection cache between threads safely); DNS answers and TLS sessions
 // are shared by all. Transfers in flight are at most max_in_flight across
-// all calls: a call with none in flight waits for a slot.
+// all calls: a call with none in flight waits for a slot. A store may be
+// used on both sides of a fork: a child process opens connections of its
+// own and leaves the parent's alone.
 //
 // The environment, read once when the store is opened:
 //   SHARDPACK_REMOTE_DEADLINE_S, SHARDPACK_REMOTE_CONNECT_TIMEOUT_S,

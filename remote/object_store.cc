@@ -2,13 +2,12 @@
 
 #include <cstdlib>
 
+#include "common/posix_io.h"
 #include "remote/http_store.h"
 
 namespace shardpack::remote {
 
-bool IsUrl(std::string_view path) {
-  return path.starts_with("s3://") || path.starts_with("https://") || path.starts_with("http://");
-}
+bool IsUrl(std::string_view path) { return common::IsUrlPath(path); }
 
 absl::StatusOr<std::unique_ptr<ObjectStore>> OpenObjectStore(std::string_view url,
                                                              const FetchOptions& options) {

@@ -75,12 +75,14 @@ absl::StatusOr<std::string> RemoteDataset::LocalCopy(std::string_view name) {
         store_->UrlOf(name), ": this object is read whole from a local copy, and no cache is "
         "set (cache_dir, cache_bytes; SHARDPACK_CACHE_DIR, SHARDPACK_CACHE_BYTES)"));
   }
-  cache_->Reserve(entry.bytes);
   SP_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> out, AtomicFile::Create(path));
   std::vector<uint8_t> chunk;
   uint32_t crc = 0;
   for (uint64_t at = 0; at < entry.bytes; at += chunk.size()) {
     chunk.resize(std::min(kWholeChunkBytes * 4, entry.bytes - at));
+    // Room as the bytes come: a size the object does not have (a damaged
+    // manifest) evicts no more than what was fetched before it failed.
+    cache_->Reserve(chunk.size());
     std::vector<RangeRequest> parts;
     for (uint64_t p = 0; p < chunk.size(); p += kWholeChunkBytes) {
       const uint64_t n = std::min(kWholeChunkBytes, chunk.size() - p);
@@ -193,6 +195,17 @@ absl::StatusOr<std::string> LocalPath(const std::string& path) {
 absl::StatusOr<CacheOptions> CurrentCacheOptions() {
   if (scoped_options != nullptr) return *scoped_options;
   return CacheOptionsFromEnvironment([](const char* name) { return std::getenv(name); });
+}
+
+absl::StatusOr<CacheOptions> CacheOptionsWith(const std::string& dir, int64_t bytes,
+                                              bool remote_path) {
+  CacheOptions cache;
+  if (remote_path) {
+    SP_ASSIGN_OR_RETURN(cache, CurrentCacheOptions());
+  }
+  if (!dir.empty()) cache.dir = dir;
+  if (bytes >= 0) cache.bytes = static_cast<uint64_t>(bytes);
+  return cache;
 }
 
 ScopedCacheOptions::ScopedCacheOptions(const CacheOptions& options)

@@ -76,7 +76,9 @@ class RemoteFile : public RandomAccessFile {
     std::vector<uint8_t> whole;        // a whole block holding a partial read
     const void* block = nullptr;       // the file's own: what `bytes` is checked against
   };
-  // Serves `r` from memory or the cache: true. Else fills `need`.
+  // Serves `r` from memory or the cache: true. Else fills `need`. A read of
+  // part of a block gets the whole block in need.whole (checked, kept), and
+  // ReadRemote copies its part.
   virtual bool ServeLocally(RemoteRead& r, Need& need) const = 0;
   // Whether fetched bytes pass their check; keeps them in the cache if so.
   virtual bool Check(const Need& need) const = 0;
@@ -109,8 +111,8 @@ class RemoteDataset : public std::enable_shared_from_this<RemoteDataset> {
   // For the files: fetch with one retry of pieces failing `check`.
   ObjectStore& store() { return *store_; }
   BlockCache& cache() { return *cache_; }
-  void CountRefetch() { refetched_.fetch_add(1, std::memory_order_relaxed); }
-  void CountDamage() { damaged_.fetch_add(1, std::memory_order_relaxed); }
+  void CountRefetch(uint64_t n = 1) { refetched_.fetch_add(n, std::memory_order_relaxed); }
+  void CountDamage(uint64_t n = 1) { damaged_.fetch_add(n, std::memory_order_relaxed); }
 
  private:
   RemoteDataset(std::unique_ptr<ObjectStore> store, Manifest manifest)
@@ -149,6 +151,14 @@ absl::StatusOr<std::string> LocalPath(const std::string& path);
 // The cache options OpenNamedPath uses for a URL: those of the innermost
 // ScopedCacheOptions on this thread, else CacheOptionsFromEnvironment.
 absl::StatusOr<CacheOptions> CurrentCacheOptions();
+// CurrentCacheOptions() with `dir` (when not empty) and `bytes` (when >= 0)
+// in place of its own: what ReaderOptions' and RecordReaderOptions'
+// cache_dir and cache_bytes mean. The environment is read only when
+// `remote_path` (a path is a URL), so that a bad variable never fails a
+// local dataset.
+absl::StatusOr<CacheOptions> CacheOptionsWith(const std::string& dir, int64_t bytes,
+                                              bool remote_path);
+
 class ScopedCacheOptions {
  public:
   explicit ScopedCacheOptions(const CacheOptions& options);

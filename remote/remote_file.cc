@@ -151,10 +151,7 @@ bool ShardFile::ServeLocally(RemoteRead& r, Need& need) const {
     d_->cache().Drop(BlockEntry(*b));
     return false;
   }
-  if (!need.whole.empty()) {
-    std::copy_n(need.whole.data() + (r.offset - b->offset), r.dst.size(), r.dst.data());
-  }
-  return true;
+  return true;  // a partial read's part is copied out by ReadRemote
 }
 
 bool ShardFile::Check(const Need& need) const {
@@ -233,20 +230,14 @@ void ReadRemote(std::span<RemoteRead> reads) {
     });
     std::span<RemoteFile::Need*> group(todo.begin(), mine);
     std::vector<RemoteFile::Need*> failed = FetchRound(d.store(), group);
-    for (size_t i = 0; i < failed.size(); ++i) d.CountRefetch();
-    if (!failed.empty()) {
-      for (RemoteFile::Need* n : FetchRound(d.store(), failed)) {
-        (void)n;
-        d.CountDamage();
-      }
-    }
+    d.CountRefetch(failed.size());
+    if (!failed.empty()) d.CountDamage(FetchRound(d.store(), failed).size());
     todo.erase(todo.begin(), mine);
   }
+  // A partial read fetched its whole block: its part, now.
   for (RemoteFile::Need& n : needs) {
-    if (n.read->status.ok() && !n.whole.empty() && n.bytes.data() == n.whole.data() &&
-        n.block != nullptr) {
-      const auto& b = *static_cast<const BlockInfo*>(n.block);
-      std::copy_n(n.whole.data() + (n.read->offset - b.offset), n.read->dst.size(),
+    if (n.read->status.ok() && !n.whole.empty()) {
+      std::copy_n(n.whole.data() + (n.read->offset - n.at), n.read->dst.size(),
                   n.read->dst.data());
     }
   }

@@ -346,6 +346,29 @@ TEST_F(HttpStoreTest, SeveralThreadsShareAStore) {
   EXPECT_LE(conns.size(), 8u);
 }
 
+// A DataLoader's workers are forked from a process whose store has open
+// connections: a child must not read or write on them.
+TEST_F(HttpStoreTest, AForkedChildOpensConnectionsOfItsOwn) {
+  auto store = Open(DataUrl());
+  ASSERT_NE(store, nullptr);
+  SP_ASSERT_OK(FetchOne(*store, 0, 1000));
+  const pid_t child = fork();
+  if (child == 0) {
+    std::vector<uint8_t> dst(1000);
+    RangeRequest r{.object = "obj", .offset = 2000, .dst = dst, .status = {}};
+    store->Fetch({&r, 1});
+    _exit(r.status.ok() && std::equal(dst.begin(), dst.end(), object_.begin() + 2000) ? 0 : 1);
+  }
+  int status = -1;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(status, 0);
+  SP_EXPECT_OK(FetchOne(*store, 5000, 1000));
+  const nlohmann::json log = proxy_->Log();
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_NE(log[1]["conn"], log[0]["conn"]) << "the child used the parent's connection";
+  EXPECT_EQ(log[2]["conn"], log[0]["conn"]) << "the parent's connection was not kept";
+}
+
 TEST_F(HttpStoreTest, SignsS3RequestsWithSigV4ThroughAProxy) {
   Proxy front({"--upstream", proxy_->origin()});
   ASSERT_GT(front.port(), 0);

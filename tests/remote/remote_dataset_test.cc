@@ -283,6 +283,65 @@ TEST_F(RemoteDatasetTest, ShortOrFailedRangeIsAnErrorNamingTheUrl) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("passes its end")));
 }
 
+// A read of part of a block (RecordReader's) fetches and checks the whole
+// block, keeps it, and gets its part; the same read again is the cache's.
+TEST_F(RemoteDatasetTest, PartialReadsGetTheirPartOfACheckedBlock) {
+  MemoryStore* store = nullptr;
+  auto d = Open(uint64_t{1} << 30, &store);
+  ASSERT_NE(d, nullptr);
+  const std::string target = manifest_.shards[2].path;
+  const std::string local = ReadAll(data_ + "/" + target);
+  auto file = d->OpenFile(target);
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto index = ShardIndex::Load(**file);
+  ASSERT_TRUE(index.ok()) << index.status();
+  for (int pass = 0; pass < 2; ++pass) {
+    const uint64_t before = store->stats().requests;
+    for (const BlockInfo& b : index->blocks()) {
+      for (uint64_t at : {uint64_t{0}, uint64_t{100}, uint64_t{b.stored_size} - 7}) {
+        std::vector<uint8_t> part(std::min<uint64_t>(5000, b.stored_size - at));
+        SP_ASSERT_OK((*file)->ReadExact(b.offset + at, part));
+        EXPECT_TRUE(std::string(part.begin(), part.end()) ==
+                    local.substr(b.offset + at, part.size()))
+            << "pass " << pass << ", block at " << b.offset << " + " << at;
+      }
+    }
+    if (pass == 1) {
+      EXPECT_EQ(store->stats().requests, before) << "the second pass fetched";
+    }
+  }
+}
+
+// An object read whole (the record table here; LMDB and HDF5 shards the
+// same way) is checked against the manifest's CRC-32C before it is kept.
+TEST_F(RemoteDatasetTest, WholeObjectIsCheckedAgainstTheManifest) {
+  ASSERT_TRUE(manifest_.record_table.has_value());
+  const std::string name = manifest_.record_table->path;
+  MemoryStore* store = nullptr;
+  {
+    auto d = Open(uint64_t{1} << 30, &store);
+    auto local = d->LocalCopy(name);
+    ASSERT_TRUE(local.ok()) << local.status();
+    EXPECT_EQ(ReadAll(*local), ReadAll(data_ + "/" + name));
+    const uint64_t requests = store->stats().requests;
+    EXPECT_EQ(*d->LocalCopy(name), *local);
+    EXPECT_EQ(store->stats().requests, requests);
+  }
+  fs::remove_all(dir_.Join("cache"));
+  auto d = Open(uint64_t{1} << 30, &store);
+  store->fault = [](std::string_view, uint64_t, std::span<uint8_t> bytes) {
+    bytes[bytes.size() / 2] ^= 1;
+    return absl::OkStatus();
+  };
+  EXPECT_THAT(d->LocalCopy(name),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("mem://ds/" + name + ": CRC-32C of the fetched object is")));
+  EXPECT_EQ(CacheBytes(), 0u) << "a damaged object was kept";
+  auto none = Open(0);
+  EXPECT_THAT(none->LocalCopy(name), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                              HasSubstr("no cache is set")));
+}
+
 TEST(CacheOptionsTest, EnvironmentAndSizes) {
   std::map<std::string, std::string> env = {{"HOME", "/home/u"}};
   auto get = [&](const char* name) -> const char* {

@@ -106,9 +106,8 @@ absl::Status AddFiles(const ReaderOptions& ro, const std::string& path, DatasetF
     d->bytes += bytes;
     return absl::OkStatus();
   }
-  SP_ASSIGN_OR_RETURN(remote::CacheOptions cache, remote::CurrentCacheOptions());
-  if (!ro.cache_dir.empty()) cache.dir = ro.cache_dir;
-  if (ro.cache_bytes >= 0) cache.bytes = static_cast<uint64_t>(ro.cache_bytes);
+  SP_ASSIGN_OR_RETURN(const remote::CacheOptions cache,
+                      remote::CacheOptionsWith(ro.cache_dir, ro.cache_bytes, true));
   remote::ScopedCacheOptions scope(cache);
   SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
   for (const ShardEntry& e : named.manifest.shards) d->bytes += e.bytes;

@@ -120,10 +120,12 @@ absl::StatusOr<remote::CacheOptions> CacheOptionsOf(const ReaderOptions& o) {
   return remote::CacheOptionsWith(o.cache_dir, o.cache_bytes, any_url);
 }
 
-// The remote datasets the reader's paths name, for its stats.
-std::vector<std::shared_ptr<remote::RemoteDataset>> RemoteDatasetsOf(const ReaderOptions& o) {
+// The remote datasets the reader's paths name with its cache, for its stats.
+std::vector<std::shared_ptr<remote::RemoteDataset>> RemoteDatasetsOf(
+    const ReaderOptions& o, const remote::CacheOptions& cache) {
   std::vector<std::shared_ptr<remote::RemoteDataset>> mine;
   for (auto& d : remote::OpenDatasets()) {
+    if (!remote::SameCache(d->cache_options(), cache)) continue;
     bool named = (o.path + "/").starts_with(d->url());
     for (const MixSource& s : o.sources) named = named || (s.path + "/").starts_with(d->url());
     if (named) mine.push_back(std::move(d));
@@ -137,7 +139,7 @@ absl::Status Reader::Impl::OpenDataset() {
   SP_ASSIGN_OR_RETURN(const remote::CacheOptions cache, CacheOptionsOf(options_));
   remote::ScopedCacheOptions scope(cache);
   SP_RETURN_IF_ERROR(OpenDatasetOrMixture());
-  remote_ = RemoteDatasetsOf(options_);
+  remote_ = RemoteDatasetsOf(options_, cache);
   return absl::OkStatus();
 }
 

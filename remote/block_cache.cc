@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -90,7 +91,9 @@ absl::StatusOr<std::unique_ptr<BlockCache>> BlockCache::Open(const CacheOptions&
         "cache_dir ", options.dir, ": cannot make ", dir, ": ", ec.message()));
   }
   std::unique_ptr<BlockCache> cache(new BlockCache(options, std::move(root), std::move(dir)));
-  cache->used_ = cache->ScanUsage();
+  cache->budget_ = BudgetOf(cache->root_);
+  std::lock_guard<std::mutex> lock(cache->budget_->mu);
+  cache->budget_->used = cache->ScanUsage() + cache->budget_->reserved;
   return cache;
 }
 
@@ -135,16 +138,33 @@ bool BlockCache::Put(std::string_view entry, std::span<const uint8_t> bytes, siz
                                 : absl::UnavailableError("");
   if (absl::IsUnavailable(s)) s = common::WriteWholeFile(partial, bytes);
   if (s.ok()) s = common::RenamePath(partial, path);
-  std::error_code ec;
   if (!s.ok()) {
+    std::error_code ec;
     fs::remove(partial, ec);
-    std::lock_guard<std::mutex> lock(mu_);
-    used_ -= std::min<uint64_t>(used_, bytes.size());
-    dropped_.fetch_add(1, std::memory_order_relaxed);
-    return false;
   }
-  kept_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  Settle(bytes.size(), s.ok());
+  return s.ok();
+}
+
+void BlockCache::Settle(uint64_t reserved, bool kept) {
+  {
+    std::lock_guard<std::mutex> lock(budget_->mu);
+    budget_->reserved -= std::min(budget_->reserved, reserved);
+    if (!kept) budget_->used -= std::min(budget_->used, reserved);
+  }
+  (kept ? kept_ : dropped_).fetch_add(1, std::memory_order_relaxed);
+}
+
+std::shared_ptr<BlockCache::Budget> BlockCache::BudgetOf(const std::string& root) {
+  static std::mutex mu;
+  static auto* budgets = new std::map<std::string, std::weak_ptr<Budget>>;
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<Budget> budget = (*budgets)[root].lock();
+  if (budget == nullptr) {
+    budget = std::make_shared<Budget>();
+    (*budgets)[root] = budget;
+  }
+  return budget;
 }
 
 uint64_t BlockCache::ScanUsage() const {
@@ -157,28 +177,28 @@ uint64_t BlockCache::ScanUsage() const {
 }
 
 bool BlockCache::MakeRoom(uint64_t incoming, bool force) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Budget& b = *budget_;
+  std::lock_guard<std::mutex> lock(b.mu);
   if (!force && incoming > options_.bytes) return false;
-  if (used_ + incoming <= options_.bytes) {
-    used_ += incoming;
+  auto take = [&] {
+    b.used += incoming;
+    b.reserved += incoming;
     return true;
-  }
+  };
+  if (b.used + incoming <= options_.bytes) return take();
   // Over budget by this process's count: look at the cache as it is (other
   // processes add to it too), under the lock every process takes to evict.
   auto dir = common::OpenDirectory(root_);
   absl::StatusOr<common::LockResult> locked =
       dir.ok() ? common::TryLockExclusive(dir->get(), root_) : dir.status();
-  if (!locked.ok() || *locked == common::LockResult::kBusy) {
-    if (force) used_ += incoming;
-    return force;
-  }
+  if (!locked.ok() || *locked == common::LockResult::kBusy) return force && take();
   struct Found {
     fs::file_time_type time;
     uint64_t size;
     fs::path path;
   };
   std::vector<Found> entries;
-  uint64_t total = 0;
+  uint64_t total = b.reserved;  // entries being written are not on disk yet
   std::error_code ec;
   for (fs::recursive_directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
     if (!IsEntry(*it)) continue;
@@ -190,7 +210,7 @@ bool BlockCache::MakeRoom(uint64_t incoming, bool force) {
     }
   }
   std::sort(entries.begin(), entries.end(),
-            [](const Found& a, const Found& b) { return a.time < b.time; });
+            [](const Found& x, const Found& y) { return x.time < y.time; });
   const uint64_t target = options_.bytes / 10 * 9;
   for (const Found& f : entries) {
     if (total + incoming <= target) break;
@@ -199,10 +219,9 @@ bool BlockCache::MakeRoom(uint64_t incoming, bool force) {
       evicted_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  used_ = total;
+  b.used = total;
   if (!force && total + incoming > options_.bytes) return false;
-  used_ += incoming;
-  return true;
+  return take();
 }
 
 CacheStats BlockCache::stats() const {

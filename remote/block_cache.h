@@ -40,6 +40,10 @@ struct CacheOptions {
   uint64_t bytes = 0;  // the budget, in bytes
 };
 
+inline bool SameCache(const CacheOptions& a, const CacheOptions& b) {
+  return a.dir == b.dir && a.bytes == b.bytes;
+}
+
 // The defaults: SHARDPACK_CACHE_DIR, else $XDG_CACHE_HOME/shardpack, else
 // $HOME/.cache/shardpack; SHARDPACK_CACHE_BYTES (bytes, or with a K, M, G or
 // T suffix, powers of 1024; "0" turns the cache off), else 16 GiB. A bad
@@ -86,11 +90,12 @@ class BlockCache {
   // (a reader's block buffer), the file is written with O_DIRECT where the
   // file system allows: no copy into the page cache.
   bool Put(std::string_view entry, std::span<const uint8_t> bytes, size_t capacity = 0);
-  // Makes room for a whole-object entry of `size` bytes, which is kept even
-  // past the budget (liblmdb and libhdf5 need the file whole): the caller
-  // then writes it at PathOf(entry) (an AtomicFile) and calls Kept().
+  // Makes room for `size` more bytes of a whole-object entry, which is kept
+  // even past the budget (liblmdb and libhdf5 need the file whole): the
+  // caller writes it at PathOf(entry) (an AtomicFile), then calls
+  // Settle(all it reserved, whether the entry is there now).
   void Reserve(uint64_t size) { MakeRoom(size, /*force=*/true); }
-  void Kept() { kept_.fetch_add(1, std::memory_order_relaxed); }
+  void Settle(uint64_t reserved, bool kept);
   // Removes a damaged entry.
   void Drop(std::string_view entry);
 
@@ -106,8 +111,17 @@ class BlockCache {
   const CacheOptions options_;
   const std::string root_;       // <dir>/shardpack-cache
   const std::string space_dir_;  // root_/<space>, "" when disabled
-  std::mutex mu_;                // guards used_ and eviction in this process
-  uint64_t used_ = 0;            // this process's estimate of the cache's bytes
+  // What this process knows of the cache's bytes, shared by every BlockCache
+  // of one folder in the process: a rescan sees only the entries on disk,
+  // so bytes reserved for entries still being written are added to it.
+  struct Budget {
+    std::mutex mu;          // and eviction, in this process
+    uint64_t used = 0;      // entries on disk + reserved
+    uint64_t reserved = 0;  // reserved for entries not yet on disk
+  };
+  static std::shared_ptr<Budget> BudgetOf(const std::string& root);
+
+  std::shared_ptr<Budget> budget_;
   std::atomic<uint64_t> hits_{0}, misses_{0}, kept_{0}, dropped_{0}, evicted_{0};
 };
 

@@ -75,6 +75,15 @@ absl::StatusOr<std::string> RemoteDataset::LocalCopy(std::string_view name) {
         store_->UrlOf(name), ": this object is read whole from a local copy, and no cache is "
         "set (cache_dir, cache_bytes; SHARDPACK_CACHE_DIR, SHARDPACK_CACHE_BYTES)"));
   }
+  uint64_t reserved = 0;
+  absl::Status fetched = FetchWhole(name, entry, path, &reserved);
+  cache_->Settle(reserved, fetched.ok());
+  SP_RETURN_IF_ERROR(fetched);
+  return path;
+}
+
+absl::Status RemoteDataset::FetchWhole(std::string_view name, const ShardEntry& entry,
+                                       const std::string& path, uint64_t* reserved) {
   SP_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> out, AtomicFile::Create(path));
   std::vector<uint8_t> chunk;
   uint32_t crc = 0;
@@ -83,6 +92,7 @@ absl::StatusOr<std::string> RemoteDataset::LocalCopy(std::string_view name) {
     // Room as the bytes come: a size the object does not have (a damaged
     // manifest) evicts no more than what was fetched before it failed.
     cache_->Reserve(chunk.size());
+    *reserved += chunk.size();
     std::vector<RangeRequest> parts;
     for (uint64_t p = 0; p < chunk.size(); p += kWholeChunkBytes) {
       const uint64_t n = std::min(kWholeChunkBytes, chunk.size() - p);
@@ -99,9 +109,7 @@ absl::StatusOr<std::string> RemoteDataset::LocalCopy(std::string_view name) {
         "%s: CRC-32C of the fetched object is %08x, the manifest says %08x",
         store_->UrlOf(name), crc, entry.crc32c));
   }
-  SP_RETURN_IF_ERROR(out->Commit());
-  cache_->Kept();
-  return path;
+  return out->Commit();
 }
 
 RemoteStats RemoteDataset::stats() const {
@@ -141,8 +149,7 @@ absl::StatusOr<std::shared_ptr<RemoteDataset>> OpenDataset(std::string_view url,
     std::lock_guard<std::mutex> lock(r.mu);
     for (const auto& weak : r.open) {
       auto d = weak.lock();
-      if (d && d->url() == prefix && d->cache_options().dir == cache.dir &&
-          d->cache_options().bytes == cache.bytes) {
+      if (d && d->url() == prefix && SameCache(d->cache_options(), cache)) {
         return d;
       }
     }
@@ -159,14 +166,20 @@ absl::StatusOr<std::shared_ptr<RemoteDataset>> OpenDataset(std::string_view url,
 
 absl::StatusOr<std::pair<std::shared_ptr<RemoteDataset>, std::string>> FindObject(
     std::string_view path) {
+  // Two readers of one URL with other caches each have their dataset: the
+  // one whose cache is this thread's (the opener's scope) wins, then the
+  // newest.
+  const absl::StatusOr<CacheOptions> current = CurrentCacheOptions();
+  auto rank = [&](const RemoteDataset& d) {
+    const bool mine = current.ok() && SameCache(d.cache_options(), *current);
+    return std::make_pair(d.url().size(), mine);
+  };
   Registry& r = TheRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
   std::shared_ptr<RemoteDataset> best;
   for (const auto& weak : r.open) {
     auto d = weak.lock();
-    if (d && path.starts_with(d->url()) && (!best || d->url().size() > best->url().size())) {
-      best = std::move(d);
-    }
+    if (d && path.starts_with(d->url()) && (!best || rank(*d) >= rank(*best))) best = std::move(d);
   }
   if (!best) {
     return absl::NotFoundError(absl::StrCat(common::AsAbsl(path),

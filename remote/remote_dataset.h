@@ -120,6 +120,10 @@ class RemoteDataset : public std::enable_shared_from_this<RemoteDataset> {
  private:
   RemoteDataset(std::unique_ptr<ObjectStore> store, Manifest manifest)
       : store_(std::move(store)), manifest_(std::move(manifest)) {}
+  // Object `name` whole into an AtomicFile at `path`, checked against
+  // `entry`; *reserved counts the cache room it took.
+  absl::Status FetchWhole(std::string_view name, const ShardEntry& entry, const std::string& path,
+                          uint64_t* reserved);
   // The manifest entry of `name` and its index (its cache entries' prefix).
   absl::StatusOr<std::pair<const ShardEntry*, size_t>> EntryOf(std::string_view name) const;
 

@@ -157,6 +157,13 @@ bool ShardFile::ServeLocally(RemoteRead& r, Need& need) const {
     need.whole.resize(b->stored_size);
     need.bytes = need.whole;
   }
+  // A block within the tail fetched at open (a small shard's last blocks):
+  // checked there, not fetched again.
+  if (b->offset >= tail_at_ && BlockIntact({tail_.data() + (b->offset - tail_at_),
+                                            b->stored_size}, *b)) {
+    std::copy_n(tail_.data() + (b->offset - tail_at_), b->stored_size, need.bytes.data());
+    return true;
+  }
   if (!d_->cache().Read(BlockEntry(*b), need.bytes)) return false;
   if (!BlockIntact(need.bytes, *b)) {  // damaged on local disk: fetched again
     d_->cache().Drop(BlockEntry(*b));

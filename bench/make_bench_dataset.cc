@@ -32,7 +32,9 @@ Schema BenchSchema(bool cifar) {
     schema.labels.push_back(field);
   } else {
     schema.image.encoding = Encoding::kJpeg;
+    // JpegLikeRecord's two labels: i % 3 and -i.
     schema.labels.push_back({"label", {"a", "b", "c"}});
+    schema.labels.push_back({"coarse", {}});
   }
   return schema;
 }

@@ -2,8 +2,8 @@
 """A dataset behind HTTPS against the same shards on the local disk (issue 35).
 
   bench/remote_bench.py [--work DIR] [--gb 1] [--rounds 5] [--build-dir build-bench]
-                        [--threads 2] [--batch-size 512] [--cases a,b,c] [--keep]
-                        [--json-out FILE]
+                        [--threads 2] [--batch-size 512] [--read-ahead 128MiB] [--http]
+                        [--cases a,b,c] [--keep] [--json-out FILE]
 
 Makes a CIFAR-shaped dataset of about --gb GB (build-bench/bench/make_bench_dataset
 --kind cifar) under --work, serves its folder with Debian's nginx over TLS on a
@@ -51,6 +51,10 @@ def parse_args():
     p.add_argument("--rounds", type=int, default=5, help="rounds of each case (default 5)")
     p.add_argument("--build-dir", default=os.path.join(ROOT, "build-bench"))
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--read-ahead", default="128MiB",
+                   help="shardbench --read-ahead, both sides (default 128MiB: 32 blocks in flight)")
+    p.add_argument("--http", action="store_true",
+                   help="serve plain HTTP instead of HTTPS (no TLS on either end)")
     p.add_argument("--batch-size", type=int, default=512)
     p.add_argument("--cases", default="a,b,c",
                    help="which of the cases to run, comma-separated (default a,b,c; (d) comes "
@@ -100,8 +104,8 @@ class Bench:
 
     def shardbench(self, case, path, *flags):
         cmd = [self.tools["shardbench"], path, "--transform", "none", "--threads",
-               str(self.args.threads), "--batch-size", str(self.args.batch_size), "--json", "-q",
-               *flags]
+               str(self.args.threads), "--batch-size", str(self.args.batch_size),
+               "--read-ahead", self.args.read_ahead, "--json", "-q", *flags]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"remote_bench: {' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
@@ -230,8 +234,9 @@ def main():
                         "--kind", "cifar"], check=True, stdout=sys.stderr)
         os.sync()  # written pages are clean, so that dropping them works
         print(f"remote_bench: dataset made in {time.monotonic() - t:.1f} s", file=sys.stderr)
-        with servers.Nginx(root, tls=True, workers="auto") as nginx:
-            os.environ["SHARDPACK_CA_BUNDLE"] = nginx.ca_file
+        with servers.Nginx(root, tls=not args.http, workers="auto") as nginx:
+            if nginx.ca_file:
+                os.environ["SHARDPACK_CA_BUNDLE"] = nginx.ca_file
             bench = Bench(args, tools, ds, nginx.url + "ds/")
             for rnd in range(args.rounds):
                 print(f"remote_bench: round {rnd + 1} of {args.rounds}", file=sys.stderr)

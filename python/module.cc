@@ -138,8 +138,9 @@ with manifest.json, or one .shard file, or a dataset in an object store:
 "s3://bucket/prefix/" or "https://host/path/", read through a local cache of
 checked blocks in cache_dir within cache_bytes; None: SHARDPACK_CACHE_DIR and
 SHARDPACK_CACHE_BYTES, else ~/.cache/shardpack and 16 GiB; docs/reader.md,
-"Datasets in an object store"; stats()["remote"] says what it fetched). Iterating runs the rest of the
-current epoch; the next iteration runs the next epoch (or call set_epoch).
+"Datasets in an object store"; stats()["remote"] says what it fetched).
+Iterating runs the rest of the current epoch; the next iteration runs the
+next epoch (or call set_epoch).
 
 A mixture: path is a list of sources, each a dict {"path": ...} with exactly
 one of "weight" (a share, > 0, of what epoch_samples leaves after the other

@@ -211,7 +211,9 @@ std::vector<RemoteFile::Need*> FetchRound(ObjectStore& store,
                                           std::span<RemoteFile::Need*> needs) {
   std::vector<RangeRequest> requests;
   requests.reserve(needs.size());
-  for (RemoteFile::Need* n : needs) requests.push_back({n->read->file->object(), n->at, n->bytes, {}});
+  for (RemoteFile::Need* n : needs) {
+    requests.push_back({n->read->file->object(), n->at, n->bytes, {}});
+  }
   store.Fetch(requests);
   std::vector<RemoteFile::Need*> failed;
   for (size_t i = 0; i < needs.size(); ++i) {

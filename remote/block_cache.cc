@@ -1,7 +1,6 @@
 #include "remote/block_cache.h"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <map>
 #include <system_error>
@@ -9,11 +8,11 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "common/posix_io.h"
 #include "common/posix_open.h"
+#include "common/size.h"
 #include "common/status_macros.h"
 
 namespace shardpack::remote {
@@ -30,33 +29,6 @@ bool IsEntry(const fs::directory_entry& e) {
 
 }  // namespace
 
-absl::StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view what) {
-  std::string t(absl::StripAsciiWhitespace(common::AsAbsl(text)));
-  int shift = 0;
-  for (std::string_view unit : {"iB", "B"}) {
-    if (t.size() > unit.size() && std::string_view(t).ends_with(unit)) {
-      t.resize(t.size() - unit.size());
-      break;
-    }
-  }
-  if (!t.empty()) {
-    const char last = static_cast<char>(absl::ascii_toupper(static_cast<unsigned char>(t.back())));
-    const std::string_view units = "KMGT";
-    if (size_t u = units.find(last); u != std::string_view::npos) {
-      shift = 10 * static_cast<int>(u + 1);
-      t.pop_back();
-    }
-  }
-  double value = 0;
-  if (t.empty() || !absl::SimpleAtod(t, &value) || !std::isfinite(value) || value < 0 ||
-      std::ldexp(value, shift) >= 0x1p63) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        common::AsAbsl(what), ": '", common::AsAbsl(text),
-        "' is not a size (bytes, or a number with K, M, G or T: 16GiB, 512M)"));
-  }
-  return static_cast<uint64_t>(std::ldexp(value, shift));
-}
-
 absl::StatusOr<CacheOptions> CacheOptionsFromEnvironment(
     const std::function<const char*(const char*)>& getenv) {
   CacheOptions o;
@@ -69,7 +41,14 @@ absl::StatusOr<CacheOptions> CacheOptionsFromEnvironment(
   }
   o.bytes = kDefaultBytes;
   if (const char* bytes = getenv("SHARDPACK_CACHE_BYTES"); bytes != nullptr) {
-    SP_ASSIGN_OR_RETURN(o.bytes, ParseByteSize(bytes, "SHARDPACK_CACHE_BYTES"));
+    const absl::string_view text = absl::StripAsciiWhitespace(bytes);
+    absl::StatusOr<uint64_t> size = common::ParseSize({text.data(), text.size()});
+    if (!size.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "SHARDPACK_CACHE_BYTES: ", size.status().message(),
+          " (bytes, or a number with KiB, MiB, GiB, K, M, G, kB, MB or GB)"));
+    }
+    o.bytes = *size;
   }
   return o;
 }

@@ -45,15 +45,14 @@ inline bool SameCache(const CacheOptions& a, const CacheOptions& b) {
 }
 
 // The defaults: SHARDPACK_CACHE_DIR, else $XDG_CACHE_HOME/shardpack, else
-// $HOME/.cache/shardpack; SHARDPACK_CACHE_BYTES (bytes, or with a K, M, G or
-// T suffix, powers of 1024; "0" turns the cache off), else 16 GiB. A bad
+// $HOME/.cache/shardpack; SHARDPACK_CACHE_BYTES (a size as flags take it,
+// common::ParseSize: 200GiB, 512M, 4096; "0" turns the cache off), else
+// 16 GiB. A bad
 // value is an InvalidArgumentError naming the variable. `getenv` is
 // injectable for tests.
 absl::StatusOr<CacheOptions> CacheOptionsFromEnvironment(
     const std::function<const char*(const char*)>& getenv);
 
-// "16GiB", "1.5G", "4096": bytes. InvalidArgumentError naming `what`.
-absl::StatusOr<uint64_t> ParseByteSize(std::string_view text, std::string_view what);
 
 struct CacheStats {
   uint64_t hits = 0;         // entries read from the cache

@@ -368,9 +368,14 @@ TEST(CacheOptionsTest, EnvironmentAndSizes) {
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("SHARDPACK_CACHE_BYTES")))
         << bad;
   }
-  EXPECT_EQ(*ParseByteSize("0", "x"), 0u);
-  EXPECT_EQ(*ParseByteSize("512M", "x"), uint64_t{512} << 20);
-  EXPECT_EQ(*ParseByteSize("4096", "x"), 4096u);
+  // The flags' sizes (common::ParseSize): GB is decimal, GiB and G binary.
+  for (const auto& [text, bytes] : std::vector<std::pair<std::string, uint64_t>>{
+           {"0", 0}, {" 512M ", uint64_t{512} << 20}, {"4096", 4096}, {"2GB", 2000000000}}) {
+    env["SHARDPACK_CACHE_BYTES"] = text;
+    o = CacheOptionsFromEnvironment(get);
+    ASSERT_TRUE(o.ok()) << text << ": " << o.status();
+    EXPECT_EQ(o->bytes, bytes) << text;
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/size.h"
 #include "tools/common/escape.h"
 
 namespace shardpack::cli {
@@ -115,7 +116,7 @@ CLI::Validator SizeIn(uint64_t min, uint64_t max) {
   const std::string range = absl::StrCat(FormatBytes(min), "..", FormatBytes(max));
   return CLI::Validator(
       [min, max, range](std::string& text) -> std::string {
-        absl::StatusOr<uint64_t> size = ParseSize(text);
+        absl::StatusOr<uint64_t> size = common::ParseSize(text);
         if (size.ok() && *size >= min && *size <= max) return "";
         return absl::StrCat("'", text, "' is not a size in ", range,
                             " (bytes, or a number with KiB, MiB, GiB, K, M, G, kB, MB or GB)");
@@ -135,41 +136,6 @@ int ParseCommandLine(CLI::App& app, int argc, char** argv) {
     return kExitUsage;
   }
   return -1;
-}
-
-absl::StatusOr<uint64_t> ParseSize(std::string_view text) {
-  absl::string_view s(text.data(), text.size());
-  size_t split = 0;
-  while (split < s.size() && (absl::ascii_isdigit(s[split]) || s[split] == '.')) ++split;
-  double value;
-  if (split == 0 || !absl::SimpleAtod(s.substr(0, split), &value)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", s, "' is not a size"));
-  }
-  std::string unit = absl::AsciiStrToLower(s.substr(split));
-  double scale;
-  if (unit.empty() || unit == "b") {
-    scale = 1;
-  } else if (unit == "k" || unit == "kib") {
-    scale = 1024.0;
-  } else if (unit == "m" || unit == "mib") {
-    scale = 1024.0 * 1024;
-  } else if (unit == "g" || unit == "gib") {
-    scale = 1024.0 * 1024 * 1024;
-  } else if (unit == "kb") {
-    scale = 1e3;
-  } else if (unit == "mb") {
-    scale = 1e6;
-  } else if (unit == "gb") {
-    scale = 1e9;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("'", s, "': unknown size unit"));
-  }
-  // 2^64 bytes and more do not fit (and llround of them is undefined).
-  const double bytes = std::round(value * scale);
-  if (!(bytes < 18446744073709551616.0)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", s, "' is too large for a size"));
-  }
-  return static_cast<uint64_t>(bytes);
 }
 
 std::string FormatBytes(uint64_t bytes) {

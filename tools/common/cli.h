@@ -13,6 +13,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/size.h"
 
 namespace shardpack::cli {
 
@@ -86,10 +87,8 @@ CLI::Validator RealAboveUpTo(double min, double max);
 // "--block-size: '2GiB' is not a size in 1 B..1.0 GiB (bytes, or ...)".
 CLI::Validator SizeIn(uint64_t min, uint64_t max);
 
-// Parses "256MiB", "4M", "1.5GB", "4096" into bytes. Binary (KiB, MiB, GiB,
-// K, M, G) and decimal (kB, MB, GB) suffixes; no suffix means bytes.
-// InvalidArgumentError for anything else, and for 2^64 bytes or more.
-absl::StatusOr<uint64_t> ParseSize(std::string_view text);
+// common::ParseSize: "256MiB", "4M", "1.5GB", "4096" into bytes.
+using common::ParseSize;
 
 // "1.5 GiB", "312 KiB", "17 B".
 std::string FormatBytes(uint64_t bytes);

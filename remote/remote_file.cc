@@ -57,11 +57,16 @@ class ShardFile final : public RemoteFile {
   std::string BlockEntry(const BlockInfo& b) const {
     return absl::StrFormat("%d-%x", k_, b.offset);
   }
+  void AddEndRequests(std::vector<RangeRequest>* requests) {
+    requests->push_back({object_, 0, head_, {}});
+    requests->push_back({object_, tail_at_, tail_, {}});
+  }
   absl::Status FetchEnds() {
-    RangeRequest r[2] = {{object_, 0, head_, {}}, {object_, tail_at_, tail_, {}}};
-    d_->store().Fetch(r);
-    SP_RETURN_IF_ERROR(r[0].status);
-    return r[1].status;
+    std::vector<RangeRequest> ends;
+    AddEndRequests(&ends);
+    d_->store().Fetch(ends);
+    for (const RangeRequest& r : ends) SP_RETURN_IF_ERROR(r.status);
+    return absl::OkStatus();
   }
   // Serves a read from the head or tail in memory: true when it did.
   bool FromEnds(const RemoteRead& r) const;
@@ -88,10 +93,7 @@ void ShardFile::TakeEnds(std::vector<RangeRequest>* requests) {
   tail_at_ = tail_from_ = size_ - tail_.size();
   head_end_ = head_.size();
   cached_ends_ = d_->cache().Read(Entry("head"), head_) && d_->cache().Read(Entry("tail"), tail_);
-  if (!cached_ends_) {
-    requests->push_back({object_, 0, head_, {}});
-    requests->push_back({object_, tail_at_, tail_, {}});
-  }
+  if (!cached_ends_) AddEndRequests(requests);
 }
 
 // The index from the ends (fetched again when cached ones fail it).

@@ -4,6 +4,8 @@
 // again then handed on, the budget kept (smaller than a block too), a
 // user's file in the cache folder never removed, a second pass served from
 // the cache with no request, and a damaged cache entry never used.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -345,6 +347,39 @@ TEST_F(RemoteDatasetTest, WholeObjectIsCheckedAgainstTheManifest) {
   auto none = Open(0);
   EXPECT_THAT(none->LocalCopy(name), StatusIs(absl::StatusCode::kFailedPrecondition,
                                               HasSubstr("no cache is set")));
+}
+
+// Hostile cache folders: a cache_dir that is a file is an error naming it;
+// a FIFO or a directory where an entry should be is a miss (never opened for
+// reading, so never a hang), and the block is fetched and read right.
+TEST_F(RemoteDatasetTest, NonRegularCacheEntriesAreMissesAndAFileIsNoFolder) {
+  const std::string file = dir_.Join("not-a-folder");
+  { std::ofstream(file) << "x"; }
+  EXPECT_THAT(RemoteDataset::Open("mem://ds/", {file, 1 << 20},
+                                  std::make_unique<MemoryStore>(data_)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("cache_dir " + file + ": cannot make")));
+  auto d = Open(uint64_t{1} << 30);
+  ASSERT_NE(d, nullptr);
+  ReadEveryBlock(*d);  // fills the cache
+  int planted = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_.Join("cache"))) {
+    const std::string path = e.path().string();
+    if (!e.is_regular_file() || path.find("-head") != std::string::npos ||
+        path.find("-tail") != std::string::npos) {
+      continue;
+    }
+    fs::remove(path);
+    if (planted++ % 2 == 0) {
+      ASSERT_EQ(mkfifo(path.c_str(), 0644), 0) << path;
+    } else {
+      fs::create_directory(path);
+    }
+  }
+  ASSERT_GT(planted, 1);
+  auto again = Open(uint64_t{1} << 30);
+  ReadEveryBlock(*again);  // every byte compared with the shard's
+  EXPECT_GE(again->stats().cache.misses, static_cast<uint64_t>(planted));
 }
 
 TEST(CacheOptionsTest, EnvironmentAndSizes) {

@@ -298,6 +298,31 @@ absl::StatusOr<LockResult> TryLockExclusive(int fd, std::string_view name) {
   return ErrnoError("lock", name, errno);
 }
 
+absl::StatusOr<LockResult> LockShared(int fd, std::string_view name) {
+  int rc;
+  do {
+    rc = flock(fd, LOCK_SH);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return LockResult::kLocked;
+  if (errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL ||
+      errno == EBADF) {
+    return LockResult::kUnsupported;
+  }
+  return ErrnoError("lock", name, errno);
+}
+
+bool NamesOpenFile(const std::string& path, int fd) {
+  struct stat open_st, path_st;
+  return fstat(fd, &open_st) == 0 && lstat(path.c_str(), &path_st) == 0 &&
+         open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino;
+}
+
+absl::StatusOr<UniqueFd> CreateNewFile(const std::string& path) {
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return ErrnoError("create", path, errno);
+  return fd;
+}
+
 absl::StatusOr<std::vector<DirectoryEntry>> ListDirectory(const std::string& dir) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return ErrnoError("list", dir, errno);

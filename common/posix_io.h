@@ -152,6 +152,20 @@ enum class LockResult {
 // those three outcomes: "lock <name>: ...".
 absl::StatusOr<LockResult> TryLockExclusive(int fd, std::string_view name);
 
+// flock(LOCK_SH) on `fd`: a shared hold that keeps TryLockExclusive of the
+// same file kBusy while it lasts (a cache entry in use is not evicted).
+// Waits only while an exclusive holder has it (never long: an evictor
+// holds it to unlink the file). The results are TryLockExclusive's.
+absl::StatusOr<LockResult> LockShared(int fd, std::string_view name);
+
+// Whether `path` names, without following a link, the file open as `fd`
+// (same device and inode): false when it is gone or was replaced.
+bool NamesOpenFile(const std::string& path, int fd);
+
+// Creates the new file `path` for writing (O_CREAT | O_EXCL | O_NOFOLLOW,
+// 0644): never an existing file, never through a link. "create <path>: ...".
+absl::StatusOr<UniqueFd> CreateNewFile(const std::string& path);
+
 // One entry of a directory; `mode` is lstat's: a symbolic link is a link.
 struct DirectoryEntry {
   std::string name;

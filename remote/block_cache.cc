@@ -1,6 +1,9 @@
 #include "remote/block_cache.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <system_error>
@@ -21,10 +24,64 @@ namespace {
 
 constexpr std::string_view kSuffix = ".spc";
 constexpr uint64_t kDefaultBytes = uint64_t{16} << 30;
+// A partial file untouched this long, and not held, is a dead writer's: a
+// live one writes a block in milliseconds and holds a whole object's.
+constexpr auto kStalePartial = std::chrono::seconds(60);
 
-bool IsEntry(const fs::directory_entry& e) {
+// What a file found under the cache's root is.
+enum class Kind { kEntry, kPartial, kOther, kLink, kNotFile };
+
+Kind KindOf(const fs::directory_entry& e) {
   std::error_code ec;
-  return e.is_regular_file(ec) && e.path().extension() == kSuffix;
+  const fs::file_status st = e.symlink_status(ec);
+  if (ec) return Kind::kNotFile;
+  if (fs::is_symlink(st)) return Kind::kLink;
+  if (!fs::is_regular_file(st)) return Kind::kNotFile;
+  const std::string name = e.path().filename().string();
+  std::string_view base;
+  if (common::IsPartialName(name, &base)) {
+    return base.ends_with(kSuffix) ? Kind::kPartial : Kind::kOther;
+  }
+  return name.ends_with(kSuffix) ? Kind::kEntry : Kind::kOther;
+}
+
+// A real folder at `dir` (made if missing): a link there is removed, never
+// followed, and a real one made in its place.
+absl::Status RealFolder(const std::string& dir, const std::string& cache_dir) {
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(dir, ec))) fs::remove(dir, ec);
+  fs::create_directory(dir, ec);
+  if (!ec && fs::is_directory(fs::symlink_status(dir, ec))) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cache_dir ", cache_dir, ": cannot make ", dir, ": ",
+      ec ? ec.message() : "something other than a folder is there"));
+}
+
+// Opens `path` (a regular file, never through a link) and holds it: true
+// with the hold when it is still the file at `path` once held.
+absl::StatusOr<common::UniqueFd> OpenHeld(const std::string& path, uint64_t* size) {
+  SP_ASSIGN_OR_RETURN(int raw, common::OpenRegularFile(path, O_NOFOLLOW, size));
+  common::UniqueFd fd(raw);
+  SP_ASSIGN_OR_RETURN(common::LockResult held, common::LockShared(fd.get(), path));
+  (void)held;  // kUnsupported (no flock here): used unheld, as before
+  // An evictor holds it exclusively to unlink it: once we hold it, it is
+  // either still at `path` or gone.
+  if (!common::NamesOpenFile(path, fd.get())) {
+    return absl::NotFoundError(absl::StrCat(path, ": removed while opened"));
+  }
+  return fd;
+}
+
+// Removes the file at `path` unless someone holds it: true when removed.
+bool RemoveUnheld(const fs::path& path) {
+  uint64_t size = 0;
+  auto raw = common::OpenRegularFile(path.string(), O_NOFOLLOW, &size);
+  if (!raw.ok()) return false;
+  common::UniqueFd fd(*raw);
+  auto locked = common::TryLockExclusive(fd.get(), path.string());
+  if (!locked.ok() || *locked == common::LockResult::kBusy) return false;
+  std::error_code ec;
+  return fs::remove(path, ec);  // while still locked: no one holds it meanwhile
 }
 
 }  // namespace
@@ -64,11 +121,13 @@ absl::StatusOr<std::unique_ptr<BlockCache>> BlockCache::Open(const CacheOptions&
   std::string root = absl::StrCat(options.dir, "/shardpack-cache");
   std::string dir = absl::StrCat(root, "/", common::AsAbsl(space));
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  fs::create_directories(options.dir, ec);
   if (ec) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cache_dir ", options.dir, ": cannot make ", dir, ": ", ec.message()));
   }
+  SP_RETURN_IF_ERROR(RealFolder(root, options.dir));
+  SP_RETURN_IF_ERROR(RealFolder(dir, options.dir));
   std::unique_ptr<BlockCache> cache(new BlockCache(options, std::move(root), std::move(dir)));
   cache->budget_ = BudgetOf(cache->root_);
   std::lock_guard<std::mutex> lock(cache->budget_->mu);
@@ -83,20 +142,49 @@ std::string BlockCache::PathOf(std::string_view entry) const {
 bool BlockCache::Read(std::string_view entry, std::span<uint8_t> dst) {
   if (!enabled()) return false;
   const std::string path = PathOf(entry);
-  auto file = common::PosixFile::Open(path);
-  if (file.ok() && (*file)->size() == dst.size() && (*file)->ReadExact(0, dst).ok()) {
-    hits_.fetch_add(1, std::memory_order_relaxed);
-    return true;
+  uint64_t size = 0;
+  auto raw = common::OpenRegularFile(path, O_NOFOLLOW, &size);
+  if (raw.ok()) {
+    common::UniqueFd fd(*raw);
+    if (size == dst.size() && common::PreadFull(fd.get(), path, 0, dst).ok()) {
+      hits_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    Drop(entry);  // another size, or unreadable
   }
-  if (file.ok()) Drop(entry);  // another size, or unreadable
   misses_.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
-bool BlockCache::Contains(std::string_view entry, uint64_t size) {
-  if (!enabled()) return false;
-  uint64_t bytes = 0;
-  return common::CheckRegularFile(PathOf(entry), &bytes).ok() && bytes == size;
+absl::StatusOr<BlockCache::Held> BlockCache::Hold(std::string_view entry) {
+  if (!enabled()) return absl::NotFoundError("no cache");
+  Held held;
+  SP_ASSIGN_OR_RETURN(held.fd, OpenHeld(PathOf(entry), &held.size));
+  hits_.fetch_add(1, std::memory_order_relaxed);
+  return held;
+}
+
+absl::StatusOr<BlockCache::Writing> BlockCache::BeginWhole(std::string_view entry) {
+  Writing w;
+  w.partial = common::FreshPartialName(PathOf(entry));
+  SP_ASSIGN_OR_RETURN(w.file.fd, common::CreateNewFile(w.partial));
+  SP_ASSIGN_OR_RETURN(common::LockResult held, common::LockShared(w.file.fd.get(), w.partial));
+  (void)held;
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  return w;
+}
+
+absl::StatusOr<BlockCache::Held> BlockCache::EndWhole(std::string_view entry, Writing w,
+                                                      bool keep) {
+  absl::Status s = keep ? common::RenamePath(w.partial, PathOf(entry))
+                        : absl::CancelledError("not kept");
+  if (!s.ok()) {
+    std::error_code ec;
+    fs::remove(w.partial, ec);
+  }
+  Settle(w.reserved, s.ok());
+  if (!s.ok()) return s;
+  return std::move(w.file);
 }
 
 void BlockCache::Drop(std::string_view entry) {
@@ -150,7 +238,8 @@ uint64_t BlockCache::ScanUsage() const {
   uint64_t total = 0;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
-    if (IsEntry(*it)) total += it->file_size(ec);
+    const Kind kind = KindOf(*it);
+    if (kind != Kind::kLink && kind != Kind::kNotFile) total += it->file_size(ec);
   }
   return total;
 }
@@ -171,36 +260,46 @@ bool BlockCache::MakeRoom(uint64_t incoming, bool force) {
   absl::StatusOr<common::LockResult> locked =
       dir.ok() ? common::TryLockExclusive(dir->get(), root_) : dir.status();
   if (!locked.ok() || *locked == common::LockResult::kBusy) return force && take();
+  b.used = Evict(incoming);
+  if (!force && b.used + incoming > options_.bytes) return false;
+  return take();
+}
+
+uint64_t BlockCache::Evict(uint64_t incoming) {
   struct Found {
     fs::file_time_type time;
     uint64_t size;
     fs::path path;
   };
   std::vector<Found> entries;
-  uint64_t total = b.reserved;  // entries being written are not on disk yet
+  uint64_t total = budget_->reserved;  // entries being written are not on disk yet
+  const auto stale_before = fs::file_time_type::clock::now() - kStalePartial;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!IsEntry(*it)) continue;
+    const Kind kind = KindOf(*it);
     std::error_code e2;
-    Found f{it->last_write_time(e2), it->file_size(e2), it->path()};
-    if (!e2) {
-      total += f.size;
-      entries.push_back(std::move(f));
+    if (kind == Kind::kLink) {
+      fs::remove(it->path(), e2);  // the link itself, never its target
+      continue;
     }
+    if (kind == Kind::kNotFile) continue;
+    Found f{it->last_write_time(e2), it->file_size(e2), it->path()};
+    if (e2) continue;
+    if (kind == Kind::kPartial && f.time < stale_before && RemoveUnheld(f.path)) continue;
+    total += f.size;
+    if (kind == Kind::kEntry) entries.push_back(std::move(f));
   }
   std::sort(entries.begin(), entries.end(),
             [](const Found& x, const Found& y) { return x.time < y.time; });
   const uint64_t target = options_.bytes / 10 * 9;
   for (const Found& f : entries) {
     if (total + incoming <= target) break;
-    if (fs::remove(f.path, ec)) {
+    if (RemoveUnheld(f.path)) {  // one in use is passed over
       total -= f.size;
       evicted_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  b.used = total;
-  if (!force && total + incoming > options_.bytes) return false;
-  return take();
+  return total;
 }
 
 CacheStats BlockCache::stats() const {

@@ -2,22 +2,39 @@
 // the processes of one node (the ranks of a job point at one cache_dir).
 //
 // Layout: <dir>/shardpack-cache/<space>/<entry>.spc, one file per entry (a
-// shard block, a shard's head or tail, or a whole object), where <space>
-// names one dataset at one URL with one fingerprint. An entry appears by
-// rename of a complete file, so a process sees a whole entry or none; its
-// bytes were checked against their CRC-32C before they were kept and are
-// checked again when read (remote/remote_dataset.h), so a torn or damaged
-// entry is dropped and fetched again, never used.
+// shard block, a shard's ends, or a whole object), where <space> names one
+// dataset at one URL with one fingerprint. An entry appears by rename of a
+// complete file, so a process sees a whole entry or none.
 //
-// The budget: entries are kept while the cache's files stay within `bytes`;
-// past it, the oldest entries (by modification time, any dataset's) are
+// What the cache promises (docs/reliability.md): an entry is used only when
+// it is ours, whole and checked, else it is fetched again.
+//  - Checked: a block against its header's CRC-32C and the footer's payload
+//    CRC-32C (which also binds it to this shard: another's block fails);
+//    a shard's ends against a trailer binding them to the object (its
+//    manifest size and CRC-32C) and their own CRC-32C; a whole object
+//    against the manifest's size and CRC-32C before each process first
+//    uses it (remote/remote_dataset.h). One that fails is dropped.
+//  - Never through a link: the cache's folders and entries are opened with
+//    O_NOFOLLOW or checked with lstat; a link found in the cache is removed
+//    (never its target), and a FIFO or folder where an entry should be is
+//    a miss.
+//  - In use is kept: a whole-object entry handed to liblmdb or libhdf5 by
+//    path is held (a shared flock on an open descriptor) for as long as its
+//    dataset is open, and eviction passes over held entries, so the path
+//    stays valid however small the budget.
+//
+// The budget: every regular file under <dir>/shardpack-cache counts
+// (entries, entries being written, anything else put there); past it, the
+// oldest entries not in use (by modification time, any dataset's) are
 // removed down to 90% of it, under an exclusive lock on
-// <dir>/shardpack-cache/lock. Only files named *.spc under
-// <dir>/shardpack-cache/ are ever removed: nothing else in `dir` (a user's
-// files, a local dataset) is touched. A process that finds the lock held
-// keeps nothing that round instead of waiting. An entry larger than the
-// budget is never kept: its bytes are used and dropped, so a budget smaller
-// than a shard still streams.
+// <dir>/shardpack-cache/lock, and with them the partial files of writers
+// that died (unlocked and untouched for a minute). Only files named *.spc
+// and their partials under <dir>/shardpack-cache/ are ever removed: nothing
+// else in `dir` (a user's files, a local dataset) is touched. A process
+// that finds the lock held keeps nothing that round instead of waiting. An
+// entry larger than the budget is never kept (its bytes are used and
+// dropped), so a budget smaller than a shard still streams; a whole object
+// is kept past the budget while in use (liblmdb and libhdf5 need it whole).
 #ifndef SHARDPACK_REMOTE_BLOCK_CACHE_H_
 #define SHARDPACK_REMOTE_BLOCK_CACHE_H_
 
@@ -32,6 +49,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/unique_fd.h"
 
 namespace shardpack::remote {
 
@@ -77,10 +95,9 @@ class BlockCache {
   std::string PathOf(std::string_view entry) const;
 
   // Entry `entry` of exactly dst.size() bytes into dst: true if it was
-  // there. An entry of another size is removed (a miss).
+  // there. An entry of another size is removed (a miss). The caller checks
+  // the bytes and Drop()s them when they fail.
   bool Read(std::string_view entry, std::span<uint8_t> dst);
-  // Whether a whole-object entry of `size` bytes is there.
-  bool Contains(std::string_view entry, uint64_t size);
 
   // Keeps `bytes` as `entry` when the budget allows (after eviction). False
   // when it was not kept; never an error for the caller, whose bytes are
@@ -89,12 +106,33 @@ class BlockCache {
   // (a reader's block buffer), the file is written with O_DIRECT where the
   // file system allows: no copy into the page cache.
   bool Put(std::string_view entry, std::span<const uint8_t> bytes, size_t capacity = 0);
-  // Makes room for `size` more bytes of a whole-object entry, which is kept
-  // even past the budget (liblmdb and libhdf5 need the file whole): the
-  // caller writes it at PathOf(entry) (an AtomicFile), then calls
-  // Settle(all it reserved, whether the entry is there now).
-  void Reserve(uint64_t size) { MakeRoom(size, /*force=*/true); }
-  void Settle(uint64_t reserved, bool kept);
+
+  // A whole-object entry held in use: while `fd` stays open (a shared
+  // flock), no process evicts it, so PathOf(entry) stays this file.
+  struct Held {
+    common::UniqueFd fd;
+    uint64_t size = 0;
+  };
+  // Entry `entry` as it is now, held: NotFoundError when it is not there,
+  // is not a regular file, or went (evicted) before it could be held.
+  absl::StatusOr<Held> Hold(std::string_view entry);
+  // A new whole-object entry: its partial file, created and held (so that
+  // no one takes it for a dead writer's), for the caller to fill through
+  // `file.fd`, making room as it goes with Reserve (kept past the budget);
+  // EndWhole renames it into place, where it stays held.
+  struct Writing {
+    Held file;
+    std::string partial;
+    uint64_t reserved = 0;  // what Reserve took for it
+  };
+  absl::StatusOr<Writing> BeginWhole(std::string_view entry);
+  void Reserve(Writing& w, uint64_t size) {
+    MakeRoom(size, /*force=*/true);
+    w.reserved += size;
+  }
+  // Ends a BeginWhole: renamed to PathOf(entry) when `keep`, else removed.
+  // Returns the held entry, or the rename's error.
+  absl::StatusOr<Held> EndWhole(std::string_view entry, Writing writing, bool keep);
   // Removes a damaged entry.
   void Drop(std::string_view entry);
 
@@ -105,7 +143,13 @@ class BlockCache {
   // Makes room for `incoming` bytes: false when the lock is held elsewhere
   // or the entry alone is over budget.
   bool MakeRoom(uint64_t incoming, bool force);
+  // Gives back bytes reserved by MakeRoom: now on disk (`kept`) or not.
+  void Settle(uint64_t reserved, bool kept);
   uint64_t ScanUsage() const;
+  // Under the cache's lock: removes links, dead writers' partials and the
+  // oldest entries not in use until `incoming` more fits 90% of the budget
+  // (or nothing more can go). Returns the bytes left, reserved included.
+  uint64_t Evict(uint64_t incoming);
 
   const CacheOptions options_;
   const std::string root_;       // <dir>/shardpack-cache

@@ -68,31 +68,59 @@ absl::StatusOr<std::string> RemoteDataset::LocalCopy(std::string_view name) {
     entry = *found.first;
     key = absl::StrCat(found.second, "-file");
   }
-  const std::string path = cache_->PathOf(key);
-  if (cache_->Contains(key, entry.bytes)) return path;
   if (!cache_->enabled()) {
     return absl::FailedPreconditionError(absl::StrCat(
         store_->UrlOf(name), ": this object is read whole from a local copy, and no cache is "
         "set (cache_dir, cache_bytes; SHARDPACK_CACHE_DIR, SHARDPACK_CACHE_BYTES)"));
   }
-  uint64_t reserved = 0;
-  absl::Status fetched = FetchWhole(name, entry, path, &reserved);
-  cache_->Settle(reserved, fetched.ok());
+  const std::string path = cache_->PathOf(key);
+  // One fetch of an object at a time in this process; the copy handed out
+  // is held (never evicted) until the dataset closes.
+  std::lock_guard<std::mutex> lock(held_mu_);
+  auto it = held_.find(key);
+  if (it != held_.end() && common::NamesOpenFile(path, it->second.get())) return path;
+  if (it != held_.end()) held_.erase(it);  // removed by hand: fetched again
+  // A copy found in the cache is used only once it is checked against the
+  // manifest (a damaged or another dataset's copy is dropped, fetched again).
+  if (absl::StatusOr<BlockCache::Held> held = cache_->Hold(key); held.ok()) {
+    if (CheckWhole(held->fd.get(), path, entry, held->size).ok()) {
+      held_[key] = std::move(held->fd);
+      return path;
+    }
+    cache_->Drop(key);
+  }
+  SP_ASSIGN_OR_RETURN(BlockCache::Writing w, cache_->BeginWhole(key));
+  absl::Status fetched = FetchWhole(name, entry, w);
+  absl::StatusOr<BlockCache::Held> held = cache_->EndWhole(key, std::move(w), fetched.ok());
   SP_RETURN_IF_ERROR(fetched);
+  SP_RETURN_IF_ERROR(held.status());
+  held_[key] = std::move(held->fd);
   return path;
 }
 
+absl::Status RemoteDataset::CheckWhole(int fd, const std::string& path, const ShardEntry& entry,
+                                       uint64_t size) const {
+  if (size != entry.bytes) return absl::DataLossError(absl::StrCat(path, ": another size"));
+  std::vector<uint8_t> chunk(std::min(kWholeChunkBytes, entry.bytes));
+  uint32_t crc = 0;
+  for (uint64_t at = 0; at < entry.bytes; at += chunk.size()) {
+    chunk.resize(std::min(kWholeChunkBytes, entry.bytes - at));
+    SP_RETURN_IF_ERROR(common::PreadFull(fd, path, at, chunk));
+    crc = Crc32cExtend(crc, chunk.data(), chunk.size());
+  }
+  if (crc != entry.crc32c) return absl::DataLossError(absl::StrCat(path, ": another CRC-32C"));
+  return absl::OkStatus();
+}
+
 absl::Status RemoteDataset::FetchWhole(std::string_view name, const ShardEntry& entry,
-                                       const std::string& path, uint64_t* reserved) {
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> out, AtomicFile::Create(path));
+                                       BlockCache::Writing& w) {
   std::vector<uint8_t> chunk;
   uint32_t crc = 0;
   for (uint64_t at = 0; at < entry.bytes; at += chunk.size()) {
     chunk.resize(std::min(kWholeChunkBytes * 4, entry.bytes - at));
     // Room as the bytes come: a size the object does not have (a damaged
     // manifest) evicts no more than what was fetched before it failed.
-    cache_->Reserve(chunk.size());
-    *reserved += chunk.size();
+    cache_->Reserve(w, chunk.size());
     std::vector<RangeRequest> parts;
     for (uint64_t p = 0; p < chunk.size(); p += kWholeChunkBytes) {
       const uint64_t n = std::min(kWholeChunkBytes, chunk.size() - p);
@@ -101,7 +129,7 @@ absl::Status RemoteDataset::FetchWhole(std::string_view name, const ShardEntry& 
     store_->Fetch(parts);
     for (const RangeRequest& r : parts) SP_RETURN_IF_ERROR(r.status);
     crc = Crc32cExtend(crc, chunk.data(), chunk.size());
-    SP_RETURN_IF_ERROR(out->Append(chunk));
+    SP_RETURN_IF_ERROR(common::WriteFull(w.file.fd.get(), w.partial, chunk));
   }
   if (crc != entry.crc32c) {
     CountDamage();
@@ -109,7 +137,7 @@ absl::Status RemoteDataset::FetchWhole(std::string_view name, const ShardEntry& 
         "%s: CRC-32C of the fetched object is %08x, the manifest says %08x",
         store_->UrlOf(name), crc, entry.crc32c));
   }
-  return out->Commit();
+  return absl::OkStatus();
 }
 
 RemoteStats RemoteDataset::stats() const {

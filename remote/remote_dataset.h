@@ -9,8 +9,10 @@
 //    index, trailer; checked by ShardIndex::Load) once at open, then each
 //    block fetched whole by a block-aligned range request and checked
 //    against its header's CRC-32C and the footer's payload CRC-32C before it
-//    is used or kept. A block that fails is fetched once more, then handed
-//    on as it is (the reader's damage policy, on_corrupt, then decides);
+//    is used or kept. A block that fails is fetched once more, then every
+//    read of it is a DataLossError naming the URL and the block's offset
+//    (the reader's damage policy, on_corrupt, then decides): no read hands
+//    out bytes that failed a check;
 //  - any other object (an LMDB or HDF5 shard, the record table) is fetched
 //    whole into the cache, in ranges, and checked against the manifest's
 //    CRC-32C: liblmdb and libhdf5 open files, not streams.
@@ -19,7 +21,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -73,15 +77,17 @@ class RemoteFile : public RandomAccessFile {
     RemoteRead* read = nullptr;
     uint64_t at = 0;                   // the range fetched: [at, at + bytes.size())
     std::span<uint8_t> bytes;          // the read's dst, or `whole`
-    std::vector<uint8_t> whole;        // a whole block holding a partial read
+    std::vector<uint8_t> whole;        // the whole blocks holding a partial read
     const void* block = nullptr;       // the file's own: what `bytes` is checked against
+    size_t blocks = 0;                 // ... and how many of them
   };
   // Serves `r` from memory or the cache: true. Else fills `need`. A read of
-  // part of a block gets the whole block in need.whole (checked, kept), and
-  // ReadRemote copies its part.
+  // part of a block (or of several) gets the whole blocks in need.whole
+  // (checked, kept), and ReadRemote copies its part.
   virtual bool ServeLocally(RemoteRead& r, Need& need) const = 0;
-  // Whether fetched bytes pass their check; keeps them in the cache if so.
-  virtual bool Check(const Need& need) const = 0;
+  // Whether fetched bytes pass their check (a DataLossError naming the URL
+  // and the block's offset if not); keeps them in the cache if so.
+  virtual absl::Status Check(const Need& need) const = 0;
   virtual RemoteDataset& dataset() const = 0;
   virtual const std::string& object() const = 0;
 };
@@ -106,7 +112,10 @@ class RemoteDataset : public std::enable_shared_from_this<RemoteDataset> {
   absl::StatusOr<std::vector<std::unique_ptr<RemoteFile>>> OpenFiles(
       std::span<const std::string_view> names);
   // Object `name` whole in the cache, checked against the manifest: its
-  // local path.
+  // local path, which stays this file while the dataset is open (the entry
+  // is held: no process evicts it). A copy already in the cache is checked
+  // against the manifest's size and CRC-32C the first time this dataset
+  // uses it, and fetched again when it fails.
   absl::StatusOr<std::string> LocalCopy(std::string_view name);
 
   RemoteStats stats() const;
@@ -120,10 +129,11 @@ class RemoteDataset : public std::enable_shared_from_this<RemoteDataset> {
  private:
   RemoteDataset(std::unique_ptr<ObjectStore> store, Manifest manifest)
       : store_(std::move(store)), manifest_(std::move(manifest)) {}
-  // Object `name` whole into an AtomicFile at `path`, checked against
-  // `entry`; *reserved counts the cache room it took.
-  absl::Status FetchWhole(std::string_view name, const ShardEntry& entry, const std::string& path,
-                          uint64_t* reserved);
+  // Object `name` whole into `w`, checked against `entry`.
+  absl::Status FetchWhole(std::string_view name, const ShardEntry& entry, BlockCache::Writing& w);
+  // Whether the file open as `fd` (`size` bytes) is `entry`'s bytes.
+  absl::Status CheckWhole(int fd, const std::string& path, const ShardEntry& entry,
+                          uint64_t size) const;
   // The manifest entry of `name` and its index (its cache entries' prefix).
   absl::StatusOr<std::pair<const ShardEntry*, size_t>> EntryOf(std::string_view name) const;
 
@@ -131,6 +141,9 @@ class RemoteDataset : public std::enable_shared_from_this<RemoteDataset> {
   Manifest manifest_;
   std::unique_ptr<BlockCache> cache_;
   std::atomic<uint64_t> refetched_{0}, damaged_{0};
+  // The whole-object entries LocalCopy handed out, held while this lives.
+  std::mutex held_mu_;
+  std::map<std::string, common::UniqueFd> held_;
 };
 
 // --- The datasets open in this process -----------------------------------

@@ -23,6 +23,18 @@ namespace {
 constexpr uint64_t kHeadBytes = 4096;
 constexpr uint64_t kTailBytes = uint64_t{256} << 10;
 
+// The ends' cache entry: the head, the tail, then this trailer, which binds
+// them to the object (an entry of another dataset's object, or a torn one,
+// fails it and is fetched again):
+//   [0, 8)   "SPCENDS1"
+//   [8, 16)  the object's size, as the manifest says (LE)
+//   [16, 20) the object's CRC-32C, as the manifest says (LE)
+//   [20, 24) the head's size (LE)
+//   [24, 28) the tail's size (LE)
+//   [28, 32) CRC-32C of every byte before these four (LE)
+constexpr uint8_t kEndsMagic[8] = {'S', 'P', 'C', 'E', 'N', 'D', 'S', '1'};
+constexpr size_t kEndsTrailerBytes = 32;
+
 // A block as stored: header (magic, CRC) and payload (the footer's CRC).
 bool BlockIntact(std::span<const uint8_t> b, const BlockInfo& info) {
   using format::kBlockHeaderCrcOffset;
@@ -35,9 +47,10 @@ bool BlockIntact(std::span<const uint8_t> b, const BlockInfo& info) {
 
 class ShardFile final : public RemoteFile {
  public:
-  ShardFile(std::shared_ptr<RemoteDataset> d, std::string object, size_t k, uint64_t size)
+  ShardFile(std::shared_ptr<RemoteDataset> d, std::string object, size_t k,
+            const ShardEntry& entry)
       : d_(std::move(d)), object_(std::move(object)), url_(d_->store().UrlOf(object_)),
-        k_(k), size_(size) {}
+        k_(k), size_(entry.bytes), crc32c_(entry.crc32c) {}
 
   const std::string& name() const override { return url_; }
   uint64_t size() const override { return size_; }
@@ -48,7 +61,7 @@ class ShardFile final : public RemoteFile {
   void TakeEnds(std::vector<RangeRequest>* requests);
   absl::Status Load();
   bool ServeLocally(RemoteRead& r, Need& need) const override;
-  bool Check(const Need& need) const override;
+  absl::Status Check(const Need& need) const override;
 
  private:
   std::string Entry(std::string_view what) const {
@@ -70,14 +83,18 @@ class ShardFile final : public RemoteFile {
   }
   // Serves a read from the head or tail in memory: true when it did.
   bool FromEnds(const RemoteRead& r) const;
-  // The block holding [offset, offset + n), or null.
-  const BlockInfo* BlockAt(uint64_t offset, uint64_t n) const;
+  // The blocks [first, last) that [offset, offset + n) overlaps.
+  std::pair<size_t, size_t> BlocksOver(uint64_t offset, uint64_t n) const;
+  // The ends' cache entry (kEndsMagic): into head_ and tail_ if it is theirs.
+  bool ReadCachedEnds();
+  void PutCachedEnds();
 
   std::shared_ptr<RemoteDataset> d_;
   const std::string object_;
   const std::string url_;
   const size_t k_;
   const uint64_t size_;
+  const uint32_t crc32c_;  // the manifest's, of the whole object
   std::vector<uint8_t> head_, tail_;
   uint64_t tail_at_ = 0;            // the file offset of tail_[0]
   uint64_t head_end_ = UINT64_MAX;  // the ends serve [0, head_end_) and
@@ -92,16 +109,50 @@ void ShardFile::TakeEnds(std::vector<RangeRequest>* requests) {
   tail_.resize(std::min(kTailBytes, size_));
   tail_at_ = tail_from_ = size_ - tail_.size();
   head_end_ = head_.size();
-  cached_ends_ = d_->cache().Read(Entry("head"), head_) && d_->cache().Read(Entry("tail"), tail_);
+  cached_ends_ = ReadCachedEnds();
   if (!cached_ends_) AddEndRequests(requests);
+}
+
+// The ends' entry with its trailer filled in (or checked, when reading).
+void EndsTrailer(std::span<uint8_t> entry, uint64_t size, uint32_t crc, size_t head,
+                 size_t tail) {
+  uint8_t* t = entry.data() + head + tail;
+  std::copy_n(kEndsMagic, 8, t);
+  common::StoreLE<uint64_t>(t + 8, size);
+  common::StoreLE<uint32_t>(t + 16, crc);
+  common::StoreLE<uint32_t>(t + 20, static_cast<uint32_t>(head));
+  common::StoreLE<uint32_t>(t + 24, static_cast<uint32_t>(tail));
+  common::StoreLE<uint32_t>(t + 28, Crc32c(entry.first(entry.size() - 4)));
+}
+
+bool ShardFile::ReadCachedEnds() {
+  std::vector<uint8_t> entry(head_.size() + tail_.size() + kEndsTrailerBytes);
+  if (!d_->cache().Read(Entry("ends"), entry)) return false;
+  std::vector<uint8_t> expected(entry.begin(), entry.end());
+  EndsTrailer(expected, size_, crc32c_, head_.size(), tail_.size());
+  if (!std::equal(entry.end() - kEndsTrailerBytes, entry.end(),
+                  expected.end() - kEndsTrailerBytes)) {
+    d_->cache().Drop(Entry("ends"));  // torn, damaged, or another object's
+    return false;
+  }
+  std::copy_n(entry.begin(), head_.size(), head_.begin());
+  std::copy_n(entry.begin() + head_.size(), tail_.size(), tail_.begin());
+  return true;
+}
+
+void ShardFile::PutCachedEnds() {
+  std::vector<uint8_t> entry(head_.size() + tail_.size() + kEndsTrailerBytes);
+  std::copy(head_.begin(), head_.end(), entry.begin());
+  std::copy(tail_.begin(), tail_.end(), entry.begin() + head_.size());
+  EndsTrailer(entry, size_, crc32c_, head_.size(), tail_.size());
+  d_->cache().Put(Entry("ends"), entry);
 }
 
 // The index from the ends (fetched again when cached ones fail it).
 absl::Status ShardFile::Load() {
   absl::StatusOr<ShardIndex> index = ShardIndex::Load(*this);
   if (!index.ok() && cached_ends_) {  // a damaged cache entry: dropped, never used
-    d_->cache().Drop(Entry("head"));
-    d_->cache().Drop(Entry("tail"));
+    d_->cache().Drop(Entry("ends"));
     SP_RETURN_IF_ERROR(FetchEnds());
     cached_ends_ = false;
     index = ShardIndex::Load(*this);
@@ -113,10 +164,7 @@ absl::Status ShardFile::Load() {
   // tail holds them all) are read and checked as blocks.
   head_end_ = blocks_.empty() ? head_.size() : std::min<uint64_t>(head_.size(), blocks_[0].offset);
   tail_from_ = std::max(tail_at_, index->footer_offset());
-  if (!cached_ends_) {
-    d_->cache().Put(Entry("head"), head_);
-    d_->cache().Put(Entry("tail"), tail_);
-  }
+  if (!cached_ends_) PutCachedEnds();
   return absl::OkStatus();
 }
 
@@ -133,54 +181,95 @@ bool ShardFile::FromEnds(const RemoteRead& r) const {
   return false;
 }
 
-const BlockInfo* ShardFile::BlockAt(uint64_t offset, uint64_t n) const {
-  auto it = std::upper_bound(blocks_.begin(), blocks_.end(), offset,
-                             [](uint64_t o, const BlockInfo& b) { return o < b.offset; });
-  if (it == blocks_.begin()) return nullptr;
-  --it;
-  return offset + n <= it->offset + it->stored_size ? &*it : nullptr;
+std::pair<size_t, size_t> ShardFile::BlocksOver(uint64_t offset, uint64_t n) const {
+  auto first = std::upper_bound(blocks_.begin(), blocks_.end(), offset,
+                                [](uint64_t o, const BlockInfo& b) { return o < b.offset; });
+  if (first != blocks_.begin() && std::prev(first)->offset + std::prev(first)->stored_size > offset) {
+    --first;
+  }
+  auto last = std::lower_bound(first, blocks_.end(), offset + n,
+                               [](const BlockInfo& b, uint64_t end) { return b.offset < end; });
+  return {static_cast<size_t>(first - blocks_.begin()), static_cast<size_t>(last - blocks_.begin())};
 }
 
 bool ShardFile::ServeLocally(RemoteRead& r, Need& need) const {
-  if (r.offset > size_ || r.dst.size() > size_ - r.offset) {
+  const uint64_t n = r.dst.size();
+  if (r.offset > size_ || n > size_ - r.offset) {
     r.status = absl::DataLossError(absl::StrFormat(
-        "%s: a read of %d bytes at offset %d passes its end (%d bytes)", url_, r.dst.size(),
-        r.offset, size_));
+        "%s: a read of %d bytes at offset %d passes its end (%d bytes)", url_, n, r.offset,
+        size_));
     return true;
   }
   if (FromEnds(r)) return true;
-  const BlockInfo* b = BlockAt(r.offset, r.dst.size());
-  need.block = b;
   need.at = r.offset;
   need.bytes = r.dst;
-  if (b == nullptr) return false;  // not within one block: fetched as it is, not kept
-  need.at = b->offset;
-  if (r.offset != b->offset || r.dst.size() != b->stored_size) {
-    need.whole.resize(b->stored_size);
+  // No block (the footer of a shard still loading): fetched as it is, for
+  // ShardIndex::Load's own checks.
+  const auto [first, last] = BlocksOver(r.offset, n);
+  if (first == last) return false;
+  // Whole blocks, each checked: a read of part of one (or of several) gets
+  // them whole, then its part.
+  const BlockInfo& lo = blocks_[first];
+  const BlockInfo& hi = blocks_[last - 1];
+  need.block = &lo;
+  need.blocks = last - first;
+  need.at = std::min(r.offset, lo.offset);
+  const uint64_t end = std::max(r.offset + n, hi.offset + hi.stored_size);
+  if (need.at != r.offset || end != r.offset + n) {
+    need.whole.resize(end - need.at);
     need.bytes = need.whole;
   }
-  // A block within the tail fetched at open (a small shard's last blocks):
-  // checked there, not fetched again.
-  if (b->offset >= tail_at_ && BlockIntact({tail_.data() + (b->offset - tail_at_),
-                                            b->stored_size}, *b)) {
-    std::copy_n(tail_.data() + (b->offset - tail_at_), b->stored_size, need.bytes.data());
+  if (need.blocks != 1 || need.at != lo.offset || end != lo.offset + lo.stored_size) return false;
+  // One block within the tail fetched at open (a small shard's last
+  // blocks): checked there, not fetched again.
+  if (lo.offset >= tail_at_ && BlockIntact({tail_.data() + (lo.offset - tail_at_),
+                                             lo.stored_size}, lo)) {
+    std::copy_n(tail_.data() + (lo.offset - tail_at_), lo.stored_size, need.bytes.data());
     return true;
   }
-  if (!d_->cache().Read(BlockEntry(*b), need.bytes)) return false;
-  if (!BlockIntact(need.bytes, *b)) {  // damaged on local disk: fetched again
-    d_->cache().Drop(BlockEntry(*b));
+  if (!d_->cache().Read(BlockEntry(lo), need.bytes)) return false;
+  if (!BlockIntact(need.bytes, lo)) {  // damaged on local disk: fetched again
+    d_->cache().Drop(BlockEntry(lo));
     return false;
   }
   return true;  // a partial read's part is copied out by ReadRemote
 }
 
-bool ShardFile::Check(const Need& need) const {
-  if (need.block == nullptr) return true;
-  const BlockInfo& b = *static_cast<const BlockInfo*>(need.block);
-  if (!BlockIntact(need.bytes, b)) return false;
-  const bool in_dst = need.bytes.data() == need.read->dst.data();
-  d_->cache().Put(BlockEntry(b), need.bytes, in_dst ? need.read->capacity : 0);
-  return true;
+absl::Status ShardFile::Check(const Need& need) const {
+  const auto* first = static_cast<const BlockInfo*>(need.block);
+  // Bytes outside the blocks (a read reaching into the header or footer)
+  // must be the ends' checked ones, where the ends hold them.
+  for (uint64_t at = need.at, end = need.at + need.bytes.size(); at < end;) {
+    const BlockInfo* b = nullptr;
+    for (size_t i = 0; i < need.blocks && b == nullptr; ++i) {
+      if (first[i].offset <= at && at < first[i].offset + first[i].stored_size) b = &first[i];
+    }
+    if (b != nullptr) {
+      at = b->offset + b->stored_size;
+      continue;
+    }
+    const uint8_t got = need.bytes[at - need.at];
+    if ((at < head_.size() && got != head_[at]) || (at >= tail_at_ && got != tail_[at - tail_at_])) {
+      return absl::DataLossError(absl::StrFormat(
+          "%s @%d: bytes differ from the shard's checked header or footer", url_, at));
+    }
+    ++at;
+  }
+  for (size_t i = 0; i < need.blocks; ++i) {
+    const BlockInfo& b = first[i];
+    const std::span<const uint8_t> bytes(need.bytes.data() + (b.offset - need.at), b.stored_size);
+    if (!BlockIntact(bytes, b)) {
+      return absl::DataLossError(absl::StrFormat(
+          "%s @%d: block failed its CRC-32C check on two fetches", url_, b.offset));
+    }
+  }
+  for (size_t i = 0; i < need.blocks; ++i) {
+    const BlockInfo& b = first[i];
+    const bool in_dst = need.blocks == 1 && need.bytes.data() == need.read->dst.data();
+    d_->cache().Put(BlockEntry(b), {need.bytes.data() + (b.offset - need.at), b.stored_size},
+                    in_dst ? need.read->capacity : 0);
+  }
+  return absl::OkStatus();
 }
 
 // Any other object: its whole local copy, read with pread.
@@ -198,7 +287,8 @@ class LocalCopyFile final : public RemoteFile {
     r.status = file_->ReadExact(r.offset, r.dst);
     return true;
   }
-  bool Check(const Need&) const override { return true; }
+  // Checked whole against the manifest before it was opened (LocalCopy).
+  absl::Status Check(const Need&) const override { return absl::OkStatus(); }
 
  private:
   std::shared_ptr<RemoteDataset> d_;
@@ -208,7 +298,7 @@ class LocalCopyFile final : public RemoteFile {
 };
 
 // Fetches `needs` (all of one store) together; returns those whose bytes
-// failed their check.
+// failed their check, each with its read's status saying so.
 std::vector<RemoteFile::Need*> FetchRound(ObjectStore& store,
                                           std::span<RemoteFile::Need*> needs) {
   std::vector<RangeRequest> requests;
@@ -221,7 +311,9 @@ std::vector<RemoteFile::Need*> FetchRound(ObjectStore& store,
   for (size_t i = 0; i < needs.size(); ++i) {
     RemoteFile::Need& n = *needs[i];
     n.read->status = requests[i].status;
-    if (n.read->status.ok() && !n.read->file->Check(n)) failed.push_back(&n);
+    if (!n.read->status.ok()) continue;
+    n.read->status = n.read->file->Check(n);
+    if (!n.read->status.ok()) failed.push_back(&n);
   }
   return failed;
 }
@@ -243,8 +335,9 @@ void ReadRemote(std::span<RemoteRead> reads) {
     if (!reads[i].file->ServeLocally(reads[i], needs[i])) todo.push_back(&needs[i]);
   }
   // One round per store (a mixture may read several datasets), then one more
-  // for the blocks that failed their check; a block failing twice is handed
-  // on as fetched, for the reader's checks and damage policy.
+  // for the blocks that failed their check. A block failing twice is a
+  // DataLossError naming the URL and its offset (Check's): its bytes are
+  // never handed out; the reader's damage policy decides what follows.
   while (!todo.empty()) {
     RemoteDataset& d = todo.front()->read->file->dataset();
     auto mine = std::stable_partition(todo.begin(), todo.end(), [&](RemoteFile::Need* n) {
@@ -256,7 +349,7 @@ void ReadRemote(std::span<RemoteRead> reads) {
     if (!failed.empty()) d.CountDamage(FetchRound(d.store(), failed).size());
     todo.erase(todo.begin(), mine);
   }
-  // A partial read fetched its whole block: its part, now.
+  // A partial read fetched its whole blocks: its part, now.
   for (RemoteFile::Need& n : needs) {
     if (n.read->status.ok() && !n.whole.empty()) {
       std::copy_n(n.whole.data() + (n.read->offset - n.at), n.read->dst.size(),
@@ -287,7 +380,7 @@ absl::StatusOr<std::vector<std::unique_ptr<RemoteFile>>> RemoteDataset::OpenFile
     }
     SP_ASSIGN_OR_RETURN(auto found, EntryOf(names[i]));
     auto file = std::make_unique<ShardFile>(shared_from_this(), std::string(names[i]),
-                                            found.second, found.first->bytes);
+                                            found.second, *found.first);
     file->TakeEnds(&ends);
     shards.push_back(file.get());
     files[i] = std::move(file);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "format/shard_layout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -178,7 +179,7 @@ TEST_F(RemoteDatasetTest, SecondPassIsServedByTheCacheWithNoRequest) {
   EXPECT_EQ(store->stats().requests, 1u);
 }
 
-TEST_F(RemoteDatasetTest, DamagedBlockIsFetchedAgainThenHandedOnUncached) {
+TEST_F(RemoteDatasetTest, DamagedBlockIsFetchedAgainThenDataLossUncached) {
   MemoryStore* store = nullptr;
   auto d = Open(uint64_t{1} << 30, &store);
   ASSERT_NE(d, nullptr);
@@ -200,11 +201,16 @@ TEST_F(RemoteDatasetTest, DamagedBlockIsFetchedAgainThenHandedOnUncached) {
   EXPECT_GT(damaged, 0);
   EXPECT_EQ(d->stats().refetched, static_cast<uint64_t>(damaged));
   EXPECT_EQ(d->stats().damaged, 0u);
-  // Damaged on every try: handed on as fetched (the reader's checks and
-  // on_corrupt decide), counted, never kept.
-  auto fresh = Open(0, &store);
+  // Damaged on every try: never handed out, whole, in part or with its
+  // neighbours: a DataLossError naming the URL and the block's offset
+  // (the reader's on_corrupt decides what follows), counted, never kept.
+  fs::remove_all(dir_.Join("cache"));
+  auto fresh = Open(uint64_t{1} << 30, &store);
+  uint64_t bad = UINT64_MAX;  // a byte of block 1, once the index is loaded
   store->fault = [&](std::string_view object, uint64_t offset, std::span<uint8_t> bytes) {
-    if (object == target && offset > 4096 && bytes.size() > 100) bytes[40] ^= 1;
+    if (object == target && offset <= bad && bad - offset < bytes.size()) {
+      bytes[bad - offset] ^= 1;
+    }
     return absl::OkStatus();
   };
   auto file = fresh->OpenFile(target);
@@ -212,12 +218,19 @@ TEST_F(RemoteDatasetTest, DamagedBlockIsFetchedAgainThenHandedOnUncached) {
   auto index = ShardIndex::Load(**file);
   ASSERT_TRUE(index.ok()) << index.status();
   const BlockInfo& b = index->block(1);
-  std::vector<uint8_t> bytes(b.stored_size);
-  SP_ASSERT_OK((*file)->ReadExact(b.offset, bytes));
-  const std::string local = ReadAll(absl::StrCat(data_, "/", target));
-  EXPECT_NE(bytes[40], static_cast<uint8_t>(local[b.offset + 40]));
-  EXPECT_EQ(fresh->stats().damaged, 1u);
-  EXPECT_EQ(fresh->stats().cache.kept, 0u);
+  bad = b.offset + 40;
+  const std::string where = absl::StrCat("mem://ds/", target, " @", b.offset, ": block failed");
+  std::vector<uint8_t> whole(b.stored_size), part(100), across(b.stored_size + 200);
+  for (auto [at, dst] : std::vector<std::pair<uint64_t, std::span<uint8_t>>>{
+           {b.offset, whole}, {b.offset + 300, part}, {b.offset - 100, across}}) {
+    EXPECT_THAT((*file)->ReadExact(at, dst), StatusIs(absl::StatusCode::kDataLoss,
+                                                      HasSubstr(where)))
+        << dst.size() << " bytes at " << at;
+  }
+  EXPECT_EQ(fresh->stats().damaged, 3u);
+  for (const auto& e : fs::recursive_directory_iterator(dir_.Join("cache"))) {
+    EXPECT_NE(e.path().filename().string(), absl::StrFormat("1-%x.spc", b.offset)) << "kept";
+  }
 }
 
 TEST_F(RemoteDatasetTest, BudgetHoldsEvenBelowOneBlockAndSparesOtherFiles) {

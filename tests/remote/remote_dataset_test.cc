@@ -5,7 +5,10 @@
 // user's file in the cache folder never removed, a second pass served from
 // the cache with no request, and a damaged cache entry never used.
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -84,28 +87,40 @@ class RemoteDatasetTest : public ::testing::Test {
  protected:
   void SetUp() override {
     data_ = dir_.Join("data");
-    fs::create_directories(data_);
+    manifest_ = WriteDataset(data_, 0);
+  }
+
+  // 150 records in shards of 60, many blocks each; `seed` changes their
+  // bytes, not their sizes (so another seed's blocks sit at the same offsets).
+  static Manifest WriteDataset(const std::string& dir, uint64_t seed) {
+    fs::create_directories(dir);
     DatasetWriterOptions o;
-    o.directory = data_;
+    o.directory = dir;
     o.schema.image.encoding = Encoding::kJpeg;
     o.schema.labels = {{"label", {}}};
     o.shard_max_records = 60;
     o.shard.block_size = 16 << 10;  // many blocks a shard
     auto writer = DatasetWriter::Create(o);
-    ASSERT_TRUE(writer.ok()) << writer.status();
+    EXPECT_TRUE(writer.ok()) << writer.status();
     for (uint64_t i = 0; i < 150; ++i) {
-      auto r = testing::JpegLikeRecord(i, 5000 + 37 * i);  // shards past 256 KiB
+      auto r = testing::JpegLikeRecord(i + seed, 5000 + 37 * i);  // shards past 256 KiB
       r.labels = {static_cast<int64_t>(i % 7)};
-      SP_ASSERT_OK((*writer)->Add(r.record()));
+      SP_EXPECT_OK((*writer)->Add(r.record()));
     }
     auto m = (*writer)->Finish();
-    ASSERT_TRUE(m.ok()) << m.status();
-    manifest_ = *m;
+    EXPECT_TRUE(m.ok()) << m.status();
+    return *m;
+  }
+
+  // The folder of this dataset's entries in cache/.
+  static std::string SpaceOf(RemoteDataset& d) {
+    return fs::path(d.cache().PathOf("x")).parent_path().string();
   }
 
   // The dataset through a fresh store, with a cache of `bytes` in cache/.
-  std::shared_ptr<RemoteDataset> Open(uint64_t bytes, MemoryStore** store = nullptr) {
-    auto s = std::make_unique<MemoryStore>(data_);
+  std::shared_ptr<RemoteDataset> Open(uint64_t bytes, MemoryStore** store = nullptr,
+                                      const std::string& data = "") {
+    auto s = std::make_unique<MemoryStore>(data.empty() ? data_ : data);
     if (store != nullptr) *store = s.get();
     auto d = RemoteDataset::Open("mem://ds/", {dir_.Join("cache"), bytes}, std::move(s));
     EXPECT_TRUE(d.ok()) << d.status();
@@ -393,6 +408,181 @@ TEST_F(RemoteDatasetTest, NonRegularCacheEntriesAreMissesAndAFileIsNoFolder) {
   auto again = Open(uint64_t{1} << 30);
   ReadEveryBlock(*again);  // every byte compared with the shard's
   EXPECT_GE(again->stats().cache.misses, static_cast<uint64_t>(planted));
+}
+
+// --- A cache entry is used only when it is ours, whole and checked ---------
+
+// Ranks sharing a cache whose budget is below one object: each copy handed
+// out for liblmdb or libhdf5 stays at its path while its dataset is open,
+// however the others evict (was: "open .../3-file.spc: No such file").
+TEST_F(RemoteDatasetTest, WholeCopiesInUseSurviveOtherProcessesBelowOneObject) {
+  constexpr int kProcesses = 12;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid > 0) {
+      children.push_back(pid);
+      continue;
+    }
+    int failures = 0;
+    auto s = std::make_unique<MemoryStore>(data_);
+    auto d = RemoteDataset::Open("mem://ds/", {dir_.Join("cache"), 64 << 10}, std::move(s));
+    for (int round = 0; d.ok() && round < 4; ++round) {
+      for (size_t k = 0; k < manifest_.shards.size(); ++k) {
+        const std::string& name = manifest_.shards[(k + p) % manifest_.shards.size()].path;
+        auto local = (*d)->LocalCopy(name);
+        usleep(1000);  // what a library does before it opens the path
+        if (!local.ok() || ReadAll(*local) != ReadAll(data_ + "/" + name)) ++failures;
+      }
+    }
+    _exit(d.ok() && failures == 0 ? 0 : 1);
+  }
+  int failed = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  EXPECT_EQ(failed, 0) << "of " << kProcesses << " processes";
+}
+
+// A damaged copy in the cache is dropped and fetched again, not used by
+// every later run.
+TEST_F(RemoteDatasetTest, DamagedCachedWholeCopyIsFetchedAgain) {
+  const std::string name = manifest_.shards[1].path;
+  std::string path;
+  {
+    auto d = Open(uint64_t{1} << 30);
+    auto local = d->LocalCopy(name);
+    ASSERT_TRUE(local.ok()) << local.status();
+    path = *local;
+  }
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1000);
+    f.put('\x5a');
+  }
+  ASSERT_NE(ReadAll(path), ReadAll(data_ + "/" + name));
+  MemoryStore* store = nullptr;
+  auto d = Open(uint64_t{1} << 30, &store);
+  auto local = d->LocalCopy(name);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(ReadAll(*local), ReadAll(data_ + "/" + name));
+  EXPECT_GT(store->stats().requests, 1u);
+  EXPECT_EQ(d->stats().cache.dropped, 1u);
+}
+
+// Links planted in the cache (for its folder, its entries, beside them)
+// are never followed: their targets stay as they were, nothing is written
+// outside the cache, and the links go.
+TEST_F(RemoteDatasetTest, LinksInTheCacheAreNeverFollowed) {
+  const std::string outside = dir_.Join("outside");
+  fs::create_directories(outside);
+  const std::string victim = outside + "/victim";
+  const std::string precious(300 << 10, 'p');
+  { std::ofstream(victim) << precious; }
+  std::string space;
+  {
+    auto d = Open(uint64_t{1} << 30);
+    space = SpaceOf(*d);
+  }
+  const std::string table = manifest_.record_table->path;
+  fs::remove_all(space);
+  fs::create_directory_symlink(outside, space);  // the space itself
+  {
+    auto d = Open(uint64_t{1} << 30);
+    ReadEveryBlock(*d);
+    ASSERT_TRUE(d->LocalCopy(table).ok());
+    EXPECT_FALSE(fs::is_symlink(space));
+  }
+  std::vector<std::string> links;  // entries that are links to the victim
+  for (const char* entry : {"0-ends.spc", "records.spc", "1-ends.spc"}) {
+    links.push_back(space + "/" + entry);
+    fs::remove(links.back());
+    fs::create_symlink(victim, links.back());
+  }
+  fs::create_symlink(victim, dir_.Join("cache/shardpack-cache/planted.spc"));
+  {
+    auto d = Open(uint64_t{1} << 30);
+    ReadEveryBlock(*d);
+    auto local = d->LocalCopy(table);
+    ASSERT_TRUE(local.ok()) << local.status();
+    EXPECT_EQ(ReadAll(*local), ReadAll(data_ + "/" + table));
+  }
+  for (const std::string& link : links) EXPECT_FALSE(fs::is_symlink(link)) << link;
+  fs::remove_all(space);
+  auto small = Open(40 << 10);  // evicts: the planted link goes, not its target
+  ReadEveryBlock(*small);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir_.Join("cache/shardpack-cache/planted.spc"))));
+  EXPECT_EQ(ReadAll(victim), precious);
+  EXPECT_EQ(std::distance(fs::directory_iterator(outside), fs::directory_iterator()), 1);
+}
+
+// Another dataset's entries, put where this one's would be, are not served
+// as its records: each fails its check against this dataset and is
+// fetched again.
+TEST_F(RemoteDatasetTest, AnotherDatasetsEntriesAreNotServed) {
+  const std::string other = dir_.Join("other");
+  WriteDataset(other, 1000);  // other bytes at the same offsets
+  const std::string table = manifest_.record_table->path;
+  std::string theirs, ours;
+  {
+    auto d = Open(uint64_t{1} << 30, nullptr, other);
+    std::vector<std::string> names;
+    for (const ShardEntry& e : manifest_.shards) names.push_back(e.path);
+    for (const std::string& name : names) {
+      auto file = d->OpenFile(name);
+      ASSERT_TRUE(file.ok()) << file.status();
+      auto index = ShardIndex::Load(**file);
+      ASSERT_TRUE(index.ok()) << index.status();
+      for (const BlockInfo& b : index->blocks()) {
+        std::vector<uint8_t> bytes(b.stored_size);
+        SP_ASSERT_OK((*file)->ReadExact(b.offset, bytes));
+      }
+      ASSERT_TRUE(d->LocalCopy(name).ok());
+    }
+    ASSERT_TRUE(d->LocalCopy(table).ok());
+    theirs = SpaceOf(*d);
+  }
+  {
+    auto d = Open(uint64_t{1} << 30);
+    ours = SpaceOf(*d);
+  }
+  ASSERT_NE(theirs, ours);
+  fs::remove_all(ours);
+  fs::rename(theirs, ours);
+  auto d = Open(uint64_t{1} << 30);
+  ReadEveryBlock(*d);  // every byte compared with this dataset's
+  for (const ShardEntry& e : manifest_.shards) {
+    auto local = d->LocalCopy(e.path);
+    ASSERT_TRUE(local.ok()) << local.status();
+    EXPECT_TRUE(ReadAll(*local) == ReadAll(data_ + "/" + e.path)) << e.path;
+  }
+  auto local = d->LocalCopy(table);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_TRUE(ReadAll(*local) == ReadAll(data_ + "/" + table));
+}
+
+// A reader killed mid-write leaves a partial file: it counts against the
+// budget, and once it is a minute old and no writer holds it, it goes.
+TEST_F(RemoteDatasetTest, DeadWritersPartialsCountAndAreRemoved) {
+  std::string space;
+  {
+    auto d = Open(uint64_t{1} << 30);
+    space = SpaceOf(*d);
+  }
+  const std::string stale = space + "/0-ends.spc.partial-0123456789ab";
+  const std::string fresh = space + "/1-ends.spc.partial-ba9876543210";
+  { std::ofstream(stale) << std::string(300 << 10, 's'); }
+  { std::ofstream(fresh) << std::string(10 << 10, 'f'); }
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::minutes(5));
+  constexpr uint64_t kBudget = 100 << 10;
+  auto d = Open(kBudget);
+  ReadEveryBlock(*d);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(fresh)) << "a live writer's partial (maybe) was removed";
+  EXPECT_LE(CacheBytes(), kBudget);
 }
 
 TEST(CacheOptionsTest, EnvironmentAndSizes) {

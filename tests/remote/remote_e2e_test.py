@@ -429,6 +429,27 @@ class FaultTest(RemoteTest):
             self.assertGreater(r.stats()["skipped"], 0)
             self.assertNotEqual(got, self.local_digests())
 
+    def test_a_record_of_a_block_corrupt_on_every_try_is_data_loss_everywhere(self):
+        # Dataset(URL)[i] reads a record's bytes of a block (RecordReader);
+        # sharddump extract reads records too: neither may hand out bytes of
+        # a block that failed its check on both fetches.
+        shard = S.shards[1]
+        record = SHARD_RECORDS + 5  # within the second shard
+        with servers.FaultProxy(S.s3.endpoint) as proxy, self.s3_through(proxy):
+            proxy.set_rules([{"match": shard, "skip": 2, "action": "corrupt"}])
+            ds = shardpack.Dataset(S.s3_url, cache_dir=S.cache_dir(), cache_bytes=1 << 30)
+            with self.assertRaises(shardpack.DataLossError) as e:
+                ds[record]
+            self.assertIn(S.s3_url + shard, str(e.exception))
+            proxy.set_rules([{"match": shard, "skip": 2, "action": "corrupt"}])
+            out = os.path.join(S.cache_dir(), "out")
+            p = subprocess.run([os.environ["SHARDDUMP_TOOL"], "extract", S.s3_url, "--index",
+                                str(record), "-o", out], capture_output=True, text=True,
+                               env={**os.environ, "SHARDPACK_CACHE_DIR": S.cache_dir()},
+                               timeout=300)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(S.s3_url + shard, p.stderr)
+
     def test_an_expired_token_is_an_error_naming_the_url(self):
         with servers.FaultProxy(S.s3.endpoint) as proxy, self.s3_through(proxy):
             proxy.set_rules([{"action": "status:403:ExpiredToken"}])

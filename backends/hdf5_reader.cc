@@ -2,7 +2,6 @@
 // hyperslabs of many rows, one H5Dread per dataset per call.
 #include <sys/stat.h>
 
-#include <cassert>
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -15,6 +14,7 @@
 #include "backends/hdf5_store.h"
 #include "backends/hdf5_util.h"
 #include "backends/publish.h"
+#include "common/check.h"
 #include "common/errors.h"
 #include "common/posix_open.h"
 #include "common/status_macros.h"
@@ -539,7 +539,7 @@ absl::Status ReadSlab(const std::string& path, hid_t dataset, const std::vector<
 
 absl::Status Hdf5ShardReader::ReadRows(uint64_t begin, uint64_t end, uint8_t* images,
                                        int64_t* const* labels) {
-  assert(begin <= end && end <= size());
+  SP_DCHECK(begin <= end && end <= size());
   auto lock = backends::LockHdf5();
   Files& f = *files_;
   if (images != nullptr) {

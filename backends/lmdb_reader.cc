@@ -2,7 +2,6 @@
 #include <lmdb.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cerrno>
 #include <cstring>
 
@@ -10,6 +9,7 @@
 #include "backends/lmdb_key.h"
 #include "backends/lmdb_store.h"
 #include "backends/publish.h"
+#include "common/check.h"
 #include "common/errors.h"
 #include "common/mapping_guard.h"
 #include "common/posix_open.h"
@@ -140,7 +140,7 @@ absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std
 absl::Status LmdbShardReader::Scan(
     uint64_t begin, uint64_t end,
     absl::FunctionRef<absl::Status(uint64_t index, ByteSpan value)> visit) {
-  assert(begin <= end && end <= size());
+  SP_DCHECK(begin <= end && end <= size());
   if (begin >= end) return absl::OkStatus();
   // liblmdb trusts its map: a page lost to a shrunk file ends the walk
   // instead of being followed (common/mapping_guard.h).

@@ -1,13 +1,13 @@
 #include "backends/record_scan.h"
 
 #include <algorithm>
-#include <cassert>
 #include <new>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/hdf5_store.h"
 #include "backends/lmdb_store.h"
+#include "common/check.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "shardpack/shard.h"
@@ -70,7 +70,7 @@ StorageStats ShardFileScanner::storage() const {
 
 absl::Status ShardFileScanner::Scan(uint64_t begin, uint64_t end, RecordVisitor visit,
                                     ScanReporter* reporter) {
-  assert(begin <= end && end <= size());
+  SP_DCHECK(begin <= end && end <= size());
   const ShardIndex& index = reader_->index();
   if (begin >= end) return absl::OkStatus();
   for (size_t b = index.BlockOf(begin); b < index.num_blocks(); ++b) {
@@ -116,7 +116,7 @@ class BackendScanner : public ShardScanner {
 
   absl::Status Scan(uint64_t begin, uint64_t end, RecordVisitor visit,
                     ScanReporter* reporter) final {
-    assert(begin <= end && end <= size());
+    SP_DCHECK(begin <= end && end <= size());
     RecordLocation location;
     location.has_offset = false;
     uint64_t next = begin;

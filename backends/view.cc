@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <bit>
-#include <cassert>
 #include <filesystem>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "backends/view_select.h"
 #include "backends/view_spec.h"
+#include "common/check.h"
 #include "common/errors.h"
 #include "common/posix_io.h"
 #include "common/rng.h"
@@ -200,7 +200,7 @@ absl::StatusOr<DatasetView> ResolveView(const std::string& path, const ViewSpec&
 }  // namespace
 
 std::pair<size_t, uint64_t> DatasetView::Locate(uint64_t r) const {
-  assert(r < base_records);
+  SP_DCHECK(r < base_records);
   const size_t d = std::upper_bound(first_record.begin(), first_record.end(), r) -
                    first_record.begin() - 1;
   return {d, r - first_record[d]};
@@ -254,7 +254,7 @@ absl::StatusOr<std::vector<std::string>> ViewDatasetPaths(const std::string& pat
 
 absl::Status ForEachViewRecord(const DatasetView& view, uint64_t begin, uint64_t end,
                                absl::FunctionRef<absl::Status(uint64_t, uint64_t)> fn) {
-  assert(begin <= end && end <= view.records);
+  SP_DCHECK(begin <= end && end <= view.records);
   if (view.selected.empty()) {
     for (uint64_t i = begin; i < end; ++i) SP_RETURN_IF_ERROR(fn(i, i));
     return absl::OkStatus();
@@ -280,7 +280,7 @@ uint64_t ViewRecordBase(const DatasetView& view, uint64_t i) {
     base = r;
     return absl::OkStatus();
   });
-  assert(s.ok());
+  SP_DCHECK(s.ok());
   (void)s;
   return base;
 }

@@ -1,8 +1,9 @@
 #include "codec/pixels.h"
 
-#include <cassert>
 #include <cstddef>
 #include <new>
+
+#include "common/check.h"
 
 namespace shardpack::codec {
 
@@ -20,7 +21,7 @@ uint8_t* GrowableBuffer::Get(size_t bytes) {
 
 PixelView Orient(const PixelView& src, Orientation orientation, uint8_t* dst) {
   const int o = static_cast<int>(orientation);
-  assert(o >= 1 && o <= 8);
+  SP_DCHECK(o >= 1 && o <= 8);
   // Output pixel (x, y) comes from stored pixel (u, v): (x, y) or, for 5
   // to 8, (y, x); then mirrored along u and/or v.
   const bool swap = o >= 5;

@@ -1,13 +1,13 @@
 #include "common/utf8.h"
 
-#include <cassert>
+#include "common/check.h"
 
 namespace shardpack::common {
 
 // RFC 3629's table of well-formed sequences: the lead byte gives the length
 // and the range of the second byte; later bytes are 80..BF.
 size_t Utf8SequenceLength(const unsigned char* s, size_t n) {
-  assert(n > 0);
+  SP_DCHECK(n > 0);
   const unsigned char c = s[0];
   if (c < 0x80) return 1;
   size_t len;

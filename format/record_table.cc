@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <bit>
-#include <cassert>
 #include <cstring>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/coding.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
@@ -35,11 +35,11 @@ uint64_t RecordTableSlots(uint64_t records) {
 }
 
 RecordTableBuilder::RecordTableBuilder(int label_fields) : fields_(label_fields) {
-  assert(label_fields >= 0 && label_fields <= kMaxLabels);
+  SP_DCHECK(label_fields >= 0 && label_fields <= kMaxLabels);
 }
 
 void RecordTableBuilder::Add(std::span<const int64_t> labels, std::string_view key) {
-  assert(labels.size() == static_cast<size_t>(fields_));
+  SP_DCHECK(labels.size() == static_cast<size_t>(fields_));
   labels_.insert(labels_.end(), labels.begin(), labels.end());
   keys_.append(key);
   key_offsets_.push_back(keys_.size());
@@ -143,12 +143,12 @@ absl::StatusOr<RecordTableEntry> WriteRecordTable(const RecordTableBuilder& buil
 uint64_t RecordTable::U64(uint64_t offset) const { return LoadLE<uint64_t>(&bytes_[offset]); }
 
 int64_t RecordTable::label(uint64_t r, int field) const {
-  assert(r < records_ && field >= 0 && field < fields_);
+  SP_DCHECK(r < records_ && field >= 0 && field < fields_);
   return static_cast<int64_t>(U64(kRecordTableHeaderSize + 8 * (r * fields_ + field)));
 }
 
 std::string_view RecordTable::key(uint64_t r) const {
-  assert(r < records_);
+  SP_DCHECK(r < records_);
   const uint64_t begin = U64(offsets_at_ + 8 * r), end = U64(offsets_at_ + 8 * r + 8);
   return {reinterpret_cast<const char*>(bytes_.data() + keys_at_ + begin), end - begin};
 }

@@ -1,10 +1,10 @@
 // ShardIndex::Load: header, trailer and footer, each validated before use so
 // that no later code trusts an offset or count it has not checked.
-#include <cassert>
 #include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/coding.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
@@ -185,7 +185,7 @@ std::span<const uint32_t> ShardIndex::record_offsets(size_t b) const {
 }
 
 size_t ShardIndex::BlockOf(uint64_t r) const {
-  assert(r < num_records());
+  SP_DCHECK(r < num_records());
   auto it = std::upper_bound(blocks_.begin(), blocks_.end(), r,
                              [](uint64_t v, const BlockInfo& b) { return v < b.first_record; });
   return static_cast<size_t>(it - blocks_.begin()) - 1;

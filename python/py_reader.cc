@@ -4,7 +4,6 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <cassert>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -13,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/errors.h"
 #include "python/args.h"
 #include "python/arrays.h"
@@ -189,11 +189,11 @@ py::object PyReader::View(void* data, DLDataType dtype, DLDevice device,
 
 py::object PyReader::OwnedTensor(const void* data, DLDataType dtype,
                                  const std::vector<int64_t>& shape) const {
-  assert(output_ == Output::kTorch && dtype.lanes == 1);
+  SP_DCHECK(output_ == Output::kTorch && dtype.lanes == 1);
   const char* name = dtype.code == kDLInt     ? "int64"
                      : dtype.code == kDLFloat ? "float32"
                                               : "uint8";
-  assert(dtype.bits == (dtype.code == kDLInt ? 64 : dtype.code == kDLFloat ? 32 : 8));
+  SP_DCHECK(dtype.bits == (dtype.code == kDLInt ? 64 : dtype.code == kDLFloat ? 32 : 8));
   py::object tensor = torch_.attr("empty")(py::cast(shape), py::arg("dtype") = torch_.attr(name));
   const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
   const auto to = tensor.attr("data_ptr")().cast<uintptr_t>();
@@ -243,7 +243,7 @@ py::tuple PyReader::Next() {
 }
 
 void PyReader::SetEpoch(uint64_t epoch) {
-  assert(epoch <= kMaxEpoch);  // module.cc checks the argument
+  SP_DCHECK(epoch <= kMaxEpoch);  // module.cc checks the argument
   ReaderState now = core_->reader().state();
   if (now.epoch == epoch && now.segment.batches == 0 && now.earlier.empty()) return;
   now.epoch = epoch;  // this reader's own options: an ordinary epoch

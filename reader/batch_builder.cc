@@ -1,11 +1,11 @@
 #include "reader/batch_builder.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/mapping_guard.h"
 #include "common/rng.h"
 #include "common/threads.h"
@@ -44,7 +44,7 @@ BatchBuilder::BatchBuilder(const ReaderOptions& options, StreamDataset* dataset,
       num_labels_(num_labels),
       batches_per_epoch_(batches_per_epoch),
       stop_(stop) {
-  assert(options.threads >= 1);
+  SP_DCHECK(options.threads >= 1);
   for (int t = 0; t < options.threads; ++t) workers_.push_back(std::make_unique<Worker>());
 }
 

@@ -1,15 +1,16 @@
 #include "reader/composite_source.h"
 
 #include <algorithm>
-#include <cassert>
 #include <utility>
+
+#include "common/check.h"
 
 namespace shardpack::reader {
 
 CompositeSource::CompositeSource(std::vector<std::unique_ptr<UnitSource>> parts,
                                  const std::vector<uint32_t>& files)
     : parts_(std::move(parts)) {
-  assert(!parts_.empty() && files.size() == parts_.size());
+  SP_DCHECK(!parts_.empty() && files.size() == parts_.size());
   uint32_t file = 0;
   uint64_t record = 0;
   max_in_flight_ = parts_[0]->max_in_flight();
@@ -45,7 +46,7 @@ absl::Status CompositeSource::Submit(uint32_t u, uint8_t* buffer) {
 // Each part hands its loads back oldest first, and the loader waits for
 // the oldest of all: the part of the oldest submission has it.
 UnitLoad CompositeSource::Wait() {
-  assert(!pending_.empty());
+  SP_CHECK(!pending_.empty());
   const uint32_t p = pending_.front();
   pending_.pop_front();
   UnitLoad load = parts_[p]->Wait();

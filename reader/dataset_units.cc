@@ -1,11 +1,11 @@
 #include "reader/dataset_units.h"
 
 #include <algorithm>
-#include <cassert>
 #include <iterator>
 #include <utility>
 
 #include "backends/open_path.h"
+#include "common/check.h"
 #include "common/status_macros.h"
 #include "reader/backend_sources.h"
 #include "reader/composite_source.h"
@@ -41,7 +41,7 @@ absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngin
 
 absl::StatusOr<StreamDataset> OpenStreamMembers(std::vector<StreamMember> members,
                                                 IoEngine engine) {
-  assert(!members.empty());
+  SP_DCHECK(!members.empty());
   StreamDataset d;
   std::vector<std::unique_ptr<UnitSource>> parts;
   std::vector<uint32_t> files;
@@ -70,13 +70,13 @@ absl::StatusOr<StreamDataset> OpenStreamMembers(std::vector<StreamMember> member
 }
 
 const std::string& StreamDataset::ShardPathOf(uint64_t record) const {
-  assert(record < records);
+  SP_DCHECK(record < records);
   const std::vector<ReadUnit>& u = units();
   // Units are in record order: the last one starting at or before `record`.
   auto after = std::upper_bound(u.begin(), u.end(), record, [](uint64_t r, const ReadUnit& unit) {
     return r < unit.first_record;
   });
-  assert(after != u.begin());
+  SP_DCHECK(after != u.begin());
   return files[std::prev(after)->file];
 }
 

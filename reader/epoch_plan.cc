@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <bit>
-#include <cassert>
 #include <cmath>
 #include <span>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "reader/epoch_share.h"
@@ -306,7 +306,7 @@ PlanOptions PlanOf(const ReadSegment& segment, uint64_t seed, int rank) {
 }
 
 ReadSegment SegmentOf(const ReaderOptions& o, uint64_t batches) {
-  assert(o.world_size >= 1 && o.rank >= 0);  // resolved
+  SP_DCHECK(o.world_size >= 1 && o.rank >= 0);  // resolved
   return {o.world_size, o.batch_size, o.remainder, o.shuffle, o.shuffle_bytes, batches};
 }
 

@@ -17,7 +17,6 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include <cassert>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +24,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/errors.h"
 #include "common/posix_io.h"
 #include "common/posix_open.h"
@@ -74,7 +74,7 @@ class QueuedEngine : public EngineBase {
   }
 
   IoCompletion Wait() final {
-    assert(!queue_.empty());
+    SP_CHECK(!queue_.empty());
     IoRequest r = queue_.front();
     queue_.pop_front();
     absl::Status status = CheckRange(r);

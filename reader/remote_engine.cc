@@ -8,7 +8,6 @@
 // loader's read-ahead is the fetch's parallelism, and the loader waits only
 // when the block it needs next has not come: fetching, checking and
 // writing the cache happen beside the loader and the workers.
-#include <cassert>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/status_macros.h"
 #include "common/threads.h"
 #include "reader/io_engine_base.h"
@@ -73,7 +73,7 @@ class RemoteIo final : public EngineBase {
 
   IoCompletion Wait() override {
     std::unique_lock<std::mutex> lock(mu_);
-    assert(!queue_.empty());
+    SP_CHECK(!queue_.empty());
     done_.wait(lock, [&] { return queue_.front().done; });
     Queued q = std::move(queue_.front());
     queue_.pop_front();

@@ -1,12 +1,12 @@
 #include "reader/staging.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/threads.h"
 #include "reader/wait.h"
 
@@ -102,7 +102,7 @@ Stager::Stager(HostRing* host, CopyEngine* engine, int buffers, size_t sample_by
 Stager::~Stager() {
   // The reader stops the pipeline in between; a thread still running here
   // would wait for a build forever.
-  assert(!thread_.joinable());
+  SP_DCHECK(!thread_.joinable());
 }
 
 absl::Status Stager::Start() {

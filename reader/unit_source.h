@@ -9,7 +9,6 @@
 #ifndef SHARDPACK_READER_UNIT_SOURCE_H_
 #define SHARDPACK_READER_UNIT_SOURCE_H_
 
-#include <cassert>
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -18,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/check.h"
 #include "reader/epoch_plan.h"
 #include "reader/unit_view.h"
 #include "shardpack/reader.h"
@@ -75,13 +75,13 @@ class SyncUnitSource : public UnitSource {
  public:
   size_t max_in_flight() const override { return 1; }
   absl::Status Submit(uint32_t u, uint8_t* buffer) final {
-    assert(!pending_);
+    SP_DCHECK(!pending_);
     done_ = {u, Load(u, buffer)};
     pending_ = true;
     return absl::OkStatus();
   }
   UnitLoad Wait() final {
-    assert(pending_);
+    SP_DCHECK(pending_);
     pending_ = false;
     return std::move(done_);
   }

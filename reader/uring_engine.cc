@@ -4,11 +4,11 @@
 #include <errno.h>
 
 #include <array>
-#include <cassert>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/errors.h"
 #include "common/posix_io.h"
 #include "common/status_macros.h"
@@ -205,7 +205,7 @@ void UringIo::Apply(uint64_t seq, int res) {
 }
 
 IoCompletion UringIo::Wait() {
-  assert(head_ < tail_);  // else Reap() would wait forever
+  SP_CHECK(head_ < tail_);  // else Reap() would wait forever
   Slot& s = SlotOf(head_);
   while (!s.complete) Reap();
   ++head_;

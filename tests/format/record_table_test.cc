@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/coding.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -237,6 +238,25 @@ TEST(RecordTableTest, ManifestEntryIsChecked) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.record_table.bytes")));
   EXPECT_THAT(parse(R"({"path": "r", "bytes": 1, "crc32c": "0"})"),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.record_table.crc32c")));
+}
+
+// SP_DCHECK runs in the test, sanitizer and fuzz builds (CMakeLists.txt):
+// a broken precondition ends the process there, naming the condition.
+TEST(RecordTableDeathTest, BrokenPreconditionEndsTheProcessWhereChecksRun) {
+#ifdef SHARDPACK_DEBUG_CHECKS
+  EXPECT_DEATH(RecordTableBuilder(kMaxLabels + 1),
+               "shardpack: check failed: label_fields >= 0 && label_fields <= kMaxLabels "
+               "\\(.*record_table.cc:[0-9]+\\)");
+#else
+  GTEST_SKIP() << "SP_DCHECK is off in this build (CMAKE_BUILD_TYPE Release or "
+                  "SHARDPACK_DEBUG_CHECKS=OFF)";
+#endif
+}
+
+// SP_CHECK runs in every build.
+TEST(RecordTableDeathTest, AlwaysOnCheckEndsTheProcessInEveryBuild) {
+  const int records = 0;
+  EXPECT_DEATH(SP_CHECK(records > 0), "shardpack: check failed: records > 0");
 }
 
 }  // namespace

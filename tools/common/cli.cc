@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/redact.h"
 #include "common/size.h"
 #include "tools/common/escape.h"
 
@@ -33,7 +34,8 @@ std::string RangeText(uint64_t min, uint64_t max) {
 }  // namespace
 
 void PrintLine(std::FILE* out, std::string_view line) {
-  std::string text = EscapeText(line);
+  // No URL's secret, whichever way it came into the line (common/redact.h).
+  std::string text = EscapeText(common::RedactUrls(line));
   text.push_back('\n');
   std::fwrite(text.data(), 1, text.size(), out);
 }

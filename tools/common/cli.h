@@ -43,7 +43,8 @@ int RunMain(std::string_view tool, const std::function<int()>& body);
 absl::Status CheckOutputFile(const std::string& path, bool overwrite);
 
 // Writes `line` to `out` escaped whole (EscapeText: one line, control
-// characters, invalid UTF-8 and NUL bytes shown as escapes), then a newline.
+// characters, invalid UTF-8 and NUL bytes shown as escapes) and with every
+// URL's secrets hidden (common::RedactUrls), then a newline.
 // The way a tool prints a line to stderr that holds a path, a key, a class
 // name or an error message: compose it raw, print it through here.
 void PrintLine(std::FILE* out, std::string_view line);

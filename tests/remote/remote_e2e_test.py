@@ -474,6 +474,24 @@ class CliTest(RemoteTest):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn(S.shards[0], p.stdout + p.stderr)
 
+    def test_a_view_in_any_folder_naming_a_url_reads_it(self):
+        # A URL in a view is absolute: never joined to the view's folder,
+        # wherever the view file is and whatever the working directory.
+        local = self.run_tool("SHARDDUMP_TOOL", "ls", S.local).stdout
+        folder = os.path.join(S.tmp, "views", "deeper")
+        os.makedirs(folder, exist_ok=True)
+        for name, url in (("s3", S.s3_url), ("https", S.https_url)):
+            view = os.path.join(folder, f"{name}.json")
+            with open(view, "w") as f:
+                json.dump({"shardpack_view": 1, "datasets": [url]}, f)
+            for path, cwd in ((view, S.tmp), (os.path.relpath(view, S.tmp), S.tmp),
+                              (view, HERE)):
+                p = subprocess.run([os.environ["SHARDDUMP_TOOL"], "ls", path], cwd=cwd,
+                                   capture_output=True, text=True, timeout=300,
+                                   env={**os.environ, "SHARDPACK_CACHE_DIR": S.cache_dir()})
+                self.assertEqual(p.returncode, 0, (path, cwd, p.stderr))
+                self.assertEqual(len(p.stdout.splitlines()), len(local.splitlines()), path)
+
     def bench(self, path, *flags, env=None):
         p = self.run_tool("SHARDBENCH_TOOL", path, "--batch-size", "32", "--seed", "5",
                           "--threads", "2", "--transform", "cifar-train", "--epochs", "2",

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/shard_gate.h"
 #include "common/posix_io.h"
+#include "common/redact.h"
 #include "common/status_macros.h"
 #include "format/shard_layout.h"
 #include "shardpack/dataset.h"
@@ -138,7 +139,8 @@ absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (status.type() == fs::file_type::not_found) {
-    return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));
+    return absl::NotFoundError(
+        absl::StrCat(common::RedactUrl(path), ": no such file or directory"));
   }
   if (fs::is_directory(status)) return OpenDataset(path, path);
   // Anything else goes through the checked opener, which names a FIFO, a

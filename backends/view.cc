@@ -14,6 +14,7 @@
 #include "common/check.h"
 #include "common/errors.h"
 #include "common/posix_io.h"
+#include "common/redact.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -81,10 +82,12 @@ std::string SchemaDifference(const Schema& a, const Schema& b) {
   return "";
 }
 
-// A dataset path of a view file: relative to the file's folder.
+// A dataset path of a view file: relative to the file's folder, unless it
+// is absolute or a URL (never joined to a folder: "sub/s3://b/d" would be a
+// local path).
 std::string DatasetPath(const std::string& file, const std::string& given) {
   const std::string dir = common::ParentDirectory(file);
-  if (fs::path(given).is_absolute() || dir == ".") return given;
+  if (common::LooksLikeUrl(given) || fs::path(given).is_absolute() || dir == ".") return given;
   return (fs::path(dir) / given).string();
 }
 

@@ -15,6 +15,7 @@
 #include "common/mapping_guard.h"
 #include "common/posix_io.h"
 #include "common/posix_open.h"
+#include "common/redact.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "shardpack/file.h"
@@ -105,8 +106,10 @@ std::string common::ErrnoText(int err) {
 }
 
 absl::Status common::ErrnoError(std::string_view what, std::string_view path, int err) {
-  std::string message = absl::StrCat(common::AsAbsl(what), " ", common::AsAbsl(path), ": ",
-                                     ErrnoText(err));
+  // A path that looks like a URL is shown without its secrets: "HTTPS://..."
+  // is a local path to the opener, and still may hold a password.
+  std::string message = absl::StrCat(common::AsAbsl(what), " ",
+                                     common::AsAbsl(common::RedactUrl(path)), ": ", ErrnoText(err));
   switch (err) {
     case ENOENT:
     case ENOTDIR:

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/errors.h"
+#include "common/redact.h"
 #include "python/args.h"
 #include "python/arrays.h"
 #include "python/dlpack.h"
@@ -61,8 +62,10 @@ void ThrowStatus(const absl::Status& status) {
 
 void RaiseError(PyObject* type, std::string_view message) {
   // All of it, NULs and bytes that are not UTF-8 included (escaped), where
-  // PyErr_SetString would stop at the first NUL.
-  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+  // PyErr_SetString would stop at the first NUL; no URL's secret, whichever
+  // way it came into the message (common/redact.h).
+  const std::string shown = common::RedactUrls(message);
+  PyObject* text = PyUnicode_DecodeUTF8(shown.data(), static_cast<Py_ssize_t>(shown.size()),
                                         "backslashreplace");
   if (text == nullptr) throw py::error_already_set();
   PyErr_SetObject(type, text);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "common/errors.h"
 #include "common/posix_open.h"
+#include "common/redact.h"
 #include "common/status_macros.h"
 #include "remote/http_transfer.h"
 #include "remote/url.h"
@@ -145,6 +147,9 @@ class HttpStore final : public ObjectStore {
   HttpStore(std::string url, std::string base, FetchOptions options, TransferConfig config)
       : url_(std::move(url)), base_(std::move(base)), options_(options),
         config_(std::move(config)), slots_(options.max_in_flight) {
+    // Both are quoted whole in messages: ParseDatasetUrl and ParseEndpoint
+    // let no secret into them.
+    assert(common::RedactUrl(url_) == url_ && common::RedactUrl(base_) == base_);
     config_.share = curl_share_init();
     curl_share_setopt(config_.share, CURLSHOPT_LOCKFUNC, &HttpStore::Lock);
     curl_share_setopt(config_.share, CURLSHOPT_UNLOCKFUNC, &HttpStore::Unlock);

@@ -72,7 +72,10 @@ class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
 
-  // The store's URL, ending in '/': objects are named relative to it.
+  // The store's URL, ending in '/': objects are named relative to it. It
+  // holds no secret (remote/url.h refuses userinfo, a query and a
+  // fragment), so messages quote it and UrlOf as they are; the credentials
+  // never leave the request.
   virtual const std::string& url() const = 0;
   std::string UrlOf(std::string_view object) const { return url() + std::string(object); }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/errors.h"
 #include "common/posix_io.h"
+#include "common/redact.h"
 #include "common/status_macros.h"
 #include "shardpack/crc32c.h"
 
@@ -267,6 +268,11 @@ absl::StatusOr<CacheOptions> CacheOptionsWith(const std::string& dir, int64_t by
   }
   if (!dir.empty()) cache.dir = dir;
   if (bytes >= 0) cache.bytes = static_cast<uint64_t>(bytes);
+  if (common::LooksLikeUrl(cache.dir)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cache_dir ", common::RedactUrl(cache.dir),
+                     ": the cache is a local folder (a disk or tmpfs), not a URL"));
+  }
   return cache;
 }
 

@@ -180,7 +180,8 @@ absl::StatusOr<CacheOptions> CurrentCacheOptions();
 // in place of its own: what ReaderOptions' and RecordReaderOptions'
 // cache_dir and cache_bytes mean. The environment is read only when
 // `remote_path` (a path is a URL), so that a bad variable never fails a
-// local dataset.
+// local dataset. A cache folder that looks like a URL ("s3://...") is an
+// InvalidArgumentError: it would be made as a local folder "s3:".
 absl::StatusOr<CacheOptions> CacheOptionsWith(const std::string& dir, int64_t bytes,
                                               bool remote_path);
 

@@ -9,14 +9,17 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "common/redact.h"
 #include "common/status_macros.h"
 
 namespace shardpack::remote {
 namespace {
 
+// The URL as messages show it: what it hides (userinfo, query, fragment) is
+// what most of these errors refuse, and it may be a password or a signature.
 absl::Status Bad(std::string_view url, std::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(common::AsAbsl(common::Excerpt(url, 256)), ": ", common::AsAbsl(why)));
+  return absl::InvalidArgumentError(absl::StrCat(
+      common::AsAbsl(common::Excerpt(common::RedactUrl(url), 256)), ": ", common::AsAbsl(why)));
 }
 
 bool IsHex(char c) { return absl::ascii_isxdigit(static_cast<unsigned char>(c)); }

@@ -17,7 +17,9 @@ enum class UrlScheme { kS3, kHttp, kHttps };
 struct DatasetUrl {
   UrlScheme scheme = UrlScheme::kS3;
   // The URL as given, normalized: scheme and host in lower case, ending in
-  // '/' ("s3://bucket/prefix/", "https://host:8443/data/").
+  // '/' ("s3://bucket/prefix/", "https://host:8443/data/"). It holds no
+  // secret (userinfo, a query and a fragment are refused), so it is also
+  // the URL every later message shows.
   std::string url;
   // s3:// only: the bucket and the key prefix ("" or ending in '/'), taken
   // literally (S3 keys are not percent-decoded).
@@ -30,7 +32,8 @@ struct DatasetUrl {
 };
 
 // Parses `url` ("s3://bucket/prefix", "https://host/path", with or without
-// the final '/'). InvalidArgumentError "<url>: <why>" for: another scheme,
+// the final '/'). InvalidArgumentError "<url>: <why>", the URL shown
+// through common::RedactUrl (never a password or signature), for: another scheme,
 // an empty or malformed bucket (S3's rules: 3 to 63 of [a-z0-9.-], starting
 // and ending with a letter or digit), userinfo ('@'), a missing host, a port
 // outside 1..65535, a '.' or '..' segment (also percent-encoded), control

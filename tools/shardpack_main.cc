@@ -200,6 +200,8 @@ int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
             const std::function<absl::StatusOr<std::unique_ptr<datasets::Source>>()>& open) {
   auto options = ToPackOptions(f);
   if (!options.ok()) return cli::UsageError(kTool, options.status());
+  absl::Status local = cli::CheckLocalPath("-o", f.output, cli::LocalPath::kOutput);
+  if (!local.ok()) return cli::Fail(kTool, local);
   if (f.part == "auto") {
     // The environment is read once the flags are known good; a bad value
     // there is a failure (exit 1) naming the variable, not a usage error.
@@ -263,7 +265,11 @@ int RunCifar(CifarCommand& c) {
   c.cifar.layout = *ParseLayout(c.layout);  // a CLI choice: valid
   c.cifar.on_error = OnErrorOf(c.flags);
   std::vector<pack::InputPath> inputs;
-  for (const std::string& input : c.cifar.inputs) inputs.push_back({input});
+  for (const std::string& input : c.cifar.inputs) {
+    absl::Status local = cli::CheckLocalPath("INPUT", input, cli::LocalPath::kInput, "cifar");
+    if (!local.ok()) return cli::Fail(kTool, local);
+    inputs.push_back({input});
+  }
   return RunPack(c.flags, inputs, [&] { return datasets::OpenCifar(c.cifar); });
 }
 
@@ -353,6 +359,12 @@ absl::Status ResolveImageFlags(ImagesCommand& c) {
 int RunImages(ImagesCommand& c) {
   absl::Status flags = ResolveImageFlags(c);
   if (!flags.ok()) return cli::UsageError(kTool, flags);
+  for (absl::Status local :
+       {cli::CheckLocalPath(c.root_arg.empty() ? "--root" : "ROOT", c.images.root,
+                            cli::LocalPath::kInput, "images"),
+        cli::CheckLocalPath("--list", c.images.list_file, cli::LocalPath::kInput, "images")}) {
+    if (!local.ok()) return cli::Fail(kTool, local);
+  }
   std::vector<pack::InputPath> inputs;
   if (c.images.list_file.empty()) {
     inputs.push_back({c.images.root});  // walked: the output must not lie inside
@@ -393,6 +405,11 @@ int RunMerge(const MergeCommand& c) {
     return cli::UsageError(kTool,
                            absl::InvalidArgumentError("merge --check writes nothing: give no -o"));
   }
+  absl::Status local = cli::CheckLocalPath("-o", c.output, cli::LocalPath::kOutput);
+  for (size_t i = 0; local.ok() && i < c.parts.size(); ++i) {
+    local = cli::CheckLocalPath("PART", c.parts[i], cli::LocalPath::kInput, "merge");
+  }
+  if (!local.ok()) return cli::Fail(kTool, local);
   pack::MergeOptions o;
   o.output = c.output;
   o.overwrite = c.overwrite;
@@ -443,6 +460,8 @@ int RunConvert(ConvertCommand& c) {
   absl::Status flags = ParseShardFlags(c.format, c.block, c.compress, &c.options.writer);
   if (!flags.ok()) return cli::UsageError(kTool, flags);
   c.options.backend = c.options.writer.backend;
+  absl::Status local = cli::CheckLocalPath("-o", c.options.output, cli::LocalPath::kOutput);
+  if (!local.ok()) return cli::Fail(kTool, local);
   if (c.verbose) {
     cli::PrintLine(stderr, absl::StrCat(kTool, ": converting ", c.inputs.size(), " inputs into ",
                                         c.options.output, ", format ", c.format));
@@ -471,6 +490,9 @@ CLI::App* AddIndexCommand(CLI::App& app, IndexCommand* c) {
 }
 
 int RunIndex(const IndexCommand& c) {
+  // The record table is written into the dataset's own folder.
+  absl::Status local = cli::CheckLocalPath("DATASET", c.path, cli::LocalPath::kInput, "index");
+  if (!local.ok()) return cli::Fail(kTool, local);
   auto indexed = pack::Index(c.path);
   if (!indexed.ok()) return cli::Fail(kTool, indexed.status());
   if (!c.quiet) {

@@ -135,6 +135,27 @@ TEST_F(AwsConfigTest, BadSettingsAreErrorsNamingWhere) {
   EXPECT_THAT(Load(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("AWS_ENDPOINT_URL")));
 }
 
+// An endpoint with a password or a signed query is refused, and the
+// message names where it came from without the secret; the keys and the
+// token themselves are never in a message.
+TEST_F(AwsConfigTest, AnEndpointsSecretIsNeverInTheError) {
+  env_["AWS_ACCESS_KEY_ID"] = "AKIDKEY";
+  env_["AWS_SECRET_ACCESS_KEY"] = "SECRETKEY";
+  env_["AWS_SESSION_TOKEN"] = "SECRETTOKEN";
+  env_["AWS_ENDPOINT_URL"] = "http://minio:SECRETPW@127.0.0.1:9000/?sig=SECRETSIG";
+  absl::StatusOr<AwsConfig> c = Load();
+  EXPECT_THAT(c, StatusIs(absl::StatusCode::kInvalidArgument,
+                          HasSubstr("AWS_ENDPOINT_URL: http://***@127.0.0.1:9000/")));
+  EXPECT_THAT(c.status().message(), ::testing::Not(HasSubstr("SECRET")));
+  env_.erase("AWS_ENDPOINT_URL");
+  Write("elsewhere/conf", "[default]\nendpoint_url = https://minio:SECRETPW@minio.lan/s3#SECRET\n");
+  env_["AWS_CONFIG_FILE"] = dir_.Join("elsewhere/conf");
+  c = Load();
+  EXPECT_THAT(c, StatusIs(absl::StatusCode::kInvalidArgument,
+                          HasSubstr("elsewhere/conf [default]: https://***@minio.lan/s3")));
+  EXPECT_THAT(c.status().message(), ::testing::Not(HasSubstr("SECRET")));
+}
+
 TEST_F(AwsConfigTest, AnUnreadableFileIsAnErrorNamingIt) {
   if (geteuid() == 0) {
     // root reads a mode-000 file: use a directory in its place instead.

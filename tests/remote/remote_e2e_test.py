@@ -495,6 +495,24 @@ class CliTest(RemoteTest):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn(S.shards[0], p.stdout + p.stderr)
 
+    def test_a_view_in_any_folder_naming_a_url_reads_it(self):
+        # A URL in a view is absolute: never joined to the view's folder,
+        # wherever the view file is and whatever the working directory.
+        local = self.run_tool("SHARDDUMP_TOOL", "ls", S.local).stdout
+        folder = os.path.join(S.tmp, "views", "deeper")
+        os.makedirs(folder, exist_ok=True)
+        for name, url in (("s3", S.s3_url), ("https", S.https_url)):
+            view = os.path.join(folder, f"{name}.json")
+            with open(view, "w") as f:
+                json.dump({"shardpack_view": 1, "datasets": [url]}, f)
+            for path, cwd in ((view, S.tmp), (os.path.relpath(view, S.tmp), S.tmp),
+                              (view, HERE)):
+                p = subprocess.run([os.environ["SHARDDUMP_TOOL"], "ls", path], cwd=cwd,
+                                   capture_output=True, text=True, timeout=300,
+                                   env={**os.environ, "SHARDPACK_CACHE_DIR": S.cache_dir()})
+                self.assertEqual(p.returncode, 0, (path, cwd, p.stderr))
+                self.assertEqual(len(p.stdout.splitlines()), len(local.splitlines()), path)
+
     def bench(self, path, *flags, env=None):
         p = self.run_tool("SHARDBENCH_TOOL", path, "--batch-size", "32", "--seed", "5",
                           "--threads", "2", "--transform", "cifar-train", "--epochs", "2",
@@ -537,6 +555,89 @@ class CliTest(RemoteTest):
                     self.assertEqual(a.read(), b.read(), (name, shard))
             r = shardpack.Reader(f"{out}-{name}", **READER)
             self.assertEqual(digests(r), self.local_digests(), name)
+
+
+class SecretTest(RemoteTest):
+    """A password, a presigned signature or a token in a URL, in the endpoint
+    or in the credentials never reaches a message (common/redact.h): not a
+    tool's stdout or stderr, not a Python exception, not the stats."""
+
+    SECRET = "SECRET"
+
+    def urls(self):
+        host = S.nginx.url.split("://", 1)[1]  # "127.0.0.1:PORT/"
+        dead = f"127.0.0.1:{servers.free_port()}/"
+        return [
+            f"https://user:{self.SECRET}pw@{host}ds/",            # userinfo, a live server
+            f"https://user:{self.SECRET}pw@{host}nothing-here/",  # userinfo, a 404
+            f"http://user:{self.SECRET}pw@{dead}ds/",             # userinfo, nothing listening
+            f"https://user:{self.SECRET}/pw@{host}ds/",           # a password holding '/'
+            S.https_url + f"?X-Amz-Signature={self.SECRET}sig&X-Amz-Credential=AKID%2F{self.SECRET}",
+            S.https_url + f"#{self.SECRET}frag",
+            S.s3_url + f"?X-Amz-Security-Token={self.SECRET}tok",
+            f"HTTPS://user:{self.SECRET}pw@{host}ds/",            # a scheme in capitals
+            S.https_url + f"manifest.json?{self.SECRET}",
+        ]
+
+    def run_all(self, url, env=None):
+        """Every way in on `url`: (what, text shown) for each, each failing."""
+        run_env = dict(os.environ, SHARDPACK_REMOTE_DEADLINE_S="2", **(env or {}))
+        for k in [k for k, v in run_env.items() if v is None]:
+            del run_env[k]
+        out = os.path.join(S.tmp, "secret-out")
+        cache = S.cache_dir()
+        commands = {
+            "sharddump info": [os.environ["SHARDDUMP_TOOL"], "info", url],
+            "sharddump ls": [os.environ["SHARDDUMP_TOOL"], "ls", url],
+            "shardpack convert": [os.environ["SHARDPACK_TOOL"], "convert", url, "-o", out,
+                                  "--format", "lmdb"],
+            "shardbench": [os.environ["SHARDBENCH_TOOL"], url, "--cache-dir", cache, "-q"],
+        }
+        for what, argv in commands.items():
+            p = subprocess.run(argv, capture_output=True, text=True, env=run_env, timeout=120)
+            self.assertEqual(p.returncode, 1, f"{what} {url}: {p.stdout} {p.stderr}")
+            yield what, p.stdout + p.stderr
+        saved = {k: os.environ.get(k) for k in run_env.keys() | os.environ.keys()}
+        os.environ.clear()
+        os.environ.update(run_env)
+        try:
+            for what, open_it in (
+                    ("shardpack.Reader", lambda: digests(self.reader(url, cache))),
+                    ("shardpack.Dataset", lambda: shardpack.Dataset(url, cache_dir=cache)[0])):
+                with self.assertRaises(Exception) as e:
+                    open_it()
+                yield what, f"{type(e.exception).__name__}: {e.exception!s} {e.exception!r}"
+        finally:
+            os.environ.clear()
+            os.environ.update({k: v for k, v in saved.items() if v is not None})
+
+    def assertNoSecret(self, url, env=None, secrets=(SECRET,)):
+        for what, text in self.run_all(url, env):
+            for secret in secrets:
+                self.assertNotIn(secret, text, f"{what} on {url}")
+            self.assertTrue(text.strip(), f"{what} on {url}: no message")
+
+    def test_a_secret_in_the_url_is_in_no_message(self):
+        for url in self.urls():
+            with self.subTest(url=url):
+                self.assertNoSecret(url)
+
+    def test_a_secret_in_the_endpoint_is_in_no_message(self):
+        endpoint = S.s3.endpoint.replace("://", f"://minio:{self.SECRET}pw@")
+        self.assertNoSecret(S.s3_url, {"AWS_ENDPOINT_URL": endpoint + f"/?sig={self.SECRET}"})
+        config = os.path.join(S.tmp, "secret-aws-config")
+        with open(config, "w") as f:
+            f.write(f"[default]\nendpoint_url = {endpoint}#{self.SECRET}\n")
+        self.assertNoSecret(S.s3_url, {"AWS_CONFIG_FILE": config, "AWS_ENDPOINT_URL": None})
+
+    def test_the_secret_key_and_token_are_in_no_message(self):
+        dead = f"http://127.0.0.1:{servers.free_port()}"
+        env = {"AWS_SECRET_ACCESS_KEY": f"{self.SECRET}key", "AWS_SESSION_TOKEN": f"{self.SECRET}tok",
+               "AWS_ENDPOINT_URL": dead}
+        self.assertNoSecret(S.s3_url, env)
+        with servers.FaultProxy(S.s3.endpoint) as proxy:
+            proxy.set_rules([{"action": "status:403:ExpiredToken"}])
+            self.assertNoSecret(S.s3_url, dict(env, AWS_ENDPOINT_URL=proxy.endpoint))
 
 
 def main():

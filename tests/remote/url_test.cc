@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gmock/gmock.h"
+#include "common/redact.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
@@ -11,6 +12,7 @@ namespace {
 
 using ::shardpack::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(DatasetUrl, S3IsNormalizedWithAFinalSlash) {
   SP_ASSERT_OK_AND_ASSIGN(DatasetUrl u, ParseDatasetUrl("s3://my-bucket/train/cifar"));
@@ -81,6 +83,78 @@ TEST(DatasetUrl, EndpointsDropTheFinalSlashAndNameTheirSource) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("AWS_ENDPOINT_URL: s3://")));
   EXPECT_THAT(ParseEndpoint("http://h:99999", "AWS_ENDPOINT_URL_S3"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("AWS_ENDPOINT_URL_S3")));
+}
+
+TEST(RedactUrl, KeepsSchemeHostPortAndPathHidesTheRest) {
+  const char* cases[][2] = {
+      {"https://user:SECRET@host:8443/d/x", "https://***@host:8443/d/x"},
+      {"https://user@host/d/", "https://***@host/d/"},
+      {"https://u:p@ss@host/d/", "https://***@host/d/"},
+      {"http://127.0.0.1:9/d/?X-Amz-Signature=SECRET&X-Amz-Credential=AKIA%2F",
+       "http://127.0.0.1:9/d/?X-Amz-Signature=***&X-Amz-Credential=***"},
+      {"https://host/d?SECRET", "https://host/d?***"},
+      {"https://host/d#SECRET", "https://host/d#***"},
+      {"https://host/d?a=1#SECRET", "https://host/d?a=***#***"},
+      {"s3://bucket/p/?X-Amz-Security-Token=SECRET", "s3://bucket/p/?X-Amz-Security-Token=***"},
+      {"HTTPS://user:SECRET@Host/x", "HTTPS://***@Host/x"},
+      {"https://user:SE/CRET@host/x", "https://***@host/x"},
+      {"https://user:SECRET?@host/x", "https://user:***?***"},
+      {"http://[::1]:8080/d/", "http://[::1]:8080/d/"},
+      {"http://u:SECRET@[::1]:8080/d/", "http://***@[::1]:8080/d/"},
+      {"https://host/a@b/", "https://host/a@b/"},
+      {"s3://bucket/prefix/", "s3://bucket/prefix/"},
+      {"/data/a?b#c@d", "/data/a?b#c@d"},
+      {"relative/dir", "relative/dir"},
+      {"", ""},
+  };
+  for (const auto& [url, shown] : cases) EXPECT_EQ(common::RedactUrl(url), shown) << url;
+}
+
+TEST(RedactUrl, UrlsInsideAMessageAreRedactedWhereverTheyAre) {
+  EXPECT_EQ(common::RedactUrls("open https://u:SECRET@h/x/manifest.json: not found (https://h/y)"),
+            "open https://***@h/x/manifest.json: not found (https://h/y)");
+  EXPECT_EQ(common::RedactUrls("a: https://h/x?sig=SECRET: 404; b 's3://b/c#SECRET'"),
+            "a: https://h/x?sig=***: 404; b 's3://b/c#***'");
+  EXPECT_EQ(common::RedactUrls("no url here: a://, ://x, x @1048576"),
+            "no url here: a://, ://x, x @1048576");
+  EXPECT_EQ(common::RedactUrls("x.shard @5: crc"), "x.shard @5: crc");
+}
+
+TEST(RedactUrl, LooksLikeUrlIsAnySchemeAnyCase) {
+  for (const char* url : {"s3://b", "HTTP://x", "gs://b/x", "hdfs+x://h", "a://"}) {
+    EXPECT_TRUE(common::LooksLikeUrl(url)) << url;
+  }
+  for (const char* path : {"", "/abs/s3://x", "s3:/x", "3s://x", "./http://x", "s3", "c:\\x"}) {
+    EXPECT_FALSE(common::LooksLikeUrl(path)) << path;
+  }
+}
+
+// A URL's password, signature or token is what these errors refuse, and
+// they must not show it: a message lands in terminals, logs and tickets.
+TEST(DatasetUrl, RefusedUrlsNeverShowTheirSecret) {
+  for (const char* url :
+       {"https://user:SECRET@host/x", "https://SECRET@host/x", "https://user:SE/CRET@host/x",
+        "http://127.0.0.1:9/x?X-Amz-Signature=SECRET", "https://host/x#SECRET",
+        "s3://bucket/a?X-Amz-Credential=SECRET", "https://user:SECRET@ho_st:99999/x",
+        "https://user:SECRET@host/a b", "https://user:SECRET@host/a/../b"}) {
+    const absl::StatusOr<DatasetUrl> parsed = ParseDatasetUrl(url);
+    ASSERT_FALSE(parsed.ok()) << url;
+    EXPECT_THAT(parsed.status().message(), Not(HasSubstr("SECRET"))) << url;
+    EXPECT_THAT(parsed.status().message(), Not(HasSubstr("CRET"))) << url;
+    EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("://")) << url;
+  }
+  const absl::StatusOr<std::string> endpoint =
+      ParseEndpoint("http://minio:SECRET@127.0.0.1:9000", "AWS_ENDPOINT_URL");
+  EXPECT_THAT(endpoint, StatusIs(absl::StatusCode::kInvalidArgument,
+                                 ::testing::AllOf(HasSubstr("AWS_ENDPOINT_URL: http://***@127.0.0.1:9000"),
+                                                  Not(HasSubstr("SECRET")))));
+}
+
+TEST(DatasetUrl, AnAcceptedUrlIsItsOwnDisplayForm) {
+  for (const char* url : {"s3://bucket/p", "https://Host:8443/a/b%20c", "http://[::1]:9/d@v2"}) {
+    SP_ASSERT_OK_AND_ASSIGN(DatasetUrl u, ParseDatasetUrl(url));
+    EXPECT_EQ(common::RedactUrl(u.url), u.url);
+  }
 }
 
 TEST(DatasetUrl, ObjectNamesThatWouldReachAnotherObjectAreRefused) {

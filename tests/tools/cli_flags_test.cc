@@ -2,6 +2,8 @@
 // overflowing whole number, a nan or infinite time, is a usage error (exit
 // 2) that names the flag and the accepted range, never a wrapped value
 // taken as given; flags that do not go together are usage errors too.
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/dataset.h"
+#include "tests/testing/cli_expect.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
@@ -262,6 +265,66 @@ TEST_F(CliPackTest, VerboseIsAccepted) {
     if (command == "convert") argv.insert(argv.end(), {"--format", "lmdb"});
     RunResult r = testing::Run(argv);
     EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+  }
+}
+
+// The names in `dir`, sorted.
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A URL where a tool can only write or read locally is refused by name
+// (exit 1, one line saying what is accepted) before anything is read or
+// made: never a local folder "http:" or "s3:" in the working directory.
+TEST_F(CliPackTest, UrlsWhereOnlyLocalPathsGoAreRefusedCreatingNothing) {
+  const std::string p = SHARDPACK_PATH, d = SHARDDUMP_PATH, b = SHARDBENCH_PATH;
+  const std::string input = Cifar(4);
+  ASSERT_EQ(testing::Run({p, "cifar", input, "-o", dir_.Join("ds"), "-q"}).exit_code, 0);
+  fs::create_directories(dir_.Join("imgs/cls"));
+  const std::string ds = dir_.Join("ds");
+  const std::string out = "output to a URL is not supported";
+  const std::string in = "reads local files only";
+  struct Case {
+    std::vector<std::string> argv;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {{p, "cifar", input, "-o", "http://h/out"}, "-o http://h/out: " + out},
+      {{p, "cifar", input, "-o", "s3://bucket/out", "--format", "lmdb"}, "-o s3://bucket/out: "},
+      {{p, "cifar", input, "-o", "gs://bucket/out"}, "-o gs://bucket/out: " + out},
+      {{p, "images", dir_.Join("imgs"), "-o", "https://h/out"}, "-o https://h/out: " + out},
+      {{p, "convert", ds, "-o", "s3://bucket/out", "--format", "lmdb"}, "-o s3://bucket/out: "},
+      {{p, "convert", ds, "-o", "http://h/out", "--format", "shard"}, out},
+      {{p, "merge", ds, "-o", "http://h/out"}, "-o http://h/out: " + out},
+      {{p, "merge", "--check", "http://h/part"}, "PART http://h/part: merge " + in},
+      {{p, "merge", ds, "s3://bucket/part", "-o", "merged"}, "PART s3://bucket/part: merge " + in},
+      {{p, "index", "http://h/ds"}, "DATASET http://h/ds: index " + in},
+      {{p, "index", "s3://bucket/ds"}, "DATASET s3://bucket/ds: index " + in},
+      {{p, "cifar", "http://h/data_batch_1.bin", "-o", "out"}, "INPUT http://h/data_batch_1.bin"},
+      {{p, "images", "s3://bucket/imgs", "-o", "out"}, "ROOT s3://bucket/imgs: images " + in},
+      {{p, "images", "--list", "http://h/list.txt", "--root", dir_.Join("imgs"), "-o", "out"},
+       "--list http://h/list.txt: images " + in},
+      {{d, "extract", ds, "--index", "0", "-o", "http://h/out"}, "-o http://h/out: " + out},
+      {{d, "show", ds, "-o", "http://h/sheet.png"}, "-o http://h/sheet.png: " + out},
+      {{b, ds, "--order-out", "http://h/order.txt", "-q"}, "--order-out http://h/order.txt"},
+      {{b, ds, "--save-batch", "s3://bucket/b.png", "-q"}, "--save-batch s3://bucket/b.png"},
+      {{b, ds, "--cache-dir", "s3://bucket/cache", "-q"}, "cache_dir s3://bucket/cache: "},
+      {{p, "cifar", input, "-o", "HTTPS://user:SECRET@h/out?sig=SECRET"},
+       "-o HTTPS://***@h/out?sig=***: " + out},
+  };
+  const std::vector<std::string> before = Names(dir_.path().string());
+  for (const Case& c : cases) {
+    const std::string tool = fs::path(c.argv[0]).filename().string();
+    RunResult r = testing::Run(c.argv, [this] {
+      if (chdir(dir_.path().c_str()) != 0) _exit(99);
+    });
+    SCOPED_TRACE(c.argv[1] + " " + c.argv[c.argv.size() - 1]);
+    testing::ExpectOneLineFailure(r, tool, c.needle);
+    EXPECT_THAT(r.err, Not(HasSubstr("SECRET")));
+    EXPECT_EQ(Names(dir_.path().string()), before) << r.err;
   }
 }
 

@@ -142,6 +142,23 @@ TEST_F(NamedPathTest, MissingPath) {
   ExpectBothRefuse(Path("no/such/path"), "no such file or directory");
 }
 
+// A path that looks like a URL but is taken as a local one (a scheme in
+// capitals, another scheme) or refused as a URL is named without its
+// password or signature, by the library and the tool alike.
+TEST_F(NamedPathTest, APathLikeAUrlIsNamedWithoutItsSecret) {
+  for (const std::string path :
+       {"HTTPS://user:SECRET@127.0.0.1:1/ds/", "gs://user:SECRET@bucket/ds/?sig=SECRET",
+        "s3://bucket/ds/?X-Amz-Signature=SECRET", "https://user:SECRET@127.0.0.1:1/ds/",
+        "https://127.0.0.1:1/ds/#SECRET"}) {
+    SCOPED_TRACE(path);
+    for (const Outcome& o : {OpenWithReader(path), OpenWithSharddump(path)}) {
+      EXPECT_FALSE(o.ok);
+      EXPECT_THAT(o.error, ::testing::Not(HasSubstr("SECRET")));
+      EXPECT_THAT(o.error, HasSubstr("***"));
+    }
+  }
+}
+
 TEST_F(NamedPathTest, DirectoryWithoutManifest) {
   fs::create_directories(Path("bare"));
   ExpectBothRefuse(Path("bare"), "not a dataset (no manifest.json)");

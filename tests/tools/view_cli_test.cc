@@ -1,5 +1,8 @@
 // A view file as PATH (docs/cli.md): sharddump ls, show and verify on it,
 // shardpack convert materializing it, and bad views through the tools.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -153,6 +156,30 @@ TEST_F(ViewCliTest, ImageNet100FromImageNet1k) {
   ASSERT_EQ(records.size(), 300u);
   for (const testing::OwnedRecord& rec : records) {
     EXPECT_EQ(rec.key.substr(0, 9), testing::WnidName(rec.labels[0] * 10)) << rec.key;
+  }
+}
+
+// A URL in a view is absolute: taken as it is, never joined to the view
+// file's folder ("sub/deeper/http://..." would be a local path). Nothing
+// listens on port 1, so the error must name the URL itself.
+TEST_F(ViewCliTest, AUrlInAViewInAnyFolderIsTakenAsItIs) {
+  std::filesystem::create_directories(tmp_.Join("sub/deeper"));
+  for (const std::string url : {"http://127.0.0.1:1/ds/", "s3://bucket/ds/"}) {
+    const std::string view =
+        WriteView("sub/deeper/u.json", absl::StrCat(R"("datasets": [")", url, R"("])"));
+    for (const std::string& path : {view, std::string("sub/deeper/u.json")}) {
+      testing::RunResult r = testing::Run({SHARDDUMP_PATH, "ls", path}, [this] {
+        setenv("SHARDPACK_REMOTE_DEADLINE_S", "1", 1);
+        setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1", 1);
+        setenv("SHARDPACK_CACHE_DIR", tmp_.Join("cache").c_str(), 1);
+        if (chdir(tmp_.path().c_str()) != 0) _exit(99);
+      });
+      SCOPED_TRACE(path + " naming " + url);
+      testing::ExpectOneLineFailure(r, "sharddump", "datasets[0]: ");
+      EXPECT_THAT(r.err, ::testing::Not(HasSubstr("deeper/http")));
+      EXPECT_THAT(r.err, ::testing::Not(HasSubstr("deeper/s3")));
+      EXPECT_THAT(r.err, ::testing::AnyOf(HasSubstr("127.0.0.1:1"), HasSubstr("s3://bucket/ds/")));
+    }
   }
 }
 

@@ -155,8 +155,11 @@ absl::Status RunShardbench(const BenchOptions& options) {
   // already there is kept unless --overwrite: checked before the run.
   const AtomicFile::Existing existing =
       options.overwrite ? AtomicFile::Existing::kReplace : AtomicFile::Existing::kRefuse;
-  for (const std::string* path : {&options.save_batch, &options.order_out}) {
-    if (!path->empty()) SP_RETURN_IF_ERROR(cli::CheckOutputFile(*path, options.overwrite));
+  for (const auto& [flag, path] : {std::pair{"--save-batch", &options.save_batch},
+                                    std::pair{"--order-out", &options.order_out}}) {
+    if (path->empty()) continue;
+    SP_RETURN_IF_ERROR(cli::CheckLocalPath(flag, *path, cli::LocalPath::kOutput));
+    SP_RETURN_IF_ERROR(cli::CheckOutputFile(*path, options.overwrite));
   }
   std::unique_ptr<AtomicFile> order_out;
   if (!options.order_out.empty()) {

@@ -14,6 +14,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/errors.h"
+#include "common/redact.h"
 #include "common/size.h"
 #include "tools/common/escape.h"
 
@@ -33,7 +35,8 @@ std::string RangeText(uint64_t min, uint64_t max) {
 }  // namespace
 
 void PrintLine(std::FILE* out, std::string_view line) {
-  std::string text = EscapeText(line);
+  // No URL's secret, whichever way it came into the line (common/redact.h).
+  std::string text = EscapeText(common::RedactUrls(line));
   text.push_back('\n');
   std::fwrite(text.data(), 1, text.size(), out);
 }
@@ -58,6 +61,21 @@ absl::Status CheckOutputFile(const std::string& path, bool overwrite) {
   if (overwrite || ::lstat(path.c_str(), &st) != 0) return absl::OkStatus();
   return absl::AlreadyExistsError(
       absl::StrCat(path, " already exists; use --overwrite to replace it"));
+}
+
+absl::Status CheckLocalPath(std::string_view flag, std::string_view path, LocalPath use,
+                            std::string_view command) {
+  if (!common::LooksLikeUrl(path)) return absl::OkStatus();
+  const std::string what = absl::StrCat(common::AsAbsl(flag), " ",
+                                        common::AsAbsl(common::RedactUrl(path)), ": ");
+  if (use == LocalPath::kOutput) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, "output to a URL is not supported; write to a local folder, then upload it "
+              "(aws s3 sync)"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(what, common::AsAbsl(command),
+                                                 " reads local files only; download them first "
+                                                 "(aws s3 sync)"));
 }
 
 int Fail(std::string_view tool, const absl::Status& status) {

@@ -43,10 +43,27 @@ int RunMain(std::string_view tool, const std::function<int()>& body);
 absl::Status CheckOutputFile(const std::string& path, bool overwrite);
 
 // Writes `line` to `out` escaped whole (EscapeText: one line, control
-// characters, invalid UTF-8 and NUL bytes shown as escapes), then a newline.
+// characters, invalid UTF-8 and NUL bytes shown as escapes) and with every
+// URL's secrets hidden (common::RedactUrls), then a newline.
 // The way a tool prints a line to stderr that holds a path, a key, a class
 // name or an error message: compose it raw, print it through here.
 void PrintLine(std::FILE* out, std::string_view line);
+
+// What a path flag names when it cannot be a URL: an output (what the tools
+// write goes to a local file system) or an input that a command reads from
+// a local file system only.
+enum class LocalPath { kOutput, kInput };
+
+// OK unless `path`, the value of `flag` ("-o", "DATASET"), looks like a URL
+// (common::LooksLikeUrl: any scheme, so "gs://x" does not become a folder
+// "gs:"). Else InvalidArgumentError, the URL redacted:
+//   "-o s3://b/x: output to a URL is not supported; write to a local folder,
+//   then upload it (aws s3 sync)"
+//   "DATASET s3://b/x: <command> reads local files only; download them
+//   first (aws s3 sync)".
+// Checked before anything is read or created.
+absl::Status CheckLocalPath(std::string_view flag, std::string_view path, LocalPath use,
+                            std::string_view command = "");
 
 // Prints "<tool>: <message>" on stderr (through PrintLine: one line however
 // the message came) and returns kExitFailure.

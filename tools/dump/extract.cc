@@ -217,6 +217,7 @@ absl::Status ExtractKey(const OpenedDataset& ds, std::string_view key, Extractor
 }  // namespace
 
 absl::Status RunExtract(const ExtractOptions& options) {
+  SP_RETURN_IF_ERROR(cli::CheckLocalPath("-o", options.output, cli::LocalPath::kOutput));
   SP_ASSIGN_OR_RETURN(OpenedDataset ds,
                       OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kRequireAll));
   std::optional<IndexRange> range;

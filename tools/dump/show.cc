@@ -158,6 +158,7 @@ absl::Status ShowView(const ShowOptions& options, backends::DatasetView view) {
 }  // namespace
 
 absl::Status RunShow(const ShowOptions& options) {
+  SP_RETURN_IF_ERROR(cli::CheckLocalPath("-o", options.output, cli::LocalPath::kOutput));
   SP_RETURN_IF_ERROR(codec::CheckSheetPath(options.output));
   SP_RETURN_IF_ERROR(cli::CheckOutputFile(options.output, options.overwrite));
   SP_ASSIGN_OR_RETURN(std::optional<backends::DatasetView> view, OpenIfView(options.path));

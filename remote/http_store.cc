@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cassert>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -21,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/check.h"
 #include "common/errors.h"
 #include "common/posix_open.h"
 #include "common/redact.h"
@@ -149,7 +149,7 @@ class HttpStore final : public ObjectStore {
         config_(std::move(config)), slots_(options.max_in_flight) {
     // Both are quoted whole in messages: ParseDatasetUrl and ParseEndpoint
     // let no secret into them.
-    assert(common::RedactUrl(url_) == url_ && common::RedactUrl(base_) == base_);
+    SP_DCHECK(common::RedactUrl(url_) == url_ && common::RedactUrl(base_) == base_);
     config_.share = curl_share_init();
     curl_share_setopt(config_.share, CURLSHOPT_LOCKFUNC, &HttpStore::Lock);
     curl_share_setopt(config_.share, CURLSHOPT_UNLOCKFUNC, &HttpStore::Unlock);

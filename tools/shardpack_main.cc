@@ -193,6 +193,12 @@ void Report(const CommonFlags& f, const pack::PackSummary& s) {
   }
 }
 
+// The first of `paths` that is missing, in the words every tool uses.
+absl::Status CheckInputsExist(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) SP_RETURN_IF_ERROR(cli::CheckInputExists(path));
+  return absl::OkStatus();
+}
+
 // Packs the source that `open` returns, after the flags are checked (a bad
 // value is a usage error) and the output is known to lie apart from
 // `inputs`, so that a folder walk never meets the output.
@@ -213,6 +219,9 @@ int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
       cli::PrintLine(stderr, absl::StrCat(kTool, ": part ", part->index + 1, " of ", part->count,
                                           " (", part->source, ")"));
     }
+  }
+  for (const pack::InputPath& input : inputs) {
+    if (absl::Status s = cli::CheckInputExists(input.path); !s.ok()) return cli::Fail(kTool, s);
   }
   absl::Status apart = pack::CheckOutputApartFromInputs(f.output, inputs);
   if (!apart.ok()) return cli::Fail(kTool, apart);
@@ -393,6 +402,7 @@ int RunMerge(const MergeCommand& c) {
     return cli::UsageError(kTool,
                            absl::InvalidArgumentError("merge --check writes nothing: give no -o"));
   }
+  if (absl::Status s = CheckInputsExist(c.parts); !s.ok()) return cli::Fail(kTool, s);
   pack::MergeOptions o;
   o.output = c.output;
   o.overwrite = c.overwrite;
@@ -443,6 +453,7 @@ int RunConvert(ConvertCommand& c) {
   absl::Status flags = ParseShardFlags(c.format, c.block, c.compress, &c.options.writer);
   if (!flags.ok()) return cli::UsageError(kTool, flags);
   c.options.backend = c.options.writer.backend;
+  if (absl::Status s = CheckInputsExist(c.inputs); !s.ok()) return cli::Fail(kTool, s);
   if (c.verbose) {
     cli::PrintLine(stderr, absl::StrCat(kTool, ": converting ", c.inputs.size(), " inputs into ",
                                         c.options.output, ", format ", c.format));
@@ -471,6 +482,7 @@ CLI::App* AddIndexCommand(CLI::App& app, IndexCommand* c) {
 }
 
 int RunIndex(const IndexCommand& c) {
+  if (absl::Status s = cli::CheckInputExists(c.path); !s.ok()) return cli::Fail(kTool, s);
   auto indexed = pack::Index(c.path);
   if (!indexed.ok()) return cli::Fail(kTool, indexed.status());
   if (!c.quiet) {
@@ -489,7 +501,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "shardpack: pack image folders, list files and CIFAR binaries into sharded datasets "
       "(.shard, LMDB, HDF5)"};
-  app.set_version_flag("--version", "shardpack " SHARDPACK_VERSION);
+  cli::AddVersionFlag(app, kTool);
   app.require_subcommand(1);
   bool verbose = false;  // -v before the command
   AddVerbose(&app, &verbose);
@@ -505,7 +517,7 @@ int main(int argc, char** argv) {
   IndexCommand index;
   CLI::App* index_cmd = AddIndexCommand(app, &index);
 
-  if (int code = cli::ParseCommandLine(app, argc, argv); code >= 0) return code;
+  if (int code = cli::ParseCommandLine(kTool, app, argc, argv); code >= 0) return code;
   cifar.flags.verbose |= verbose;
   images.flags.verbose |= verbose;
   merge.verbose |= verbose;

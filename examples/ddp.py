@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Distributed data parallel training with shardpack: one process per rank.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/ddp.py DATASET \
+    python examples/ddp.py DATASET \
         [--world-size 2] [--epochs 1] [--batch-size 64] [--check]
-    PYTHONPATH=build/python /usr/bin/python3 examples/ddp.py DATASET --elastic \
+    python examples/ddp.py DATASET --elastic \
         [--batch-size 50] [--steps 4] [--world-size 4] [--resume-world-size 3]
+
+(in the venv of `pip install .`; from a source build,
+PYTHONPATH=build/python /usr/bin/python3 examples/ddp.py DATASET ...)
 
 Starts --world-size processes that join a torch.distributed group (gloo, on
 loopback) and wrap a small model in DistributedDataParallel. Each process

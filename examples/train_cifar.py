@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """A small CNN trained on a packed CIFAR dataset, fed by shardpack.Reader.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/train_cifar.py DATASET \
+    python examples/train_cifar.py DATASET \
         [--steps 300] [--batch-size 128] [--threads 2] [--log-every 20]
+
+(in the venv of `pip install .`; from a source build,
+PYTHONPATH=build/python /usr/bin/python3 examples/train_cifar.py DATASET ...)
 
 Every --log-every steps it prints the mean loss and the data wait per step:
 the time next() blocked (the reader was behind) against the whole step. The
@@ -10,8 +13,9 @@ reader hands out float32 NCHW tensors, normalized, straight from its ring
 slots (DLPack, no copy): the loop has no DataLoader, no worker processes and
 no per-sample Python.
 
-Pack a dataset first, e.g. the CIFAR-10 binaries (datasets/scripts/cifar10.sh)
-or the demo scenes:  build/datasets/make_demo_data demo --cifar-records 10000
+Pack a dataset first, e.g. the CIFAR-10 binaries: datasets/scripts/cifar10.sh
+-o data/cifar10 (then DATASET is data/cifar10/train); or, from a source build,
+the demo scenes: build/datasets/make_demo_data demo --cifar-records 10000
 --images-per-class 0 && build/tools/shardpack cifar demo/cifar/data_batch_1.bin -o demo-ds
 """
 import argparse

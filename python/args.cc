@@ -228,7 +228,10 @@ std::string PathArg(py::handle v, std::string_view name) {
   char* data = nullptr;
   Py_ssize_t size = 0;
   PyBytes_AsStringAndSize(encoded.ptr(), &data, &size);
-  return std::string(data, static_cast<size_t>(size));
+  std::string path(data, static_cast<size_t>(size));
+  // A NUL would cut the path the system sees (or the cache's folder).
+  if (absl::Status s = reader::CheckPathOption(name, path); !s.ok()) ThrowStatus(s);
+  return path;
 }
 
 std::array<float, 3> TripleArg(py::handle v, std::string_view name) {

@@ -22,7 +22,7 @@
 namespace shardpack::python {
 namespace {
 
-constexpr char kDatasetDoc[] = R"doc(Dataset(path, mmap=False, cache_dir=None, cache_bytes=None)
+constexpr char kDatasetDoc[] = R"doc(Dataset(path, *, mmap=False, cache_dir=None, cache_bytes=None)
 
 Random access to the records of a dataset: any path the tools accept (a
 dataset folder, its manifest.json, a lone shard; .shard, LMDB or HDF5).
@@ -32,7 +32,7 @@ is ds.record(i); ds.find(key) the index of the first record with that key
 maps .shard files (faster for data in the page cache). Thread-safe: reads
 release the GIL.)doc";
 
-constexpr char kRecordDoc[] = R"doc(record(i, decode=False) -> dict
+constexpr char kRecordDoc[] = R"doc(record(i, *, decode=False) -> dict
 
 Record i: {"index", "key" (str; bytes that are not UTF-8 as surrogate
 escapes), "labels" (tuple of int), "encoding" ("raw" or "jpeg"), "shape"
@@ -55,7 +55,7 @@ class PyDataset {
 
   uint64_t Len() const { return reader_->size(); }
 
-  py::dict Record(int64_t i, bool decode) {
+  py::dict Record(py::handle i, bool decode) {
     const uint64_t index = Index(i);
     std::unique_ptr<RecordBuffer> buffer = Take();
     absl::Status read;
@@ -80,7 +80,7 @@ class PyDataset {
       py::object encoded = key.attr("encode")("utf-8", "surrogateescape");
       bytes = encoded.cast<std::string>();
     } else {
-      throw py::type_error("find(key): key must be str or bytes");
+      WrongType("key", "a str or bytes", key);
     }
     absl::StatusOr<uint64_t> found = reader_->Find(bytes);
     if (absl::IsNotFound(found.status())) RaiseError(PyExc_KeyError, std::string(found.status().message()));
@@ -92,12 +92,22 @@ class PyDataset {
   bool has_record_table() const { return reader_->has_record_table(); }
 
  private:
-  // Python's index rules: negative counts from the end; IndexError past it.
-  uint64_t Index(int64_t i) const {
+  // Python's index rules: an int (or __index__, not a bool); negative
+  // counts from the end; IndexError past either end, however far.
+  uint64_t Index(py::handle v) const {
+    if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr())) {
+      RaiseError(PyExc_TypeError,
+                 absl::StrCat("Dataset indices must be an int, not ", TypeName(v),
+                              PySlice_Check(v.ptr()) ? " (one record at a time: no slices)" : ""));
+    }
+    py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+    if (!i) throw py::error_already_set();
     const int64_t n = static_cast<int64_t>(reader_->size());
-    const int64_t at = i < 0 ? i + n : i;
-    if (at < 0 || at >= n) {
-      RaiseError(PyExc_IndexError, absl::StrCat(reader_->path(), ": record ", i,
+    int overflow = 0;
+    const long long value = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    const int64_t at = value < 0 ? value + n : value;
+    if (overflow != 0 || at < 0 || at >= n) {
+      RaiseError(PyExc_IndexError, absl::StrCat(reader_->path(), ": record ", Shown(i),
                                                 " is out of range (", n, " records)"));
     }
     return static_cast<uint64_t>(at);
@@ -149,26 +159,41 @@ class PyDataset {
 }  // namespace
 
 void RegisterDataset(py::module_& m) {
+  // Every argument is checked by python/args.h, which names it: pybind11's
+  // signatures would say (*args, **kwargs), so each docstring starts with
+  // its own.
+  py::options options;
+  options.disable_function_signatures();
   py::class_<PyDataset>(m, "Dataset", kDatasetDoc)
-      .def(py::init([](const py::object& path, bool mmap, const py::object& cache_dir,
-                       const py::object& cache_bytes) {
-             RecordReaderOptions o;
-             o.mmap = mmap;
-             if (!cache_dir.is_none()) o.cache_dir = PathArg(cache_dir, "cache_dir");
-             if (!cache_bytes.is_none()) {
-               o.cache_bytes = static_cast<int64_t>(
-                   std::min<uint64_t>(UintArg(cache_bytes, "cache_bytes"), INT64_MAX));
-             }
-             return std::make_unique<PyDataset>(PathArg(path, "path"), o);
-           }),
-           py::arg("path"), py::kw_only(), py::arg("mmap") = false,
-           py::arg("cache_dir") = py::none(), py::arg("cache_bytes") = py::none())
-      .def("__len__", &PyDataset::Len, "Records in the dataset.")
-      .def("__getitem__", [](PyDataset& d, int64_t i) { return d.Record(i, false); },
-           py::arg("index"), "ds.record(index).")
-      .def("record", &PyDataset::Record, py::arg("index"), py::kw_only(),
-           py::arg("decode") = false, kRecordDoc)
-      .def("find", &PyDataset::Find, py::arg("key"),
+      .def(py::init([](const py::args& args, const py::kwargs& kwargs) {
+        const CallArgs a("Dataset", args, kwargs, {"path", "mmap", "cache_dir", "cache_bytes"},
+                         1, 1);
+        RecordReaderOptions o;
+        if (py::object v = a["mmap"]) o.mmap = BoolArg(v, "mmap");
+        if (py::object v = a["cache_dir"]; v && !v.is_none()) {
+          o.cache_dir = PathArg(v, "cache_dir");
+        }
+        if (py::object v = a["cache_bytes"]; v && !v.is_none()) {
+          o.cache_bytes =
+              static_cast<int64_t>(std::min<uint64_t>(UintArg(v, "cache_bytes"), INT64_MAX));
+        }
+        return std::make_unique<PyDataset>(PathArg(a["path"], "path"), o);
+      }))
+      .def("__len__", &PyDataset::Len, "__len__()\n\nRecords in the dataset.")
+      .def("__getitem__", [](PyDataset& d, py::handle i) { return d.Record(i, false); },
+           "__getitem__(index)\n\nds.record(index).")
+      .def("record",
+           [](PyDataset& d, const py::args& args, const py::kwargs& kwargs) {
+             const CallArgs a("record", args, kwargs, {"index", "decode"}, 1, 1);
+             return d.Record(a["index"], a["decode"] ? BoolArg(a["decode"], "decode") : false);
+           },
+           kRecordDoc)
+      .def("find",
+           [](const PyDataset& d, const py::args& args, const py::kwargs& kwargs) {
+             const CallArgs a("find", args, kwargs, {"key"}, 1, 1);
+             return d.Find(a["key"]);
+           },
+           "find(key)\n\n"
            "The index of the first record whose key is `key` (str or bytes); KeyError when "
            "none has it; shardpack.Error when the dataset has no record table "
            "(`shardpack index PATH` writes one).")

@@ -16,6 +16,12 @@ namespace shardpack::reader {
 // bounded in the message.
 absl::Status OptionOutOfRange(std::string_view option, std::string_view value);
 
+// InvalidArgumentError for a path option (`what`: "path", "cache_dir",
+// "sources[1].path") that the system could not take whole: one holding a
+// NUL byte (a C string would cut it short there) or PATH_MAX bytes or more.
+// The one check of Reader::Open, RecordReader::Open and the Python module.
+absl::Status CheckPathOption(std::string_view what, std::string_view path);
+
 }  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_OPTIONS_H_

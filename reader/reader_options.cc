@@ -97,22 +97,23 @@ reader::PlanOptions reader::PlanOptionsOf(const ReaderOptions& o) {
   return reader::PlanOf(reader::SegmentOf(o), o.seed, o.rank);
 }
 
-namespace {
-
 // A path goes to the system as a C string: a NUL would cut it short.
-absl::Status CheckPath(const std::string& what, const std::string& path) {
-  if (const size_t nul = path.find('\0'); nul != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", common::Excerpt(path),
-                                                   "' holds a NUL byte (at byte ", nul,
-                                                   "): a path is text without NULs"));
+absl::Status reader::CheckPathOption(std::string_view what, std::string_view path) {
+  if (const size_t nul = path.find('\0'); nul != std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(common::AsAbsl(what), " '", common::Excerpt(path),
+                     "' holds a NUL byte (at byte ", nul, "): a path is text without NULs"));
   }
   if (path.size() >= PATH_MAX) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", common::Excerpt(path),
+    return absl::InvalidArgumentError(absl::StrCat(common::AsAbsl(what), " '",
+                                                   common::Excerpt(path),
                                                    "' is too long: at most ", PATH_MAX - 1,
                                                    " bytes"));
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // A mixture's sources, as far as they can be checked without their
 // records (reader/reader_mix.cc checks the counts they give).
@@ -129,7 +130,7 @@ absl::Status CheckSources(const ReaderOptions& o) {
   for (size_t i = 0; i < o.sources.size(); ++i) {
     const MixSource& m = o.sources[i];
     const std::string name = absl::StrCat("sources[", i, "] ('", common::Excerpt(m.path), "')");
-    SP_RETURN_IF_ERROR(CheckPath(absl::StrCat("sources[", i, "].path"), m.path));
+    SP_RETURN_IF_ERROR(reader::CheckPathOption(absl::StrCat("sources[", i, "].path"), m.path));
     const int set = (m.weight != 0) + (m.repeat != 0) + (m.choose != 0);
     if (set != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -157,7 +158,8 @@ absl::Status CheckSources(const ReaderOptions& o) {
 }  // namespace
 
 absl::Status reader::CheckOptions(const ReaderOptions& o) {
-  SP_RETURN_IF_ERROR(CheckPath("path", o.path));
+  SP_RETURN_IF_ERROR(reader::CheckPathOption("path", o.path));
+  SP_RETURN_IF_ERROR(reader::CheckPathOption("cache_dir", o.cache_dir));
   if (!o.sources.empty()) SP_RETURN_IF_ERROR(CheckSources(o));
   auto check = [](const char* name, int v, bool ok) {
     return ok ? absl::OkStatus() : reader::OptionOutOfRange(name, absl::StrCat(v));

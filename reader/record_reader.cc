@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "format/record_table.h"
+#include "reader/options.h"
 #include "reader/record_parts.h"
 #include "remote/remote_dataset.h"
 #include "shardpack/records.h"
@@ -140,6 +141,8 @@ RecordReader::~RecordReader() = default;
 
 absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
     const std::string& path, const RecordReaderOptions& options) {
+  SP_RETURN_IF_ERROR(reader::CheckPathOption("path", path));
+  SP_RETURN_IF_ERROR(reader::CheckPathOption("cache_dir", options.cache_dir));
   auto impl = std::make_unique<Impl>();
   SP_ASSIGN_OR_RETURN(const remote::CacheOptions cache,
                       remote::CacheOptionsWith(options.cache_dir, options.cache_bytes,

@@ -193,6 +193,12 @@ void Report(const CommonFlags& f, const pack::PackSummary& s) {
   }
 }
 
+// The first of `paths` that is missing, in the words every tool uses.
+absl::Status CheckInputsExist(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) SP_RETURN_IF_ERROR(cli::CheckInputExists(path));
+  return absl::OkStatus();
+}
+
 // Packs the source that `open` returns, after the flags are checked (a bad
 // value is a usage error) and the output is known to lie apart from
 // `inputs`, so that a folder walk never meets the output.
@@ -215,6 +221,9 @@ int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
       cli::PrintLine(stderr, absl::StrCat(kTool, ": part ", part->index + 1, " of ", part->count,
                                           " (", part->source, ")"));
     }
+  }
+  for (const pack::InputPath& input : inputs) {
+    if (absl::Status s = cli::CheckInputExists(input.path); !s.ok()) return cli::Fail(kTool, s);
   }
   absl::Status apart = pack::CheckOutputApartFromInputs(f.output, inputs);
   if (!apart.ok()) return cli::Fail(kTool, apart);
@@ -410,6 +419,7 @@ int RunMerge(const MergeCommand& c) {
     local = cli::CheckLocalPath("PART", c.parts[i], cli::LocalPath::kInput, "merge");
   }
   if (!local.ok()) return cli::Fail(kTool, local);
+  if (absl::Status s = CheckInputsExist(c.parts); !s.ok()) return cli::Fail(kTool, s);
   pack::MergeOptions o;
   o.output = c.output;
   o.overwrite = c.overwrite;
@@ -462,6 +472,7 @@ int RunConvert(ConvertCommand& c) {
   c.options.backend = c.options.writer.backend;
   absl::Status local = cli::CheckLocalPath("-o", c.options.output, cli::LocalPath::kOutput);
   if (!local.ok()) return cli::Fail(kTool, local);
+  if (absl::Status s = CheckInputsExist(c.inputs); !s.ok()) return cli::Fail(kTool, s);
   if (c.verbose) {
     cli::PrintLine(stderr, absl::StrCat(kTool, ": converting ", c.inputs.size(), " inputs into ",
                                         c.options.output, ", format ", c.format));
@@ -493,6 +504,7 @@ int RunIndex(const IndexCommand& c) {
   // The record table is written into the dataset's own folder.
   absl::Status local = cli::CheckLocalPath("DATASET", c.path, cli::LocalPath::kInput, "index");
   if (!local.ok()) return cli::Fail(kTool, local);
+  if (absl::Status s = cli::CheckInputExists(c.path); !s.ok()) return cli::Fail(kTool, s);
   auto indexed = pack::Index(c.path);
   if (!indexed.ok()) return cli::Fail(kTool, indexed.status());
   if (!c.quiet) {
@@ -511,7 +523,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "shardpack: pack image folders, list files and CIFAR binaries into sharded datasets "
       "(.shard, LMDB, HDF5)"};
-  app.set_version_flag("--version", "shardpack " SHARDPACK_VERSION);
+  cli::AddVersionFlag(app, kTool);
   app.require_subcommand(1);
   bool verbose = false;  // -v before the command
   AddVerbose(&app, &verbose);
@@ -527,7 +539,7 @@ int main(int argc, char** argv) {
   IndexCommand index;
   CLI::App* index_cmd = AddIndexCommand(app, &index);
 
-  if (int code = cli::ParseCommandLine(app, argc, argv); code >= 0) return code;
+  if (int code = cli::ParseCommandLine(kTool, app, argc, argv); code >= 0) return code;
   cifar.flags.verbose |= verbose;
   images.flags.verbose |= verbose;
   merge.verbose |= verbose;

@@ -23,7 +23,8 @@ usage: $(basename "$0") [-o OUT] [--archive FILE] [--work DIR] [--url URL] [--md
 
 Options after -- go to \`shardpack cifar\` for both splits, e.g. --pad 4,
 --layout chw, --compress zstd, --shard-size 64MiB, --overwrite, --quiet.
-The shardpack binary is \$SHARDPACK, else ${repo_root}/build/tools/shardpack.
+The shardpack binary is \$SHARDPACK, else the shardpack on PATH (pip install .),
+else ${repo_root}/build/tools/shardpack (a source build).
 EOF
 }
 
@@ -54,9 +55,9 @@ while (($#)); do
 done
 work="${work:-${out}/source}"
 
-shardpack="${SHARDPACK:-${repo_root}/build/tools/shardpack}"
+shardpack="${SHARDPACK:-$(command -v shardpack || echo "${repo_root}/build/tools/shardpack")}"
 [[ -x "${shardpack}" ]] ||
-  die "no shardpack binary at ${shardpack}: build it (cmake -S . -B build && cmake --build build) or set SHARDPACK"
+  die "no shardpack on PATH and no binary at ${shardpack}: pip install . (from the repository), build it (cmake -S . -B build && cmake --build build) or set SHARDPACK"
 command -v md5sum >/dev/null || die "md5sum not found (coreutils)"
 command -v tar >/dev/null || die "tar not found"
 

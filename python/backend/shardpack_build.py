@@ -124,9 +124,31 @@ def _wheel_build(build_dir):
         return None
 
 
-def _stage(cmake, build_dir, stage):
+def _announce(build_dir, temporary, jobs):
+    """Says, before the long step, what is built, for how long and how to see it move.
+
+    pip shows a hook's output only with -v, so without it the line also goes to the
+    terminal (/dev/tty) when there is one: else `pip install .` is silent for minutes."""
+    reuse = ("a fresh temporary build folder (a full build; `-C build-dir=DIR` keeps one "
+             "for the next install)" if temporary else f"{build_dir} (only what changed)")
+    line = (f"shardpack build: compiling the C++ library, the Python module and the three "
+            f"tools with {jobs} jobs in {reuse}; from scratch this takes many minutes (17 on 2 "
+            f"busy cores). `pip install -v .` shows CMake's progress.\n")
+    sys.stderr.write(line)
+    sys.stderr.flush()
+    if sys.stderr.isatty():
+        return
+    try:
+        with open("/dev/tty", "w", encoding="utf-8") as tty:
+            tty.write("\n" + line)
+    except OSError:
+        pass  # no terminal (CI, a pipe): the line is in the captured output
+
+
+def _stage(cmake, build_dir, stage, temporary=False):
     """Builds the tools and the module and installs the component 'wheel' into `stage`."""
     jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
+    _announce(build_dir, temporary, jobs)
     _run([cmake, "--build", build_dir, "-j", jobs, "--target", "shardpack_python", *TOOLS],
          "build")
     _run([cmake, "--install", build_dir, "--component", "wheel", "--prefix", stage, "--strip"],
@@ -175,6 +197,13 @@ def get_requires_for_build_sdist(config_settings=None):
     return []
 
 
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    """The metadata without the build: pip asks first, and would otherwise build the
+    whole wheel under "Preparing metadata"."""
+    _settings(config_settings)
+    return _write_dist_info(metadata_directory, _version(), _tag())
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     build_dir, defines = _settings(config_settings)
     version, tag = _version(), _tag()
@@ -191,7 +220,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             _configure(cmake, build_dir, defines)
         elif defines:
             _fail(f"{build_dir} is not a wheel build: cmake.define settings would be lost")
-        _stage(cmake, build_dir, stage)
+        _stage(cmake, build_dir, stage, temporary)
         dist_info = _write_dist_info(stage, version, tag)
         name = f"{NAME}-{version}-{tag}.whl"
         os.makedirs(wheel_directory, exist_ok=True)

@@ -164,6 +164,16 @@ class ArgumentsTest(fixtures.DatasetTest):
                      r"^path 'x{64}\.\.\. \(1000000 bytes\)' is too long: at most 4095 bytes$",
                      "x" * 10**6)
 
+    def test_a_nul_in_any_path_argument_is_refused(self):
+        # cache_dir and a mixture's paths were cut at the NUL.
+        nul = r"holds a NUL byte \(at byte \d+\): a path is text without NULs$"
+        self.refused(shardpack.Reader, ValueError, rf"^cache_dir '.*' {nul}", self.ds,
+                     cache_dir="/tmp/cache\0-not-this")
+        self.refused(shardpack.Reader, ValueError, rf"^path\[1\]\[\"path\"\] '.*' {nul}",
+                     [{"path": self.ds, "weight": 1}, {"path": self.ds + "\0x", "weight": 1}])
+        self.refused(shardpack.Dataset, ValueError, rf"^cache_dir '.*' {nul}", self.ds,
+                     cache_dir=b"/tmp/cache\0")
+
     def test_a_nul_in_a_message_does_not_cut_it(self):
         message = self.refused(self.reader, ValueError, r"unknown I/O engine", io="pre\0ad")
         self.assertIn("pre\0ad' (auto, pread", message)

@@ -57,6 +57,67 @@ class DatasetTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             self.ds["0"]
 
+    def test_indices_that_are_not_ints_are_one_line_errors(self):
+        # Each was pybind11's signature dump ("incompatible function arguments ...").
+        def refused(error, says, call):
+            with self.assertRaises(error) as cm:
+                call()
+            message = str(cm.exception)
+            self.assertRegex(message, says)
+            for word in ("incompatible", "Invoked with", "(self:", "\n"):
+                self.assertNotIn(word, message)
+        refused(TypeError, r"^Dataset indices must be an int, not float$", lambda: self.ds[1.0])
+        refused(TypeError, r"^Dataset indices must be an int, not bool$", lambda: self.ds[True])
+        refused(TypeError, r"^Dataset indices must be an int, not slice \(one record at a time: "
+                r"no slices\)$", lambda: self.ds[1:3])
+        refused(TypeError, r"^Dataset indices must be an int, not NoneType$", lambda: self.ds[None])
+        for bad in (2**63, 2**70, -2**70):
+            refused(IndexError, rf"record {bad} is out of range \({N} records\)$",
+                    lambda: self.ds[bad])
+        refused(IndexError, r"record an int of 1001 bits is out of range",
+                lambda: self.ds[2**1000])
+        refused(TypeError, r"^mmap must be a bool, not str$",
+                lambda: shardpack.Dataset(self.path, mmap="yes"))
+        refused(TypeError, r"^Dataset\(\) got an unexpected keyword argument 'mmpa'",
+                lambda: shardpack.Dataset(self.path, mmpa=True))
+        refused(TypeError, r"^Dataset\(\) missing required argument 'path'$",
+                lambda: shardpack.Dataset())
+        refused(TypeError, r"^Dataset\(\) takes 1 positional argument \(path\) but 2 were given",
+                lambda: shardpack.Dataset(self.path, True))
+        refused(TypeError, r"^decode must be a bool, not int$",
+                lambda: self.ds.record(0, decode=1))
+        refused(TypeError, r"^Dataset indices must be an int, not str$",
+                lambda: self.ds.record("0"))
+        refused(TypeError, r"^key must be a str or bytes, not int$", lambda: self.ds.find(3))
+        self.assertEqual(self.ds[np.int64(3)], self.ds[3])
+        self.assertEqual(self.ds.record(index=3, decode=False), self.ds[3])
+
+    def test_a_nul_in_a_path_is_refused_not_cut(self):
+        # The path up to the NUL is this very dataset: cut, it opened.
+        for kw in ({}, {"cache_dir": "/tmp/x\0y"}):
+            path = self.path + ("\0-not-this" if not kw else "")
+            with self.assertRaises(ValueError) as cm:
+                shardpack.Dataset(path, **kw)
+            self.assertRegex(str(cm.exception), r"holds a NUL byte \(at byte \d+\): a path is "
+                             r"text without NULs$")
+        with self.assertRaises(ValueError):
+            shardpack.Dataset(os.fsencode(self.path) + b"\0")
+
+    def test_the_docs_example_holds_on_a_shuffled_pack(self):
+        # docs/python.md, "Records by index": packing shuffles, so the last
+        # record is whichever the seed put there; a key finds its own record.
+        shuffled = shardpack.Dataset(
+            fixtures.make_cifar_dataset(self.tmp.path, N, name="shuffled"))
+        r = shuffled[-1]
+        self.assertEqual(r["index"], N - 1)
+        self.assertRegex(r["key"], r"^data_batch_1\.bin/\d{5}$")
+        self.assertEqual(r["shape"], (32, 32, 3))
+        self.assertEqual(shuffled.record(7, decode=True)["image"].shape, (32, 32, 3))
+        i = shuffled.find("data_batch_1.bin/00042")
+        self.assertEqual(shuffled[i]["key"], "data_batch_1.bin/00042")
+        self.assertNotEqual([shuffled[j]["key"] for j in range(N)],
+                            [self.ds[j]["key"] for j in range(N)])
+
     def test_decoded_image_is_hwc_pixels(self):
         r = self.ds.record(17, decode=True)
         self.assertEqual(r["image"].shape, (32, 32, 3))

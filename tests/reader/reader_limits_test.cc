@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/reader.h"
+#include "shardpack/records.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -256,6 +257,20 @@ TEST_F(ReaderLimitsTest, PathsWithANulOrTooLongAreRefusedAndEchoedBounded) {
   absl::StatusOr<std::unique_ptr<Reader>> r = Reader::Open(o);
   ExpectRefused(r, "... (1048576 bytes)' is too long: at most 4095 bytes");
   EXPECT_LT(r.status().message().size(), 200u);
+  // The cache's folder too, and RecordReader's path and cache folder (they
+  // were cut at the NUL).
+  o.path = real;
+  o.cache_dir = dir_.Join("cache") + std::string(1, '\0') + "-not-this";
+  ExpectRefused(Reader::Open(o), "cache_dir '");
+  ExpectRefused(Reader::Open(o), "holds a NUL byte (at byte ");
+  const std::string nul_path = real + std::string(1, '\0') + "-not-this";
+  EXPECT_THAT(RecordReader::Open(nul_path),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("holds a NUL byte (at byte " + std::to_string(real.size()))));
+  RecordReaderOptions ro;
+  ro.cache_dir = o.cache_dir;
+  EXPECT_THAT(RecordReader::Open(real, ro),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cache_dir '")));
 }
 
 TEST_F(ReaderLimitsTest, RankAndWorldSizeFromTheEnvironmentAreNamedWhenWrong) {

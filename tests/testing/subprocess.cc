@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 
 namespace shardpack::testing {
@@ -25,6 +26,15 @@ int ExitCode(int status) {
 }
 
 }  // namespace
+
+void StdoutToClosedPipe(bool ignore_sigpipe) {
+  std::signal(SIGPIPE, ignore_sigpipe ? SIG_IGN : SIG_DFL);
+  int fds[2];
+  if (pipe(fds) != 0) _exit(126);
+  close(fds[0]);
+  if (dup2(fds[1], STDOUT_FILENO) < 0) _exit(126);
+  close(fds[1]);
+}
 
 RunResult Run(const std::vector<std::string>& argv, const std::function<void()>& in_child) {
   int out[2], err[2];

@@ -25,6 +25,11 @@ RunResult Run(const std::vector<std::string>& argv,
 RunResult RunTool(const std::string& path, std::vector<std::string> args,
                   const std::function<void()>& in_child = nullptr);
 
+// For `in_child`: makes the child's stdout a pipe whose reader has gone
+// (`tool | head` once head has exited), with SIGPIPE at its default
+// (`ignore_sigpipe` false) or ignored, as a parent that ignores it leaves it.
+void StdoutToClosedPipe(bool ignore_sigpipe);
+
 // Starts argv in the background and returns its pid (stdout and stderr go to
 // /dev/null). For tests that kill a process midway.
 int Spawn(const std::vector<std::string>& argv);

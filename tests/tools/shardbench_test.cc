@@ -153,6 +153,56 @@ TEST(ShardbenchTest, NotADatasetIsOneLineAndExitOne) {
   EXPECT_EQ(testing::Run({SHARDBENCH_PATH}).exit_code, 2);
 }
 
+// --cache-bytes and --cache-dir: a bad value names the flag (it was "'x'
+// is not a size"), and an empty one is refused (it was taken as the
+// default, silently).
+TEST(ShardbenchTest, CacheFlagsNameThemselvesAndRefuseEmptyValues) {
+  const std::string hint = "\nRun with --help for more information.\n";
+  struct Case {
+    std::vector<std::string> flags;
+    std::string err;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--cache-bytes", "x"},
+            "shardbench: --cache-bytes: 'x' is not a size in 0 B or more (bytes, or a number "
+            "with KiB, MiB, GiB, K, M, G, kB, MB or GB)"},
+           {{"--cache-bytes", ""},
+            "shardbench: --cache-bytes: '' is not a size in 0 B or more (bytes, or a number "
+            "with KiB, MiB, GiB, K, M, G, kB, MB or GB)"},
+           {{"--cache-bytes", "-1"}, "shardbench: --cache-bytes: '-1' is not a size"},
+           {{"--cache-dir", ""},
+            "shardbench: --cache-dir: '' is not a folder (leave the flag out for the default)"},
+       }) {
+    std::vector<std::string> argv = {SHARDBENCH_PATH, "/nonexistent/ds"};
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    testing::RunResult r = testing::Run(argv);
+    EXPECT_EQ(r.exit_code, 2) << c.flags[0];
+    EXPECT_THAT(r.err, ::testing::StartsWith(c.err));
+    EXPECT_THAT(r.err, ::testing::EndsWith(hint));
+  }
+  testing::TempDir dir;
+  testing::RunResult ok = testing::Run({SHARDBENCH_PATH, MakeDataset(dir), "--cache-bytes", "0",
+                                        "--cache-dir", dir.Join("cache"), "-q"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+// `shardbench ... --json | head -c 1`: the report's reader has gone; the
+// run ends quietly with 0.
+TEST(ShardbenchTest, AClosedStdoutEndsQuietlyWithZero) {
+  testing::TempDir dir;
+  const std::string ds = MakeDataset(dir);
+  for (const bool ignored : {false, true}) {
+    for (const bool json : {false, true}) {
+      std::vector<std::string> argv = {SHARDBENCH_PATH, ds, "-q"};
+      if (json) argv.push_back("--json");
+      testing::RunResult r = testing::Run(argv,
+                                          [ignored] { testing::StdoutToClosedPipe(ignored); });
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_EQ(r.err, "");
+    }
+  }
+}
+
 // A dataset path with ESC[31m, a newline and a byte that is not UTF-8: the
 // text report printed it raw, and --json ended in std::terminate (SIGABRT)
 // when nlohmann's dump() met the byte. The text is escaped; JSON holds

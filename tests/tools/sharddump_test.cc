@@ -955,6 +955,47 @@ TEST_F(SharddumpTest, BadInputsGetOneLineNamingThePath) {
   }
 }
 
+// `sharddump ls PATH | head`: once the reader has gone, the tool stops and
+// ends quietly with 0, as `ls | head` does, whether SIGPIPE comes ignored
+// from its parent or not (it printed "write to stdout: Broken pipe" and
+// exited 1, or died by the signal). A stdout that fails otherwise (a full
+// disk) is still an error naming stdout.
+TEST_F(SharddumpTest, AClosedStdoutEndsQuietlyWithZero) {
+  for (const bool ignored : {false, true}) {
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{"ls", Dataset()},
+                                               {"ls", Dataset(), "--json"},
+                                               {"info", Dataset()},
+                                               {"verify", Dataset(), "--json"},
+                                               {"--help"}}) {
+      SCOPED_TRACE(absl::StrCat(args[0], ignored ? ", SIGPIPE ignored" : ""));
+      RunResult r =
+          RunTool(SHARDDUMP_PATH, args, [ignored] { testing::StdoutToClosedPipe(ignored); });
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_EQ(r.err, "");
+    }
+  }
+  RunResult full = RunTool(SHARDDUMP_PATH, {"ls", Dataset()}, [] {
+    const int fd = open("/dev/full", O_WRONLY);
+    if (fd >= 0) dup2(fd, STDOUT_FILENO);
+  });
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_EQ(full.err, "sharddump: write to stdout: No space left on device\n");
+}
+
+// --help says every kind of PATH the commands take.
+TEST(SharddumpHelpTest, HelpNamesEveryKindOfPath) {
+  RunResult r = RunTool(SHARDDUMP_PATH, {"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* kind :
+       {"manifest.json", ".shard", "LMDB", "HDF5", "view", "s3://", "https://"}) {
+    EXPECT_THAT(r.out, HasSubstr(kind));
+  }
+  RunResult ls = RunTool(SHARDDUMP_PATH, {"ls", "--help"});
+  EXPECT_THAT(ls.out,
+              HasSubstr("shard (.shard, LMDB, HDF5), view file or URL (s3://, https://)"));
+}
+
 TEST_F(SharddumpTest, ManifestPointingAtAMissingShard) {
   fs::remove(Shard(2));
   for (const char* command : {"info", "ls"}) {

@@ -23,8 +23,9 @@ import shardpack_bundle  # noqa: E402
 import shardpack_wheel  # noqa: E402
 
 
-def hook(name, *args, path=None, env=None):
-    """Runs a PEP 517 hook of the backend in a fresh Python, as pip does."""
+def hook(name, *args, path=None, env=None, new_session=False):
+    """Runs a PEP 517 hook of the backend in a fresh Python, as pip does (in a session of
+    its own, without a terminal, with `new_session`)."""
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import shardpack_build as b; "
             f"print(b.{name}(*sys.argv[2:3], **eval(sys.argv[3])))")
     full_env = {k: v for k, v in os.environ.items() if k != "CXX"}
@@ -32,7 +33,7 @@ def hook(name, *args, path=None, env=None):
         full_env["PATH"] = path
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-c", code, BACKEND, *args], capture_output=True,
-                          text=True, env=full_env, cwd=ROOT)
+                          text=True, env=full_env, cwd=ROOT, start_new_session=new_session)
 
 
 def fake_tools(tmp, tools):
@@ -89,6 +90,35 @@ class MissingTools(unittest.TestCase):
         self.assertIn("CMake's configure step failed", p.stderr)
         self.assertIn("missing -dev package", p.stderr)
         self.assertFalse(os.path.exists(self.out) and os.listdir(self.out), "a wheel was left")
+
+    def test_the_build_is_announced_before_it_starts(self):
+        # pip install . was silent for the whole build: the line says what is built,
+        # where, that it takes minutes and how to see its progress.
+        tools = {"cmake": 'case "$1" in --version) echo "cmake version 3.25.1";; '
+                          '--build) exit 1;; esac',
+                 "c++": "true"}
+        for settings, where in (("{}", "a fresh temporary build folder"),
+                                (f"{{'build-dir': '{self.tmp}/kept'}}",
+                                 f"{self.tmp}/kept (only what changed)")):
+            p = hook("build_wheel", self.out, f"{{'config_settings': {settings}}}",
+                     path=fake_tools(self.tmp, tools), new_session=True)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            said = p.stderr.find("shardpack build: compiling the C++ library")
+            self.assertGreaterEqual(said, 0, p.stderr)
+            self.assertLess(said, p.stderr.find("CMake's build step failed"))
+            line = p.stderr[said:].splitlines()[0]
+            self.assertIn(where, line)
+            self.assertIn("takes many minutes", line)
+            self.assertIn("`pip install -v .` shows CMake's progress", line)
+
+    def test_metadata_comes_without_a_build(self):
+        p = hook("prepare_metadata_for_build_wheel", self.tmp, "{}", path=fake_tools(self.tmp, {}))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        dist_info = p.stdout.strip()
+        self.assertRegex(dist_info, r"^shardpack-[0-9.]+\.dist-info$")
+        with open(os.path.join(self.tmp, dist_info, "METADATA"), encoding="utf-8") as f:
+            self.assertIn("Name: shardpack\n", f.read())
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, dist_info, "entry_points.txt")))
 
     def test_requirements_are_empty(self):
         for name in ("get_requires_for_build_wheel", "get_requires_for_build_sdist"):

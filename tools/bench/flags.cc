@@ -153,12 +153,19 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_option("--seed", f->seed, "Seed of the shuffle and the augmentation (default 0)")
       ->transform(cli::WholeNumberIn(0, std::numeric_limits<uint64_t>::max()));
   app->add_flag("--shuffle,!--no-shuffle", f->shuffle, "Shuffle (default on)");
+  // Empty values are refused: "" would read as the default, silently.
   app->add_option("--cache-dir", f->cache_dir,
                   "A dataset in an object store (s3://, https://): its local cache's folder "
-                  "(default SHARDPACK_CACHE_DIR, else ~/.cache/shardpack)");
+                  "(default SHARDPACK_CACHE_DIR, else ~/.cache/shardpack)")
+      ->check(
+          [](const std::string& dir) -> std::string {
+            return dir.empty() ? "'' is not a folder (leave the flag out for the default)" : "";
+          },
+          "DIR");
   app->add_option("--cache-bytes", f->cache_bytes,
                   "A dataset in an object store: the cache's budget, e.g. 10GiB; 0 keeps nothing "
-                  "(default SHARDPACK_CACHE_BYTES, else 16GiB)");
+                  "(default SHARDPACK_CACHE_BYTES, else 16GiB)")
+      ->check(cli::SizeIn(0, std::numeric_limits<uint64_t>::max()));
   app->add_option("--shuffle-bytes", f->shuffle_bytes,
                   "Bytes of blocks held for the shuffle (default 256MiB)")
       ->check(cli::SizeIn(0, kMaxBufferBytes));

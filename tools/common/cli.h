@@ -29,6 +29,11 @@ inline constexpr uint64_t kMaxThreads = 1024;
 // - SIGXFSZ is ignored first, so that a write past the file-size limit
 //   (ulimit -f) fails with EFBIG, reported naming the file and the limit,
 //   instead of the signal killing the process with its output half-written.
+// - SIGPIPE is ignored too: a write to stdout whose reader has gone fails
+//   with EPIPE, and the tool ends quietly with 0 (`sharddump ls | head`, as
+//   `ls | head` does), after it has removed what it had half-written.
+// - stdout is flushed after `body` returns 0: a failed write (a full disk
+//   behind `> file`) is reported and gives kExitFailure.
 // - std::bad_alloc or std::system_error that escapes `body` (memory or a
 //   thread the system refused where no Status carries it) is printed as
 //   "<tool>: out of memory: ..." or "<tool>: <what>" and gives kExitFailure,
@@ -66,20 +71,41 @@ absl::Status CheckLocalPath(std::string_view flag, std::string_view path, LocalP
                             std::string_view command = "");
 
 // Prints "<tool>: <message>" on stderr (through PrintLine: one line however
-// the message came) and returns kExitFailure.
+// the message came) and returns kExitFailure. A status of a stdout whose
+// reader has gone (IsStdoutClosed) prints nothing and returns 0: the reader
+// chose to stop reading, nothing failed.
 int Fail(std::string_view tool, const absl::Status& status);
+
+// Writes `text` to stdout (buffered), or flushes stdout: an error "write to
+// stdout: <why>" when stdout cannot take it. The one way a tool writes data
+// to stdout. EPIPE (a reader that has gone) gives a status IsStdoutClosed
+// recognizes, on which the caller stops writing and Fail ends quietly.
+absl::Status WriteStdout(std::string_view text);
+absl::Status FlushStdout();
+bool IsStdoutClosed(const absl::Status& status);
+
+// NotFoundError "<path>: no such file or directory" when nothing is at the
+// local path `path` (a URL is the store's to answer): the one wording of a
+// missing input in every tool, checked before the work.
+absl::Status CheckInputExists(const std::string& path);
 
 // Prints "<tool>: <message>" and CLI11's "Run with --help" hint on stderr
 // and returns kExitUsage: for flag values or combinations that only make
 // sense together, which the parser cannot check alone.
 int UsageError(std::string_view tool, const absl::Status& status);
 
-// Parses the command line with CLI11. Returns -1 when the program should
-// go on, otherwise the exit code: 0 after --help or --version (CLI11 prints
-// them), kExitUsage after a usage error (CLI11's own codes are not ours),
-// whose message (which may quote what was typed) goes through PrintLine,
-// followed by the "Run with --help" hint.
-int ParseCommandLine(CLI::App& app, int argc, char** argv);
+// Parses `tool`'s command line with CLI11. Returns -1 when the program
+// should go on, otherwise the exit code: 0 after --help or --version (CLI11
+// prints them), kExitUsage after a usage error (CLI11's own codes are not
+// ours), printed as "<tool>: <message>" through PrintLine (it may quote what
+// was typed), followed by the "Run with --help" hint. An option the command
+// does not know is the error named, whatever else went wrong, with the
+// nearest option (or command) that it does know: "shardpack: unknown option
+// --sise; did you mean --size?". SIGPIPE is ignored from here on (RunMain).
+int ParseCommandLine(std::string_view tool, CLI::App& app, int argc, char** argv);
+
+// Gives `app` the --version flag every tool has, printing "<tool> <version>".
+void AddVersionFlag(CLI::App& app, std::string_view tool);
 
 // `text` as a whole number in [min, max]: decimal digits alone (leading
 // zeros allowed, no sign, no space); nullopt for anything else. The one

@@ -359,11 +359,11 @@ absl::Status RunInfo(const InfoOptions& options) {
   Facts facts;
   SP_RETURN_IF_ERROR(Gather(ds, options.common.quiet, &facts));
   if (options.common.json) {
-    SP_RETURN_IF_ERROR(WriteStdout(DumpJson(InfoJson(ds, &facts), true) + "\n"));
+    SP_RETURN_IF_ERROR(cli::WriteStdout(DumpJson(InfoJson(ds, &facts), true) + "\n"));
   } else {
-    SP_RETURN_IF_ERROR(WriteStdout(InfoText(ds, &facts)));
+    SP_RETURN_IF_ERROR(cli::WriteStdout(InfoText(ds, &facts)));
   }
-  return FlushStdout();
+  return cli::FlushStdout();
 }
 
 }  // namespace shardpack::dump

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "tools/common/cli.h"
 #include "tools/common/escape.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/opened_dataset.h"
@@ -38,7 +39,7 @@ std::string JsonLine(uint64_t index, const Record& r, size_t shard,
 absl::Status AddLine(std::string& out, const std::string& line) {
   out += line;
   if (out.size() < kFlushBytes) return absl::OkStatus();
-  absl::Status written = WriteStdout(out);
+  absl::Status written = cli::WriteStdout(out);
   out.clear();
   return written;
 }
@@ -75,8 +76,8 @@ absl::Status LsView(const LsOptions& options, backends::DatasetView view) {
                                  [&](const ViewRecordPlace& p, const Record& r) {
                                    return AddLine(out, ViewLine(p, r, options.common.json));
                                  }));
-  SP_RETURN_IF_ERROR(WriteStdout(out));
-  return FlushStdout();
+  SP_RETURN_IF_ERROR(cli::WriteStdout(out));
+  return cli::FlushStdout();
 }
 
 }  // namespace
@@ -112,8 +113,8 @@ absl::Status RunLs(const LsOptions& options) {
     absl::Status s = shard->Scan(part.begin - first, part.end - first, line);
     if (!s.ok()) return s;
   }
-  SP_RETURN_IF_ERROR(WriteStdout(out));
-  return FlushStdout();
+  SP_RETURN_IF_ERROR(cli::WriteStdout(out));
+  return cli::FlushStdout();
 }
 
 }  // namespace shardpack::dump

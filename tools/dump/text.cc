@@ -1,9 +1,5 @@
 #include "tools/dump/text.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -69,20 +65,6 @@ std::string DumpJson(const Json& j, bool pretty) {
 
 std::string AsciiJson(const Json& j) {
   return j.dump(-1, ' ', /*ensure_ascii=*/true, Json::error_handler_t::replace);
-}
-
-absl::Status WriteStdout(std::string_view text) {
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
-    return absl::UnknownError(absl::StrCat("write to stdout: ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status FlushStdout() {
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    return absl::UnknownError(absl::StrCat("write to stdout: ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace shardpack::dump

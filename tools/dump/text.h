@@ -47,12 +47,6 @@ std::string DumpJson(const Json& j, bool pretty);
 // invalid UTF-8 as \ufffd): JSON inside a text report, shown as it is.
 std::string AsciiJson(const Json& j);
 
-// Writes `text` to stdout; an error if stdout cannot take it.
-absl::Status WriteStdout(std::string_view text);
-
-// Flushes stdout; an error naming stdout if a write failed.
-absl::Status FlushStdout();
-
 }  // namespace shardpack::dump
 
 #endif  // SHARDPACK_TOOLS_DUMP_TEXT_H_

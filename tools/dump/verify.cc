@@ -370,8 +370,8 @@ absl::Status RunVerify(const VerifyOptions& options) {
   if (is_view.ok() && *is_view) return VerifyView(options);
   SP_ASSIGN_OR_RETURN(VerifyResult result, VerifyDataset(options));
   SP_RETURN_IF_ERROR(
-      WriteStdout(options.common.json ? DumpJson(result.json, true) + "\n" : result.text));
-  SP_RETURN_IF_ERROR(FlushStdout());
+      cli::WriteStdout(options.common.json ? DumpJson(result.json, true) + "\n" : result.text));
+  SP_RETURN_IF_ERROR(cli::FlushStdout());
   if (result.problems > 0) {
     return absl::DataLossError(
         absl::StrCat(options.path, ": ", Plural(result.problems, "problem"), " found"));

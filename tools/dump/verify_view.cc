@@ -8,6 +8,7 @@
 #include "backends/view.h"
 #include "common/status_macros.h"
 #include "shardpack/manifest.h"
+#include "tools/common/cli.h"
 #include "tools/common/escape.h"
 #include "tools/dump/verify_report.h"
 
@@ -60,8 +61,8 @@ absl::Status VerifyView(const VerifyOptions& options) {
   }
   ResolveView(options.path, &text, &json, &problems);
   json["ok"] = problems == 0;
-  SP_RETURN_IF_ERROR(WriteStdout(options.common.json ? DumpJson(json, true) + "\n" : text));
-  SP_RETURN_IF_ERROR(FlushStdout());
+  SP_RETURN_IF_ERROR(cli::WriteStdout(options.common.json ? DumpJson(json, true) + "\n" : text));
+  SP_RETURN_IF_ERROR(cli::FlushStdout());
   if (problems > 0) {
     return absl::DataLossError(
         absl::StrCat(options.path, ": ", Plural(problems, "problem"), " found"));

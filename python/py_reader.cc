@@ -60,9 +60,12 @@ void ThrowStatus(const absl::Status& status) {
 }
 
 void RaiseError(PyObject* type, std::string_view message) {
-  // All of it, NULs and bytes that are not UTF-8 included (escaped), where
+  // One line, whatever a file or server put in it (a newline in a
+  // manifest's shard path).
+  const std::string line = common::OneLine(message);
+  // All of it, bytes that are not UTF-8 included (escaped), where
   // PyErr_SetString would stop at the first NUL.
-  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+  PyObject* text = PyUnicode_DecodeUTF8(line.data(), static_cast<Py_ssize_t>(line.size()),
                                         "backslashreplace");
   if (text == nullptr) throw py::error_already_set();
   PyErr_SetObject(type, text);

@@ -26,9 +26,9 @@ absl::StatusOr<PackIdentity> ViewIdentity(const backends::DatasetView& view,
                                           const ConvertOptions& o) {
   std::vector<ConvertedInput> from;
   std::optional<PackIdentity> first;
-  for (const backends::NamedPath& d : view.datasets) {
-    SP_ASSIGN_OR_RETURN(PackIdentity pack, PackIdentity::FromJson(d.manifest.pack_json, d.path));
-    from.push_back({d.path, d.manifest.backend, pack.ToJsonValue()});
+  for (const auto& d : view.datasets) {
+    SP_ASSIGN_OR_RETURN(PackIdentity pack, PackIdentity::FromJson(d->manifest.pack_json, d->path));
+    from.push_back({d->path, d->manifest.backend, pack.ToJsonValue()});
     if (!first) first = std::move(pack);
   }
   PackIdentity pack = o.pack ? *o.pack : view.datasets.size() == 1 ? *first : PackIdentity();
@@ -44,7 +44,7 @@ absl::StatusOr<PackIdentity> ViewIdentity(const backends::DatasetView& view,
 // shard that holds any.
 absl::Status WriteDataset(const backends::DatasetView& view, size_t d, DatasetWriter& writer,
                           cli::ProgressLine& progress) {
-  const backends::NamedPath& named = view.datasets[d];
+  const backends::NamedPath& named = *view.datasets[d];
   uint64_t base = view.first_record[d];
   for (size_t k = 0; k < named.shard_paths.size(); ++k) {
     const std::string& path = named.shard_paths[k];
@@ -70,12 +70,12 @@ absl::Status WriteDataset(const backends::DatasetView& view, size_t d, DatasetWr
 absl::StatusOr<Manifest> ConvertView(const std::string& path, const ConvertOptions& o) {
   SP_ASSIGN_OR_RETURN(const backends::DatasetView view, backends::OpenView(path));
   std::vector<InputPath> apart = {{path}};
-  for (const backends::NamedPath& d : view.datasets) apart.push_back({d.path});
+  for (const auto& d : view.datasets) apart.push_back({d->path});
   SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
   SP_ASSIGN_OR_RETURN(const PackIdentity pack, ViewIdentity(view, o));
   uint64_t largest = 0;
-  for (const backends::NamedPath& d : view.datasets) {
-    for (const ShardEntry& s : d.manifest.shards) largest = std::max(largest, s.records);
+  for (const auto& d : view.datasets) {
+    for (const ShardEntry& s : d->manifest.shards) largest = std::max(largest, s.records);
   }
   SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
   SP_ASSIGN_OR_RETURN(auto writer,

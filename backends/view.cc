@@ -177,13 +177,9 @@ Json SelectionJson(const ResolvedSelection& s, const ViewSpec& spec, const Schem
                     {"names", spec.classes->names},
                     {"relabel", s.relabel}};
   }
-  if (s.ranges) {
-    Json ranges = Json::array();
-    for (const auto& [b, e] : *s.ranges) {
-      ranges.push_back(e == b + 1 ? Json(b) : Json::array({b, e}));
-    }
-    j["indices"] = std::move(ranges);
-  }
+  // A placeholder: the ranges, up to millions, are written as text by
+  // SelectionText rather than held as JSON values.
+  if (s.ranges) j["indices"] = Json::array();
   if (spec.where) {
     Json w = Json::object();
     if (s.where_field >= 0) {
@@ -202,6 +198,28 @@ Json SelectionJson(const ResolvedSelection& s, const ViewSpec& spec, const Schem
 }
 
 std::string Compact(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// The selection's canonical text: SelectionJson's, its "indices" written
+// out. Inside a dumped string every quote is escaped, so the first
+// `"indices":[]` is the key's.
+std::string SelectionText(const ResolvedSelection& s, const Json& selection) {
+  std::string text = Compact(selection);
+  if (!s.ranges) return text;
+  constexpr std::string_view kPlaceholder = "\"indices\":[]";
+  const size_t at = text.find(kPlaceholder);
+  assert(at != std::string::npos);
+  std::string ranges = "\"indices\":[";
+  for (const auto& [b, e] : *s.ranges) {
+    if (ranges.back() != '[') ranges += ',';
+    if (e == b + 1) {
+      absl::StrAppend(&ranges, b);
+    } else {
+      absl::StrAppend(&ranges, "[", b, ",", e, "]");
+    }
+  }
+  ranges += ']';
+  return text.replace(at, kPlaceholder.size(), ranges);
+}
 
 // The datasets' fingerprints and the selection's text, hashed in 8-byte
 // little-endian words through the counter RNG's keyed mix.
@@ -233,11 +251,18 @@ absl::StatusOr<DatasetView> ResolveView(const std::string& path, const ViewSpec&
   SP_ASSIGN_OR_RETURN(ResolvedSelection sel,
                       ResolveSelection(spec, base, view.base_records, path));
   SP_RETURN_IF_ERROR(ApplySelection(sel, &view));
-  const Json selection = SelectionJson(sel, spec, base);
-  Json canonical = {{"shardpack_view", kViewVersion}, {"datasets", spec.datasets}};
-  for (auto it = selection.begin(); it != selection.end(); ++it) canonical[it.key()] = *it;
-  view.canonical = Compact(canonical);
-  view.fingerprint = ViewFingerprint(view, Compact(selection));
+  const std::string selection = SelectionText(sel, SelectionJson(sel, spec, base));
+  // The head's keys, then the selection's ("{...}", or "{}" for none).
+  std::string canonical =
+      Compact({{"shardpack_view", kViewVersion}, {"datasets", spec.datasets}});
+  canonical.pop_back();  // its '}'
+  if (selection != "{}") {
+    canonical += "," + selection.substr(1);
+  } else {
+    canonical += '}';
+  }
+  view.canonical = std::move(canonical);
+  view.fingerprint = ViewFingerprint(view, selection);
   return view;
 }
 

@@ -72,11 +72,10 @@ class LimitedDom {
   bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception& e) {
     // Ids 1xx are syntax errors, with a place; a number past a double's
     // range (out_of_range 406) has none worth giving.
-    error_ = e.id >= 100 && e.id < 200
-                 ? absl::DataLossError(absl::StrCat(common::AsAbsl(name_), ":", JsonErrorPlace(text_, byte),
-                                                    ": not valid JSON: ", JsonErrorReason(e.what())))
-                 : absl::DataLossError(
-                       absl::StrCat(common::AsAbsl(name_), ": not valid JSON: ", JsonErrorReason(e.what())));
+    const std::string place =
+        e.id >= 100 && e.id < 200 ? absl::StrCat(":", JsonErrorPlace(text_, byte)) : "";
+    error_ = absl::DataLossError(absl::StrCat(common::AsAbsl(name_), place, ": not valid JSON: ",
+                                              JsonErrorReason(e.what())));
     return false;
   }
 
@@ -102,8 +101,8 @@ class LimitedDom {
   bool CheckString(const std::string& s) {
     if (s.size() <= limits_.max_string_bytes) return true;
     return Fail(absl::StrCat("a string of more than ", limits_.max_string_bytes, " bytes ('",
-                             common::Excerpt(s, 32), "'), the longest ", common::AsAbsl(limits_.what),
-                             " may hold"));
+                             common::Excerpt(s, 32), "'), the longest ",
+                             common::AsAbsl(limits_.what), " may hold"));
   }
   bool Count() {
     if (++held_ <= limits_.max_values) return true;
@@ -214,7 +213,8 @@ absl::StatusOr<Json> ParseJsonText(std::string_view text, std::string_view name,
     if (!Json::sax_parse(text.begin(), text.end(), &dom)) return dom.error();
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(common::AsAbsl(name), ": out of memory parsing ", text.size(), " bytes of JSON"));
+        absl::StrCat(common::AsAbsl(name), ": out of memory parsing ", text.size(),
+                     " bytes of JSON"));
   }
   return std::move(dom.root());
 }

@@ -148,7 +148,8 @@ absl::StatusOr<std::optional<RecordTableEntry>> ParseRecordTable(
   RecordTableEntry e;
   SP_ASSIGN_OR_RETURN(e.path, f.String("path"));
   if (!SafeRelativePath(e.path)) {
-    return f.Error("path", absl::StrCat("'", Excerpt(e.path), "' is not a path inside the dataset"));
+    return f.Error("path",
+                   absl::StrCat("'", Excerpt(e.path), "' is not a path inside the dataset"));
   }
   if (shard_paths.contains(std::string_view(e.path)) || e.path == kManifestFileName) {
     return f.Error("path", absl::StrCat("'", Excerpt(e.path), "' is a shard's or the manifest's"));
@@ -170,7 +171,8 @@ absl::Status ParseShard(const Json& j, uint64_t i, const std::string& name, uint
   ShardEntry e;
   SP_ASSIGN_OR_RETURN(e.path, sf.String("path"));
   if (!SafeRelativePath(e.path)) {
-    return sf.Error("path", absl::StrCat("'", Excerpt(e.path), "' is not a path inside the dataset"));
+    return sf.Error("path",
+                    absl::StrCat("'", Excerpt(e.path), "' is not a path inside the dataset"));
   }
   SP_ASSIGN_OR_RETURN(e.records, sf.Unsigned("records"));
   SP_ASSIGN_OR_RETURN(e.bytes, sf.Unsigned("bytes"));
@@ -277,7 +279,9 @@ absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view n
   // are parsed one by one into their entries, never held as JSON.
   Manifest m;
   uint64_t total = 0;
-  auto shard = [&](uint64_t i, const Json& e) { return ParseShard(e, i, where, &total, &m.shards); };
+  auto shard = [&](uint64_t i, const Json& e) {
+    return ParseShard(e, i, where, &total, &m.shards);
+  };
   const format::JsonStream shards[] = {{"shards", kMaxManifestShards, shard}};
   SP_ASSIGN_OR_RETURN(const Json j, format::ParseJsonText(text, where, kLimits, shards));
   return ParseJson(j, where, std::move(m));

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <bit>
 #include <filesystem>
+#include <memory>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "backends/view_select.h"
 #include "backends/view_spec.h"
@@ -27,19 +29,49 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using common::Excerpt;
 
+// The UTF-8 byte order mark, which some editors put first in a text file
+// (JSON's RFC 8259 lets a parser ignore it; nlohmann's does).
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+// The head of a file read to tell a view: blanks before the '{' past it
+// are not a view's.
+constexpr size_t kViewHeadBytes = 4096;
+
 // Whether `path` holds a view: a regular file, not manifest.json, with none
-// of the shard magics, whose first non-blank byte is '{'. Sets *text to the
-// file's contents when it does. Anything else is left to OpenNamedPath and
-// its errors.
-absl::StatusOr<bool> ReadViewText(const std::string& path, std::string* text) {
+// of the shard magics, whose first byte that is not blank (after a UTF-8
+// BOM, if any) is '{'. Only its head is read, so that a view too large is
+// still told as one (and refused as one, by ReadViewText).
+absl::StatusOr<bool> SniffView(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(fs::status(path, ec))) return false;
   if (fs::path(path).filename() == kManifestFileName) return false;
   SP_ASSIGN_OR_RETURN(FileMagic magic, SniffFile(path));
   if (magic != FileMagic::kUnknown) return false;
-  SP_ASSIGN_OR_RETURN(*text, ReadSmallFile(path));
-  const size_t first = text->find_first_not_of(" \t\r\n");
-  return first != std::string::npos && (*text)[first] == '{';
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(path));
+  std::string head(std::min<uint64_t>(file->size(), kViewHeadBytes), '\0');
+  SP_RETURN_IF_ERROR(
+      file->ReadExact(0, {reinterpret_cast<uint8_t*>(head.data()), head.size()}));
+  std::string_view text = head;
+  if (text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '{';
+}
+
+// Whether `path` holds a view (SniffView); sets *text to the file's
+// contents when it does. A view past kMaxViewBytes is refused by name
+// before it is read. Anything else is left to OpenNamedPath and its errors.
+absl::StatusOr<bool> ReadViewText(const std::string& path, std::string* text) {
+  SP_ASSIGN_OR_RETURN(bool is_view, SniffView(path));
+  if (!is_view) return false;
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(path));
+  if (file->size() > kMaxViewBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": ", file->size(), " bytes, more than the ", kMaxViewBytes,
+        " a view file may have"));
+  }
+  text->assign(file->size(), '\0');
+  SP_RETURN_IF_ERROR(
+      file->ReadExact(0, {reinterpret_cast<uint8_t*>(text->data()), text->size()}));
+  return true;
 }
 
 DatasetView PlainView(NamedPath named) {
@@ -49,7 +81,7 @@ DatasetView PlainView(NamedPath named) {
   view.base_records = named.manifest.records();
   view.records = view.base_records;
   view.first_record = {0};
-  view.datasets.push_back(std::move(named));
+  view.datasets.push_back(std::make_shared<const NamedPath>(std::move(named)));
   return view;
 }
 
@@ -97,8 +129,7 @@ absl::StatusOr<NamedPath> OpenViewDataset(const std::string& file, size_t i,
                                           const std::string& given) {
   const std::string at = absl::StrCat(file, ": datasets[", i, "]: ");
   const std::string path = DatasetPath(file, given);
-  std::string text;
-  SP_ASSIGN_OR_RETURN(bool nested, ReadViewText(path, &text));
+  SP_ASSIGN_OR_RETURN(bool nested, SniffView(path));
   if (nested) {
     return absl::InvalidArgumentError(
         absl::StrCat(at, path, " is a view; a view names datasets, not views"));
@@ -112,16 +143,23 @@ absl::StatusOr<NamedPath> OpenViewDataset(const std::string& file, size_t i,
   return named;
 }
 
+// Each distinct dataset is opened once, however many times the view names
+// it: its namings share it.
 absl::Status OpenDatasets(const ViewSpec& spec, DatasetView* view) {
+  absl::flat_hash_map<std::string, std::shared_ptr<const NamedPath>> opened;
   for (size_t i = 0; i < spec.datasets.size(); ++i) {
-    SP_ASSIGN_OR_RETURN(NamedPath named, OpenViewDataset(view->path, i, spec.datasets[i]));
-    if (i == 0) view->schema = named.manifest.schema;
-    if (!(named.manifest.schema == view->schema)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          view->path, ": datasets[", i, "]: ", named.path, " has another schema than ",
-          view->datasets[0].path, ": ", SchemaDifference(view->schema, named.manifest.schema)));
+    std::shared_ptr<const NamedPath>& named = opened[DatasetPath(view->path, spec.datasets[i])];
+    if (named == nullptr) {
+      SP_ASSIGN_OR_RETURN(NamedPath one, OpenViewDataset(view->path, i, spec.datasets[i]));
+      named = std::make_shared<const NamedPath>(std::move(one));
     }
-    const uint64_t n = named.manifest.records();
+    if (i == 0) view->schema = named->manifest.schema;
+    if (!(named->manifest.schema == view->schema)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          view->path, ": datasets[", i, "]: ", named->path, " has another schema than ",
+          view->datasets[0]->path, ": ", SchemaDifference(view->schema, named->manifest.schema)));
+    }
+    const uint64_t n = named->manifest.records();
     if (n > kMaxViewRecords || view->base_records + n > kMaxViewRecords) {
       return absl::InvalidArgumentError(absl::StrCat(view->path, ": datasets[", i,
                                                      "]: the datasets hold more than ",
@@ -129,7 +167,7 @@ absl::Status OpenDatasets(const ViewSpec& spec, DatasetView* view) {
     }
     view->first_record.push_back(view->base_records);
     view->base_records += n;
-    view->datasets.push_back(std::move(named));
+    view->datasets.push_back(named);
   }
   return absl::OkStatus();
 }
@@ -142,13 +180,9 @@ Json SelectionJson(const ResolvedSelection& s, const ViewSpec& spec, const Schem
                     {"names", spec.classes->names},
                     {"relabel", s.relabel}};
   }
-  if (s.ranges) {
-    Json ranges = Json::array();
-    for (const auto& [b, e] : *s.ranges) {
-      ranges.push_back(e == b + 1 ? Json(b) : Json::array({b, e}));
-    }
-    j["indices"] = std::move(ranges);
-  }
+  // A placeholder: the ranges, up to millions, are written as text by
+  // SelectionText rather than held as JSON values.
+  if (s.ranges) j["indices"] = Json::array();
   if (spec.where) {
     Json w = Json::object();
     if (s.where_field >= 0) {
@@ -168,11 +202,39 @@ Json SelectionJson(const ResolvedSelection& s, const ViewSpec& spec, const Schem
 
 std::string Compact(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
+// The selection's canonical text: SelectionJson's, its "indices" written
+// out. Inside a dumped string every quote is escaped, so the first
+// `"indices":[]` is the key's.
+std::string SelectionText(const ResolvedSelection& s, const Json& selection) {
+  std::string text = Compact(selection);
+  if (!s.ranges) return text;
+  constexpr std::string_view kPlaceholder = "\"indices\":[]";
+  const size_t at = text.find(kPlaceholder);
+  assert(at != std::string::npos);
+  std::string ranges = "\"indices\":[";
+  for (const auto& [b, e] : *s.ranges) {
+    if (ranges.back() != '[') ranges += ',';
+    if (e == b + 1) {
+      absl::StrAppend(&ranges, b);
+    } else {
+      absl::StrAppend(&ranges, "[", b, ",", e, "]");
+    }
+  }
+  ranges += ']';
+  return text.replace(at, kPlaceholder.size(), ranges);
+}
+
 // The datasets' fingerprints and the selection's text, hashed in 8-byte
 // little-endian words through the counter RNG's keyed mix.
 uint64_t ViewFingerprint(const DatasetView& view, const std::string& selection) {
   uint64_t h = common::Draw(kViewVersion, view.datasets.size(), selection.size());
-  for (const NamedPath& d : view.datasets) h = common::Draw(h, ManifestFingerprint(d.manifest));
+  // One fingerprint per distinct dataset, drawn for each naming.
+  absl::flat_hash_map<const NamedPath*, uint64_t> fingerprints;
+  for (const auto& d : view.datasets) {
+    auto [it, added] = fingerprints.try_emplace(d.get(), 0);
+    if (added) it->second = ManifestFingerprint(d->manifest);
+    h = common::Draw(h, it->second);
+  }
   for (size_t i = 0; i < selection.size(); i += 8) {
     uint64_t word = 0;
     for (size_t b = 0; b < 8 && i + b < selection.size(); ++b) {
@@ -192,11 +254,18 @@ absl::StatusOr<DatasetView> ResolveView(const std::string& path, const ViewSpec&
   SP_ASSIGN_OR_RETURN(ResolvedSelection sel,
                       ResolveSelection(spec, base, view.base_records, path));
   SP_RETURN_IF_ERROR(ApplySelection(sel, &view));
-  const Json selection = SelectionJson(sel, spec, base);
-  Json canonical = {{"shardpack_view", kViewVersion}, {"datasets", spec.datasets}};
-  for (auto it = selection.begin(); it != selection.end(); ++it) canonical[it.key()] = *it;
-  view.canonical = Compact(canonical);
-  view.fingerprint = ViewFingerprint(view, Compact(selection));
+  const std::string selection = SelectionText(sel, SelectionJson(sel, spec, base));
+  // The head's keys, then the selection's ("{...}", or "{}" for none).
+  std::string canonical =
+      Compact({{"shardpack_view", kViewVersion}, {"datasets", spec.datasets}});
+  canonical.pop_back();  // its '}'
+  if (selection != "{}") {
+    canonical += "," + selection.substr(1);
+  } else {
+    canonical += '}';
+  }
+  view.canonical = std::move(canonical);
+  view.fingerprint = ViewFingerprint(view, selection);
   return view;
 }
 
@@ -229,10 +298,7 @@ std::string ImageShapeText(const ImageInfo& i) {
                       i.height, "x", static_cast<int>(i.channels));
 }
 
-absl::StatusOr<bool> IsViewFile(const std::string& path) {
-  std::string text;
-  return ReadViewText(path, &text);
-}
+absl::StatusOr<bool> IsViewFile(const std::string& path) { return SniffView(path); }
 
 absl::StatusOr<DatasetView> OpenView(const std::string& path) {
   std::string text;

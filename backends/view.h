@@ -30,6 +30,7 @@
 #define SHARDPACK_BACKENDS_VIEW_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,7 +51,9 @@ inline constexpr uint64_t kMaxViewRecords = uint64_t{1} << 36;
 struct DatasetView {
   std::string path;                     // as given (the view file, or a plain dataset path)
   bool is_view = false;                 // false: a plain dataset path, no selection
-  std::vector<NamedPath> datasets;      // concatenated, in order
+  // Concatenated, in order; a dataset named several times is opened once
+  // and shared by its namings.
+  std::vector<std::shared_ptr<const NamedPath>> datasets;
   std::vector<uint64_t> first_record;   // global index of each dataset's first record
   uint64_t base_records = 0;            // records of the concatenation
   // Bit r of selected[r / 64]: base record r is in the view; empty: all.

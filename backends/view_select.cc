@@ -206,10 +206,10 @@ absl::Status SelectByMeta(const ResolvedSelection& s, const std::vector<int64_t>
     const uint64_t end = d + 1 < view->first_record.size() ? view->first_record[d + 1]
                                                            : view->base_records;
     SP_RETURN_IF_ERROR(ForEachRecordMeta(
-        view->datasets[d], s.needs_keys(),
+        *view->datasets[d], s.needs_keys(),
         [&](uint64_t i, const Labels& labels, std::string_view key) {
           if (first + i >= end) {
-            return absl::DataLossError(absl::StrCat(view->datasets[d].path, ": holds more than the ",
+            return absl::DataLossError(absl::StrCat(view->datasets[d]->path, ": holds more than the ",
                                                     end - first, " records its manifest lists"));
           }
           if (!KeepRecord(s, class_map, labels, key)) Clear(bits, first + i);

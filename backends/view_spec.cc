@@ -75,9 +75,12 @@ class Fields {
     return v->get<std::string>();
   }
   // A non-empty array at `key` (required).
-  absl::StatusOr<const Json*> List(std::string_view key) const {
+  // `streamed`: its elements were handed out as the text was parsed
+  // (format::JsonStream), and that many there were.
+  absl::StatusOr<const Json*> List(std::string_view key,
+                                   std::optional<size_t> streamed = std::nullopt) const {
     SP_ASSIGN_OR_RETURN(const Json* v, Get(key, &Json::is_array, "an array"));
-    if (v->empty()) return Error(key, "empty");
+    if (streamed.value_or(v->size()) == 0) return Error(key, "empty");
     return v;
   }
 
@@ -136,17 +139,6 @@ absl::StatusOr<ViewSpec::IndexEntry> ParseIndex(const Fields& f, const Json& v, 
     return f.Error(at, absl::StrCat("range [", e.begin, ", ", e.end, ") has begin > end"));
   }
   return e;
-}
-
-absl::StatusOr<std::vector<ViewSpec::IndexEntry>> ParseIndices(const Fields& f) {
-  SP_ASSIGN_OR_RETURN(const Json* list, f.List("indices"));
-  std::vector<ViewSpec::IndexEntry> out;
-  out.reserve(list->size());
-  for (size_t i = 0; i < list->size(); ++i) {
-    SP_ASSIGN_OR_RETURN(ViewSpec::IndexEntry e, ParseIndex(f, (*list)[i], i));
-    out.push_back(e);
-  }
-  return out;
 }
 
 absl::StatusOr<std::vector<ViewSpec::LabelValue>> ParseLabelValues(const Fields& f) {
@@ -220,7 +212,8 @@ absl::Status CheckVersion(const Fields& f) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ViewSpec> ParseObject(const Json& j, const std::string& file) {
+// `spec` holds the indices, if any, streamed from the text.
+absl::StatusOr<ViewSpec> ParseObject(const Json& j, const std::string& file, ViewSpec spec) {
   if (!j.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": a view is a JSON object, found ", Kind(j)));
@@ -234,14 +227,16 @@ absl::StatusOr<ViewSpec> ParseObject(const Json& j, const std::string& file) {
   SP_RETURN_IF_ERROR(CheckVersion(f));
   SP_RETURN_IF_ERROR(
       f.OnlyKeys({"shardpack_view", "datasets", "classes", "indices", "where", "split"}));
-  ViewSpec spec;
   SP_ASSIGN_OR_RETURN(spec.datasets, Strings(f, "datasets", /*distinct=*/false));
   SP_ASSIGN_OR_RETURN(const Json* c, f.Get("classes", &Json::is_object, "an object", false));
   if (c != nullptr) {
     SP_ASSIGN_OR_RETURN(spec.classes, ParseClasses(*c, file));
   }
+  // The indices came from ParseIndex as the text was parsed (ParseViewSpec).
   if (f.Find("indices") != nullptr) {
-    SP_ASSIGN_OR_RETURN(spec.indices, ParseIndices(f));
+    SP_RETURN_IF_ERROR(f.List("indices", spec.indices->size()).status());
+  } else {
+    spec.indices.reset();
   }
   SP_ASSIGN_OR_RETURN(const Json* w, f.Get("where", &Json::is_object, "an object", false));
   if (w != nullptr) {
@@ -254,13 +249,33 @@ absl::StatusOr<ViewSpec> ParseObject(const Json& j, const std::string& file) {
   return spec;
 }
 
+// A parse's status as a view's: what was wrong with the text is the user's
+// mistake (InvalidArgument), whatever else went wrong keeps its code.
+absl::StatusCode ViewCode(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kDataLoss ? absl::StatusCode::kInvalidArgument : s.code();
+}
+
 }  // namespace
 
 absl::StatusOr<ViewSpec> ParseViewSpec(std::string_view text, const std::string& name) {
-  absl::StatusOr<Json> j = format::ParseJsonText(text, name);
+  static constexpr format::JsonLimits kLimits{
+      .what = "a view file", .max_bytes = kMaxViewBytes, .max_values = kMaxViewValues};
+  // The indices, the list of a view that may be long, go straight into
+  // their entries (24 bytes each), never held as JSON.
+  ViewSpec spec;
+  spec.indices.emplace();
+  const Json no_object = Json::object();
+  const Fields top(no_object, name, "");
+  auto index = [&](uint64_t i, const Json& v) -> absl::Status {
+    SP_ASSIGN_OR_RETURN(ViewSpec::IndexEntry e, ParseIndex(top, v, i));
+    spec.indices->push_back(e);
+    return absl::OkStatus();
+  };
+  const format::JsonStream indices[] = {{"indices", kMaxViewIndices, index}};
+  absl::StatusOr<Json> j = format::ParseJsonText(text, name, kLimits, indices);
   // Bad JSON in a view is a user's mistake, not damaged data.
-  if (!j.ok()) return absl::InvalidArgumentError(j.status().message());
-  return ParseObject(*j, name);
+  if (!j.ok()) return absl::Status(ViewCode(j.status()), j.status().message());
+  return ParseObject(*j, name, std::move(spec));
 }
 
 bool GlobMatch(std::string_view glob, std::string_view key) {

@@ -15,6 +15,15 @@
 
 namespace shardpack::backends {
 
+// Bounds on a view file (docs/reliability.md, "Bounded JSON"), checked
+// before what is past them is parsed or kept: its bytes, the entries of
+// its "indices" (each kept as 24 bytes), and its other JSON values (dataset
+// names, class names, labels). Strings past 64 KiB and nesting past 64
+// levels are refused too (format/json_text.h).
+inline constexpr uint64_t kMaxViewBytes = uint64_t{64} << 20;
+inline constexpr uint64_t kMaxViewIndices = uint64_t{1} << 23;
+inline constexpr uint64_t kMaxViewValues = uint64_t{1} << 20;
+
 struct ViewSpec {
   struct Classes {
     std::optional<std::string> field;  // a label field's name; default: the first
@@ -56,7 +65,7 @@ struct ViewSpec {
 // key, a wrong type, a negative or fractional index, a range with begin >
 // end, a fraction that is not a number in [0, 1], an empty list, a repeated
 // class name, a `take` other than "held_out" / "rest", a version other than
-// kViewVersion.
+// kViewVersion, a key twice in an object, text past the bounds above.
 absl::StatusOr<ViewSpec> ParseViewSpec(std::string_view text, const std::string& name);
 
 // Whether `key` matches `glob`: `*` any run of bytes, `?` one byte, every

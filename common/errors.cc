@@ -35,6 +35,26 @@ std::string Excerpt(std::string_view text, size_t max) {
   return absl::StrCat(AsAbsl(text.substr(0, cut)), "... (", text.size(), " bytes)");
 }
 
+std::string OneLine(std::string_view message) {
+  std::string line;
+  line.reserve(message.size());
+  for (char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      line += "\\n";
+    } else if (c == '\r') {
+      line += "\\r";
+    } else if (c == '\t') {
+      line += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      absl::StrAppend(&line, "\\x", absl::Hex(u, absl::kZeroPad2));
+    } else {
+      line += c;
+    }
+  }
+  return line;
+}
+
 std::optional<uint64_t> ErrorOffset(const absl::Status& status) {
   auto payload = status.GetPayload(kOffsetPayload);
   uint64_t offset;

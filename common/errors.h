@@ -41,6 +41,12 @@ absl::Status ErrnoError(std::string_view what, std::string_view path, int err);
 // too: whoever prints a message escapes it.
 std::string Excerpt(std::string_view text, size_t max = 64);
 
+// A message on one line, whatever a file or server put in it: newlines,
+// tabs and the other control bytes escaped ("\\n", "\\t", "\\x1b"), every
+// other byte kept (a reader that prints no escapes of its own, such as a
+// Python exception, still shows one line).
+std::string OneLine(std::string_view message);
+
 // The offset attached by DataLossAt, if any.
 std::optional<uint64_t> ErrorOffset(const absl::Status& status);
 

@@ -19,6 +19,7 @@ namespace shardpack {
 namespace {
 
 using common::AsAbsl;
+using common::Excerpt;
 using Json = nlohmann::ordered_json;
 
 std::string TypeName(Json::value_t type) {
@@ -137,7 +138,8 @@ bool SafeRelativePath(std::string_view path) {
 // The optional "record_table" entry: path (inside the dataset, no shard's),
 // bytes, crc32c.
 absl::StatusOr<std::optional<RecordTableEntry>> ParseRecordTable(
-    const Json& j, const std::string& name, const absl::flat_hash_set<std::string>& shard_paths) {
+    const Json& j, const std::string& name,
+    const absl::flat_hash_set<std::string_view>& shard_paths) {
   auto it = j.find("record_table");
   if (it == j.end()) return std::nullopt;
   const std::string at = name + ".record_table";
@@ -146,30 +148,55 @@ absl::StatusOr<std::optional<RecordTableEntry>> ParseRecordTable(
   RecordTableEntry e;
   SP_ASSIGN_OR_RETURN(e.path, f.String("path"));
   if (!SafeRelativePath(e.path)) {
-    return f.Error("path", absl::StrCat("'", e.path, "' is not a path inside the dataset"));
+    return f.Error("path",
+                   absl::StrCat("'", Excerpt(e.path), "' is not a path inside the dataset"));
   }
-  if (shard_paths.contains(e.path) || e.path == kManifestFileName) {
-    return f.Error("path", absl::StrCat("'", e.path, "' is a shard's or the manifest's"));
+  if (shard_paths.contains(std::string_view(e.path)) || e.path == kManifestFileName) {
+    return f.Error("path", absl::StrCat("'", Excerpt(e.path), "' is a shard's or the manifest's"));
   }
   SP_ASSIGN_OR_RETURN(e.bytes, f.Unsigned("bytes"));
   SP_ASSIGN_OR_RETURN(std::string crc, f.String("crc32c"));
   if (!ParseCrc(crc, &e.crc32c)) {
-    return f.Error("crc32c", absl::StrCat("'", crc, "' is not 8 hex digits"));
+    return f.Error("crc32c", absl::StrCat("'", Excerpt(crc), "' is not 8 hex digits"));
   }
   return e;
 }
 
-absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
+// Element i of "shards", appended to m->shards (streamed: ParseManifest).
+absl::Status ParseShard(const Json& j, uint64_t i, const std::string& name, uint64_t* total,
+                        std::vector<ShardEntry>* shards) {
+  std::string at = absl::StrCat(name, ".shards[", i, "]");
+  if (!j.is_object()) return absl::DataLossError(at + ": expected object");
+  Fields sf(j, at);
+  ShardEntry e;
+  SP_ASSIGN_OR_RETURN(e.path, sf.String("path"));
+  if (!SafeRelativePath(e.path)) {
+    return sf.Error("path",
+                    absl::StrCat("'", Excerpt(e.path), "' is not a path inside the dataset"));
+  }
+  SP_ASSIGN_OR_RETURN(e.records, sf.Unsigned("records"));
+  SP_ASSIGN_OR_RETURN(e.bytes, sf.Unsigned("bytes"));
+  SP_ASSIGN_OR_RETURN(std::string crc, sf.String("crc32c"));
+  if (!ParseCrc(crc, &e.crc32c)) {
+    return sf.Error("crc32c", absl::StrCat("'", Excerpt(crc), "' is not 8 hex digits"));
+  }
+  if (e.records > UINT64_MAX - *total) return sf.Error("records", "record counts overflow");
+  *total += e.records;
+  shards->push_back(std::move(e));
+  return absl::OkStatus();
+}
+
+// `m`'s fields other than its shards, from the top-level object `j`.
+absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name, Manifest m) {
   if (!j.is_object()) return absl::DataLossError(name + ": not a JSON object");
   Fields f(j, name);
-  Manifest m;
   SP_ASSIGN_OR_RETURN(std::string format, f.String("format"));
   if (format != "shardpack") {
-    return f.Error("format", absl::StrCat("'", format, "' is not a shardpack manifest"));
+    return f.Error("format", absl::StrCat("'", Excerpt(format), "' is not a shardpack manifest"));
   }
   SP_ASSIGN_OR_RETURN(std::string version, f.String("version"));
   if (!ParseVersion(version, &m.version_major, &m.version_minor)) {
-    return f.Error("version", absl::StrCat("'", version, "' is not MAJOR.MINOR"));
+    return f.Error("version", absl::StrCat("'", Excerpt(version), "' is not MAJOR.MINOR"));
   }
   if (m.version_major != kManifestMajorVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -183,30 +210,15 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name) {
   SP_ASSIGN_OR_RETURN(const Json* schema, f.Get("schema", Json::value_t::object));
   SP_ASSIGN_OR_RETURN(m.schema, ParseSchema(*schema, name + ".schema"));
   SP_ASSIGN_OR_RETURN(uint64_t records, f.Unsigned("records"));
-  SP_ASSIGN_OR_RETURN(const Json* shards, f.Get("shards", Json::value_t::array));
-  absl::flat_hash_set<std::string> paths;
-  uint64_t total = 0;
-  for (size_t i = 0; i < shards->size(); ++i) {
-    std::string at = absl::StrCat(name, ".shards[", i, "]");
-    if (!(*shards)[i].is_object()) return absl::DataLossError(at + ": expected object");
-    Fields sf((*shards)[i], at);
-    ShardEntry e;
-    SP_ASSIGN_OR_RETURN(e.path, sf.String("path"));
-    if (!SafeRelativePath(e.path)) {
-      return sf.Error("path", absl::StrCat("'", e.path, "' is not a path inside the dataset"));
+  SP_RETURN_IF_ERROR(f.Get("shards", Json::value_t::array).status());
+  // The entries came from ParseShard as the text was parsed; a path twice
+  // is told here, once they are all in place.
+  absl::flat_hash_set<std::string_view> paths;
+  for (size_t i = 0; i < m.shards.size(); ++i) {
+    if (!paths.insert(m.shards[i].path).second) {
+      return Fields(Json::object(), absl::StrCat(name, ".shards[", i, "]"))
+          .Error("path", absl::StrCat("'", Excerpt(m.shards[i].path), "' listed twice"));
     }
-    SP_ASSIGN_OR_RETURN(e.records, sf.Unsigned("records"));
-    SP_ASSIGN_OR_RETURN(e.bytes, sf.Unsigned("bytes"));
-    SP_ASSIGN_OR_RETURN(std::string crc, sf.String("crc32c"));
-    if (!ParseCrc(crc, &e.crc32c)) {
-      return sf.Error("crc32c", absl::StrCat("'", crc, "' is not 8 hex digits"));
-    }
-    if (!paths.insert(e.path).second) {
-      return sf.Error("path", absl::StrCat("'", e.path, "' listed twice"));
-    }
-    if (e.records > UINT64_MAX - total) return sf.Error("records", "record counts overflow");
-    total += e.records;
-    m.shards.push_back(std::move(e));
   }
   if (m.records() != records) {
     return f.Error("records", absl::StrCat(records, " but the shards hold ", m.records()));
@@ -259,9 +271,20 @@ uint64_t Manifest::records() const {
 }
 
 absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view name) {
-  std::string where(name);
-  SP_ASSIGN_OR_RETURN(const Json j, format::ParseJsonText(text, where));
-  return ParseJson(j, where);
+  const std::string where(name);
+  static constexpr format::JsonLimits kLimits{.what = "a manifest",
+                                              .max_bytes = kMaxManifestBytes,
+                                              .max_values = kMaxManifestValues};
+  // The shards, the one list of a manifest that grows with the dataset,
+  // are parsed one by one into their entries, never held as JSON.
+  Manifest m;
+  uint64_t total = 0;
+  auto shard = [&](uint64_t i, const Json& e) {
+    return ParseShard(e, i, where, &total, &m.shards);
+  };
+  const format::JsonStream shards[] = {{"shards", kMaxManifestShards, shard}};
+  SP_ASSIGN_OR_RETURN(const Json j, format::ParseJsonText(text, where, kLimits, shards));
+  return ParseJson(j, where, std::move(m));
 }
 
 namespace {

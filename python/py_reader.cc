@@ -61,10 +61,11 @@ void ThrowStatus(const absl::Status& status) {
 }
 
 void RaiseError(PyObject* type, std::string_view message) {
-  // All of it, NULs and bytes that are not UTF-8 included (escaped), where
-  // PyErr_SetString would stop at the first NUL; no URL's secret, whichever
-  // way it came into the message (common/redact.h).
-  const std::string shown = common::RedactUrls(message);
+  // One line, whatever a file or server put in it (a newline in a
+  // manifest's shard path), with no URL's secret, whichever way it came into
+  // the message (common/redact.h); all of it, NULs and bytes that are not
+  // UTF-8 included (escaped), where PyErr_SetString would stop at the first NUL.
+  const std::string shown = common::OneLine(common::RedactUrls(message));
   PyObject* text = PyUnicode_DecodeUTF8(shown.data(), static_cast<Py_ssize_t>(shown.size()),
                                         "backslashreplace");
   if (text == nullptr) throw py::error_already_set();

@@ -169,8 +169,8 @@ absl::Status BatchBuilder::BuildRow(Worker& worker, uint32_t unit, uint32_t inde
   const StreamMember& member = dataset_->MemberOf(unit);
   // A record that disagrees with the schema is damage (on_corrupt), never
   // a sample with a missing label or a shape the transform did not plan.
-  if (member.named.schema_known()) {
-    if (absl::Status s = CheckRecordAgainstSchema(*record, member.named.manifest.schema); !s.ok()) {
+  if (member.named->schema_known()) {
+    if (absl::Status s = CheckRecordAgainstSchema(*record, member.named->manifest.schema); !s.ok()) {
       return absl::DataLossError(
           absl::StrCat(path(), ": dataset record ", record_index, ": ", s.message()));
     }

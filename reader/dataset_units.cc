@@ -35,7 +35,8 @@ absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngin
   // What the path names is resolved where sharddump resolves it; a lone
   // `.shard` file keeps no shards in its manifest (its source reads the index).
   std::vector<StreamMember> members(1);
-  SP_ASSIGN_OR_RETURN(members[0].named, backends::OpenNamedPath(path));
+  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
+  members[0].named = std::make_shared<const backends::NamedPath>(std::move(named));
   return OpenStreamMembers(std::move(members), engine);
 }
 
@@ -46,9 +47,9 @@ absl::StatusOr<StreamDataset> OpenStreamMembers(std::vector<StreamMember> member
   std::vector<std::unique_ptr<UnitSource>> parts;
   std::vector<uint32_t> files;
   for (StreamMember& m : members) {
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<UnitSource> part, OpenSource(m.named, engine));
-    files.push_back(static_cast<uint32_t>(m.named.shard_paths.size()));
-    d.files.insert(d.files.end(), m.named.shard_paths.begin(), m.named.shard_paths.end());
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<UnitSource> part, OpenSource(*m.named, engine));
+    files.push_back(static_cast<uint32_t>(m.named->shard_paths.size()));
+    d.files.insert(d.files.end(), m.named->shard_paths.begin(), m.named->shard_paths.end());
     parts.push_back(std::move(part));
   }
   d.members = std::move(members);
@@ -61,7 +62,7 @@ absl::StatusOr<StreamDataset> OpenStreamMembers(std::vector<StreamMember> member
       const uint32_t end = p + 1 < d.members.size() ? composite->FirstUnit(p + 1)
                                                     : static_cast<uint32_t>(composite->units().size());
       d.members[p].first_record = composite->FirstRecord(p);
-      d.unit_member.resize(end, static_cast<uint16_t>(p));
+      d.unit_member.resize(end, p);
     }
     d.source = std::move(composite);
   }

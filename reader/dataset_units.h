@@ -36,7 +36,8 @@ struct StreamMember {
   // are then checked against them before they are opened; otherwise vetted,
   // backends/shard_gate.h) and whether the schema is known (a lone `.shard`
   // file carries none: its records are then not checked against one).
-  backends::NamedPath named;
+  // Shared by the members a view names one dataset for.
+  std::shared_ptr<const backends::NamedPath> named;
   uint32_t first_unit = 0;     // where its units start among the stream's
   uint64_t first_record = 0;   // where its records start
   uint32_t source = 0;         // the mixture source it belongs to (0 otherwise)
@@ -50,12 +51,12 @@ struct StreamDataset {
   std::vector<std::string> files;     // every member's shard files: ReadUnit::file
   std::unique_ptr<UnitSource> source;
   uint64_t records = 0;
-  std::vector<uint16_t> unit_member;  // per unit, with several members (else empty)
+  std::vector<uint32_t> unit_member;  // per unit, with several members (else empty)
   // A mixture's sources (a view is one): the workers count each batch's
   // samples per source (RingSlot::sources). 0: a plain dataset, not counted.
   uint32_t sources = 0;
 
-  const Manifest& manifest() const { return members[0].named.manifest; }
+  const Manifest& manifest() const { return members[0].named->manifest; }
   const std::vector<ReadUnit>& units() const { return source->units(); }
   // The member unit `u` belongs to. Precondition: u < units().size().
   const StreamMember& MemberOf(uint32_t u) const {

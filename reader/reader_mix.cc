@@ -202,8 +202,8 @@ absl::StatusOr<std::vector<uint64_t>> MixCounts(const ReaderOptions& o,
 }
 
 uint64_t MemberFingerprint(const StreamMember& m, const std::vector<ReadUnit>& units) {
-  uint64_t h = ManifestFingerprint(m.named.manifest);
-  if (!m.named.manifest.shards.empty()) return h;
+  uint64_t h = ManifestFingerprint(m.named->manifest);
+  if (!m.named->manifest.shards.empty()) return h;
   for (const ReadUnit& u : units) h = common::Draw(h, u.first_record, u.records, u.bytes);
   return h;
 }
@@ -247,8 +247,8 @@ absl::StatusOr<std::vector<OpenedSource>> OpenSources(const ReaderOptions& o,
   std::vector<OpenedSource> sources(o.sources.size());
   for (size_t s = 0; s < sources.size(); ++s) {
     SP_ASSIGN_OR_RETURN(sources[s].view, backends::OpenView(o.sources[s].path));
-    for (backends::NamedPath& named : sources[s].view.datasets) {
-      sources[s].schema_known = sources[s].schema_known && named.schema_known();
+    for (std::shared_ptr<const backends::NamedPath>& named : sources[s].view.datasets) {
+      sources[s].schema_known = sources[s].schema_known && named->schema_known();
       StreamMember m;
       m.named = std::move(named);
       m.source = static_cast<uint32_t>(s);

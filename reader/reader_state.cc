@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "format/json_text.h"
 #include "nlohmann/json.hpp"
 
 namespace shardpack {
@@ -18,9 +19,13 @@ using reader::StateDialect;
 using reader::StateValue;
 using Json = nlohmann::ordered_json;
 
-// A saved state is 3 levels deep (the state, `earlier`, a segment): text
-// nested deeper is refused as it is parsed, before anything recurses on it.
-constexpr int kMaxJsonDepth = 8;
+// A saved state is 3 levels deep (the state, `earlier`, a segment) and a
+// few KB: text nested deeper or larger is refused as it is parsed, before
+// anything recurses on it or keeps it.
+constexpr format::JsonLimits kStateLimits{.what = "a reader state",
+                                          .max_bytes = uint64_t{16} << 20,
+                                          .max_depth = 8,
+                                          .max_values = uint64_t{1} << 16};
 
 // The plan options of a segment, as the saved form names them, in the
 // order ToJson writes them (MapReader::Plan reads them in that order).
@@ -239,24 +244,10 @@ std::string ReaderState::ToJson() const {
 
 absl::StatusOr<ReaderState> ReaderState::FromJson(std::string_view text) {
   const char* root = reader::kJsonState.root;
-  bool too_deep = false;
-  Json j;
-  try {
-    j = Json::parse(text.begin(), text.end(), [&](int depth, Json::parse_event_t, Json&) {
-      too_deep = too_deep || depth > kMaxJsonDepth;
-      return !too_deep;  // what is deeper is skipped, not kept
-    });
-  } catch (const Json::exception& e) {
-    // A syntax error, or a number past a double's range.
-    return absl::InvalidArgumentError(absl::StrCat(root, " is not JSON: ",
-                                                   common::Excerpt(e.what(), 200)));
-  }
-  if (too_deep) {
-    return absl::InvalidArgumentError(absl::StrCat(root,
-                                                   " is JSON nested deeper than ", kMaxJsonDepth,
-                                                   " levels: a ReaderState::ToJson() is 3 deep"));
-  }
-  return reader::ReadState(JsonValue(j), reader::kJsonState);
+  absl::StatusOr<Json> j = format::ParseJsonText(text, root, kStateLimits);
+  // Text that is not a state is the caller's mistake, not damaged data.
+  if (!j.ok()) return absl::InvalidArgumentError(j.status().message());
+  return reader::ReadState(JsonValue(*j), reader::kJsonState);
 }
 
 }  // namespace shardpack

@@ -150,12 +150,12 @@ absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
   remote::ScopedCacheOptions scope(cache);
   SP_ASSIGN_OR_RETURN(impl->view, backends::OpenView(path));
   impl->path = path;
-  const backends::NamedPath& first = impl->view.datasets[0];
+  const backends::NamedPath& first = *impl->view.datasets[0];
   impl->schema = impl->view.is_view ? impl->view.schema
                  : first.schema_known() ? first.manifest.schema
                                         : Schema{};
-  for (const backends::NamedPath& named : impl->view.datasets) {
-    SP_RETURN_IF_ERROR(impl->OpenParts(named, options));
+  for (const auto& named : impl->view.datasets) {
+    SP_RETURN_IF_ERROR(impl->OpenParts(*named, options));
   }
   impl->view.datasets.clear();
   const std::vector<uint64_t>& bits = impl->view.selected;

@@ -137,7 +137,10 @@ size_t Transfer::TakeBody(const char* data, size_t bytes) {
     return bytes;
   }
   if (job_.whole != nullptr) {
-    if (got_ + bytes > job_.max_bytes) return overflow_ = true, 0;
+    // A length past the bound is refused before its bytes come.
+    if (got_ + bytes > job_.max_bytes || content_length_ > int64_t(job_.max_bytes)) {
+      return overflow_ = true, 0;
+    }
     if (got_ == 0 && content_length_ > 0) {
       job_.whole->reserve(std::min<uint64_t>(content_length_, job_.max_bytes));
     }

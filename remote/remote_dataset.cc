@@ -16,8 +16,6 @@ namespace shardpack::remote {
 namespace {
 
 constexpr std::string_view kManifestName = "manifest.json";
-// A manifest larger than this is not one (ImageNet's is a few KB).
-constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
 // Whole objects come in ranges of this size, several in flight.
 constexpr uint64_t kWholeChunkBytes = uint64_t{8} << 20;
 
@@ -40,6 +38,8 @@ std::string SpaceOf(std::string_view url, const Manifest& manifest) {
 
 absl::StatusOr<std::shared_ptr<RemoteDataset>> RemoteDataset::Open(
     std::string_view url, const CacheOptions& cache, std::unique_ptr<ObjectStore> store) {
+  // At most kMaxManifestBytes are fetched, the bound ParseManifest holds
+  // a local manifest to.
   SP_ASSIGN_OR_RETURN(std::string text, store->Get(kManifestName, kMaxManifestBytes));
   const std::string manifest_url = store->UrlOf(kManifestName);
   SP_ASSIGN_OR_RETURN(Manifest manifest, ParseManifest(text, manifest_url));

@@ -23,6 +23,14 @@ inline constexpr int kManifestMajorVersion = 1;
 inline constexpr int kManifestMinorVersion = 1;
 
 inline constexpr char kManifestFileName[] = "manifest.json";
+// Bounds on a manifest's text (docs/format.md, "Manifest limits"), checked
+// before what is past them is parsed or kept, local or fetched: its bytes
+// (a manifest of 10^6 shards is ~130 MB), its shards, and the JSON values
+// outside its shard list (label classes, the pack record). A manifest costs
+// about 100 bytes of memory per shard plus its text, whatever the text holds.
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{256} << 20;
+inline constexpr uint64_t kMaxManifestShards = uint64_t{1} << 22;
+inline constexpr uint64_t kMaxManifestValues = uint64_t{1} << 20;
 // The record table's file name in datasets the tools write (docs/format.md,
 // section 16); readers take the name from Manifest::record_table.
 inline constexpr char kRecordTableFileName[] = "records.idx";
@@ -99,7 +107,9 @@ absl::Status CheckSchemaNames(const Schema& schema);
 absl::Status CheckRecordAgainstSchema(const Record& record, const Schema& schema);
 
 // Parses manifest text. `name` (usually the path) prefixes error messages.
-// DataLossError for malformed JSON or missing/ill-typed fields;
+// DataLossError for malformed JSON, missing/ill-typed fields, a key twice in
+// an object, and text past the limits above (nesting past 64 levels, a
+// string past 64 KiB, ...: format/json_text.h);
 // FailedPreconditionError for an unsupported major version.
 absl::StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view name);
 

@@ -37,8 +37,8 @@ struct Meta {
 
 Meta ReadMeta(const DatasetView& view) {
   Meta m;
-  for (const NamedPath& d : view.datasets) {
-    EXPECT_TRUE(ForEachRecordMeta(d, true, [&](uint64_t, const Labels& l, std::string_view key) {
+  for (const auto& d : view.datasets) {
+    EXPECT_TRUE(ForEachRecordMeta(*d, true, [&](uint64_t, const Labels& l, std::string_view key) {
                   m.labels.push_back(l[0]);
                   m.keys.emplace_back(key);
                   return absl::OkStatus();
@@ -283,7 +283,8 @@ std::vector<BadView> BadHeadViews() {
       {R"({"shardpack_view": 1, "datasets": ["a"],)", arg, "v.json:1:"},
       {R"({"shardpack_view": 1, "datasets": ["a"], "split": {"seed": 1, "fraction": NaN, "take": "rest"}})", arg, "not valid JSON"},
       {R"({"shardpack_view": 1, "datasets": ["a"], "split": {"seed": 1, "fraction": 1e400, "take": "rest"}})", arg, "not valid JSON"},
-      {"{" + std::string(100, '[') + std::string(100, ']') + "}", arg, "nested more than 64"},
+      {R"({"shardpack_view": 1, "x": )" + std::string(100, '[') + std::string(100, ']') + "}", arg,
+       "nested more than 64"},
       {R"({"datasets": ["a"]})", arg, "not a shardpack view (no \"shardpack_view\": 1)"},
       {R"({"shardpack_view": 2, "datasets": ["a"]})", arg, "shardpack_view: version 2 is not supported"},
       {R"({"shardpack_view": "1", "datasets": ["a"]})", arg, "shardpack_view: expected a version number, found string"},
@@ -440,6 +441,79 @@ TEST_F(ViewTest, AJsonFileThatIsNoObjectIsNotAView) {
   testing::WriteText(dir_.Join("list.json"), "[1, 2]");
   EXPECT_THAT(OpenView(dir_.Join("list.json")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a dataset or shard")));
+}
+
+// Bounded JSON (docs/reliability.md): a view costs memory for what it
+// means, not for its text, and text past a bound is refused naming it.
+TEST_F(ViewTest, ADatasetNamedManyTimesIsOpenedOnce) {
+  std::string names;
+  for (int i = 0; i < 100000; ++i) absl::StrAppend(&names, i ? ", " : "", "\"a\"");
+  SP_ASSERT_OK_AND_ASSIGN(DatasetView v, Open(absl::StrCat(R"("datasets": [)", names, "]")));
+  ASSERT_EQ(v.datasets.size(), 100000u);
+  EXPECT_EQ(v.base_records, 200u * 100000u);
+  // One NamedPath (one manifest read and held) behind every naming.
+  EXPECT_EQ(v.datasets[0].use_count(), 100000);
+  EXPECT_EQ(v.datasets[0].get(), v.datasets[99999].get());
+  EXPECT_EQ(v.Locate(200u * 99999u + 5), (std::pair<size_t, uint64_t>{99999, 5}));
+}
+
+TEST_F(ViewTest, AViewStartingWithAByteOrderMarkIsRead) {
+  testing::WriteText(dir_.Join("bom.json"),
+                     "\xEF\xBB\xBF" R"({"shardpack_view": 1, "datasets": ["a"]})");
+  SP_ASSERT_OK_AND_ASSIGN(bool is_view, IsViewFile(dir_.Join("bom.json")));
+  EXPECT_TRUE(is_view);
+  SP_ASSERT_OK_AND_ASSIGN(DatasetView v, OpenView(dir_.Join("bom.json")));
+  EXPECT_EQ(v.records, 200u);
+}
+
+TEST_F(ViewTest, AViewTooLargeIsRefusedAsAViewNamingTheLimit) {
+  const std::string path = dir_.Join("big.json");
+  testing::WriteText(path, R"({"shardpack_view": 1, "datasets": ["a"], "indices": [0)");
+  std::filesystem::resize_file(path, kMaxViewBytes + 1);  // sparse: no disk
+  SP_ASSERT_OK_AND_ASSIGN(bool is_view, IsViewFile(path));
+  EXPECT_TRUE(is_view);
+  EXPECT_THAT(OpenView(path),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(path + ": 67108865 bytes, more than the 67108864 a view "
+                                        "file may have")));
+}
+
+TEST_F(ViewTest, AKeyTwiceIsRefusedNamingIt) {
+  EXPECT_THAT(Open(R"("datasets": ["a"], "datasets": ["b"])"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("v.json: key 'datasets' appears twice in one object")));
+  EXPECT_THAT(Open(R"("datasets": ["a"], "split": {"seed": 1, "seed": 2, "fraction": 0.5, "take": "rest"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("key 'seed' appears twice")));
+}
+
+TEST(ViewSpecTest, CountsPastTheBoundsAreRefusedAsTheTextIsParsed) {
+  std::string indices;
+  indices.reserve(2 * kMaxViewIndices + 2);
+  for (uint64_t i = 0; i <= kMaxViewIndices; ++i) indices += i ? ",0" : "0";
+  EXPECT_THAT(ParseViewSpec(absl::StrCat(R"({"shardpack_view": 1, "datasets": ["a"], "indices": [)",
+                                         indices, "]}"),
+                            "v.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("v.json: more than 8388608 elements in \"indices\", the most a "
+                                 "view file may hold")));
+  std::string names;
+  for (uint64_t i = 0; i <= kMaxViewValues; ++i) names += i ? ",\"a\"" : "\"a\"";
+  EXPECT_THAT(ParseViewSpec(absl::StrCat(R"({"shardpack_view": 1, "datasets": [)", names, "]}"),
+                            "v.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("v.json: more than 1048576 JSON values, the most a view file "
+                                 "may hold")));
+  // Streamed indices are the same entries the text names.
+  SP_ASSERT_OK_AND_ASSIGN(
+      ViewSpec spec,
+      ParseViewSpec(R"({"indices": [3, [5, 9]], "shardpack_view": 1, "datasets": ["a"]})", "v.json"));
+  ASSERT_TRUE(spec.indices.has_value());
+  ASSERT_EQ(spec.indices->size(), 2u);
+  EXPECT_EQ((*spec.indices)[1].end, 9u);
+  SP_ASSERT_OK_AND_ASSIGN(spec, ParseViewSpec(R"({"shardpack_view": 1, "datasets": ["a"]})", "v"));
+  EXPECT_FALSE(spec.indices.has_value());
+  EXPECT_THAT(ParseViewSpec(R"({"shardpack_view": 1, "datasets": ["a"], "indices": []})", "v"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("v: indices: empty")));
 }
 
 // A dataset packed before manifest 1.1 has no record table: its labels and

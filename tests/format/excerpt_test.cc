@@ -23,5 +23,14 @@ TEST(ExcerptTest, NulBytesStayAndNoUtf8CharacterIsCut) {
   EXPECT_EQ(common::Excerpt("a\xf0\x9f\x98\x80zz", 4), "a... (7 bytes)");
 }
 
+// A raw newline from a manifest once reached a Python exception: OneLine is
+// what the Python module raises.
+TEST(OneLineTest, ControlBytesAreEscapedEverythingElseKept) {
+  EXPECT_EQ(common::OneLine("m.json.shards[0].path: 'a\nb\tc\rd' is not"),
+            "m.json.shards[0].path: 'a\\nb\\tc\\rd' is not");
+  EXPECT_EQ(common::OneLine(std::string("\0\x1b\x7f\\ caf\xc3\xa9", 10)),
+            "\\x00\\x1b\\x7f\\ caf\xc3\xa9");
+}
+
 }  // namespace
 }  // namespace shardpack::format

@@ -5,20 +5,25 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/mapping_guard.h"
 #include "common/posix_open.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
+#include "shardpack/manifest.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -257,6 +262,70 @@ TEST(HostileFileDeathTest, UnguardedSigbusStillKills) {
         _exit(0);
       },
       "");
+}
+
+
+// The address space this process holds now (VmSize), in bytes; 0 if unknown.
+uint64_t AddressSpaceBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("VmSize:")) return std::stoull(line.substr(7)) * 1024;
+  }
+  return 0;
+}
+
+// ParseManifest(text) in a child process held to `limit` bytes of address
+// space: its exit status (0 parsed, 1 refused with a DataLossError), or 128
+// + the signal that killed it.
+int ParseUnderAddressLimit(const std::string& text, uint64_t limit) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const struct rlimit r = {limit, limit};
+    if (setrlimit(RLIMIT_AS, &r) != 0) _exit(3);
+    absl::StatusOr<Manifest> m = ParseManifest(text, "m.json");
+    _exit(m.ok() ? 0 : absl::IsDataLoss(m.status()) ? 1 : 2);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string ManifestHead(uint64_t records) {
+  return absl::StrCat(R"({"format":"shardpack","version":"1.1","backend":"shard","schema":)",
+                      R"({"encoding":"raw","layout":"hwc","height":32,"width":32,"channels":3,)",
+                      R"("labels":[]},"records":)", records, R"(,"shards":[)");
+}
+
+// A 60 MB manifest once took ~30x its size as a JSON DOM and, under a 1 GB
+// address limit, died by SIGABRT in the JSON library's cleanup: a manifest
+// now costs memory for its shards, and text that would cost more is refused.
+TEST(HostileFileTest, SixtyMegabyteManifestsUnderAGigabyteOfAddressSpace) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers reserve more address space than the limit";
+#endif
+  constexpr uint64_t kLimit = uint64_t{1} << 30;
+  constexpr size_t kBytes = size_t{60} << 20;
+  // Hostile: 20 million empty arrays in the pack.
+  std::string hostile = ManifestHead(0) + R"(],"pack":{"x":[[])";
+  hostile.reserve(kBytes + 16);
+  while (hostile.size() < kBytes) hostile += ",[]";
+  hostile += "]}}";
+  // Real: ~850,000 shards.
+  std::string real = ManifestHead(0);
+  real.reserve(kBytes + 64);
+  size_t shards = 0;
+  for (; real.size() < kBytes; ++shards) {
+    absl::StrAppend(&real, shards ? "," : "", R"({"path":"s/)", shards,
+                    R"(.shard","records":0,"bytes":4096,"crc32c":"0000abcd"})");
+  }
+  real += R"(],"pack":{}})";
+  if (AddressSpaceBytes() + 2 * kBytes > kLimit / 2) {
+    GTEST_SKIP() << "this process already holds " << AddressSpaceBytes() << " bytes of address space";
+  }
+  EXPECT_EQ(ParseUnderAddressLimit(hostile, kLimit), 1);  // refused, not killed
+  EXPECT_EQ(ParseUnderAddressLimit(real, kLimit), 0);
+  EXPECT_GT(shards, 800000u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/dataset.h"
@@ -272,6 +273,73 @@ TEST(ManifestSizeTest, RecordCountsTheShardsCannotHoldAreRefused) {
   m.shards = {{"train-00000.shard", 100, 4096, 0}};
   SP_ASSERT_OK(WriteManifest(dir.path(), m));
   SP_EXPECT_OK(ReadManifest(dir.path()).status());
+}
+
+}  // namespace
+}  // namespace shardpack
+
+namespace shardpack {
+namespace {
+
+// A manifest of `shards` shards in compact JSON (~70 bytes a shard), with
+// `pack` as its pack record.
+std::string ManyShards(size_t shards, const std::string& pack = "{}") {
+  std::string text = R"({"format":"shardpack","version":"1.1","backend":"shard","schema":)"
+                     R"({"encoding":"raw","layout":"hwc","height":32,"width":32,"channels":3,)"
+                     R"("labels":[]},"records":)" + std::to_string(shards) + R"(,"shards":[)";
+  for (size_t i = 0; i < shards; ++i) {
+    absl::StrAppend(&text, i ? "," : "", R"({"path":"s/)", i,
+                    R"(.shard","records":1,"bytes":4096,"crc32c":"0000abcd"})");
+  }
+  return text + R"(],"pack":)" + pack + "}";
+}
+
+// Bounded JSON (docs/format.md, "Manifest limits"): 10^6 shards are
+// parsed into their entries, never held as JSON.
+TEST(ManifestLimitsTest, AMillionShardsAreRead) {
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ParseManifest(ManyShards(1000000), "m.json"));
+  ASSERT_EQ(m.shards.size(), 1000000u);
+  EXPECT_EQ(m.shards[999999].path, "s/999999.shard");
+  EXPECT_EQ(m.records(), 1000000u);
+}
+
+TEST(ManifestLimitsTest, TextPastTheLimitsIsRefusedNamingTheLimit) {
+  const auto refused = [](const std::string& text) {
+    absl::StatusOr<Manifest> m = ParseManifest(text, "m.json");
+    EXPECT_THAT(m, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("m.json: ")));
+    return m.ok() ? std::string() : std::string(m.status().message());
+  };
+  EXPECT_EQ(refused(std::string(kMaxManifestBytes + 1, ' ')),
+            "m.json: 268435457 bytes, more than the 268435456 a manifest may have");
+  // Values outside the shard list: one more than the bound, in the pack.
+  std::string pack = R"({"x":[)";
+  for (uint64_t i = 0; i < kMaxManifestValues; ++i) pack += i ? ",0" : "0";
+  EXPECT_EQ(refused(ManyShards(1, pack + "]}")),
+            "m.json: more than 1048576 JSON values, the most a manifest may hold");
+  EXPECT_THAT(refused(ManyShards(1, R"({"x":")" + std::string(70000, 'a') + "\"}")),
+              HasSubstr("m.json: a string of more than 65536 bytes ('aaaa"));
+  EXPECT_EQ(refused(ManyShards(1, std::string(70, '[') + std::string(70, ']'))),
+            "m.json: JSON nested more than 64 levels deep");
+}
+
+TEST(ManifestLimitsTest, AKeyTwiceIsRefusedNamingIt) {
+  const std::string text = SerializeManifest(Cifar100());
+  EXPECT_THAT(ParseManifest(Edit(text, "\"records\": 50000", "\"records\": 1, \"records\": 50000"),
+                            "m.json"),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("m.json: key 'records' appears twice in one object")));
+  EXPECT_THAT(ParseManifest(Edit(text, "\"crc32c\"", "\"bytes\": 1, \"crc32c\""), "m.json"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("key 'bytes' appears twice")));
+}
+
+TEST(ManifestLimitsTest, ShardErrorsNameTheShardAndQuoteBounded) {
+  const std::string text = SerializeManifest(Cifar100());
+  EXPECT_THAT(ParseManifest(Edit(text, "\"train-00001.shard\"",
+                                 "\"" + std::string(1000, 'x') + "/../a\""),
+                            "m.json"),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("m.json.shards[1].path: 'xxxx"),
+                             HasSubstr("(1005 bytes)' is not a path inside the dataset"))));
 }
 
 }  // namespace

@@ -175,6 +175,27 @@ class DatasetTest(unittest.TestCase):
         for i in (0, 69, 70, N - 1):
             self.assertEqual(mapped[i], self.ds[i])
 
+    def test_errors_from_a_manifest_are_one_line(self):
+        # A raw newline in a manifest's text once reached the exception.
+        other = fixtures.make_cifar_dataset(self.tmp.path, 20, name="newline")
+        manifest = os.path.join(other, "manifest.json")
+        with open(manifest) as f:
+            m = json.load(f)
+        m["shards"][0]["path"] = "../a\nb\x1b[2J"
+        with open(manifest, "w") as f:
+            json.dump(m, f)
+        with self.assertRaises(shardpack.Error) as e:
+            shardpack.Dataset(other)
+        message = str(e.exception)
+        self.assertNotIn("\n", message)
+        self.assertNotIn("\x1b", message)
+        self.assertIn("shards[0].path: '../a\\nb\\x1b[2J' is not a path inside", message)
+        # A key twice is refused naming it, not the last one taken.
+        with open(manifest, "w") as f:
+            f.write('{"format": "shardpack", "format": "shardpack"}')
+        with self.assertRaisesRegex(shardpack.Error, "key 'format' appears twice"):
+            shardpack.Dataset(other)
+
     def test_missing_path_and_no_table(self):
         with self.assertRaises(FileNotFoundError):
             shardpack.Dataset(os.path.join(self.tmp.path, "missing"))

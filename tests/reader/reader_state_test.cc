@@ -102,15 +102,18 @@ TEST(ReaderStateTest, EveryStateRoundTrips) {
 }
 
 TEST(ReaderStateTest, TextThatIsNotAStateIsRefused) {
-  EXPECT_THAT(Refusal(""), StartsWith("state is not JSON: "));
-  EXPECT_THAT(Refusal(R"({"seed":7,)"), StartsWith("state is not JSON: "));
-  EXPECT_THAT(Refusal("{\"seed\":\"\xff\"}"), StartsWith("state is not JSON: "));
+  EXPECT_THAT(Refusal(""), StartsWith("state:1:1: not valid JSON: "));
+  EXPECT_THAT(Refusal(R"({"seed":7,)"), StartsWith("state:1:11: not valid JSON: "));
+  EXPECT_THAT(Refusal("{\"seed\":\"\xff\"}"), StartsWith("state:1:10: not valid JSON: "));
   EXPECT_EQ(Refusal("[1,2]"), "state is [1,2]: it must be an object from ReaderState::ToJson()");
   EXPECT_EQ(Refusal("null"), "state is null: it must be an object from ReaderState::ToJson()");
   // Nested absurdly deep: refused as it is parsed, not by a recursion.
   EXPECT_EQ(Refusal(Damaged(R"("epoch":3)", absl::StrCat(R"("epoch":)", std::string(1000000, '['),
                                                           std::string(1000000, ']')))),
-            "state is JSON nested deeper than 8 levels: a ReaderState::ToJson() is 3 deep");
+            "state: JSON nested more than 8 levels deep");
+  // A key twice is refused, not the last one taken.
+  EXPECT_EQ(Refusal(Damaged(R"("seed":7)", R"("seed":7,"seed":8)")),
+            "state: key 'seed' appears twice in one object");
 }
 
 TEST(ReaderStateTest, AMissingOrUnknownKeyIsNamed) {
@@ -172,7 +175,7 @@ TEST(ReaderStateTest, AValueOfTheWrongTypeOrPastItsRangeIsNamedAndQuoted) {
 
 TEST(ReaderStateTest, TooLargeANumberOrTooManySegmentsIsRefused) {
   EXPECT_THAT(Refusal(Damaged(R"("seed":7)", absl::StrCat(R"("seed":1)", std::string(400, '0')))),
-              StartsWith(R"(state is not JSON: )"));  // past a double's range
+              StartsWith(R"(state: not valid JSON: )"));  // past a double's range
   std::string many;
   for (size_t i = 0; i <= kMaxStateSegments; ++i) absl::StrAppend(&many, i ? "," : "", "{}");
   EXPECT_THAT(Refusal(Damaged(R"("earlier":[{)", absl::StrCat(R"("earlier":[)", many, ",{"))),
@@ -180,15 +183,20 @@ TEST(ReaderStateTest, TooLargeANumberOrTooManySegmentsIsRefused) {
 }
 
 TEST(ReaderStateTest, AHugeValueIsQuotedShort) {
-  const std::string huge(10000000, 's');
+  const std::string huge(60000, 's');
   const std::string message =
       Refusal(Damaged(R"("epoch":3)", absl::StrCat(R"("epoch":")", huge, "\"")));
   EXPECT_THAT(message, StartsWith(absl::StrCat(R"(state["epoch"] is ")", std::string(63, 's'),
-                                               "... (10000002 bytes): it must be")));
+                                               "... (60002 bytes): it must be")));
   EXPECT_LT(message.size(), 200u);
   EXPECT_THAT(Refusal(Damaged(R"("seed":7,)", absl::StrCat(R"("seed":7,")", huge, R"(":0,)"))),
               StartsWith(absl::StrCat(R"(state has an unknown key ")", std::string(63, 's'),
-                                      "... (10000002 bytes)")));
+                                      "... (60002 bytes)")));
+  // Past 64 KiB a string is refused as it is parsed, quoted as short.
+  EXPECT_EQ(Refusal(Damaged(R"("epoch":3)", absl::StrCat(R"("epoch":")", std::string(10000000, 's'),
+                                                          "\""))),
+            absl::StrCat("state: a string of more than 65536 bytes ('", std::string(32, 's'),
+                         "... (10000000 bytes)'), the longest a reader state may hold"));
 }
 
 }  // namespace

@@ -183,6 +183,23 @@ TEST_F(ViewCliTest, AUrlInAViewInAnyFolderIsTakenAsItIs) {
   }
 }
 
+// A dataset named many times is in converted_from once: the output's
+// manifest stays within its own limits (docs/reliability.md, "Bounded JSON").
+TEST_F(ViewCliTest, ADatasetNamedManyTimesConvertsToAManifestThatReads) {
+  std::vector<std::string> names(2000, "\"a\"");
+  const std::string view = WriteView(
+      "many.view.json",
+      absl::StrCat(R"("datasets": [)", absl::StrJoin(names, ","), R"(], "indices": [[0, 3]])"));
+  testing::RunResult r =
+      RunTool({SHARDPACK_PATH, "convert", view, "-o", tmp_.Join("many"), "--format", "shard", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(tmp_.Join("many")));
+  EXPECT_EQ(m.records(), 3u);
+  const nlohmann::json pack = nlohmann::json::parse(m.pack_json);
+  EXPECT_EQ(pack["converted_from"].size(), 1u);
+  EXPECT_EQ(pack["view"]["selection"]["datasets"].size(), 2000u);
+}
+
 TEST_F(ViewCliTest, BadViewsAreOneLineNamingTheFieldInEveryTool) {
   const std::string bad = WriteView("bad.json", R"("datasets": ["a"], "indices": [[0, 201]])");
   testing::ExpectOneLineFailure(RunTool({SHARDDUMP_PATH, "ls", bad}), "sharddump",

@@ -20,7 +20,7 @@ absl::StatusOr<OpenedView> OpenedView::Open(backends::DatasetView view) {
   OpenedView opened(std::move(view));
   const backends::DatasetView& v = opened.view_;
   for (size_t d = 0; d < v.datasets.size(); ++d) {
-    SP_ASSIGN_OR_RETURN(OpenedDataset ds, OpenedDataset::Open(v.datasets[d].path,
+    SP_ASSIGN_OR_RETURN(OpenedDataset ds, OpenedDataset::Open(v.datasets[d]->path,
                                                               OpenedDataset::ShardPolicy::kRequireAll));
     const uint64_t expected =
         (d + 1 < v.first_record.size() ? v.first_record[d + 1] : v.base_records) - v.first_record[d];

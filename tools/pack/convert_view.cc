@@ -3,6 +3,7 @@
 // schema; one output shard per input shard that holds any of them. The
 // pack record keeps the view's canonical text and fingerprint under "view".
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "backends/shard_gate.h"
@@ -20,23 +21,34 @@
 namespace shardpack::pack {
 namespace {
 
+// The most canonical text the pack record keeps as "selection": a view of
+// millions of indices would give a manifest past its own limits
+// (kMaxManifestValues); past this it is left out, and "fingerprint" alone
+// names the selection.
+constexpr size_t kMaxRecordedSelection = size_t{1} << 20;
+
 // The output's identity: o.pack, or that of the view's one dataset, or an
-// empty one for many; each dataset in "converted_from", the view in "view".
+// empty one for many; each distinct dataset in "converted_from" (once,
+// however many times the view names it), the view in "view".
 absl::StatusOr<PackIdentity> ViewIdentity(const backends::DatasetView& view,
                                           const ConvertOptions& o) {
   std::vector<ConvertedInput> from;
   std::optional<PackIdentity> first;
-  for (const backends::NamedPath& d : view.datasets) {
-    SP_ASSIGN_OR_RETURN(PackIdentity pack, PackIdentity::FromJson(d.manifest.pack_json, d.path));
-    from.push_back({d.path, d.manifest.backend, pack.ToJsonValue()});
+  std::set<const backends::NamedPath*> seen;
+  for (const auto& d : view.datasets) {
+    if (!seen.insert(d.get()).second) continue;
+    SP_ASSIGN_OR_RETURN(PackIdentity pack, PackIdentity::FromJson(d->manifest.pack_json, d->path));
+    from.push_back({d->path, d->manifest.backend, pack.ToJsonValue()});
     if (!first) first = std::move(pack);
   }
-  PackIdentity pack = o.pack ? *o.pack : view.datasets.size() == 1 ? *first : PackIdentity();
+  PackIdentity pack = o.pack ? *o.pack : from.size() == 1 ? *first : PackIdentity();
   pack.converted_from = std::move(from);
   pack.converted_by = "shardpack " SHARDPACK_VERSION;
   pack.extra["view"] = {{"path", view.path},
-                        {"fingerprint", FormatFingerprint(view.fingerprint)},
-                        {"selection", PackJson::parse(view.canonical)}};
+                        {"fingerprint", FormatFingerprint(view.fingerprint)}};
+  if (view.canonical.size() <= kMaxRecordedSelection) {
+    pack.extra["view"]["selection"] = PackJson::parse(view.canonical);
+  }
   return pack;
 }
 
@@ -44,7 +56,7 @@ absl::StatusOr<PackIdentity> ViewIdentity(const backends::DatasetView& view,
 // shard that holds any.
 absl::Status WriteDataset(const backends::DatasetView& view, size_t d, DatasetWriter& writer,
                           cli::ProgressLine& progress) {
-  const backends::NamedPath& named = view.datasets[d];
+  const backends::NamedPath& named = *view.datasets[d];
   uint64_t base = view.first_record[d];
   for (size_t k = 0; k < named.shard_paths.size(); ++k) {
     const std::string& path = named.shard_paths[k];
@@ -70,12 +82,12 @@ absl::Status WriteDataset(const backends::DatasetView& view, size_t d, DatasetWr
 absl::StatusOr<Manifest> ConvertView(const std::string& path, const ConvertOptions& o) {
   SP_ASSIGN_OR_RETURN(const backends::DatasetView view, backends::OpenView(path));
   std::vector<InputPath> apart = {{path}};
-  for (const backends::NamedPath& d : view.datasets) apart.push_back({d.path});
+  for (const auto& d : view.datasets) apart.push_back({d->path});
   SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
   SP_ASSIGN_OR_RETURN(const PackIdentity pack, ViewIdentity(view, o));
   uint64_t largest = 0;
-  for (const backends::NamedPath& d : view.datasets) {
-    for (const ShardEntry& s : d.manifest.shards) largest = std::max(largest, s.records);
+  for (const auto& d : view.datasets) {
+    for (const ShardEntry& s : d->manifest.shards) largest = std::max(largest, s.records);
   }
   SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
   SP_ASSIGN_OR_RETURN(auto writer,

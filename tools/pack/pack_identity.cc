@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "format/json_text.h"
+#include "shardpack/manifest.h"
 #include "tools/pack/scheduler_part.h"
 
 namespace shardpack::pack {
@@ -15,9 +17,10 @@ namespace {
 using Json = PackJson;
 using common::AsAbsl;
 
-// A manifest's text is held to this depth by ParseManifest; a marker's is
-// held here, before anything recurses on it.
-constexpr int kMaxNesting = 64;
+// A pack record comes from a manifest (which ParseManifest has held to its
+// limits) or a part's marker: held to the manifest's limits here too.
+constexpr format::JsonLimits kPackLimits{
+    .what = "a pack record", .max_bytes = kMaxManifestBytes, .max_values = kMaxManifestValues};
 
 // A value for a message: its JSON, cut short (a manifest may hold anything).
 std::string Shown(const Json& v) {
@@ -274,22 +277,10 @@ Json Comparable(const PackIdentity& p, PackComparison how) {
 }  // namespace
 
 absl::StatusOr<PackIdentity> PackIdentity::FromJson(std::string_view text, std::string_view where) {
-  int deepest = 0;
-  const Json j = Json::parse(
-      text.begin(), text.end(),
-      [&deepest](int depth, Json::parse_event_t, Json&) {
-        deepest = std::max(deepest, depth);
-        return true;
-      },
-      /*allow_exceptions=*/false);
-  if (deepest > kMaxNesting) {
-    return absl::DataLossError(absl::StrCat(AsAbsl(where), ": pack nested more than ",
-                                            kMaxNesting, " levels deep"));
-  }
+  const std::string name = absl::StrCat(AsAbsl(where), ": pack");
+  SP_ASSIGN_OR_RETURN(const Json j, format::ParseJsonText(text, name, kPackLimits));
   if (!j.is_object()) {
-    return absl::DataLossError(absl::StrCat(
-        AsAbsl(where), ": pack is not a JSON object", j.is_discarded() ? "" : ": ",
-        j.is_discarded() ? "" : Shown(j)));
+    return absl::DataLossError(absl::StrCat(name, " is not a JSON object: ", Shown(j)));
   }
   PackIdentity p;
   for (auto it = j.begin(); it != j.end(); ++it) {

@@ -210,7 +210,7 @@ std::string SelectionText(const ResolvedSelection& s, const Json& selection) {
   if (!s.ranges) return text;
   constexpr std::string_view kPlaceholder = "\"indices\":[]";
   const size_t at = text.find(kPlaceholder);
-  assert(at != std::string::npos);
+  SP_DCHECK(at != std::string::npos);
   std::string ranges = "\"indices\":[";
   for (const auto& [b, e] : *s.ranges) {
     if (ranges.back() != '[') ranges += ',';

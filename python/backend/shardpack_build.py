@@ -232,29 +232,49 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             shutil.rmtree(build_dir, ignore_errors=True)
 
 
+# An sdist lists its files here (one path a line, beside PKG-INFO), so that an
+# sdist built again from the unpacked one holds the same files.
+SDIST_FILES = "SDIST-FILES"
+
+
 def _source_files():
-    """The files an sdist holds: git's view of the tree (tracked and untracked but not
-    ignored) in a checkout, else everything but build folders (an unpacked sdist)."""
-    if os.path.exists(os.path.join(ROOT, ".git")) and shutil.which("git"):
-        out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others",
-                              "--exclude-standard"], capture_output=True, check=True).stdout
-        files = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
-        return sorted(p for p in files if os.path.isfile(os.path.join(ROOT, p)))
-    files = []
-    for folder, dirs, names in os.walk(ROOT):
-        dirs[:] = sorted(d for d in dirs if not (d.startswith(("build", ".")) or
-                                                d == "__pycache__"))
-        files += [os.path.relpath(os.path.join(folder, n), ROOT) for n in names]
-    return sorted(f for f in files if f != "PKG-INFO")
+    """The files an sdist holds, exactly: in an unpacked sdist, the ones its SDIST-FILES
+    lists; in a git checkout, the files git tracks (never untracked ones, ignored or
+    not). Anywhere else there is no list to trust, and the hook fails."""
+    listed = os.path.join(ROOT, SDIST_FILES)
+    if os.path.isfile(listed):
+        with open(listed, encoding="utf-8", errors="surrogateescape") as f:
+            files = [line for line in f.read().split("\n") if line]
+        missing = [p for p in files if not os.path.lexists(os.path.join(ROOT, p))]
+        if missing:
+            _fail(f"{listed} names {len(missing)} files that are not there, "
+                  f"'{missing[0]}' first: this is not a whole sdist")
+        return sorted(files)
+    if not os.path.exists(os.path.join(ROOT, ".git")):
+        _fail(f"{ROOT} is neither a git checkout nor an unpacked sdist (no .git, no "
+              f"{SDIST_FILES}): an sdist is built from a git checkout (the files git tracks)")
+    if shutil.which("git") is None:
+        _fail(f"{ROOT} is a git checkout and git is not on PATH: the sdist holds the files "
+              "git tracks")
+    out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached"], capture_output=True)
+    if out.returncode != 0:
+        _fail(f"git ls-files in {ROOT}: "
+              + (out.stderr.decode("utf-8", "replace").strip().splitlines() or ["failed"])[0])
+    files = [p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+    # A tracked file deleted in the work tree, or a submodule (a folder), is not shipped.
+    return sorted(p for p in files
+                  if os.path.isfile(os.path.join(ROOT, p)) or
+                  os.path.islink(os.path.join(ROOT, p)))
 
 
 def build_sdist(sdist_directory, config_settings=None):
+    """The sdist: _source_files(), PKG-INFO and SDIST-FILES under shardpack-VERSION/,
+    written through shardpack_wheel.replacing() (no link in the folder is followed)."""
     version = _version()
     base = f"{NAME}-{version}"
     name = f"{base}.tar.gz"
     os.makedirs(sdist_directory, exist_ok=True)
     path = os.path.join(sdist_directory, name)
-    partial = path + ".partial"
 
     def normalized(info):
         info.uid = info.gid = 0
@@ -262,17 +282,22 @@ def build_sdist(sdist_directory, config_settings=None):
         info.mtime = 0
         return info
 
-    try:
-        with tarfile.open(partial, "w:gz", format=tarfile.PAX_FORMAT) as tar:
-            for rel in _source_files():
+    def add_text(tar, rel, text):
+        data = text.encode("utf-8", "surrogateescape")
+        info = normalized(tarfile.TarInfo(f"{base}/{rel}"))
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+    files = [p for p in _source_files() if p not in ("PKG-INFO", SDIST_FILES)]
+    for rel in files:
+        if "\n" in rel:
+            _fail(f"{ROOT}: the file name {rel!r} holds a newline, which {SDIST_FILES} "
+                  "cannot list")
+    with shardpack_wheel.replacing(path) as out:
+        with tarfile.open(name, "w:gz", fileobj=out, format=tarfile.PAX_FORMAT) as tar:
+            for rel in files:
                 tar.add(os.path.join(ROOT, rel), arcname=f"{base}/{rel}", recursive=False,
                         filter=normalized)
-            pkg_info = _metadata(version).encode("utf-8")
-            info = normalized(tarfile.TarInfo(f"{base}/PKG-INFO"))
-            info.size = len(pkg_info)
-            tar.addfile(info, io.BytesIO(pkg_info))
-        os.replace(partial, path)
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
+            add_text(tar, "PKG-INFO", _metadata(version))
+            add_text(tar, SDIST_FILES, "".join(f"{p}\n" for p in files))
     return name

@@ -6,13 +6,40 @@ adds the shared libraries it needs and packs it again. Only the standard
 library: both run where nothing is installed.
 """
 import base64
+import contextlib
 import hashlib
 import os
 import stat
+import tempfile
 import zipfile
 
 # Every member gets this time: the same inputs make the same wheel.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+@contextlib.contextmanager
+def replacing(path):
+    """Yields a new binary file that becomes `path` when the block ends without an error.
+
+    The file is created beside `path` under a name nobody can predict, with O_EXCL
+    (mkstemp), so a link planted there is never followed; it gets the mode a plain
+    open() would (0666 less the umask) and is renamed over `path`, which replaces
+    a link at `path` rather than writing through it. On an error it is removed and
+    `path` is left as it was.
+    """
+    folder, name = os.path.split(os.path.abspath(path))
+    fd, partial = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(f.fileno(), 0o666 & ~umask)
+            yield f
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(partial)
+        raise
 
 
 def _digest(data):
@@ -37,17 +64,16 @@ def pack(root, dist_info, wheel_path):
     """Zips the tree `root` into `wheel_path`, writing `dist_info`/RECORD.
 
     File modes are kept (pip installs an executable bit it finds in a wheel).
-    The wheel is written to a temporary name beside `wheel_path` and renamed
-    over it at the end, so a failed pack leaves no half-written wheel.
+    The wheel is written through replacing(): a failed pack leaves no
+    half-written wheel, and no link planted in the folder is followed.
     """
     record_name = f"{dist_info}/RECORD"
     record_path = os.path.join(root, *record_name.split("/"))
     if os.path.exists(record_path):
         os.remove(record_path)
-    partial = wheel_path + ".partial"
     records = []
-    try:
-        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    with replacing(wheel_path) as out:
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for arcname in _members(root):
                 full = os.path.join(root, *arcname.split("/"))
                 with open(full, "rb") as f:
@@ -62,10 +88,6 @@ def pack(root, dist_info, wheel_path):
             info.external_attr = (stat.S_IFREG | 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, "\n".join(records) + "\n")
-        os.replace(partial, wheel_path)
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
 
 
 def unpack(wheel_path, root):

@@ -14,7 +14,10 @@ drive them) take for granted:
   the next iter() yields the rest of that epoch, then epochs go on as if
   uninterrupted. The Reader does the work (also the elastic resume on another
   number of ranks); a state saved after an epoch's last batch resumes at the
-  next epoch, never with an empty one.
+  next epoch, never with an empty one. state_dict(last_batch_done=False) is
+  the position before the last batch yielded, for a framework whose step on
+  that batch did not finish (shardpack.lightning.ExactResume): the loader
+  keeps the reader's state from before each batch it yields.
 - labels (and, with indices=True, nothing else) follow the images to their
   device: with device="cuda" the Reader's labels are on the CPU, the loader
   copies them through a pinned buffer torch owns, without blocking.
@@ -58,6 +61,7 @@ class DataLoader:
         self._delivered = False  # a batch of self._epoch was yielded since it was positioned
         self._generation = 0     # of the newest iterator
         self._finished = False   # the newest iterator reached the end of its epoch
+        self._before = None      # the reader's state before the batch last yielded, if any
 
     # ---- what a torch DataLoader has --------------------------------------
 
@@ -104,9 +108,17 @@ class DataLoader:
 
     # ---- StatefulDataLoader ----------------------------------------------
 
-    def state_dict(self):
+    def state_dict(self, last_batch_done=True):
         """The position after the last batch yielded: {"reader": Reader.state_dict()}.
-        Plain ints, strings and lists (torch.save and json take it); the same on every rank."""
+        Plain ints, strings and lists (torch.save and json take it); the same on every rank.
+
+        last_batch_done=False: the position before the last batch yielded, so that a
+        loader given this state yields that batch again first; for a checkpoint written
+        while the step on that batch runs (shardpack.lightning.ExactResume decides from
+        Lightning's counts). The same as state_dict() when no batch was yielded since the
+        loader was last positioned (a new epoch, set_epoch, load_state_dict)."""
+        if not last_batch_done and self._before is not None:
+            return {"reader": self._before}
         return {"reader": self.reader.state_dict()}
 
     def load_state_dict(self, state_dict):
@@ -123,6 +135,7 @@ class DataLoader:
         self.reader.load_state_dict(state_dict["reader"])
         self._epoch = self.reader.state_dict()["epoch"]
         self._delivered = False
+        self._before = None
         self._generation += 1  # an iterator from before the load is stale
         self._finished = False
 
@@ -143,6 +156,7 @@ class DataLoader:
         self.reader.set_epoch(epoch)
         self._epoch = epoch
         self._delivered = False
+        self._before = None
 
     def _next(self, generation):
         if generation != self._generation:
@@ -150,11 +164,15 @@ class DataLoader:
                                "iter(loader) or load_state_dict(); use the newest iterator")
         if self._finished:
             raise StopIteration
+        # The position before this batch; state_dict(last_batch_done=False) gives it
+        # once the batch is handed out. One small dict a batch, nothing per record.
+        before = self.reader.state_dict()
         try:
             batch = next(self.reader)
         except StopIteration:
             self._finished = True
             raise
+        self._before = before
         self._delivered = True
         images, labels = batch[0], batch[1]
         if images.device != labels.device:

@@ -5,7 +5,8 @@ and torchdata's StatefulDataLoader protocol (state_dict mid-epoch, a new
 loader, load_state_dict, exactly the rest), compared with the Reader's own
 epochs by record index. LightningTest: Trainer.fit with a checkpoint at step
 k, resumed from it, trains on exactly the batches an uninterrupted run trained
-on after step k. AccelerateTest: accelerator.prepare hands the loader back,
+on after step k; so does a fit stopped by a real SIGINT inside step k with
+OnExceptionCheckpoint and shardpack.lightning.ExactResume. AccelerateTest: accelerator.prepare hands the loader back,
 and a few steps train. The examples lightning_cifar.py and accelerate_cifar.py
 run, and resumed they log the losses an uninterrupted run logs.
 
@@ -17,9 +18,11 @@ import importlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -138,6 +141,26 @@ class DataLoaderTest(LoaderDataset):
                 self.assertEqual(indices_of(second), expected)
                 self.assertEqual(indices_of(second), epoch1 if k < 12 else self.reader_epoch(2))
 
+    def test_state_dict_before_the_last_batch_gives_that_batch_again(self):
+        epoch0 = self.reader_epoch(0)
+        first = self.loader()
+        self.assertEqual(first.state_dict(last_batch_done=False), first.state_dict())
+        it = iter(first)
+        for k in range(1, 13):
+            next(it)
+            state = first.state_dict(last_batch_done=False)
+            self.assertEqual(state["reader"]["batch"], k - 1)
+        second = self.loader()
+        second.load_state_dict(state)  # before the epoch's last batch
+        self.assertEqual(indices_of(second), epoch0[11:])
+        third = self.loader()
+        third.load_state_dict(first.state_dict(last_batch_done=False))
+        it = iter(third)
+        self.assertEqual(next(it)[2].tolist(), epoch0[11])
+        # Positioning (load_state_dict, set_epoch) forgets the batch before.
+        third.set_epoch(4)
+        self.assertEqual(third.state_dict(last_batch_done=False), third.state_dict())
+
     def test_state_dict_after_the_end_of_an_epoch_resumes_at_the_next(self):
         first = self.loader()
         for _ in first:
@@ -216,7 +239,8 @@ class DataLoaderTest(LoaderDataset):
 class LightningTest(LoaderDataset):
     RECORDS = 400  # 8 batches of 50 an epoch
 
-    def fit(self, max_steps, ckpt_path=None, checkpoint_dir=None, **trainer_options):
+    def fit(self, max_steps, ckpt_path=None, checkpoint_dir=None, callbacks=(),
+            **trainer_options):
         """Trainer.fit on a shardpack.DataLoader; the record indices of each trained batch."""
         from lightning.pytorch.callbacks import ModelCheckpoint
         test = self
@@ -239,7 +263,7 @@ class LightningTest(LoaderDataset):
             def configure_optimizers(self):
                 return torch.optim.SGD(self.parameters(), lr=0.01)
 
-        callbacks = []
+        callbacks = list(callbacks)
         if checkpoint_dir:
             callbacks.append(ModelCheckpoint(dirpath=checkpoint_dir, filename="{step}",
                                              every_n_train_steps=1, save_top_k=-1))
@@ -285,6 +309,69 @@ class LightningTest(LoaderDataset):
         full = self.check_resume(8, resume_at=(2, 3, 4), limit_train_batches=3)
         self.assertEqual(full[:6], self.reader_epoch(0)[:3] + self.reader_epoch(1)[:3])
 
+    def interrupted_fit(self, d, steps, stop_at, exact):
+        """A fit of `steps` in another process, stopped by SIGINT inside the training step
+        at global step `stop_at`: (the batches whose step finished, the checkpoint that
+        OnExceptionCheckpoint wrote)."""
+        child = subprocess.Popen(
+            [sys.executable, "-c", INTERRUPTED_FIT, self.ds, d, str(steps), str(stop_at),
+             "1" if exact else "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        in_step = os.path.join(d, "in-step")
+        deadline = time.monotonic() + 120
+        while not os.path.exists(in_step) and child.poll() is None:
+            self.assertLess(time.monotonic(), deadline, "the fit never reached the step")
+            time.sleep(0.05)
+        if child.poll() is not None:
+            self.fail(f"the fit ended before step {stop_at}:\n{child.stdout.read().decode()}")
+        os.kill(child.pid, signal.SIGINT)  # Ctrl-C, while training_step blocks
+        output = child.communicate(timeout=120)[0].decode()
+        self.assertEqual(child.returncode, 1, output)  # Lightning's exit after Ctrl-C
+        self.assertIn("Detected KeyboardInterrupt", output)
+        trained = []
+        if os.path.exists(os.path.join(d, "trained.jsonl")):  # none before step 0
+            with open(os.path.join(d, "trained.jsonl")) as f:
+                trained = [json.loads(line) for line in f]
+        return trained, os.path.join(d, "interrupted.ckpt")
+
+    def test_sigint_inside_a_step_resumes_with_that_step(self):
+        # A step mid-epoch, the first step of the second epoch, the first step of all.
+        from shardpack.lightning import ExactResume
+        steps = 12
+        full = self.fit(steps)
+        for stop_at in (5, 8, 0):
+            with self.subTest(stop_at=stop_at), \
+                    tempfile.TemporaryDirectory(prefix="shardpack-sigint-") as d:
+                trained, ckpt = self.interrupted_fit(d, steps, stop_at, exact=True)
+                self.assertEqual(trained, full[:stop_at])
+                state = torch.load(ckpt, weights_only=False)
+                self.assertEqual(state["global_step"], stop_at)
+                reader = state["loops"]["fit_loop"]["state_dict"]["combined_loader"][0]["reader"]
+                self.assertEqual((reader["epoch"], reader["batch"]), divmod(stop_at, 8))
+                resumed = self.fit(steps, ckpt_path=ckpt, callbacks=[ExactResume()])
+                self.assertEqual(trained + resumed, full)
+                self.assertEqual(len(resumed), steps - stop_at)
+
+    def test_sigint_without_exact_resume_skips_the_batch_in_flight(self):
+        # What docs/python.md says of a checkpoint written inside a step without
+        # ExactResume: the loader's position is after the batch of that step.
+        steps = 12
+        full = self.fit(steps + 1)
+        with tempfile.TemporaryDirectory(prefix="shardpack-sigint-") as d:
+            trained, ckpt = self.interrupted_fit(d, steps, 5, exact=False)
+            resumed = self.fit(steps, ckpt_path=ckpt)
+            self.assertEqual(trained, full[:5])
+            self.assertEqual(resumed, full[6:steps + 1])  # full[5] is never trained
+
+    def test_exact_resume_leaves_checkpoints_between_steps_alone(self):
+        from shardpack.lightning import ExactResume
+        with tempfile.TemporaryDirectory(prefix="shardpack-lightning-") as d:
+            full = self.fit(12, checkpoint_dir=d, callbacks=[ExactResume()])
+            for k in (3, 8, 9):
+                with self.subTest(k=k):
+                    resumed = self.fit(12, ckpt_path=os.path.join(d, f"step={k}.ckpt"),
+                                       callbacks=[ExactResume()])
+                    self.assertEqual(resumed, full[k:])
+
     def test_is_stateful_for_lightning(self):
         from lightning.fabric.utilities.types import _Stateful
         self.assertIsInstance(self.loader(), _Stateful)
@@ -326,6 +413,53 @@ class AccelerateTest(LoaderDataset):
             fresh.load_state(d)
             self.assertEqual(indices_of(again), self.reader_epoch(0)[5:])
 
+
+# The child of LightningTest.interrupted_fit: argv is DATASET DIR STEPS STOP_AT EXACT.
+# Its training_step at global step STOP_AT creates DIR/in-step and blocks until
+# SIGINT; each step that finishes appends its record indices to DIR/trained.jsonl.
+INTERRUPTED_FIT = """
+import json, os, sys, time
+import lightning as L
+import torch
+import torch.nn.functional as F
+from lightning.pytorch.callbacks import OnExceptionCheckpoint
+import shardpack
+from shardpack.lightning import ExactResume
+
+ds, out, steps, stop_at, exact = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \\
+    sys.argv[5] == "1"
+
+
+class Data(L.LightningDataModule):
+    def train_dataloader(self):
+        return shardpack.DataLoader(ds, batch_size=%d, seed=%d, indices=True, threads=1)
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(32 * 32 * 3, 10)
+
+    def training_step(self, batch, batch_idx):
+        images, labels, indices = batch
+        if self.global_step == stop_at:
+            open(os.path.join(out, "in-step"), "w").close()
+            while True:
+                time.sleep(0.01)
+        with open(os.path.join(out, "trained.jsonl"), "a") as f:
+            f.write(json.dumps(indices.tolist()) + "\\n")
+        return F.cross_entropy(self.linear(images.flatten(1).float() / 255), labels)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+callbacks = [OnExceptionCheckpoint(out, filename="interrupted")] + ([ExactResume()] if exact else [])
+trainer = L.Trainer(max_steps=steps, accelerator="cpu", devices=1, logger=False,
+                    enable_progress_bar=False, enable_model_summary=False,
+                    default_root_dir=out, callbacks=callbacks)
+trainer.fit(Model(), datamodule=Data())
+""" % (BATCH, SEED)
 
 EXAMPLES = os.environ.get("SHARDPACK_EXAMPLES", os.path.join(os.path.dirname(
     os.path.abspath(__file__)), "..", "..", "examples"))

@@ -1,14 +1,17 @@
 """The build backend and the wheel files, without building anything.
 
 What a user without CMake or a compiler sees, config settings pip passes,
-the wheels and sdists the backend writes, and wheels that lie (a member that
-leaves the tree, two .dist-info folders). tests/wheel/wheel_test.sh builds,
-bundles and installs the real wheel.
+the wheels and sdists the backend writes (exactly the tracked files; links
+planted in the output folder are not followed), and wheels that lie (a member
+that leaves the tree, two .dist-info folders). tests/wheel/wheel_test.sh
+builds, bundles and installs the real wheel.
 """
 import base64
 import hashlib
 import os
+import shutil
 import stat
+import sysconfig
 import subprocess
 import sys
 import tarfile
@@ -23,17 +26,30 @@ import shardpack_bundle  # noqa: E402
 import shardpack_wheel  # noqa: E402
 
 
-def hook(name, *args, path=None, env=None, new_session=False):
-    """Runs a PEP 517 hook of the backend in a fresh Python, as pip does (in a session of
-    its own, without a terminal, with `new_session`)."""
+def hook(name, *args, path=None, env=None, root=ROOT, new_session=False):
+    """Runs a PEP 517 hook of the backend in `root` (its python/backend) in a fresh
+    Python, as pip does (in a session of its own, without a terminal, with `new_session`)."""
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import shardpack_build as b; "
             f"print(b.{name}(*sys.argv[2:3], **eval(sys.argv[3])))")
     full_env = {k: v for k, v in os.environ.items() if k != "CXX"}
     if path is not None:
         full_env["PATH"] = path
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-c", code, BACKEND, *args], capture_output=True,
-                          text=True, env=full_env, cwd=ROOT, start_new_session=new_session)
+    return subprocess.run([sys.executable, "-c", code, os.path.join(root, "python", "backend"),
+                           *args], capture_output=True, text=True, env=full_env, cwd=root,
+                          start_new_session=new_session)
+
+
+def plant_links(folder, names):
+    """Links named `names` in `folder` to one file outside it; returns that file, whose
+    bytes must stay b"target\n" whatever is written in `folder`."""
+    os.makedirs(folder, exist_ok=True)
+    target = os.path.join(os.path.dirname(folder), "target")
+    with open(target, "wb") as f:
+        f.write(b"target\n")
+    for name in names:
+        os.symlink(target, os.path.join(folder, name))
+    return target
 
 
 def fake_tools(tmp, tools):
@@ -147,6 +163,113 @@ class Sdist(unittest.TestCase):
         self.assertIn("Requires-Python: >=3.9\n", pkg_info)
 
 
+def members(sdist):
+    with tarfile.open(sdist) as tar:
+        return sorted(m.name.split("/", 1)[1] for m in tar.getmembers())
+
+
+def git(root, *args):
+    subprocess.run(["git", "-C", root, "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                   check=True, capture_output=True)
+
+
+class SdistFiles(unittest.TestCase):
+    """A small checkout holding the backend: what its sdist holds, and the sdist's sdist."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.root = os.path.join(self.tmp, "checkout")
+        shutil.copytree(BACKEND, os.path.join(self.root, "python", "backend"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for rel, text in (("CMakeLists.txt", "project(shardpack VERSION 0.0.1)\n"),
+                          ("README.md", "# shardpack\n"), (".gitignore", "ignored.txt\n"),
+                          ("src/a.cc", "int a;\n")):
+            os.makedirs(os.path.dirname(os.path.join(self.root, rel)), exist_ok=True)
+            with open(os.path.join(self.root, rel), "w") as f:
+                f.write(text)
+        git(self.root, "init", "-q")
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "-q", "-m", "x")
+        self.tracked = sorted(subprocess.run(["git", "-C", self.root, "ls-files"],
+                                             capture_output=True, text=True).stdout.split())
+
+    def sdist(self, root, out):
+        p = hook("build_sdist", out, "{}", root=root)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return os.path.join(out, p.stdout.strip())
+
+    def test_untracked_files_are_not_shipped(self):
+        for rel in ("notes.txt", "src/scratch.cc", "ignored.txt"):
+            with open(os.path.join(self.root, rel), "w") as f:
+                f.write("not for the sdist\n")
+        sdist = self.sdist(self.root, os.path.join(self.tmp, "out"))
+        self.assertEqual(members(sdist), sorted(self.tracked + ["PKG-INFO", "SDIST-FILES"]))
+
+    def test_an_unpacked_sdist_ships_its_own_list(self):
+        sdist = self.sdist(self.root, os.path.join(self.tmp, "out"))
+        with tarfile.open(sdist) as tar:
+            tar.extractall(os.path.join(self.tmp, "unpacked"))
+        unpacked = os.path.join(self.tmp, "unpacked", "shardpack-0.0.1")
+        with open(os.path.join(unpacked, "stray.txt"), "w") as f:
+            f.write("not for the sdist\n")
+        again = self.sdist(unpacked, os.path.join(self.tmp, "again"))
+        self.assertEqual(members(again), members(sdist))
+
+    def test_an_unpacked_sdist_missing_a_file_is_refused(self):
+        sdist = self.sdist(self.root, os.path.join(self.tmp, "out"))
+        with tarfile.open(sdist) as tar:
+            tar.extractall(os.path.join(self.tmp, "unpacked"))
+        unpacked = os.path.join(self.tmp, "unpacked", "shardpack-0.0.1")
+        os.remove(os.path.join(unpacked, "src", "a.cc"))
+        p = hook("build_sdist", os.path.join(self.tmp, "again"), "{}", root=unpacked)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("names 1 files that are not there, 'src/a.cc' first", p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+
+    def test_a_tree_that_is_neither_checkout_nor_sdist_is_refused(self):
+        shutil.rmtree(os.path.join(self.root, ".git"))
+        p = hook("build_sdist", os.path.join(self.tmp, "out"), "{}", root=self.root)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("is neither a git checkout nor an unpacked sdist", p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+
+    def test_links_at_the_sdist_names_are_not_followed(self):
+        out = os.path.join(self.tmp, "out")
+        name = "shardpack-0.0.1.tar.gz"
+        target = plant_links(out, [name + ".partial", name, "." + name])
+        sdist = self.sdist(self.root, out)
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), b"target\n")
+        self.assertFalse(os.path.islink(sdist))
+        self.assertIn("SDIST-FILES", members(sdist))
+        self.assertEqual(sorted(os.listdir(out)), sorted([name, name + ".partial", "." + name]))
+
+
+class BuildWheelLinks(unittest.TestCase):
+    def test_links_at_the_wheel_names_are_not_followed(self):
+        # A cmake that "installs" a module: build_wheel runs end to end, compiling nothing.
+        tmp = tempfile.mkdtemp()
+        suffix = sysconfig.get_config_var("EXT_SUFFIX")
+        cmake = ('case "$1" in --version) echo "cmake version 3.25.1";; '
+                 '--install) while [ $# -gt 0 ]; do [ "$1" = --prefix ] && prefix=$2; shift; '
+                 'done; mkdir -p "$prefix/shardpack" && '
+                 f'echo module > "$prefix/shardpack/_shardpack{suffix}";; esac')
+        path = fake_tools(tmp, {"cmake": cmake, "c++": "true"}) + ":/usr/bin:/bin"
+        import shardpack_build
+        name = f"shardpack-{shardpack_build._version()}-{shardpack_build._tag()}.whl"
+        out = os.path.join(tmp, "wheels")
+        target = plant_links(out, [name + ".partial", name])
+        p = hook("build_wheel", out, "{}", path=path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip(), name)
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), b"target\n")
+        self.assertFalse(os.path.islink(os.path.join(out, name)))
+        with zipfile.ZipFile(os.path.join(out, name)) as zf:
+            self.assertIn(f"shardpack/_shardpack{suffix}", zf.namelist())
+        self.assertEqual(sorted(os.listdir(out)), sorted([name, name + ".partial"]))
+
+
 class WheelFiles(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
@@ -211,6 +334,24 @@ class WheelFiles(unittest.TestCase):
             shardpack_wheel.pack(root, "pkg-1.dist-info", wheel)
         self.assertEqual([n for n in os.listdir(self.tmp) if n.endswith((".whl", ".partial"))],
                          [])
+
+    def test_links_at_the_wheel_names_are_not_followed(self):
+        wheel = os.path.join(self.tmp, "out", "pkg-1-py3-none-any.whl")
+        target = plant_links(os.path.dirname(wheel), ["pkg-1-py3-none-any.whl.partial",
+                                                      "pkg-1-py3-none-any.whl"])
+        shardpack_wheel.pack(self.tree(), "pkg-1.dist-info", wheel)
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), b"target\n")
+        self.assertFalse(os.path.islink(wheel))
+        self.assertEqual(stat.S_IMODE(os.stat(wheel).st_mode), 0o666 & ~self.umask())
+        with zipfile.ZipFile(wheel) as zf:
+            self.assertIn("pkg-1.dist-info/RECORD", zf.namelist())
+
+    @staticmethod
+    def umask():
+        mask = os.umask(0)
+        os.umask(mask)
+        return mask
 
 
 class BaseSet(unittest.TestCase):

@@ -175,8 +175,11 @@ class ArgumentsTest(fixtures.DatasetTest):
                      cache_dir=b"/tmp/cache\0")
 
     def test_a_nul_in_a_message_does_not_cut_it(self):
+        # Messages are one line of text (common::OneLine): the NUL is shown escaped, and
+        # everything after it is still there.
         message = self.refused(self.reader, ValueError, r"unknown I/O engine", io="pre\0ad")
-        self.assertIn("pre\0ad' (auto, pread", message)
+        self.assertIn("pre\\x00ad' (auto, pread", message)
+        self.assertNotIn("\0", message)
 
     def test_rank_and_world_size_from_the_environment_are_named(self):
         saved = {k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE")}

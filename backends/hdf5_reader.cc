@@ -16,6 +16,7 @@
 #include "backends/publish.h"
 #include "common/check.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/posix_open.h"
 #include "common/status_macros.h"
 #include "remote/remote_dataset.h"
@@ -268,10 +269,9 @@ Hdf5ShardReader::Hdf5ShardReader(std::string path)
 Hdf5ShardReader::~Hdf5ShardReader() = default;
 
 absl::Status Hdf5ShardReader::CheckSize() const {
-  struct stat st;
-  if (stat(path_.c_str(), &st) != 0) return shardpack::common::ErrnoError("stat", path_, errno);
-  if (static_cast<uint64_t>(st.st_size) == file_bytes_) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(path_, ": ", st.st_size, " bytes now, ", file_bytes_,
+  SP_ASSIGN_OR_RETURN(const common::FileStatus st, common::Stat(path_));
+  if (st.size == file_bytes_) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(path_, ": ", st.size, " bytes now, ", file_bytes_,
                                           " when it was opened: the file changed while it was "
                                           "read (libhdf5 reads a lost tail as zeros)"));
 }

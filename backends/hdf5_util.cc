@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "common/os.h"
 
 namespace shardpack::backends {
 namespace {
@@ -147,21 +148,17 @@ absl::Status ReserveFileSpace(hid_t file, std::string_view path) {
     H5Eclear2(H5E_DEFAULT);
     return absl::OkStatus();  // nothing to reserve with: H5Fclose as before
   }
-  if (fallocate(fd, 0, 0, static_cast<off_t>(eoa)) == 0 || errno == EOPNOTSUPP) {
-    return absl::OkStatus();
-  }
-  const int err = errno;
+  const int err = common::ReserveFileBytes(fd, eoa);
+  if (err == 0) return absl::OkStatus();
   return PathError(path, absl::StrCat("reserving ", eoa, " bytes"), strerror(err), err);
 }
 
 void DiscardFurtherWrites(hid_t file) {
   const int fd = Sec2Descriptor(file);
   if (fd < 0) return;
-  // Sparse: only what is written takes memory (the dirty caches, a few MiB).
-  const int sink = memfd_create("shardpack-abandoned-hdf5", MFD_CLOEXEC);
-  if (sink < 0) return;
-  dup2(sink, fd);  // closes the partial file's descriptor; HDF5 keeps its number
-  close(sink);
+  // Closes the partial file's descriptor; HDF5 keeps its number, and its
+  // dirty caches (a few MiB) go to memory.
+  (void)common::RedirectToMemoryFile(fd);
 }
 
 }  // namespace shardpack::backends

@@ -7,8 +7,6 @@
 #include <string_view>
 #include <utility>
 
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
@@ -17,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "codec/interleave.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/posix_open.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -77,15 +76,12 @@ struct CifarData {
 // the pages of input already packed do not pile up in its RSS. Widening may
 // drop a neighbour's edge page, which then faults back in from the page
 // cache. A file that is not mapped gets nothing.
-void AdviseRange(const CifarFile& f, uint64_t offset, uint64_t n, int advice) {
+void AdviseRange(const CifarFile& f, uint64_t offset, uint64_t n, common::MemoryAdvice advice) {
   const uint8_t* base = f.file->data();
   if (base == nullptr || n == 0 || offset >= f.file->size()) return;
-  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t end = std::min(f.file->size(), offset + n);
-  const uint64_t first = offset / page * page;
   // The mapping is page aligned and its last page is whole in memory.
-  const uint64_t last = (end + page - 1) / page * page;
-  madvise(const_cast<uint8_t*>(base) + first, last - first, advice);
+  const uint64_t end = std::min(f.file->size(), offset + n);
+  common::AdviseMemory(base + offset, end - offset, advice);
 }
 
 // --- Names: which variant, which split --------------------------------------
@@ -523,12 +519,16 @@ class CifarSource : public Source {
   std::unique_ptr<SourceWorker> NewWorker() const override {
     return std::make_unique<CifarWorker>(data_);
   }
-  void WillNeed(size_t begin, size_t end) const override { Advise(begin, end, MADV_WILLNEED); }
-  void DoneWith(size_t begin, size_t end) const override { Advise(begin, end, MADV_DONTNEED); }
+  void WillNeed(size_t begin, size_t end) const override {
+    Advise(begin, end, common::MemoryAdvice::kWillNeed);
+  }
+  void DoneWith(size_t begin, size_t end) const override {
+    Advise(begin, end, common::MemoryAdvice::kDontNeed);
+  }
 
  private:
   // Advises on the bytes of items [begin, end), file by file.
-  void Advise(size_t begin, size_t end, int advice) const {
+  void Advise(size_t begin, size_t end, common::MemoryAdvice advice) const {
     const uint64_t rec = RecordBytes(data_->variant);
     end = std::min<size_t>(end, data_->total());
     while (begin < end) {

@@ -23,6 +23,7 @@
 #include "codec/transcode.h"
 #include "common/enum_names.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/posix_io.h"
 #include "common/posix_open.h"
 #include "common/status_macros.h"
@@ -90,8 +91,8 @@ struct Listing {
 };
 
 struct DirId {
-  dev_t dev;
-  ino_t ino;
+  uint64_t dev;
+  uint64_t ino;
   bool operator==(const DirId&) const = default;
 };
 
@@ -99,9 +100,9 @@ struct DirId {
 // symlink loops.
 absl::Status WalkDir(const fs::path& dir, const std::string& rel, std::vector<DirId>* ancestors,
                      std::vector<Listing>* listings, Problems* problems) {
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) return absl::OkStatus();  // vanished
-  const DirId id{st.st_dev, st.st_ino};
+  absl::StatusOr<common::FileStatus> st = common::Stat(dir.string());
+  if (!st.ok()) return absl::OkStatus();  // vanished
+  const DirId id{st->device, st->inode};
   if (std::find(ancestors->begin(), ancestors->end(), id) != ancestors->end()) {
     return absl::OkStatus();  // a symlink back up the tree
   }
@@ -505,9 +506,8 @@ absl::StatusOr<std::unique_ptr<Source>> OpenImages(const ImageOptions& options) 
   absl::Status s = CheckOptions(options);
   if (!s.ok()) return s;
   const std::string root = NormalizeRoot(options);
-  struct stat st;
-  if (::stat(root.c_str(), &st) != 0) return common::ErrnoError("image folder", root, errno);
-  if (!S_ISDIR(st.st_mode)) {
+  SP_ASSIGN_OR_RETURN(const common::FileStatus st, common::Stat(root, "image folder"));
+  if (!st.IsDirectory()) {
     return absl::FailedPreconditionError(absl::StrCat(root, ": image folder is not a directory"));
   }
   Problems problems(options.on_error);

@@ -11,10 +11,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <array>
@@ -26,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/posix_io.h"
 #include "common/posix_open.h"
 #include "common/status_macros.h"
@@ -116,7 +115,7 @@ class SyncIo final : public QueuedEngine {
     if (r.length > 0 && CheckRange(r).ok()) {
       // Starts readahead of the whole block now, so that Wait() mostly copies
       // from the page cache.
-      posix_fadvise(fds_[r.file], static_cast<off_t>(r.offset), r.length, POSIX_FADV_WILLNEED);
+      common::AdviseFile(fds_[r.file], r.offset, r.length, common::FileAdvice::kWillNeed);
     }
     return absl::OkStatus();
   }
@@ -165,13 +164,11 @@ class MmapIo final : public QueuedEngine {
 
  private:
   // Faults the range in ahead of use (a no-op for pages already resident,
-  // as on tmpfs). madvise wants a page-aligned start.
+  // as on tmpfs).
   absl::Status Prepare(const IoRequest& r) override {
     if (r.length == 0 || !CheckRange(r).ok()) return absl::OkStatus();
-    static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    uint64_t begin = r.offset / page * page;
-    auto* base = const_cast<uint8_t*>(files_[r.file]->data());
-    madvise(base + begin, r.offset + r.length - begin, MADV_WILLNEED);
+    common::AdviseMemory(files_[r.file]->data() + r.offset, r.length,
+                         common::MemoryAdvice::kWillNeed);
     return absl::OkStatus();
   }
 
@@ -193,11 +190,8 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenMmap(const std::vector<std::string>
 // kAuto: tmpfs and ramfs are memory already, so map them; otherwise pread.
 absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths) {
   if (paths.empty()) return IoEngine::kPread;
-  struct statfs st;
-  if (statfs(paths[0].c_str(), &st) != 0) return common::ErrnoError("statfs", paths[0], errno);
-  auto type = static_cast<uint32_t>(st.f_type);
-  if (type == uint32_t{TMPFS_MAGIC} || type == uint32_t{RAMFS_MAGIC}) return IoEngine::kMmap;
-  return IoEngine::kPread;
+  SP_ASSIGN_OR_RETURN(bool in_memory, common::IsMemoryFileSystem(paths[0]));
+  return in_memory ? IoEngine::kMmap : IoEngine::kPread;
 }
 
 }  // namespace
@@ -254,7 +248,7 @@ absl::StatusOr<PosixFiles> OpenPosixFiles(const std::vector<std::string>& paths,
   for (const std::string& path : paths) {
     SP_ASSIGN_OR_RETURN(auto file, common::PosixFile::Open(path));
     // Doubles the kernel's readahead window; advice only, so errors are moot.
-    if (sequential) posix_fadvise(file->fd(), 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (sequential) common::AdviseFile(file->fd(), 0, 0, common::FileAdvice::kSequential);
     files.push_back(std::move(file));
   }
   return files;

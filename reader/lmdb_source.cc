@@ -1,7 +1,5 @@
 // The reader's LMDB backend: units are runs of keys, loaded by one cursor
 // walk that records a view of each value; nothing is copied.
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <memory>
@@ -12,6 +10,7 @@
 #include "backends/lmdb_store.h"
 #include "backends/shard_gate.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/status_macros.h"
 #include "reader/backend_sources.h"
 
@@ -31,9 +30,9 @@ void FaultIn(std::span<const ByteSpan> values) {
     if (hi == nullptr || v.data() + v.size() > hi) hi = v.data() + v.size();
   }
   if (lo == nullptr) return;
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t page = common::PageSize();
   auto start = reinterpret_cast<uintptr_t>(lo) & ~(page - 1);
-  madvise(reinterpret_cast<void*>(start), reinterpret_cast<uintptr_t>(hi) - start, MADV_WILLNEED);
+  common::AdviseMemory(lo, static_cast<size_t>(hi - lo), common::MemoryAdvice::kWillNeed);
   uint8_t sink = 0;
   for (uintptr_t p = start; p < reinterpret_cast<uintptr_t>(hi); p += page) {
     sink ^= *reinterpret_cast<const volatile uint8_t*>(p);

@@ -1,6 +1,5 @@
 #include "reader/loader.h"
 
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -8,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/coding.h"
+#include "common/os.h"
 #include "common/threads.h"
 #include "reader/io_engine.h"
 
@@ -25,7 +25,7 @@ uint8_t* AllocateReadBuffer(size_t capacity) {
   if (capacity < kHugePage) return static_cast<uint8_t*>(std::aligned_alloc(kIoAlignment, capacity));
   void* buffer = nullptr;
   if (posix_memalign(&buffer, kHugePage, capacity) != 0) return nullptr;
-  madvise(buffer, capacity / kHugePage * kHugePage, MADV_HUGEPAGE);  // a hint: failure is fine
+  common::AdviseMemory(buffer, capacity / kHugePage * kHugePage, common::MemoryAdvice::kHugePages);
   return static_cast<uint8_t*>(buffer);
 }
 

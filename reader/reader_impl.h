@@ -163,6 +163,15 @@ class Reader::Impl {
   uint64_t delivered_skipped_ = 0;
 };
 
+// Opens a Reader through its private Impl: the one way reader/ code outside
+// Reader's members makes one (Reader::Impl is private to Reader).
+class ReaderAccess {
+ public:
+  // `engine` as Reader::Impl::Init takes it.
+  static absl::StatusOr<std::unique_ptr<Reader>> Open(const ReaderOptions& options,
+                                                      std::unique_ptr<reader::CopyEngine> engine);
+};
+
 }  // namespace shardpack
 
 #endif  // SHARDPACK_READER_READER_IMPL_H_

@@ -216,6 +216,11 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Open(const ReaderOptions& option
 
 absl::StatusOr<std::unique_ptr<Reader>> reader::OpenReaderWithEngine(
     const ReaderOptions& options, std::unique_ptr<CopyEngine> engine) {
+  return ::shardpack::ReaderAccess::Open(options, std::move(engine));
+}
+
+absl::StatusOr<std::unique_ptr<Reader>> ReaderAccess::Open(
+    const ReaderOptions& options, std::unique_ptr<reader::CopyEngine> engine) {
   auto impl = std::make_unique<Reader::Impl>();
   SP_RETURN_IF_ERROR(impl->Init(options, std::move(engine)));
   return Reader::Impl::Wrap(std::move(impl));

@@ -112,13 +112,6 @@ absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes);
 // on 16 cores: docs/benchmarks.md, "The reader on 16 cores").
 int DeviceBuffersFor(int requested, uint64_t batch_bytes);
 
-// Opens a reader that stages its batches through `engine` (a fake in the
-// tests) as though ReaderOptions::device named a device.
-struct ReaderAccess {
-  static absl::StatusOr<std::unique_ptr<Reader>> Open(const ReaderOptions& options,
-                                                      std::unique_ptr<CopyEngine> engine);
-};
-
 // The ring of device buffers between the host ring and Reader::Next().
 class Stager final : public BatchRing {
  public:

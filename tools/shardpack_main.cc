@@ -199,11 +199,12 @@ absl::Status CheckInputsExist(const std::vector<std::string>& paths) {
   return absl::OkStatus();
 }
 
-// Packs the source that `open` returns, after the flags are checked (a bad
+// Packs the source that `open_source` returns, after the flags are checked (a bad
 // value is a usage error) and the output is known to lie apart from
 // `inputs`, so that a folder walk never meets the output.
 int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
-            const std::function<absl::StatusOr<std::unique_ptr<datasets::Source>>()>& open) {
+            const std::function<absl::StatusOr<std::unique_ptr<datasets::Source>>()>&
+                open_source) {
   auto options = ToPackOptions(f);
   if (!options.ok()) return cli::UsageError(kTool, options.status());
   absl::Status local = cli::CheckLocalPath("-o", f.output, cli::LocalPath::kOutput);
@@ -227,7 +228,7 @@ int RunPack(const CommonFlags& f, const std::vector<pack::InputPath>& inputs,
   }
   absl::Status apart = pack::CheckOutputApartFromInputs(f.output, inputs);
   if (!apart.ok()) return cli::Fail(kTool, apart);
-  auto source = open();
+  auto source = open_source();
   if (!source.ok()) return cli::Fail(kTool, source.status());
   if (!f.quiet) {
     for (const datasets::Skipped& p : (*source)->open_problems()) {

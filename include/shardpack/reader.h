@@ -533,11 +533,11 @@ class Reader {
 
   ReaderStats stats() const;
 
-  // The implementation (reader/reader.cc); complete only there.
-  class Impl;
-
  private:
+  // The implementation (reader/reader_impl.h); complete only there.
+  class Impl;
   friend class Batch;
+  friend class ReaderAccess;  // the reader's own way to make one (reader/reader_impl.h)
   explicit Reader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/os.h"
 #include "common/status_macros.h"
 #include "common/threads.h"
 #include "reader/dataset_units.h"
@@ -113,8 +114,7 @@ absl::Status MemcpyReference::Impl::Load() {
     offsets[u] = total;
     total += AlignUp(source.BufferBytes(u));
   }
-  const double memory =
-      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  const auto memory = static_cast<double>(common::PhysicalMemoryBytes());
   if (static_cast<double>(total) > memory / 2) {
     return absl::ResourceExhaustedError(absl::StrCat(
         options.path, ": --compare-memcpy loads the whole dataset, ", total,

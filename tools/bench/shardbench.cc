@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/open_path.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/status_macros.h"
 #include "reader/pipeline.h"
 #include "remote/remote_dataset.h"
@@ -50,9 +51,8 @@ double PeakRssMb() {
 absl::StatusOr<uint64_t> TotalBytes(const std::vector<std::string>& paths) {
   uint64_t total = 0;
   for (const std::string& path : paths) {
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0) return common::ErrnoError("stat", path, errno);
-    total += static_cast<uint64_t>(st.st_size);
+    SP_ASSIGN_OR_RETURN(const common::FileStatus st, common::Stat(path));
+    total += st.size;
   }
   return total;
 }

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/posix_io.h"
 #include "common/redact.h"
 #include "common/size.h"
@@ -166,8 +167,7 @@ int RunMain(std::string_view tool, const std::function<int()>& body) {
 }
 
 absl::Status CheckOutputFile(const std::string& path, bool overwrite) {
-  struct stat st;
-  if (overwrite || ::lstat(path.c_str(), &st) != 0) return absl::OkStatus();
+  if (overwrite || !common::Lstat(path).ok()) return absl::OkStatus();
   return absl::AlreadyExistsError(
       absl::StrCat(path, " already exists; use --overwrite to replace it"));
 }
@@ -212,9 +212,8 @@ bool IsStdoutClosed(const absl::Status& status) {
 }
 
 absl::Status CheckInputExists(const std::string& path) {
-  struct stat st;
-  if (common::IsUrlPath(path) || ::stat(path.c_str(), &st) == 0 ||
-      (errno != ENOENT && errno != ENOTDIR)) {
+  // ENOENT and ENOTDIR are NotFoundError.
+  if (common::IsUrlPath(path) || !absl::IsNotFound(common::Stat(path).status())) {
     return absl::OkStatus();  // what is there, or why it cannot be seen, is the opener's to say
   }
   return absl::NotFoundError(absl::StrCat(path, ": no such file or directory"));

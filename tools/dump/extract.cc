@@ -8,16 +8,13 @@
 // planted there is replaced, never written through). A failed extract
 // removes every file it created (and DIR, when it made it), so that a disk
 // that fills leaves DIR as it was and the same command can run again.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <filesystem>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/posix_io.h"
 #include "common/status_macros.h"
 #include "shardpack/file.h"
@@ -57,11 +54,11 @@ ImageFile ImageFileOf(const Record& r, std::vector<uint8_t>* buffer) {
 
 class Extractor {
  public:
-  Extractor(const OpenedDataset& ds, std::string output, int dir_fd, bool overwrite,
-            bool verbose)
+  Extractor(const OpenedDataset& ds, std::string output, const common::DirFd& dir,
+            bool overwrite, bool verbose)
       : ds_(ds),
         output_(std::move(output)),
-        dir_fd_(dir_fd),
+        dir_(dir),
         overwrite_(overwrite),
         verbose_(verbose),
         digits_(IndexDigits(ds.records())) {
@@ -85,7 +82,7 @@ class Extractor {
 
   // Removes every file this extract created.
   void RemoveCreated() {
-    for (const std::string& name : created_) (void)unlinkat(dir_fd_, name.c_str(), 0);
+    for (const std::string& name : created_) (void)dir_.RemoveFile(name);
     created_.clear();
   }
 
@@ -109,27 +106,27 @@ class Extractor {
   absl::Status WriteFileIn(const std::string& name, std::string_view header,
                            std::span<const uint8_t> body) {
     const std::string shown = absl::StrCat(output_, "/", name);
-    if (overwrite_ && unlinkat(dir_fd_, name.c_str(), 0) != 0 && errno != ENOENT) {
-      return common::ErrnoError("replace", shown, errno);
+    if (overwrite_) {
+      absl::Status removed = dir_.RemoveFile(name, "replace");
+      if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
     }
-    int fd =
-        openat(dir_fd_, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST) {
+    absl::StatusOr<common::UniqueFd> fd = dir_.CreateNewFile(name);
+    if (absl::IsAlreadyExists(fd.status())) {
       return absl::AlreadyExistsError(
           absl::StrCat(shown, " already exists; use --overwrite to replace it"));
     }
-    if (fd < 0) return common::ErrnoError("create", shown, errno);
+    SP_RETURN_IF_ERROR(fd.status());
     created_.push_back(name);
     absl::Status s = ::shardpack::common::WriteFull(
-        fd, shown, {reinterpret_cast<const uint8_t*>(header.data()), header.size()});
-    if (s.ok()) s = ::shardpack::common::WriteFull(fd, shown, body);
-    if (close(fd) != 0 && s.ok()) s = common::ErrnoError("close", shown, errno);
-    return s;
+        fd->get(), shown, {reinterpret_cast<const uint8_t*>(header.data()), header.size()});
+    if (s.ok()) s = ::shardpack::common::WriteFull(fd->get(), shown, body);
+    absl::Status closed = common::CloseFile(*std::move(fd), shown);
+    return s.ok() ? closed : s;
   }
 
   const OpenedDataset& ds_;
   const std::string output_;
-  const int dir_fd_;
+  const common::DirFd& dir_;  // output_, open
   const bool overwrite_;
   const bool verbose_;
   const int digits_;
@@ -141,16 +138,14 @@ class Extractor {
 
 // Opens (creating if needed) the output directory; *created tells whether
 // this call made it.
-absl::StatusOr<int> OpenOutputDirectory(const std::string& output, bool* created) {
+absl::StatusOr<common::DirFd> OpenOutputDirectory(const std::string& output, bool* created) {
   std::error_code ec;
   *created = std::filesystem::create_directories(output, ec);
   if (ec) {
     return absl::FailedPreconditionError(
         absl::StrCat("create directory ", output, ": ", ec.message()));
   }
-  int fd = open(output.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return common::ErrnoError("open directory", output, errno);
-  return fd;
+  return common::DirFd::Open(output);
 }
 
 // Visits the selected records of shard k's local range [begin, end).
@@ -225,8 +220,8 @@ absl::Status RunExtract(const ExtractOptions& options) {
     SP_ASSIGN_OR_RETURN(range, ResolveRange(*options.range, ds.records()));
   }
   bool created_dir = false;
-  SP_ASSIGN_OR_RETURN(int dir_fd, OpenOutputDirectory(options.output, &created_dir));
-  Extractor x(ds, options.output, dir_fd, options.overwrite, options.common.verbose > 0);
+  SP_ASSIGN_OR_RETURN(const common::DirFd dir, OpenOutputDirectory(options.output, &created_dir));
+  Extractor x(ds, options.output, dir, options.overwrite, options.common.verbose > 0);
   uint64_t expected = range ? range->size() : options.key ? ds.records() : options.indexes.size();
   absl::Status s;
   {
@@ -241,9 +236,8 @@ absl::Status RunExtract(const ExtractOptions& options) {
     if (s.ok()) s = x.WriteLabels();  // last: a DIR without it is not whole
     if (!s.ok()) x.RemoveCreated();
   }
-  close(dir_fd);
   if (!s.ok()) {
-    if (created_dir) (void)rmdir(options.output.c_str());
+    if (created_dir) (void)common::RemoveDirectory(options.output);
     return s;
   }
   if (!options.common.quiet) {

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/posix_io.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
@@ -72,10 +73,10 @@ const DirectoryEntry* FindEntry(const std::vector<DirectoryEntry>& entries,
 // Why `dir` is not a dataset shardpack wrote, or "" when it is one (or is
 // empty); `files` then gets the names of its files, all ours.
 std::string NotOursReason(const std::string& dir, std::vector<std::string>* files) {
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return absl::StrCat("cannot be read: ", std::strerror(errno));
-  if (S_ISLNK(st.st_mode)) return "is a symbolic link (name the directory itself)";
-  if (!S_ISDIR(st.st_mode)) return "is not a directory";
+  absl::StatusOr<common::FileStatus> st = common::Lstat(dir);
+  if (!st.ok()) return absl::StrCat("cannot be read: ", st.status().message());
+  if (st->IsSymbolicLink()) return "is a symbolic link (name the directory itself)";
+  if (!st->IsDirectory()) return "is not a directory";
   absl::StatusOr<std::vector<DirectoryEntry>> entries = common::ListDirectory(dir);
   if (!entries.ok()) return absl::StrCat("cannot be listed: ", entries.status().message());
   // Our files, and (through IsPartialName) their temporaries.
@@ -164,9 +165,8 @@ bool SamePack(const std::string& dir, const std::vector<std::string>& files,
 // The refusal of an existing `path`, or OK when it may be replaced.
 absl::Status CheckExistingOutput(const std::string& path, bool overwrite,
                                  const PackIdentity* identity) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
-    return errno == ENOENT ? absl::OkStatus() : common::ErrnoError("stat", path, errno);
+  if (absl::Status st = common::Lstat(path).status(); !st.ok()) {
+    return absl::IsNotFound(st) ? absl::OkStatus() : st;
   }
   std::vector<std::string> files;
   const std::string why = NotOursReason(path, &files);
@@ -222,8 +222,7 @@ absl::Status ClearDirectory(int fd, const std::string& dir) {
 absl::Status RemoveOurDirectory(int fd, const std::string& dir) {
   SP_RETURN_IF_ERROR(ClearDirectory(fd, dir));
   SP_RETURN_IF_ERROR(common::RemoveFilesAt(fd, dir));
-  if (::rmdir(dir.c_str()) != 0) return common::ErrnoError("remove", dir, errno);
-  return absl::OkStatus();
+  return common::RemoveDirectory(dir);
 }
 
 // True when `dir` holds nothing, or nothing but temporaries of our marker:
@@ -242,18 +241,17 @@ bool HoldsNothingOfAnyones(const std::string& dir) {
 
 // True when `fd` (an open directory) is what `path` names now.
 bool IsDirectoryAt(int fd, const std::string& path) {
-  struct stat by_fd, by_path;
-  return ::fstat(fd, &by_fd) == 0 && ::lstat(path.c_str(), &by_path) == 0 &&
-         by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
+  absl::StatusOr<common::FileStatus> by_fd = common::Fstat(fd, path);
+  absl::StatusOr<common::FileStatus> by_path = common::Lstat(path);
+  return by_fd.ok() && by_path.ok() && by_fd->SameFile(*by_path);
 }
 
 // An OUT.partial that exists already: ours and abandoned (cleared and
 // taken), in use, or not ours (refused, untouched).
 absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::string& out,
                                        const PackIdentity* identity) {
-  struct stat st;
-  if (::lstat(staging.c_str(), &st) != 0) return common::ErrnoError("stat", staging, errno);
-  if (!S_ISDIR(st.st_mode)) {
+  SP_ASSIGN_OR_RETURN(const common::FileStatus st, common::Lstat(staging));
+  if (!st.IsDirectory()) {
     return absl::FailedPreconditionError(absl::StrCat(
         staging, " exists and is not a directory shardpack made: nothing was deleted; move it "
                  "away to pack into ", out));
@@ -269,9 +267,8 @@ absl::StatusOr<Fd> TakeExistingStaging(const std::string& staging, const std::st
         staging, " exists, and this file system has no locks to tell whether a pack is still "
                  "writing it: remove it if none is"));
   }
-  struct stat marker;
-  const bool marked =
-      ::lstat(Join(staging, kStagingMarker).c_str(), &marker) == 0 && S_ISREG(marker.st_mode);
+  absl::StatusOr<common::FileStatus> marker = common::Lstat(Join(staging, kStagingMarker));
+  const bool marked = marker.ok() && marker->IsRegularFile();
   if (!marked && !HoldsNothingOfAnyones(staging)) {
     return absl::FailedPreconditionError(absl::StrCat(
         staging, " exists and was not made by shardpack (no ", kStagingMarker,
@@ -291,9 +288,9 @@ absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& ou
   const fs::path parent = fs::path(staging).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
   if (ec) return common::ErrnoError("create", parent.string(), ec.value());
-  if (::mkdir(staging.c_str(), 0777) != 0) {
-    if (errno == EEXIST) return TakeExistingStaging(staging, out, identity);
-    return common::ErrnoError("create", staging, errno);
+  if (absl::Status made = common::MakeDirectory(staging); !made.ok()) {
+    if (absl::IsAlreadyExists(made)) return TakeExistingStaging(staging, out, identity);
+    return made;
   }
   // Another pack that finds the new directory before its marker takes it
   // as abandoned (TakeExistingStaging): then it holds the lock, or has
@@ -303,7 +300,7 @@ absl::StatusOr<Fd> TakeStaging(const std::string& staging, const std::string& ou
   Fd fd;
   SP_ASSIGN_OR_RETURN(LockResult lock, TryLockDir(staging, &fd));
   if (lock == LockResult::kBusy || !IsDirectoryAt(fd.get(), staging) ||
-      ::access(Join(staging, kStagingMarker).c_str(), F_OK) == 0) {
+      common::PathExists(Join(staging, kStagingMarker))) {
     return absl::FailedPreconditionError(absl::StrCat(
         out, " is in use: another shardpack is writing it (it took ", staging, ")"));
   }
@@ -325,17 +322,16 @@ absl::Status RemoveOldDataset(const std::string& old, const std::string& path,
   std::stable_partition(marker_last.begin(), marker_last.end(),
                         [](const std::string& name) { return name != kStagingMarker; });
   for (const std::string& name : marker_last) {
-    if (::unlink(Join(old, name).c_str()) != 0 && errno != ENOENT) {
-      return common::ErrnoError("remove", Join(old, name), errno);
-    }
+    absl::Status removed = common::RemoveFile(Join(old, name));
+    if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
   }
-  if (::rmdir(old.c_str()) == 0) return absl::OkStatus();
-  if (errno == ENOTEMPTY || errno == EEXIST) {
+  absl::Status removed = common::RemoveDirectory(old);
+  if (absl::IsFailedPrecondition(removed)) {  // not empty
     return absl::FailedPreconditionError(absl::StrCat(
         path, " was replaced, but its old folder, moved to ", old,
         ", holds files that shardpack did not write: left there for you"));
   }
-  return common::ErrnoError("remove", old, errno);
+  return removed;
 }
 
 }  // namespace
@@ -366,8 +362,7 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
   // Checked again: the old output may have changed while the pack ran.
   std::vector<std::string> old_files;
   Fd old_lock;
-  struct stat st;
-  const bool replace = ::lstat(path_.c_str(), &st) == 0;
+  const bool replace = common::Lstat(path_).ok();
   if (replace) {
     const std::string why = NotOursReason(path_, &old_files);
     if (!why.empty()) {
@@ -395,9 +390,7 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
   // fills as the manifest is written) puts everything back as it was.
   absl::Status status = common::SyncParentDirectory(path_);
   if (status.ok()) status = WriteManifest(path_, manifest);
-  if (status.ok() && ::unlink(Join(path_, kStagingMarker).c_str()) != 0) {
-    status = common::ErrnoError("remove", Join(path_, kStagingMarker), errno);
-  }
+  if (status.ok()) status = common::RemoveFile(Join(path_, kStagingMarker));
   if (status.ok()) status = common::SyncDirectory(path_);
   if (!status.ok()) {
     absl::Status back = MoveBack(old);
@@ -425,7 +418,7 @@ absl::Status OutputDir::MoveBack(const std::string& old) {
                                               "): the new dataset is at ", path_,
                                               " without a manifest, the old one at ", staging_));
     }
-    (void)::unlink(Join(path_, kStagingMarker).c_str());  // the old one is whole again
+    (void)common::RemoveFile(Join(path_, kStagingMarker));  // the old one is whole again
     return common::SyncParentDirectory(path_);
   }
   if (absl::Status back = common::RenamePath(path_, staging_); !back.ok()) {
@@ -437,7 +430,7 @@ absl::Status OutputDir::MoveBack(const std::string& old) {
       return absl::InternalError(absl::StrCat("moving the old dataset back from ", old, " to ",
                                               path_, " failed (", back.message(), ")"));
     }
-    (void)::unlink(Join(path_, kStagingMarker).c_str());
+    (void)common::RemoveFile(Join(path_, kStagingMarker));
   }
   return common::SyncParentDirectory(path_);
 }
@@ -456,7 +449,7 @@ absl::StatusOr<std::string> OutputDir::MoveIntoPlace(bool replace) {
   if (!absl::IsUnimplemented(swapped)) return swapped;
   // No atomic swap on this file system: move the old one aside first.
   std::string old = absl::StrCat(path_, ".old-", ::getpid());
-  if (::access(old.c_str(), F_OK) == 0) {
+  if (common::PathExists(old)) {
     return absl::AlreadyExistsError(absl::StrCat(old, " exists: move it away"));
   }
   SP_RETURN_IF_ERROR(common::RenamePath(path_, old));

@@ -186,11 +186,11 @@ absl::Status ReadConvertedFrom(const Json& v, std::string_view where, PackIdenti
   return absl::OkStatus();
 }
 
-// The typed scalar keys: each read into its member.
-template <typename T, typename Read>
+// The typed scalar keys: each parsed into its member.
+template <typename T, typename Parse>
 absl::Status Scalar(const Json& v, std::string_view where, std::string_view key,
-                    std::optional<T>* member, Read read) {
-  SP_ASSIGN_OR_RETURN(T value, read(v, where, key));
+                    std::optional<T>* member, Parse parse) {
+  SP_ASSIGN_OR_RETURN(T value, parse(v, where, key));
   *member = std::move(value);
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/status_macros.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
@@ -59,13 +60,12 @@ absl::Status CheckPartFields(PartDataset* p) {
 absl::Status CheckShardFiles(const PartDataset& p) {
   for (const ShardEntry& s : p.manifest.shards) {
     const std::string file = (std::filesystem::path(p.path) / s.path).string();
-    struct stat st;
-    if (::lstat(file.c_str(), &st) != 0) return common::ErrnoError("stat", file, errno);
-    if (!S_ISREG(st.st_mode)) {
+    SP_ASSIGN_OR_RETURN(const common::FileStatus st, common::Lstat(file));
+    if (!st.IsRegularFile()) {
       return absl::FailedPreconditionError(absl::StrCat(file, ": not a regular file"));
     }
-    if (static_cast<uint64_t>(st.st_size) != s.bytes) {
-      return absl::FailedPreconditionError(absl::StrCat(file, ": ", st.st_size,
+    if (st.size != s.bytes) {
+      return absl::FailedPreconditionError(absl::StrCat(file, ": ", st.size,
                                                         " bytes, but the part's manifest says ",
                                                         s.bytes, " (damaged or replaced)"));
     }

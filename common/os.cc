@@ -1,0 +1,145 @@
+#include "common/os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "common/errors.h"
+
+namespace shardpack::common {
+namespace {
+
+FileStatus FromStat(const struct stat& st) {
+  FileStatus s;
+  s.mode = st.st_mode;
+  s.size = static_cast<uint64_t>(st.st_size);
+  s.device = static_cast<uint64_t>(st.st_dev);
+  s.inode = static_cast<uint64_t>(st.st_ino);
+  return s;
+}
+
+}  // namespace
+
+bool FileStatus::IsDirectory() const { return S_ISDIR(mode); }
+bool FileStatus::IsRegularFile() const { return S_ISREG(mode); }
+bool FileStatus::IsSymbolicLink() const { return S_ISLNK(mode); }
+
+absl::StatusOr<FileStatus> Stat(const std::string& path, std::string_view what) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return ErrnoError(what, path, errno);
+  return FromStat(st);
+}
+
+absl::StatusOr<FileStatus> Lstat(const std::string& path, std::string_view what) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return ErrnoError(what, path, errno);
+  return FromStat(st);
+}
+
+absl::StatusOr<FileStatus> Fstat(int fd, std::string_view name) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoError("stat", name, errno);
+  return FromStat(st);
+}
+
+bool PathExists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+absl::Status MakeDirectory(const std::string& path) {
+  if (::mkdir(path.c_str(), 0777) != 0) return ErrnoError("create", path, errno);
+  return absl::OkStatus();
+}
+
+absl::Status RemoveDirectory(const std::string& path) {
+  if (::rmdir(path.c_str()) == 0) return absl::OkStatus();
+  const int err = errno;
+  if (err == ENOTEMPTY || err == EEXIST) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("remove ", path, ": ", ErrnoText(ENOTEMPTY)));
+  }
+  return ErrnoError("remove", path, err);
+}
+
+absl::Status RemoveFile(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) return ErrnoError("remove", path, errno);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DirFd> DirFd::Open(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoError("open directory", dir, errno);
+  return DirFd(dir, std::move(fd));
+}
+
+std::string DirFd::Shown(const std::string& name) const { return absl::StrCat(dir_, "/", name); }
+
+absl::StatusOr<UniqueFd> DirFd::CreateNewFile(const std::string& name) const {
+  UniqueFd fd(::openat(fd_.get(), name.c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return ErrnoError("create", Shown(name), errno);
+  return fd;
+}
+
+absl::Status DirFd::RemoveFile(const std::string& name, std::string_view what) const {
+  if (::unlinkat(fd_.get(), name.c_str(), 0) != 0) return ErrnoError(what, Shown(name), errno);
+  return absl::OkStatus();
+}
+
+absl::Status CloseFile(UniqueFd fd, std::string_view name) {
+  if (::close(fd.release()) != 0) return ErrnoError("close", name, errno);
+  return absl::OkStatus();
+}
+
+int ReserveFileBytes(int fd, uint64_t bytes) {
+  if (::fallocate(fd, 0, 0, static_cast<off_t>(bytes)) == 0 || errno == EOPNOTSUPP) return 0;
+  return errno;
+}
+
+bool RedirectToMemoryFile(int fd) {
+  // Sparse: only what is written takes memory.
+  UniqueFd sink(::memfd_create("shardpack-discarded", MFD_CLOEXEC));
+  return sink.get() >= 0 && ::dup2(sink.get(), fd) >= 0;
+}
+
+size_t PageSize() {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+uint64_t PhysicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  return pages <= 0 ? 0 : static_cast<uint64_t>(pages) * PageSize();
+}
+
+absl::StatusOr<bool> IsMemoryFileSystem(const std::string& path) {
+  struct statfs st;
+  if (::statfs(path.c_str(), &st) != 0) return ErrnoError("statfs", path, errno);
+  const auto type = static_cast<uint32_t>(st.f_type);
+  return type == uint32_t{TMPFS_MAGIC} || type == uint32_t{RAMFS_MAGIC};
+}
+
+void AdviseMemory(const void* p, size_t n, MemoryAdvice advice) {
+  if (n == 0) return;
+  const uintptr_t page = PageSize();
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t start = at & ~(page - 1);
+  const int flag = advice == MemoryAdvice::kWillNeed   ? MADV_WILLNEED
+                   : advice == MemoryAdvice::kDontNeed ? MADV_DONTNEED
+                                                       : MADV_HUGEPAGE;
+  (void)::madvise(reinterpret_cast<void*>(start), at + n - start, flag);
+}
+
+void AdviseFile(int fd, uint64_t offset, uint64_t length, FileAdvice advice) {
+  const int flag = advice == FileAdvice::kWillNeed     ? POSIX_FADV_WILLNEED
+                   : advice == FileAdvice::kSequential ? POSIX_FADV_SEQUENTIAL
+                                                       : POSIX_FADV_DONTNEED;
+  (void)::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(length), flag);
+}
+
+}  // namespace shardpack::common

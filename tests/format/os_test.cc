@@ -1,0 +1,148 @@
+// The rest of the operating system behind common/ (common/os.h,
+// common/child_process.h): stat and the names made and removed report the
+// path and errno's code, and a child that crashes, hangs or answers is told
+// apart.
+#include "common/os.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "common/child_process.h"
+#include "common/posix_io.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardpack::format {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::StatusIs;
+using Clock = std::chrono::steady_clock;
+
+TEST(OsTest, StatTellsFilesDirectoriesAndLinksAndNamesAMissingPath) {
+  testing::TempDir dir;
+  std::ofstream(dir.Join("f")) << "12345";
+  fs::create_symlink(dir.Join("f"), dir.Join("link"));
+  SP_ASSERT_OK_AND_ASSIGN(common::FileStatus file, common::Stat(dir.Join("f")));
+  EXPECT_TRUE(file.IsRegularFile());
+  EXPECT_EQ(file.size, 5u);
+  SP_ASSERT_OK_AND_ASSIGN(common::FileStatus through, common::Stat(dir.Join("link")));
+  EXPECT_TRUE(through.SameFile(file));
+  SP_ASSERT_OK_AND_ASSIGN(common::FileStatus link, common::Lstat(dir.Join("link")));
+  EXPECT_TRUE(link.IsSymbolicLink());
+  EXPECT_FALSE(link.SameFile(file));
+  SP_ASSERT_OK_AND_ASSIGN(common::FileStatus top, common::Stat(dir.path().string()));
+  EXPECT_TRUE(top.IsDirectory());
+  EXPECT_THAT(common::Stat(dir.Join("gone"), "image folder").status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("image folder " + dir.Join("gone") + ": No such file")));
+  EXPECT_TRUE(common::PathExists(dir.Join("f")));
+  EXPECT_FALSE(common::PathExists(dir.Join("gone")));
+}
+
+TEST(OsTest, DirectoriesAndNamesAreMadeAndRemovedWithErrorsNamingThem) {
+  testing::TempDir dir;
+  const std::string sub = dir.Join("sub");
+  SP_ASSERT_OK(common::MakeDirectory(sub));
+  EXPECT_THAT(common::MakeDirectory(sub),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("create " + sub)));
+  std::ofstream(sub + "/f") << "x";
+  EXPECT_THAT(common::RemoveDirectory(sub),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("remove " + sub)));
+  SP_ASSERT_OK(common::RemoveFile(sub + "/f"));
+  EXPECT_THAT(common::RemoveFile(sub + "/f"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("remove " + sub + "/f")));
+  SP_ASSERT_OK(common::RemoveDirectory(sub));
+  EXPECT_FALSE(common::PathExists(sub));
+}
+
+TEST(OsTest, DirFdCreatesOnlyNewNamesAndNeverWritesThroughALink) {
+  testing::TempDir dir;
+  SP_ASSERT_OK_AND_ASSIGN(common::DirFd d, common::DirFd::Open(dir.path().string()));
+  SP_ASSERT_OK_AND_ASSIGN(common::UniqueFd fd, d.CreateNewFile("a"));
+  SP_ASSERT_OK(common::WriteFull(fd.get(), "a", {reinterpret_cast<const uint8_t*>("hi"), 2}));
+  SP_ASSERT_OK(common::CloseFile(std::move(fd), "a"));
+  EXPECT_EQ(fs::file_size(dir.Join("a")), 2u);
+  EXPECT_THAT(d.CreateNewFile("a").status(),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("create " + dir.Join("a"))));
+  fs::create_symlink(dir.Join("elsewhere"), dir.Join("planted"));
+  EXPECT_THAT(d.CreateNewFile("planted").status(),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("planted")));
+  EXPECT_FALSE(fs::exists(dir.Join("elsewhere")));
+  SP_ASSERT_OK(d.RemoveFile("planted"));
+  EXPECT_THAT(d.RemoveFile("planted", "replace"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("replace " + dir.Join("planted"))));
+  EXPECT_THAT(common::DirFd::Open(dir.Join("a")).status(),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("open directory " + dir.Join("a"))));
+}
+
+TEST(OsTest, MemoryAdviceWidensToPagesAndIgnoresFailure) {
+  const size_t page = common::PageSize();
+  EXPECT_GE(page, 4096u);
+  EXPECT_EQ(page & (page - 1), 0u);
+  EXPECT_GT(common::PhysicalMemoryBytes(), uint64_t{0});
+  std::vector<uint8_t> bytes(3 * page + 7);
+  common::AdviseMemory(bytes.data() + 5, bytes.size() - 5, common::MemoryAdvice::kWillNeed);
+  common::AdviseMemory(bytes.data(), 0, common::MemoryAdvice::kDontNeed);
+  common::AdviseFile(-1, 0, 0, common::FileAdvice::kSequential);  // EBADF, ignored
+  EXPECT_EQ(bytes[5], 0);
+}
+
+TEST(OsTest, RedirectToMemoryFileKeepsTheNumberAndDropsTheFile) {
+  testing::TempDir dir;
+  const std::string path = dir.Join("f");
+  SP_ASSERT_OK_AND_ASSIGN(common::UniqueFd fd, common::CreateNewFile(path));
+  ASSERT_TRUE(common::RedirectToMemoryFile(fd.get()));
+  SP_ASSERT_OK(common::WriteFull(fd.get(), path, {reinterpret_cast<const uint8_t*>("lost"), 4}));
+  EXPECT_EQ(fs::file_size(path), 0u);
+  EXPECT_EQ(common::ReserveFileBytes(fd.get(), 1 << 20), 0);
+}
+
+TEST(ChildProcessTest, AnAnswerACrashAndAHangAreToldApart) {
+  const Clock::time_point soon = Clock::now() + std::chrono::seconds(20);
+  SP_ASSERT_OK_AND_ASSIGN(
+      common::ChildOutcome answered,
+      common::RunInChild([] { return std::string(10000, 'x'); }, soon, 100, "to test", "t"));
+  EXPECT_TRUE(answered.in_time);
+  EXPECT_EQ(answered.output, std::string(100, 'x'));
+  ASSERT_TRUE(answered.wait_status.has_value());
+  EXPECT_TRUE(WIFEXITED(*answered.wait_status));
+
+  SP_ASSERT_OK_AND_ASSIGN(common::ChildOutcome crashed, common::RunInChild(
+                                                            []() -> std::string {
+                                                              ::raise(SIGBUS);
+                                                              return "unreached";
+                                                            },
+                                                            soon, 100, "to test", "t"));
+  EXPECT_TRUE(crashed.in_time);
+  EXPECT_EQ(crashed.output, "");
+  ASSERT_TRUE(crashed.wait_status.has_value());
+  ASSERT_TRUE(WIFSIGNALED(*crashed.wait_status));
+  EXPECT_EQ(WTERMSIG(*crashed.wait_status), SIGBUS);
+
+  const Clock::time_point start = Clock::now();
+  SP_ASSERT_OK_AND_ASSIGN(common::ChildOutcome hung, common::RunInChild(
+                                                         []() -> std::string {
+                                                           while (true) ::pause();
+                                                         },
+                                                         start + std::chrono::milliseconds(200),
+                                                         100, "to test", "t"));
+  EXPECT_FALSE(hung.in_time);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  ASSERT_TRUE(hung.wait_status.has_value());
+  EXPECT_EQ(WTERMSIG(*hung.wait_status), SIGKILL);
+}
+
+}  // namespace
+}  // namespace shardpack::format

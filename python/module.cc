@@ -20,6 +20,7 @@
 #include "python/contact_sheet.h"
 #include "python/py_dataset.h"
 #include "python/py_reader.h"
+#include "reader/option_table.h"
 #include "shardpack/reader.h"
 
 namespace shardpack::python {
@@ -60,16 +61,19 @@ auto NoArguments(const char* name, Result (PyReader::*method)() const) {
   };
 }
 
+// The Python Reader's keywords, in the table's order (reader/option_table.h).
+std::vector<std::string> ReaderKeywords() {
+  std::vector<std::string> names;
+  for (const reader::OptionSpec& s : reader::kOptionTable) {
+    if (!s.python.empty()) names.emplace_back(s.python);
+  }
+  return names;
+}
+
 // Reader(path, **keywords): each argument checked and named (python/args.h);
 // one not given keeps ReaderOptions' default.
 std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwargs) {
-  const CallArgs a("Reader", args, kwargs,
-                   {"path", "batch_size", "shuffle", "seed", "rank", "world_size", "transform",
-                    "threads", "ring_slots", "shuffle_bytes", "read_ahead_bytes", "io",
-                    "remainder", "layout", "dtype", "mean", "std", "on_corrupt", "copy",
-                    "indices", "output", "device", "epoch_samples", "label_space", "cache_dir",
-                    "cache_bytes"},
-                   1, 1);
+  const CallArgs a("Reader", args, kwargs, ReaderKeywords(), 1, 1);
   auto str = [&](const char* name, const char* fallback) {
     py::object v = a[name];
     return v ? StrArg(v, name) : std::string(fallback);

@@ -16,6 +16,7 @@
 #include "common/status_macros.h"
 #include "reader/option_table.h"
 #include "reader/options.h"
+#include "reader/pipeline.h"
 #include "reader/reader_impl.h"
 
 namespace shardpack {
@@ -76,6 +77,20 @@ absl::Status reader::ResolveRank(ReaderOptions* o) {
 // The plan options of `o`, whose rank and world size are resolved.
 reader::PlanOptions reader::PlanOptionsOf(const ReaderOptions& o) {
   return reader::PlanOf(reader::SegmentOf(o), o.seed, o.rank);
+}
+
+reader::PipelineConfig reader::PipelineConfigOf(const ReaderOptions& o) {
+  PipelineConfig c;
+  c.loader = {.batch_size = o.batch_size,
+              .shuffle_bytes = o.shuffle_bytes,
+              .read_ahead_bytes = o.read_ahead_bytes};
+  c.builder = {.threads = o.threads,
+               .batch_size = o.batch_size,
+               .keys = o.keys,
+               .on_corrupt = o.on_corrupt,
+               .seed = o.seed};
+  c.ring_slots = o.ring_slots;
+  return c;
 }
 
 // A path goes to the system as a C string: a NUL would cut it short.

@@ -15,11 +15,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
 #include "common/errors.h"
 #include "python/args.h"
 #include "python/contact_sheet.h"
 #include "python/py_dataset.h"
 #include "python/py_reader.h"
+#include "reader/option_table.h"
 #include "shardpack/reader.h"
 
 namespace shardpack::python {
@@ -60,19 +62,31 @@ auto NoArguments(const char* name, Result (PyReader::*method)() const) {
   };
 }
 
+// The Python Reader's keywords, in the table's order (reader/option_table.h).
+std::vector<std::string> ReaderKeywords() {
+  std::vector<std::string> names;
+  for (const reader::OptionSpec& s : reader::kOptionTable) {
+    if (!s.python.empty()) names.emplace_back(s.python);
+  }
+  return names;
+}
+
+// A text keyword's default: its row's python_default without the quotes
+// docs/python.md writes around it (`"none"` is none).
+std::string_view TextDefault(const char* name) {
+  const std::string_view d = reader::FindOption(name).python_default;
+  SP_CHECK(d.size() >= 4 && d.starts_with("`\"") && d.ends_with("\"`"));
+  return d.substr(2, d.size() - 4);
+}
+
 // Reader(path, **keywords): each argument checked and named (python/args.h);
 // one not given keeps ReaderOptions' default.
 std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwargs) {
-  const CallArgs a("Reader", args, kwargs,
-                   {"path", "batch_size", "shuffle", "seed", "rank", "world_size", "transform",
-                    "threads", "ring_slots", "shuffle_bytes", "read_ahead_bytes", "io",
-                    "remainder", "layout", "dtype", "mean", "std", "on_corrupt", "copy",
-                    "indices", "output", "device", "epoch_samples", "label_space", "cache_dir",
-                    "cache_bytes"},
-                   1, 1);
-  auto str = [&](const char* name, const char* fallback) {
+  const CallArgs a("Reader", args, kwargs, ReaderKeywords(), 1, 1);
+  // A text keyword, or its default as the option table says it.
+  auto str = [&](const char* name) {
     py::object v = a[name];
-    return v ? StrArg(v, name) : std::string(fallback);
+    return v ? StrArg(v, name) : std::string(TextDefault(name));
   };
   ReaderOptions o;
   // A list or tuple is a mixture; anything else one dataset's path.
@@ -82,7 +96,7 @@ std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwa
     o.path = PathArg(a["path"], "path");
   }
   if (py::object v = a["epoch_samples"]) o.epoch_samples = UintArg(v, "epoch_samples");
-  o.label_space = Unwrap(ParseLabelSpace(str("label_space", "shared")));
+  o.label_space = Unwrap(ParseLabelSpace(str("label_space")));
   for (auto [name, field] : {std::pair<const char*, int*>{"batch_size", &o.batch_size},
                              {"rank", &o.rank},
                              {"world_size", &o.world_size},
@@ -104,21 +118,21 @@ std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwa
   if (py::object v = a["std"]) o.std = TripleArg(v, "std");
   const bool copy = a["copy"] ? BoolArg(a["copy"], "copy") : false;
   const bool indices = a["indices"] ? BoolArg(a["indices"], "indices") : false;
-  o.transform = Unwrap(ParseTransform(str("transform", "none")));
-  o.io = Unwrap(ParseIoEngine(str("io", "auto")));
-  o.remainder = Unwrap(ParseRemainder(str("remainder", "drop")));
-  o.layout = Unwrap(ParseOutputLayout(str("layout", "nhwc")));
-  o.on_corrupt = Unwrap(ParseOnCorrupt(str("on_corrupt", "error")));
-  o.device = ParseDevice(str("device", "cpu"));
+  o.transform = Unwrap(ParseTransform(str("transform")));
+  o.io = Unwrap(ParseIoEngine(str("io")));
+  o.remainder = Unwrap(ParseRemainder(str("remainder")));
+  o.layout = Unwrap(ParseOutputLayout(str("layout")));
+  o.on_corrupt = Unwrap(ParseOnCorrupt(str("on_corrupt")));
+  o.device = ParseDevice(str("device"));
   // On a device, float output is made there by the finish kernel from uint8
   // (a quarter of the bytes on the bus); on the host, by the transform.
-  const std::string dtype_arg = str("dtype", "uint8"), dtype = Lower(dtype_arg);
+  const std::string dtype_arg = str("dtype"), dtype = Lower(dtype_arg);
   if (dtype == "uint8") o.dtype = DType::kUint8;
   else if (dtype == "float32" && o.device >= 0) o.device_dtype = DeviceDType::kFloat32;
   else if (dtype == "float32") o.dtype = DType::kFloat32;
   else if (dtype == "float16" && o.device >= 0) o.device_dtype = DeviceDType::kFloat16;
   else BadChoice("dtype", dtype_arg, "uint8, float32, float16 (float16 with device='cuda')");
-  const std::string output_arg = str("output", "numpy"), output = Lower(output_arg);
+  const std::string output_arg = str("output"), output = Lower(output_arg);
   Output out = Output::kNumpy;
   if (output == "torch") out = Output::kTorch;
   else if (output != "numpy") BadChoice("output", output_arg, "numpy, torch");

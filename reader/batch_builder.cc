@@ -32,11 +32,11 @@ void MapLabels(const LabelMapping& m, int num_labels, int64_t* labels) {
 
 }  // namespace
 
-BatchBuilder::BatchBuilder(const ReaderOptions& options, StreamDataset* dataset,
+BatchBuilder::BatchBuilder(const BuilderConfig& config, StreamDataset* dataset,
                            const SampleTransform* transform, Loader* loader, HostRing* ring,
                            int num_labels, uint64_t batches_per_epoch,
                            const std::atomic<bool>& stop)
-    : options_(options),
+    : config_(config),
       dataset_(dataset),
       transform_(transform),
       loader_(loader),
@@ -44,8 +44,8 @@ BatchBuilder::BatchBuilder(const ReaderOptions& options, StreamDataset* dataset,
       num_labels_(num_labels),
       batches_per_epoch_(batches_per_epoch),
       stop_(stop) {
-  SP_DCHECK(options.threads >= 1);
-  for (int t = 0; t < options.threads; ++t) workers_.push_back(std::make_unique<Worker>());
+  SP_DCHECK(config.threads >= 1);
+  for (int t = 0; t < config.threads; ++t) workers_.push_back(std::make_unique<Worker>());
 }
 
 BatchBuilder::~BatchBuilder() { Join(); }
@@ -101,7 +101,7 @@ void BatchBuilder::BuildBatch(Worker& worker, uint64_t seq, RingSlot& slot) {
   std::shared_ptr<EpochRun> run = loader_->WaitRun(slot.epoch);
   if (run == nullptr) return;
   const EpochPlan& plan = run->plan;
-  const uint64_t batch_size = static_cast<uint64_t>(options_.batch_size);
+  const uint64_t batch_size = static_cast<uint64_t>(config_.batch_size);
   const uint64_t first = slot.batch * batch_size;
   slot.size = static_cast<int>(std::min<uint64_t>(batch_size, plan.order.size() - first));
   slot.skipped = 0;
@@ -181,14 +181,14 @@ absl::Status BatchBuilder::BuildRow(Worker& worker, uint32_t unit, uint32_t inde
   int64_t* labels = &slot.labels[i * num_labels_];
   for (int j = 0; j < num_labels_; ++j) labels[j] = j < record->labels.size() ? record->labels[j] : -1;
   if (!member.labels.plain()) MapLabels(member.labels, num_labels_, labels);
-  if (options_.keys) slot.keys[i].assign(record->key.data(), record->key.size());
+  if (config_.keys) slot.keys[i].assign(record->key.data(), record->key.size());
   if (!s.ok()) return absl::DataLossError(absl::StrCat(path(), ": ", s.message()));
   if (!slot.sources.empty()) ++slot.sources[member.source];  // a good sample of its source
   return absl::OkStatus();
 }
 
 void BatchBuilder::Damaged(Worker& worker, int i, absl::Status error, RingSlot& slot) {
-  if (options_.on_corrupt == OnCorrupt::kError) {
+  if (config_.on_corrupt == OnCorrupt::kError) {
     if (slot.status.ok()) slot.status = std::move(error);
     return;
   }
@@ -216,13 +216,13 @@ void BatchBuilder::ReplaceDamaged(Worker& worker, uint64_t first, RingSlot& slot
   for (int i : bad) {
     if (good.empty()) break;
     const uint64_t draw =
-        common::Draw(options_.seed, common::kStreamReplace, slot.epoch, first + i);
+        common::Draw(config_.seed, common::kStreamReplace, slot.epoch, first + i);
     int j = good[common::Below(draw, good.size())];
     std::memcpy(slot.images.get() + row_bytes * i, slot.images.get() + row_bytes * j, row_bytes);
     std::memcpy(&slot.labels[i * num_labels_], &slot.labels[j * num_labels_],
                 sizeof(int64_t) * num_labels_);
     slot.records[i] = slot.records[j];
-    if (options_.keys) slot.keys[i] = slot.keys[j];
+    if (config_.keys) slot.keys[i] = slot.keys[j];
   }
   slot.skipped = static_cast<int>(bad.size());
   skipped_.fetch_add(bad.size(), std::memory_order_relaxed);

@@ -27,11 +27,20 @@
 
 namespace shardpack::reader {
 
+// What the batch builder takes of ReaderOptions (made by PipelineConfigOf).
+struct BuilderConfig {
+  int threads = 1;  // resolved (WorkerThreads): at least 1
+  int batch_size = 0;
+  bool keys = false;
+  OnCorrupt on_corrupt = OnCorrupt::kError;
+  uint64_t seed = 0;  // of the replacements of damaged samples
+};
+
 class BatchBuilder {
  public:
-  // `options.threads` workers (resolved: at least 1). Every pointer and
-  // `stop` (the pipeline's stop flag) outlive the builder.
-  BatchBuilder(const ReaderOptions& options, StreamDataset* dataset,
+  // `config.threads` workers. Every pointer and `stop` (the pipeline's stop
+  // flag) outlive the builder.
+  BatchBuilder(const BuilderConfig& config, StreamDataset* dataset,
                const SampleTransform* transform, Loader* loader, HostRing* ring,
                int num_labels, uint64_t batches_per_epoch, const std::atomic<bool>& stop);
   ~BatchBuilder();
@@ -72,7 +81,7 @@ class BatchBuilder {
   // One atomic per run of samples from the same unit.
   void UnpinBatch(const EpochPlan& plan, uint64_t first, int size);
 
-  const ReaderOptions options_;
+  const BuilderConfig config_;
   StreamDataset* dataset_;
   const SampleTransform* transform_;
   Loader* loader_;

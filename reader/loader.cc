@@ -36,11 +36,11 @@ constexpr uint32_t kPieceStopped = 2;
 // engine takes. No more: a device shares its bandwidth among the reads it is
 // given, so with 16 blocks in flight the first block of an epoch arrived
 // after all 16 (0.1 s on a cold 650 MB/s disk) and the workers waited.
-size_t ReadsInFlight(const ReaderOptions& options, const StreamDataset& dataset) {
+size_t ReadsInFlight(const LoaderConfig& config, const StreamDataset& dataset) {
   uint64_t unit_bytes = 0;
   for (const ReadUnit& u : dataset.units()) unit_bytes += u.bytes;
   if (!dataset.units().empty()) unit_bytes /= dataset.units().size();
-  const uint64_t fit = options.read_ahead_bytes / std::max<uint64_t>(unit_bytes, 1);
+  const uint64_t fit = config.read_ahead_bytes / std::max<uint64_t>(unit_bytes, 1);
   return std::min<size_t>(std::max<uint64_t>(fit, 2), dataset.source->max_in_flight());
 }
 
@@ -83,14 +83,14 @@ void BufferPool::Give(uint8_t* buffer, size_t capacity) {
   if (buffer != nullptr) free_.emplace_back(buffer, capacity);
 }
 
-Loader::Loader(const ReaderOptions& options, StreamDataset* dataset,
+Loader::Loader(const LoaderConfig& config, StreamDataset* dataset,
                const EpochPlanner* planner, const std::atomic<bool>& stop)
-    : batch_size_(options.batch_size),
+    : batch_size_(config.batch_size),
       dataset_(dataset),
       planner_(planner),
       plan_bound_bytes_(planner->MemoryBound()),
-      budget_bytes_(SaturatingAdd(options.shuffle_bytes, options.read_ahead_bytes)),
-      max_in_flight_(ReadsInFlight(options, *dataset)),
+      budget_bytes_(SaturatingAdd(config.shuffle_bytes, config.read_ahead_bytes)),
+      max_in_flight_(ReadsInFlight(config, *dataset)),
       stop_(stop),
       units_(dataset->units().size()),
       loading_(dataset->units().size(), 0) {}

@@ -83,10 +83,17 @@ struct StreamStart {
   uint64_t epoch_batches = 0;
 };
 
+// What the loader takes of ReaderOptions (made by PipelineConfigOf).
+struct LoaderConfig {
+  int batch_size = 0;
+  uint64_t shuffle_bytes = 0;     // with read_ahead_bytes: what units may hold
+  uint64_t read_ahead_bytes = 0;  // also: how many reads are kept in flight
+};
+
 class Loader {
  public:
   // `dataset` and `stop` (the pipeline's stop flag) outlive the loader.
-  Loader(const ReaderOptions& options, StreamDataset* dataset, const EpochPlanner* planner,
+  Loader(const LoaderConfig& config, StreamDataset* dataset, const EpochPlanner* planner,
          const std::atomic<bool>& stop);
   ~Loader();
 

@@ -82,14 +82,11 @@ struct MixSourcePlan {
   uint64_t per_epoch = 0;       // samples a mixture epoch draws, all ranks together
 };
 
-// The most a mixture epoch may draw of a source: this many times its records.
-inline constexpr uint64_t kMaxMixRepeat = 1024;
-
 class MixPlanner final : public EpochPlanner {
  public:
   // `options`: the reader's (seed, rank, world size, batch size, remainder,
   // shuffle budget). Preconditions (checked by the reader's opener): every
-  // source holds a record, 1 <= per_epoch <= kMaxMixRepeat * its records.
+  // source holds a record, 1 <= per_epoch <= kMaxMixRepeat (shardpack/reader.h) * its records.
   MixPlanner(std::vector<MixSourcePlan> sources, const PlanOptions& options);
 
   EpochPlan Plan(uint64_t epoch, const EpochRests* rests) const override;

@@ -18,14 +18,14 @@ int RingSlotsFor(int requested, uint64_t batch_bytes, int workers) {
       std::min<uint64_t>(std::max<uint64_t>(small, uint64_t(std::max(workers, 1)) + 2), kMaxRingSlots));
 }
 
-Pipeline::Pipeline(const ReaderOptions& options, StreamDataset* dataset,
+Pipeline::Pipeline(const PipelineConfig& config, StreamDataset* dataset,
                    const SampleTransform* transform, const EpochPlanner* planner,
                    int num_labels, CopyEngine* host_memory)
     : batches_per_epoch_(planner->batches_per_epoch()),
-      loader_(options, dataset, planner, stop_),
-      ring_(options.ring_slots, options.batch_size, transform->shape().sample_bytes, num_labels,
-            options.keys, host_memory, &loader_, stop_),
-      builder_(options, dataset, transform, &loader_, &ring_, num_labels, batches_per_epoch_,
+      loader_(config.loader, dataset, planner, stop_),
+      ring_(config.ring_slots, config.builder.batch_size, transform->shape().sample_bytes,
+            num_labels, config.builder.keys, host_memory, &loader_, stop_),
+      builder_(config.builder, dataset, transform, &loader_, &ring_, num_labels, batches_per_epoch_,
                stop_) {}
 
 Pipeline::~Pipeline() { Stop(); }

@@ -46,12 +46,23 @@ int WorkerThreads(int requested);
 // consumer hold one batch while the next is ready.
 int RingSlotsFor(int requested, uint64_t batch_bytes, int workers);
 
+// What each stage of the pipeline takes of ReaderOptions: a narrow config
+// each, made once when the reader opens (the epoch planner's is
+// PlanOptions, reader/epoch_plan.h).
+struct PipelineConfig {
+  LoaderConfig loader;
+  BuilderConfig builder;
+  int ring_slots = 0;  // resolved (RingSlotsFor)
+};
+// The stages' configs of `options`, whose threads and ring_slots are
+// resolved (WorkerThreads, RingSlotsFor): the one place they are made.
+PipelineConfig PipelineConfigOf(const ReaderOptions& options);
+
 class Pipeline {
  public:
-  // `options` with `threads` and `ring_slots` resolved (WorkerThreads,
-  // RingSlotsFor). Ring slots come from `host_memory`'s HostAlloc (pinned
-  // for a device) when given, which then outlives the pipeline.
-  Pipeline(const ReaderOptions& options, StreamDataset* dataset, const SampleTransform* transform,
+  // Ring slots come from `host_memory`'s HostAlloc (pinned for a device)
+  // when given, which then outlives the pipeline.
+  Pipeline(const PipelineConfig& config, StreamDataset* dataset, const SampleTransform* transform,
            const EpochPlanner* planner, int num_labels, CopyEngine* host_memory = nullptr);
   ~Pipeline();
 

@@ -100,7 +100,8 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
         options_.world_size, " no batch of ", options_.batch_size));
   }
   int num_labels = std::max<int>(1, static_cast<int>(schema_.labels.size()));
-  pipeline_ = std::make_unique<Pipeline>(host, &dataset_, transform_.get(), planner_.get(), num_labels,
+  pipeline_ = std::make_unique<Pipeline>(reader::PipelineConfigOf(host), &dataset_,
+                                         transform_.get(), planner_.get(), num_labels,
                                          engine_.get());
   SP_RETURN_IF_ERROR(pipeline_->CheckRing(options_.path));
   ring_ = &pipeline_->host_ring();

@@ -5,14 +5,18 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/enum_names.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "reader/option_table.h"
 #include "reader/options.h"
+#include "reader/pipeline.h"
 #include "reader/reader_impl.h"
 
 namespace shardpack {
@@ -20,28 +24,6 @@ namespace shardpack {
 using common::AsAbsl;
 
 namespace {
-
-// An integer option of ReaderOptions, as messages name it.
-struct IntOption {
-  const char* name;
-  std::string accepted;  // "1 to 1048576"
-};
-
-const std::vector<IntOption>& IntOptions() {
-  static const auto* options = new std::vector<IntOption>{
-      {"batch_size", absl::StrCat("1 to ", kMaxBatchSize)},
-      {"ring_slots", absl::StrCat("2 to ", kMaxRingSlots, ", or 0 (chosen)")},
-      {"threads", absl::StrCat("0 (one per core) to ", kMaxThreads)},
-      {"device_buffers", absl::StrCat("2 to ", kMaxDeviceBuffers, ", or 0 (chosen)")},
-      {"device", "-1 (host memory) or a CUDA device from 0"},
-      {"rank", absl::StrCat("-1 (from RANK) or 0 to world_size-1 (at most ", kMaxWorldSize - 1,
-                            ")")},
-      {"world_size", absl::StrCat("-1 (from WORLD_SIZE) or 1 to ", kMaxWorldSize)},
-      {"transform size", absl::StrCat("1 to ", kMaxTransformSize)},
-      {"transform pad", absl::StrCat("0 to ", kMaxTransformSize)},
-  };
-  return *options;
-}
 
 // An integer from the environment variable `name`, in [lo, hi]; `fallback`
 // when it is not set. `*named` says where the value came from, for messages.
@@ -95,6 +77,20 @@ absl::Status reader::ResolveRank(ReaderOptions* o) {
 // The plan options of `o`, whose rank and world size are resolved.
 reader::PlanOptions reader::PlanOptionsOf(const ReaderOptions& o) {
   return reader::PlanOf(reader::SegmentOf(o), o.seed, o.rank);
+}
+
+reader::PipelineConfig reader::PipelineConfigOf(const ReaderOptions& o) {
+  PipelineConfig c;
+  c.loader = {.batch_size = o.batch_size,
+              .shuffle_bytes = o.shuffle_bytes,
+              .read_ahead_bytes = o.read_ahead_bytes};
+  c.builder = {.threads = o.threads,
+               .batch_size = o.batch_size,
+               .keys = o.keys,
+               .on_corrupt = o.on_corrupt,
+               .seed = o.seed};
+  c.ring_slots = o.ring_slots;
+  return c;
 }
 
 // A path goes to the system as a C string: a NUL would cut it short.
@@ -161,24 +157,26 @@ absl::Status reader::CheckOptions(const ReaderOptions& o) {
   SP_RETURN_IF_ERROR(reader::CheckPathOption("path", o.path));
   SP_RETURN_IF_ERROR(reader::CheckPathOption("cache_dir", o.cache_dir));
   if (!o.sources.empty()) SP_RETURN_IF_ERROR(CheckSources(o));
-  auto check = [](const char* name, int v, bool ok) {
-    return ok ? absl::OkStatus() : reader::OptionOutOfRange(name, absl::StrCat(v));
+  // Each int option against its row of the table (reader/option_table.h).
+  auto check = [](std::string_view name, int v) {
+    return reader::InRange(reader::FindOption(name), v)
+               ? absl::OkStatus()
+               : reader::OptionOutOfRange(name, absl::StrCat(v));
   };
-  auto in = [](int v, int lo, int hi) { return v >= lo && v <= hi; };
-  const Transform& t = o.transform;
-  SP_RETURN_IF_ERROR(check("batch_size", o.batch_size, in(o.batch_size, 1, kMaxBatchSize)));
-  SP_RETURN_IF_ERROR(check("ring_slots", o.ring_slots,
-                           o.ring_slots == kAutoRingSlots || in(o.ring_slots, 2, kMaxRingSlots)));
-  SP_RETURN_IF_ERROR(check("threads", o.threads, in(o.threads, 0, kMaxThreads)));
-  SP_RETURN_IF_ERROR(check("device", o.device, o.device >= -1));
-  SP_RETURN_IF_ERROR(check("device_buffers", o.device_buffers,
-                           o.device < 0 || o.device_buffers == kAutoDeviceBuffers ||
-                               in(o.device_buffers, 2, kMaxDeviceBuffers)));
-  SP_RETURN_IF_ERROR(check("world_size", o.world_size,
-                           o.world_size == -1 || in(o.world_size, 1, kMaxWorldSize)));
-  SP_RETURN_IF_ERROR(check("rank", o.rank, in(o.rank, -1, kMaxWorldSize - 1)));
-  SP_RETURN_IF_ERROR(check("transform size", t.size, in(t.size, 1, kMaxTransformSize)));
-  SP_RETURN_IF_ERROR(check("transform pad", t.pad, in(t.pad, 0, kMaxTransformSize)));
+  for (auto [name, v] : {std::pair<std::string_view, int>{"batch_size", o.batch_size},
+                         {"ring_slots", o.ring_slots},
+                         {"threads", o.threads},
+                         {"device", o.device}}) {
+    SP_RETURN_IF_ERROR(check(name, v));
+  }
+  // Device buffers matter only with a device.
+  if (o.device >= 0) SP_RETURN_IF_ERROR(check("device_buffers", o.device_buffers));
+  for (auto [name, v] : {std::pair<std::string_view, int>{"world_size", o.world_size},
+                         {"rank", o.rank},
+                         {"transform size", o.transform.size},
+                         {"transform pad", o.transform.pad}}) {
+    SP_RETURN_IF_ERROR(check(name, v));
+  }
   if (o.device_dtype != DeviceDType::kAsHost && o.dtype != DType::kUint8) {
     return absl::InvalidArgumentError(
         "with device_dtype, dtype must stay uint8: the device converts the uint8 batch");
@@ -190,12 +188,18 @@ absl::Status reader::CheckOptions(const ReaderOptions& o) {
 }
 
 
+std::string reader::Accepted(const OptionSpec& s) {
+  std::string text(s.accepted.empty() ? "{lo} to {hi}" : s.accepted);
+  return absl::StrReplaceAll(text, {{"{lo}", absl::StrCat(s.lo)},
+                                    {"{hi}", absl::StrCat(s.hi)},
+                                    {"{special}", absl::StrCat(s.special.value_or(0))}});
+}
+
 absl::Status reader::OptionOutOfRange(std::string_view option, std::string_view value) {
-  for (const IntOption& o : IntOptions()) {
-    if (option == o.name) {
-      return absl::InvalidArgumentError(absl::StrCat(o.name, " ", common::Excerpt(value),
-                                                     " is out of range: ", o.accepted));
-    }
+  if (const OptionSpec& s = FindOption(option); s.type == OptionType::kInt) {
+    return absl::InvalidArgumentError(absl::StrCat(common::AsAbsl(option), " ",
+                                                   common::Excerpt(value),
+                                                   " is out of range: ", Accepted(s)));
   }
   return absl::InvalidArgumentError(
       absl::StrCat(common::AsAbsl(option), " ", common::Excerpt(value), " is out of range"));

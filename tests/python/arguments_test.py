@@ -107,6 +107,28 @@ class ArgumentsTest(fixtures.DatasetTest):
                      r"not 0", dtype="float32", std=(1, 0, 1))
         self.reader(mean=np.array([0.5, 0.5, 0.5]), std=[1, 2, np.float32(3)])
 
+    def test_keywords_are_the_option_tables_and_the_docs(self):
+        # The keywords come from reader/option_table.h; docs/python.md's table
+        # names each of them and no other (tests/reader/option_table_test.cc
+        # checks its defaults against the table).
+        with self.assertRaises(TypeError) as caught:
+            shardpack.Reader(self.ds, no_such_keyword=1)
+        listed = str(caught.exception).split(" (", 1)[1].rstrip(")").split(", ")
+        docs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                            "python.md")
+        with open(docs, encoding="utf-8") as f:
+            text = f.read()
+        table = text[text.index("| keyword | default | meaning |"):].split("\n")[2:]
+        documented = set()
+        for line in table:
+            if not line.startswith("|"):
+                break
+            for name in line.split(" | ")[0].lstrip("| ").split(", "):
+                documented.add(name.strip("`"))
+        self.assertEqual(listed[0], "path")
+        self.assertEqual(len(listed), len(set(listed)))
+        self.assertEqual(set(listed) - {"path"}, documented)
+
     def test_the_call_itself_is_checked_as_python_checks_it(self):
         self.refused(shardpack.Reader, TypeError, r"^Reader\(\) missing required argument 'path'$")
         self.refused(shardpack.Reader, TypeError,

@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "reader/option_table.h"
 #include "shardpack/dataset.h"
 #include "tests/testing/cli_expect.h"
 #include "tests/testing/subprocess.h"
@@ -271,6 +272,24 @@ TEST(CliFlagsTest, EveryToolHasVersion) {
     EXPECT_EQ(r.exit_code, 0) << tool << ": " << r.err;
     EXPECT_EQ(r.out, tool + " " SHARDPACK_VERSION "\n");
     EXPECT_EQ(r.err, "");
+  }
+}
+
+// shardbench's --help lists the flag of every reader option that has one
+// (reader/option_table.h), and its range flags refuse what the table does.
+TEST(CliFlagsTest, ShardbenchHasEveryFlagOfTheOptionTable) {
+  RunResult help = testing::Run({SHARDBENCH_PATH, "--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  for (const reader::OptionSpec& s : reader::kOptionTable) {
+    if (s.flag.empty()) continue;
+    EXPECT_THAT(help.out, HasSubstr(std::string(s.flag))) << s.field;
+  }
+  for (const char* option : {"batch_size", "threads", "ring_slots", "device_buffers"}) {
+    const reader::OptionSpec& s = reader::FindOption(option);
+    RunResult r = testing::Run({SHARDBENCH_PATH, "ds", std::string(s.flag),
+                                std::to_string(s.hi + 1)});
+    EXPECT_EQ(r.exit_code, 2) << option << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(std::to_string(s.hi))) << option;
   }
 }
 

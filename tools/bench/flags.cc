@@ -8,17 +8,24 @@
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
 #include "common/status_macros.h"
+#include "reader/option_table.h"
 #include "tools/common/cli.h"
 
 namespace shardpack::shardbench {
 namespace {
 
 constexpr uint64_t kMaxInt = std::numeric_limits<int>::max();
-constexpr uint64_t kMaxBatchSize = uint64_t{1} << 20;
 constexpr double kMaxSeconds = 365 * 24 * 3600;  // a year: past that, a typo
 // --shuffle-bytes and --read-ahead: a pebibyte each, past any machine's
 // memory, and their sum (the reader's memory budget) far from wrapping.
 constexpr uint64_t kMaxBufferBytes = uint64_t{1} << 50;
+
+// The range of a reader option's flag, as its row of the reader's option
+// table says (reader/option_table.h); the automatic value is the flag left out.
+CLI::Validator RangeOf(std::string_view option) {
+  const reader::OptionSpec& s = reader::FindOption(option);
+  return cli::WholeNumberIn(static_cast<uint64_t>(s.lo), static_cast<uint64_t>(s.hi));
+}
 
 // CLI11 validators: an empty string accepts, anything else is the message.
 // ParseTransform refuses a SIZE past kMaxTransformSize, so a usage error
@@ -127,9 +134,9 @@ void AddFlags(CLI::App* app, Flags* f) {
                   "With --source: shared, offset or source (default shared)")
       ->check(CheckLabelSpace, "SPACE");
   app->add_option("--batch-size", f->batch_size, "Samples per batch (default 256)")
-      ->transform(cli::WholeNumberIn(1, kMaxBatchSize));
+      ->transform(RangeOf("batch_size"));
   app->add_option("--threads", f->threads, "Transform worker threads (default 0: all cores)")
-      ->transform(cli::WholeNumberIn(0, cli::kMaxThreads));
+      ->transform(RangeOf("threads"));
   app->add_option("--transform", f->transform,
                   "none, cifar-train[:SIZE], cifar-eval[:SIZE], rrc[:SIZE] or center[:SIZE] "
                   "(default none)")
@@ -173,7 +180,7 @@ void AddFlags(CLI::App* app, Flags* f) {
       ->check(cli::SizeIn(0, kMaxBufferBytes));
   app->add_option("--ring-slots", f->ring_slots,
                   "Batches in flight (default: 4, up to 16 for batches under 8MiB)")
-      ->transform(cli::WholeNumberIn(2, 1024));
+      ->transform(RangeOf("ring_slots"));
   app->add_option("--warmup", f->warmup,
                   "Batches left out of the steady figures, as the torchvision peers' --warmup "
                   "(default 5)")
@@ -190,7 +197,7 @@ void AddFlags(CLI::App* app, Flags* f) {
   app->add_option("--device-buffers", f->device_buffers,
                   "With --device: device buffers in the staging ring, 2..1024 (default: the "
                   "reader's choice, 3 or up to 16 for small batches)")
-      ->transform(cli::WholeNumberIn(2, kMaxDeviceBuffers));
+      ->transform(RangeOf("device_buffers"));
   app->add_flag("--json", f->json, "Print one JSON object on stdout");
   app->add_option("--order-out", f->order_out,
                   "Write 'epoch batch slot record_index label' per sample to FILE "

@@ -19,7 +19,6 @@
 #include "common/os.h"
 #include "common/posix_open.h"
 #include "common/status_macros.h"
-#include "remote/remote_dataset.h"
 #include "shardpack/file.h"
 
 namespace shardpack::backends {
@@ -280,12 +279,6 @@ bool Hdf5ShardReader::has_keys() const { return files_->datasets[kKeys].valid();
 bool Hdf5ShardReader::has_extra() const { return files_->datasets[kExtra].valid(); }
 
 absl::StatusOr<std::unique_ptr<Hdf5ShardReader>> Hdf5ShardReader::Open(const std::string& path) {
-  // An object of a remote dataset: its checked local copy (liblmdb and
-  // libhdf5 open files, not streams).
-  if (remote::IsUrl(path)) {
-    SP_ASSIGN_OR_RETURN(const std::string local, remote::LocalPath(path));
-    return Open(local);
-  }
   // libhdf5 would open a FIFO and wait for a writer.
   std::unique_ptr<Hdf5ShardReader> r(new Hdf5ShardReader(path));
   SP_RETURN_IF_ERROR(shardpack::common::CheckRegularFile(path, &r->file_bytes_));

@@ -14,7 +14,6 @@
 #include "common/mapping_guard.h"
 #include "common/posix_open.h"
 #include "common/status_macros.h"
-#include "remote/remote_dataset.h"
 #include "format/record_codec.h"
 #include "shardpack/file.h"
 
@@ -58,12 +57,6 @@ LmdbShardReader::LmdbShardReader(std::string path)
 LmdbShardReader::~LmdbShardReader() = default;
 
 absl::StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::string& path) {
-  // An object of a remote dataset: its checked local copy (liblmdb and
-  // libhdf5 open files, not streams).
-  if (remote::IsUrl(path)) {
-    SP_ASSIGN_OR_RETURN(const std::string local, remote::LocalPath(path));
-    return Open(local);
-  }
   // liblmdb would open a FIFO and wait for a writer; a directory would be
   // taken as an environment with a lock file.
   uint64_t file_bytes = 0;

@@ -119,23 +119,23 @@ absl::StatusOr<FileMagic> SniffFile(const std::string& path) {
   return FileMagic::kUnknown;
 }
 
+namespace {
+
 // A dataset in an object store: its manifest fetched, its shards URLs.
-absl::StatusOr<NamedPath> OpenRemoteDataset(const std::string& url) {
-  SP_ASSIGN_OR_RETURN(const remote::CacheOptions cache, remote::CurrentCacheOptions());
+absl::StatusOr<NamedPath> OpenRemoteDataset(const std::string& url, remote::Storage& storage) {
   NamedPath named;
   named.path = url;
-  SP_ASSIGN_OR_RETURN(named.remote, remote::OpenDataset(url, cache));
-  named.directory = named.remote->url();
+  SP_ASSIGN_OR_RETURN(std::shared_ptr<remote::RemoteDataset> remote, storage.OpenDataset(url));
+  named.directory = remote->url();
   named.directory.pop_back();  // the trailing '/'
-  named.manifest = named.remote->manifest();
+  named.manifest = remote->manifest();
   for (const ShardEntry& s : named.manifest.shards) {
-    named.shard_paths.push_back(named.remote->url() + s.path);
+    named.shard_paths.push_back(remote->url() + s.path);
   }
   return named;
 }
 
-absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path) {
-  if (remote::IsUrl(path)) return OpenRemoteDataset(path);
+absl::StatusOr<NamedPath> OpenLocalPath(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (status.type() == fs::file_type::not_found) {
@@ -148,6 +148,19 @@ absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path) {
   SP_ASSIGN_OR_RETURN(FileMagic magic, SniffFile(path));
   if (fs::path(path).filename() == kManifestFileName) return OpenDataset(path, ParentOf(path));
   return OpenLoneFile(path, magic);
+}
+
+}  // namespace
+
+absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path,
+                                        std::shared_ptr<remote::Storage> storage) {
+  if (storage == nullptr) {
+    SP_ASSIGN_OR_RETURN(storage, remote::Storage::Make());
+  }
+  absl::StatusOr<NamedPath> named =
+      remote::IsUrl(path) ? OpenRemoteDataset(path, *storage) : OpenLocalPath(path);
+  if (named.ok()) named->storage = std::move(storage);
+  return named;
 }
 
 }  // namespace shardpack::backends

@@ -5,7 +5,7 @@
 // A path may name (docs/cli.md, "What a path may name"):
 //  - a dataset in an object store: `s3://bucket/prefix/` or
 //    `https://host/path/` (or its manifest.json), read through the local
-//    cache that remote::CurrentCacheOptions() names;
+//    cache of the remote::Storage it is opened with;
 //  - a directory holding manifest.json: the dataset, of any backend;
 //  - a file named manifest.json: the dataset in its directory;
 //  - one shard file of any backend (a "lone shard"), told by its first bytes,
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "remote/remote_dataset.h"
+#include "remote/storage.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack::backends {
@@ -58,9 +58,10 @@ struct NamedPath {
   // The file of each shard: the directory joined with each manifest entry's
   // path, or the lone file.
   std::vector<std::string> shard_paths;
-  // A dataset in an object store (a URL): its manifest was fetched, and its
-  // shard paths are URLs, opened through it (remote/remote_dataset.h).
-  std::shared_ptr<remote::RemoteDataset> remote;
+  // What its shard paths are opened through (never null): a dataset in an
+  // object store (a URL) had its manifest fetched by it, its shard paths are
+  // URLs of that dataset and read through this Storage's cache.
+  std::shared_ptr<remote::Storage> storage;
 
   Backend backend() const { return manifest.backend; }
   bool has_manifest() const { return kind == PathKind::kDataset; }
@@ -79,8 +80,10 @@ struct NamedPath {
 // Resolves `path` as above. A dataset's manifest is read (its shards are not
 // opened); a lone LMDB or HDF5 file is admitted through the gate and its
 // metadata read (backends::OpenLoneShard); a lone `.shard` file is only
-// sniffed. Errors are one line naming the path.
-absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path);
+// sniffed. Errors are one line naming the path. A URL is opened through
+// `storage`; none: one made from the environment (remote::Storage::Make).
+absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path,
+                                        std::shared_ptr<remote::Storage> storage = nullptr);
 
 // What a regular file's first bytes say it is, read through the checked
 // opener (common/posix_io.h): refuses non-regular files.

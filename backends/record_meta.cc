@@ -16,8 +16,7 @@ namespace {
 // From the dataset's record table: no record read. Loading it checks its
 // size, CRC-32C and counts against the manifest.
 absl::Status FromTable(const NamedPath& dataset, bool need_keys, RecordMetaVisitor visit) {
-  SP_ASSIGN_OR_RETURN(format::RecordTable table,
-                      format::RecordTable::Load(dataset.directory, dataset.manifest));
+  SP_ASSIGN_OR_RETURN(format::RecordTable table, LoadRecordTable(dataset));
   const int fields = table.label_fields();
   for (uint64_t r = 0; r < table.records(); ++r) {
     Labels labels;
@@ -28,6 +27,19 @@ absl::Status FromTable(const NamedPath& dataset, bool need_keys, RecordMetaVisit
 }
 
 }  // namespace
+
+absl::StatusOr<format::RecordTable> LoadRecordTable(const NamedPath& dataset) {
+  if (dataset.storage == nullptr || !remote::IsUrl(dataset.directory)) {
+    return format::RecordTable::Load(dataset.directory, dataset.manifest);
+  }
+  if (!dataset.manifest.record_table.has_value()) {
+    return absl::NotFoundError(
+        absl::StrCat(dataset.directory, ": the manifest lists no record table"));
+  }
+  const std::string path = dataset.directory + "/" + dataset.manifest.record_table->path;
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, dataset.storage->OpenFile(path));
+  return format::RecordTable::Parse(*file, *dataset.manifest.record_table, dataset.manifest);
+}
 
 absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys,
                                RecordMetaVisitor visit) {
@@ -40,7 +52,8 @@ absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys,
   for (size_t k = 0; k < dataset.shard_paths.size(); ++k) {
     const std::string& path = dataset.shard_paths[k];
     SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardScanner> scanner,
-                        OpenShardScanner(path, dataset.backend(), dataset.ExpectedEntry(k)));
+                        OpenShardScanner(path, dataset.backend(), dataset.ExpectedEntry(k), {},
+                                         dataset.storage.get()));
     if (k < dataset.manifest.shards.size()) {
       SP_RETURN_IF_ERROR(
           common::CheckManifestRecords(path, scanner->size(), dataset.manifest.shards[k].records));

@@ -14,6 +14,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "backends/open_path.h"
+#include "format/record_table.h"
 #include "shardpack/record.h"
 
 namespace shardpack::backends {
@@ -31,6 +32,10 @@ using RecordMetaVisitor =
 // wrong), a record whose label count differs from the schema's label
 // fields (DataLossError).
 absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys, RecordMetaVisitor visit);
+
+// The record table `dataset`'s manifest lists, read through its storage (a
+// remote dataset's is fetched whole and checked), as RecordTable::Load says.
+absl::StatusOr<format::RecordTable> LoadRecordTable(const NamedPath& dataset);
 
 }  // namespace shardpack::backends
 

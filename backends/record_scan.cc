@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/hdf5_store.h"
 #include "backends/lmdb_store.h"
+#include "backends/shard_gate.h"
 #include "common/check.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
@@ -281,7 +282,12 @@ std::string RecordLocation::Text() const {
   return absl::StrCat(file_offset());
 }
 
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenShardBytes(const std::string& path) {
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenShardBytes(const std::string& path,
+                                                                 remote::Storage* storage) {
+  if (remote::IsUrl(path)) {
+    if (storage == nullptr) return LocalPathOf(path, nullptr).status();
+    return storage->OpenFile(path);
+  }
   auto mapped = OpenMappedFile(path);
   if (mapped.ok() || absl::IsNotFound(mapped.status()) ||
       absl::IsFailedPrecondition(mapped.status())) {
@@ -291,21 +297,23 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenShardBytes(const std::stri
 }
 
 absl::StatusOr<std::unique_ptr<ShardScanner>> ShardScanner::Open(const std::string& path,
-                                                                 Backend backend) {
+                                                                 Backend backend,
+                                                                 remote::Storage* storage) {
   if (backend == Backend::kShard) {
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenShardBytes(path));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenShardBytes(path, storage));
     SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardReader> reader, ShardReader::Open(file.get()));
     return std::unique_ptr<ShardScanner>(
         new ShardFileScanner(path, std::move(file), std::move(reader)));
   }
   // The file's size, through the checked opener, before the library opens it.
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(path));
+  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, storage));
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(local));
   const uint64_t bytes = file->size();
   if (backend == Backend::kLmdb) {
-    SP_ASSIGN_OR_RETURN(auto reader, LmdbShardReader::Open(path));
+    SP_ASSIGN_OR_RETURN(auto reader, LmdbShardReader::Open(local));
     return std::unique_ptr<ShardScanner>(new LmdbScanner(bytes, std::move(reader)));
   }
-  SP_ASSIGN_OR_RETURN(auto reader, Hdf5ShardReader::Open(path));
+  SP_ASSIGN_OR_RETURN(auto reader, Hdf5ShardReader::Open(local));
   return std::unique_ptr<ShardScanner>(new Hdf5Scanner(bytes, std::move(reader)));
 }
 

@@ -34,6 +34,10 @@
 #include "shardpack/file.h"
 #include "shardpack/record.h"
 
+namespace shardpack::remote {
+class Storage;
+}  // namespace shardpack::remote
+
 namespace shardpack::backends {
 
 // Where a record lives in its shard file.
@@ -88,9 +92,12 @@ class ShardScanner {
   // The raw opener: for LMDB and HDF5 files that passed the gate
   // (OpenShardScanner in backends/shard_gate.h opens through it), the
   // vetting child, tests and benchmarks. Errors name the path: NotFoundError
-  // when missing, DataLossError when damaged or of another kind.
+  // when missing, DataLossError when damaged or of another kind. A URL is
+  // opened through `storage` (a `.shard` object read through its cache, an
+  // LMDB or HDF5 object as its local copy); with none, it is not found.
   static absl::StatusOr<std::unique_ptr<ShardScanner>> Open(const std::string& path,
-                                                            Backend backend);
+                                                            Backend backend,
+                                                            remote::Storage* storage = nullptr);
   virtual ~ShardScanner() = default;
 
   virtual const std::string& path() const = 0;
@@ -120,8 +127,10 @@ class ShardScanner {
 };
 
 // Maps a `.shard` file at `path` (no copy: the format code reads the
-// mapping), falling back to pread where the file cannot be mapped.
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenShardBytes(const std::string& path);
+// mapping), falling back to pread where the file cannot be mapped. A URL is
+// read through `storage` (NotFoundError with none).
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenShardBytes(
+    const std::string& path, remote::Storage* storage = nullptr);
 
 }  // namespace shardpack::backends
 

@@ -72,9 +72,17 @@ absl::StatusOr<FileDigest> DigestOpenFile(int fd, const std::string& path, uint6
 
 }  // namespace
 
-absl::StatusOr<FileDigest> DigestFile(const std::string& path) {
+absl::StatusOr<std::string> LocalPathOf(const std::string& path, remote::Storage* storage) {
+  if (!remote::IsUrl(path)) return path;
+  if (storage == nullptr) {
+    return absl::NotFoundError(absl::StrCat(path, ": no dataset is open at this URL"));
+  }
+  return storage->LocalPath(path);
+}
+
+absl::StatusOr<FileDigest> DigestFile(const std::string& path, remote::Storage* storage) {
   // An object of a remote dataset is digested in its local copy.
-  SP_ASSIGN_OR_RETURN(const std::string local, remote::LocalPath(path));
+  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, storage));
   // The one opener: a FIFO put in place of a shard is refused, not waited on.
   uint64_t size = 0;
   SP_ASSIGN_OR_RETURN(int raw, ::shardpack::common::OpenRegularFile(local, 0, &size));
@@ -101,35 +109,41 @@ absl::Status CompareDigest(const std::string& path, const FileDigest& actual,
 }
 
 absl::Status AdmitShardFile(const std::string& path, Backend backend,
-                            const std::optional<ShardEntry>& expected, const VetOptions& vet) {
+                            const std::optional<ShardEntry>& expected, const VetOptions& vet,
+                            remote::Storage* storage) {
   if (backend == Backend::kShard) return absl::OkStatus();
-  SP_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(path));
+  SP_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(path, storage));
   if (expected.has_value()) return CompareDigest(path, digest, *expected);
   if (VettedFiles::Get().Contains(digest)) return absl::OkStatus();
-  SP_RETURN_IF_ERROR(VetShardFile(path, backend, vet));
+  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, storage));
+  SP_RETURN_IF_ERROR(VetShardFile(local, backend, vet));
   // Remembered only if the bytes the child read are still the file's.
-  SP_ASSIGN_OR_RETURN(FileDigest after, DigestFile(path));
+  SP_ASSIGN_OR_RETURN(FileDigest after, DigestFile(path, storage));
   if (after.bytes == digest.bytes && after.crc32c == digest.crc32c) VettedFiles::Get().Add(digest);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<LmdbShardReader>> OpenLmdbShard(
-    const std::string& path, const std::optional<ShardEntry>& expected) {
-  SP_RETURN_IF_ERROR(AdmitShardFile(path, Backend::kLmdb, expected));
-  return LmdbShardReader::Open(path);
+    const std::string& path, const std::optional<ShardEntry>& expected,
+    remote::Storage* storage) {
+  SP_RETURN_IF_ERROR(AdmitShardFile(path, Backend::kLmdb, expected, {}, storage));
+  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, storage));
+  return LmdbShardReader::Open(local);
 }
 
 absl::StatusOr<std::unique_ptr<Hdf5ShardReader>> OpenHdf5Shard(
-    const std::string& path, const std::optional<ShardEntry>& expected) {
-  SP_RETURN_IF_ERROR(AdmitShardFile(path, Backend::kHdf5, expected));
-  return Hdf5ShardReader::Open(path);
+    const std::string& path, const std::optional<ShardEntry>& expected,
+    remote::Storage* storage) {
+  SP_RETURN_IF_ERROR(AdmitShardFile(path, Backend::kHdf5, expected, {}, storage));
+  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, storage));
+  return Hdf5ShardReader::Open(local);
 }
 
 absl::StatusOr<std::unique_ptr<ShardScanner>> OpenShardScanner(
     const std::string& path, Backend backend, const std::optional<ShardEntry>& expected,
-    const VetOptions& vet) {
-  SP_RETURN_IF_ERROR(AdmitShardFile(path, backend, expected, vet));
-  return ShardScanner::Open(path, backend);
+    const VetOptions& vet, remote::Storage* storage) {
+  SP_RETURN_IF_ERROR(AdmitShardFile(path, backend, expected, vet, storage));
+  return ShardScanner::Open(path, backend, storage);
 }
 
 absl::StatusOr<LoneShard> OpenLoneShard(const std::string& path, Backend backend) {

@@ -61,6 +61,7 @@
 #include "backends/hdf5_store.h"
 #include "backends/lmdb_store.h"
 #include "backends/store.h"
+#include "remote/storage.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack::backends {
@@ -73,7 +74,10 @@ struct FileDigest {
 
 // Reads `path` once with pread, 4 MiB at a time, to its end, for its size
 // and CRC-32C. Errors name the path (NotFoundError when missing).
-absl::StatusOr<FileDigest> DigestFile(const std::string& path);
+// A URL is digested in its local copy, made through `storage`; with none,
+// a URL is a NotFoundError (a path, never a store, is what this opens).
+absl::StatusOr<FileDigest> DigestFile(const std::string& path,
+                                      remote::Storage* storage = nullptr);
 
 // OK when `actual` is what `expected` (a manifest entry) says; otherwise a
 // DataLossError naming the path, the expected and the actual size or CRC.
@@ -104,16 +108,26 @@ absl::Status VetShardFile(const std::string& path, Backend backend, const VetOpt
 // checksums). Thread-safe.
 absl::Status AdmitShardFile(const std::string& path, Backend backend,
                             const std::optional<ShardEntry>& expected,
-                            const VetOptions& vet = {});
+                            const VetOptions& vet = {}, remote::Storage* storage = nullptr);
 
-// The gated openers: AdmitShardFile, then the raw opener.
+// The gated openers: AdmitShardFile, then the raw opener. A URL (an object
+// of a dataset `storage` opened) is admitted and opened as its checked
+// local copy (liblmdb and libhdf5 open files, not streams), a `.shard`
+// object read through `storage`'s cache; with no storage, a URL is a
+// NotFoundError.
 absl::StatusOr<std::unique_ptr<LmdbShardReader>> OpenLmdbShard(
-    const std::string& path, const std::optional<ShardEntry>& expected);
+    const std::string& path, const std::optional<ShardEntry>& expected,
+    remote::Storage* storage = nullptr);
 absl::StatusOr<std::unique_ptr<Hdf5ShardReader>> OpenHdf5Shard(
-    const std::string& path, const std::optional<ShardEntry>& expected);
+    const std::string& path, const std::optional<ShardEntry>& expected,
+    remote::Storage* storage = nullptr);
 absl::StatusOr<std::unique_ptr<ShardScanner>> OpenShardScanner(
     const std::string& path, Backend backend, const std::optional<ShardEntry>& expected,
-    const VetOptions& vet = {});
+    const VetOptions& vet = {}, remote::Storage* storage = nullptr);
+
+// `path` when it is no URL; else its local copy through `storage`
+// (NotFoundError naming the URL when there is none).
+absl::StatusOr<std::string> LocalPathOf(const std::string& path, remote::Storage* storage);
 
 // A lone LMDB or HDF5 file (named without its dataset directory).
 struct LoneShard {

@@ -126,7 +126,8 @@ std::string DatasetPath(const std::string& file, const std::string& given) {
 // Dataset i of the view file `file`: a path relative to the file's folder,
 // never a view, with a schema.
 absl::StatusOr<NamedPath> OpenViewDataset(const std::string& file, size_t i,
-                                          const std::string& given) {
+                                          const std::string& given,
+                                          const std::shared_ptr<remote::Storage>& storage) {
   const std::string at = absl::StrCat(file, ": datasets[", i, "]: ");
   const std::string path = DatasetPath(file, given);
   SP_ASSIGN_OR_RETURN(bool nested, SniffView(path));
@@ -134,7 +135,7 @@ absl::StatusOr<NamedPath> OpenViewDataset(const std::string& file, size_t i,
     return absl::InvalidArgumentError(
         absl::StrCat(at, path, " is a view; a view names datasets, not views"));
   }
-  absl::StatusOr<NamedPath> named = OpenNamedPath(path);
+  absl::StatusOr<NamedPath> named = OpenNamedPath(path, storage);
   if (!named.ok()) return absl::Status(named.status().code(), at + std::string(named.status().message()));
   if (!named->schema_known()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -145,12 +146,13 @@ absl::StatusOr<NamedPath> OpenViewDataset(const std::string& file, size_t i,
 
 // Each distinct dataset is opened once, however many times the view names
 // it: its namings share it.
-absl::Status OpenDatasets(const ViewSpec& spec, DatasetView* view) {
+absl::Status OpenDatasets(const ViewSpec& spec, const std::shared_ptr<remote::Storage>& storage,
+                          DatasetView* view) {
   absl::flat_hash_map<std::string, std::shared_ptr<const NamedPath>> opened;
   for (size_t i = 0; i < spec.datasets.size(); ++i) {
     std::shared_ptr<const NamedPath>& named = opened[DatasetPath(view->path, spec.datasets[i])];
     if (named == nullptr) {
-      SP_ASSIGN_OR_RETURN(NamedPath one, OpenViewDataset(view->path, i, spec.datasets[i]));
+      SP_ASSIGN_OR_RETURN(NamedPath one, OpenViewDataset(view->path, i, spec.datasets[i], storage));
       named = std::make_shared<const NamedPath>(std::move(one));
     }
     if (i == 0) view->schema = named->manifest.schema;
@@ -245,11 +247,12 @@ uint64_t ViewFingerprint(const DatasetView& view, const std::string& selection) 
   return h;
 }
 
-absl::StatusOr<DatasetView> ResolveView(const std::string& path, const ViewSpec& spec) {
+absl::StatusOr<DatasetView> ResolveView(const std::string& path, const ViewSpec& spec,
+                                        const std::shared_ptr<remote::Storage>& storage) {
   DatasetView view;
   view.path = path;
   view.is_view = true;
-  SP_RETURN_IF_ERROR(OpenDatasets(spec, &view));
+  SP_RETURN_IF_ERROR(OpenDatasets(spec, storage, &view));
   const Schema base = view.schema;
   SP_ASSIGN_OR_RETURN(ResolvedSelection sel,
                       ResolveSelection(spec, base, view.base_records, path));
@@ -300,15 +303,19 @@ std::string ImageShapeText(const ImageInfo& i) {
 
 absl::StatusOr<bool> IsViewFile(const std::string& path) { return SniffView(path); }
 
-absl::StatusOr<DatasetView> OpenView(const std::string& path) {
+absl::StatusOr<DatasetView> OpenView(const std::string& path,
+                                     std::shared_ptr<remote::Storage> storage) {
   std::string text;
   SP_ASSIGN_OR_RETURN(bool is_view, ReadViewText(path, &text));
   if (!is_view) {
-    SP_ASSIGN_OR_RETURN(NamedPath named, OpenNamedPath(path));
+    SP_ASSIGN_OR_RETURN(NamedPath named, OpenNamedPath(path, std::move(storage)));
     return PlainView(std::move(named));
   }
   SP_ASSIGN_OR_RETURN(ViewSpec spec, ParseViewSpec(text, path));
-  return ResolveView(path, spec);
+  if (storage == nullptr) {
+    SP_ASSIGN_OR_RETURN(storage, remote::Storage::Make());
+  }
+  return ResolveView(path, spec, storage);
 }
 
 absl::StatusOr<std::vector<std::string>> ViewDatasetPaths(const std::string& path) {

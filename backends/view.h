@@ -96,8 +96,10 @@ struct DatasetView {
 // file and the field (`v.json: split.fraction: 1.5 is not in [0, 1]`),
 // except a dataset's own (NotFoundError naming its path, DataLossError for
 // a damaged manifest or record), and "the view selects no record" when the
-// selection is empty.
-absl::StatusOr<DatasetView> OpenView(const std::string& path);
+// selection is empty. Every dataset is opened through `storage` (none: one
+// made from the environment, shared by the view's datasets).
+absl::StatusOr<DatasetView> OpenView(const std::string& path,
+                                     std::shared_ptr<remote::Storage> storage = nullptr);
 
 // An image schema as messages give it: "raw/hwc 32x32x3" (encoding/layout
 // width x height x channels).

@@ -142,27 +142,17 @@ std::unique_ptr<WritableFile> NewStringWritableFile(std::string name,
   return std::make_unique<StringWritableFile>(std::move(name), out);
 }
 
-namespace {
-std::atomic<common::UrlFileOpener> url_file_opener{nullptr};
-}  // namespace
-
-void common::SetUrlFileOpener(UrlFileOpener opener) { url_file_opener.store(opener); }
-
 bool common::IsUrlPath(std::string_view path) {
   return path.starts_with("s3://") || path.starts_with("https://") ||
          path.starts_with("http://");
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(const std::string& path) {
-  if (common::UrlFileOpener opener = url_file_opener.load(); opener && common::IsUrlPath(path)) {
-    return opener(path);
-  }
   SP_ASSIGN_OR_RETURN(auto file, common::PosixFile::Open(path));
   return file;
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::string& path) {
-  if (common::IsUrlPath(path)) return OpenPosixFile(path);  // a remote object: not mapped
   uint64_t size;
   SP_ASSIGN_OR_RETURN(int fd, common::OpenRegularFile(path, 0, &size));
   void* base = nullptr;

@@ -204,16 +204,10 @@ absl::Status RenamePath(const std::string& from, const std::string& to,
 
 // --- Paths that are URLs ---------------------------------------------------
 
-// Whether `path` is a URL remote/ serves: "s3://", "https://" or "http://"
-// (remote::IsUrl says the same).
+// Whether `path` is spelled as a URL remote/ serves: "s3://", "https://" or
+// "http://" (remote::IsUrl says the same). A syntax test only: this layer
+// opens local files; URLs are opened through a remote::Storage.
 bool IsUrlPath(std::string_view path);
-
-// Who opens a file named by a URL: remote/ (which this layer does not know)
-// registers it when it opens a remote dataset, and OpenPosixFile and
-// OpenMappedFile then hand such paths to it. Until then a URL is a local
-// path like any other (and not found).
-using UrlFileOpener = absl::StatusOr<std::unique_ptr<RandomAccessFile>> (*)(const std::string& url);
-void SetUrlFileOpener(UrlFileOpener opener);
 
 // A RandomAccessFile over an open regular file, read with PreadFull. The
 // descriptor is also lent to the reader's block I/O engines (fd()), so a

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "reader/unit_source.h"
+#include "remote/storage.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack::reader {
@@ -29,12 +30,14 @@ inline constexpr uint64_t kTargetUnitBytes = uint64_t{4} << 20;
 // entry's size and CRC-32C when `checksummed` (the manifest was read from a
 // manifest.json), vetted otherwise. Its record count is then checked against
 // the manifest; a shard that fails fails each of its units with that error.
-absl::StatusOr<std::unique_ptr<UnitSource>> OpenLmdbSource(const std::vector<std::string>& paths,
-                                                           const Manifest& manifest,
-                                                           bool checksummed);
-absl::StatusOr<std::unique_ptr<UnitSource>> OpenHdf5Source(const std::vector<std::string>& paths,
-                                                           const Manifest& manifest,
-                                                           bool checksummed);
+// A URL path is opened through `storage` (its checked local copy), which the
+// source holds: the loader thread opens a shard long after this returns.
+absl::StatusOr<std::unique_ptr<UnitSource>> OpenLmdbSource(
+    const std::vector<std::string>& paths, const Manifest& manifest, bool checksummed,
+    std::shared_ptr<remote::Storage> storage);
+absl::StatusOr<std::unique_ptr<UnitSource>> OpenHdf5Source(
+    const std::vector<std::string>& paths, const Manifest& manifest, bool checksummed,
+    std::shared_ptr<remote::Storage> storage);
 
 }  // namespace shardpack::reader
 

@@ -20,22 +20,23 @@ absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const backends::NamedPath
                                                        IoEngine engine) {
   switch (n.backend()) {
     case Backend::kShard:
-      return OpenShardSource(n.shard_paths, n.manifest, engine);
+      return OpenShardSource(n.shard_paths, n.manifest, engine, n.storage.get());
     case Backend::kLmdb:
-      return OpenLmdbSource(n.shard_paths, n.manifest, n.checksummed());
+      return OpenLmdbSource(n.shard_paths, n.manifest, n.checksummed(), n.storage);
     case Backend::kHdf5:
-      return OpenHdf5Source(n.shard_paths, n.manifest, n.checksummed());
+      return OpenHdf5Source(n.shard_paths, n.manifest, n.checksummed(), n.storage);
   }
   return absl::InvalidArgumentError("unknown backend");
 }
 
 }  // namespace
 
-absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine) {
+absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine,
+                                                std::shared_ptr<remote::Storage> storage) {
   // What the path names is resolved where sharddump resolves it; a lone
   // `.shard` file keeps no shards in its manifest (its source reads the index).
   std::vector<StreamMember> members(1);
-  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
+  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path, std::move(storage)));
   members[0].named = std::make_shared<const backends::NamedPath>(std::move(named));
   return OpenStreamMembers(std::move(members), engine);
 }

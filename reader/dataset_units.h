@@ -73,7 +73,9 @@ struct StreamDataset {
 // chosen I/O engine. `.shard` shards: loads every shard's index and checks
 // the record counts against the manifest. LMDB and HDF5 shards of a
 // directory are opened (and checked) when first read; a lone one now.
-absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine);
+// URLs are read through `storage` (none: one made from the environment).
+absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine,
+                                                std::shared_ptr<remote::Storage> storage = nullptr);
 
 // Opens `members` (their `named` filled in) as one stream, in order.
 absl::StatusOr<StreamDataset> OpenStreamMembers(std::vector<StreamMember> members,

@@ -41,8 +41,9 @@ uint64_t DefaultChunkRows(uint64_t image_bytes) {
 
 class Hdf5Source final : public SyncUnitSource {
  public:
-  Hdf5Source(std::vector<std::string> paths, bool checksummed)
-      : paths_(std::move(paths)), checksummed_(checksummed) {}
+  Hdf5Source(std::vector<std::string> paths, bool checksummed,
+             std::shared_ptr<remote::Storage> storage)
+      : paths_(std::move(paths)), checksummed_(checksummed), storage_(std::move(storage)) {}
 
   // Units are cut from the manifest alone: a shard is opened (and its
   // CRC-32C checked, see backends/shard_gate.h) when the loader first needs
@@ -166,7 +167,7 @@ class Hdf5Source final : public SyncUnitSource {
   absl::Status Open(uint32_t f, Hdf5Shard& s) const {
     std::optional<ShardEntry> expected;
     if (checksummed_) expected = manifest_.shards[f];
-    SP_ASSIGN_OR_RETURN(s.reader, backends::OpenHdf5Shard(paths_[f], expected));
+    SP_ASSIGN_OR_RETURN(s.reader, backends::OpenHdf5Shard(paths_[f], expected, storage_.get()));
     SP_RETURN_IF_ERROR(
         common::CheckManifestRecords(paths_[f], s.reader->size(), manifest_.shards[f].records));
     if (!s.reader->fixed_shape()) return LoadOffsets(f, s);
@@ -191,6 +192,7 @@ class Hdf5Source final : public SyncUnitSource {
 
   std::vector<std::string> paths_;
   bool checksummed_;
+  std::shared_ptr<remote::Storage> storage_;  // what a URL path is read through
   Manifest manifest_;
   bool fixed_ = false;  // the schema's shape is fixed: the `images` layout
   mutable std::vector<Hdf5Shard> shards_;
@@ -201,10 +203,10 @@ class Hdf5Source final : public SyncUnitSource {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<UnitSource>> OpenHdf5Source(const std::vector<std::string>& paths,
-                                                           const Manifest& manifest,
-                                                           bool checksummed) {
-  auto source = std::make_unique<Hdf5Source>(paths, checksummed);
+absl::StatusOr<std::unique_ptr<UnitSource>> OpenHdf5Source(
+    const std::vector<std::string>& paths, const Manifest& manifest,
+    bool checksummed, std::shared_ptr<remote::Storage> storage) {
+  auto source = std::make_unique<Hdf5Source>(paths, checksummed, std::move(storage));
   SP_RETURN_IF_ERROR(source->Init(manifest));
   return source;
 }

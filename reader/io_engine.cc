@@ -280,10 +280,11 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenSync(const std::vector<std::string>
 }
 
 absl::StatusOr<std::unique_ptr<BlockIo>> BlockIo::Open(IoEngine engine,
-                                                       const std::vector<std::string>& paths) {
+                                                       const std::vector<std::string>& paths,
+                                                       remote::Storage* storage) {
   // A dataset in an object store is read through its cache, whatever the
   // engine asked for.
-  if (!paths.empty() && remote::IsUrl(paths[0])) return OpenRemote(paths);
+  if (!paths.empty() && remote::IsUrl(paths[0])) return OpenRemote(paths, storage);
   if (engine == IoEngine::kAuto) {
     SP_ASSIGN_OR_RETURN(engine, PickEngine(paths));
   }
@@ -297,7 +298,7 @@ absl::StatusOr<std::unique_ptr<BlockIo>> BlockIo::Open(IoEngine engine,
     case IoEngine::kUring:
       return OpenUring(paths);
     case IoEngine::kRemote:
-      return OpenRemote(paths);
+      return OpenRemote(paths, storage);
     case IoEngine::kAuto:
       break;
   }

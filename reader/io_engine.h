@@ -19,6 +19,10 @@
 #include "shardpack/file.h"
 #include "shardpack/reader.h"
 
+namespace shardpack::remote {
+class Storage;
+}  // namespace shardpack::remote
+
 namespace shardpack::reader {
 
 // Alignment of read buffers and O_DIRECT offsets and lengths.
@@ -45,9 +49,13 @@ class BlockIo {
 
   // Opens every path. kAuto picks kMmap when the first file is on tmpfs or
   // ramfs, else kPread. kUring without liburing support, or where the kernel
-  // refuses io_uring, is an UnavailableError saying so.
+  // refuses io_uring, is an UnavailableError saying so. URLs (objects of
+  // datasets `storage` opened) are read through `storage`'s cache by the
+  // remote engine, whatever `engine` says; with no storage, a URL is not
+  // found.
   static absl::StatusOr<std::unique_ptr<BlockIo>> Open(IoEngine engine,
-                                                       const std::vector<std::string>& paths);
+                                                       const std::vector<std::string>& paths,
+                                                       remote::Storage* storage = nullptr);
 
   // The engine actually in use (never kAuto).
   virtual IoEngine engine() const = 0;

@@ -35,7 +35,8 @@ absl::StatusOr<PosixFiles> OpenPosixFiles(const std::vector<std::string>& paths,
 absl::StatusOr<std::vector<common::UniqueFd>> OpenDirectFds(const PosixFiles& files);
 
 // A dataset in an object store (reader/remote_engine.cc): every path a URL.
-absl::StatusOr<std::unique_ptr<BlockIo>> OpenRemote(const std::vector<std::string>& paths);
+absl::StatusOr<std::unique_ptr<BlockIo>> OpenRemote(const std::vector<std::string>& paths,
+                                                    remote::Storage* storage);
 
 // The synchronous pread (or, with `direct`, O_DIRECT) engine.
 absl::StatusOr<std::unique_ptr<BlockIo>> OpenSync(const std::vector<std::string>& paths,

@@ -42,8 +42,9 @@ void FaultIn(std::span<const ByteSpan> values) {
 
 class LmdbSource final : public SyncUnitSource {
  public:
-  LmdbSource(std::vector<std::string> paths, bool checksummed)
-      : paths_(std::move(paths)), checksummed_(checksummed) {}
+  LmdbSource(std::vector<std::string> paths, bool checksummed,
+             std::shared_ptr<remote::Storage> storage)
+      : paths_(std::move(paths)), checksummed_(checksummed), storage_(std::move(storage)) {}
 
   // Units are cut from the manifest's counts and sizes alone: a shard is
   // opened (and its CRC-32C checked, see backends/shard_gate.h) when the
@@ -113,7 +114,7 @@ class LmdbSource final : public SyncUnitSource {
     if (shards_[f] != nullptr || !open_errors_[f].ok()) return open_errors_[f];
     std::optional<ShardEntry> expected;
     if (checksummed_) expected = manifest_.shards[f];
-    auto shard = backends::OpenLmdbShard(paths_[f], expected);
+    auto shard = backends::OpenLmdbShard(paths_[f], expected, storage_.get());
     if (shard.ok()) {
       absl::Status count =
           common::CheckManifestRecords(paths_[f], (*shard)->size(), manifest_.shards[f].records);
@@ -130,6 +131,7 @@ class LmdbSource final : public SyncUnitSource {
 
   std::vector<std::string> paths_;
   bool checksummed_;
+  std::shared_ptr<remote::Storage> storage_;  // what a URL path is read through
   Manifest manifest_;
   std::vector<std::unique_ptr<backends::LmdbShardReader>> shards_;  // null until opened
   std::unique_ptr<std::atomic<const backends::LmdbShardReader*>[]> opened_;  // shards_, published
@@ -142,10 +144,10 @@ class LmdbSource final : public SyncUnitSource {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<UnitSource>> OpenLmdbSource(const std::vector<std::string>& paths,
-                                                           const Manifest& manifest,
-                                                           bool checksummed) {
-  auto source = std::make_unique<LmdbSource>(paths, checksummed);
+absl::StatusOr<std::unique_ptr<UnitSource>> OpenLmdbSource(
+    const std::vector<std::string>& paths, const Manifest& manifest,
+    bool checksummed, std::shared_ptr<remote::Storage> storage) {
+  auto source = std::make_unique<LmdbSource>(paths, checksummed, std::move(storage));
   SP_RETURN_IF_ERROR(source->Init(manifest));
   return source;
 }

@@ -125,7 +125,7 @@ ReaderStats Reader::Impl::stats() const {
   s.skipped = delivered_skipped_;
   s.source_samples = source_samples_;
   s.consumer_wait_s = ring_->consumer_wait_s();
-  for (const auto& d : remote_) {
+  for (const auto& d : storage_->datasets()) {
     const remote::RemoteStats r = d->stats();
     s.remote.requests += r.store.requests;
     s.remote.bytes += r.store.bytes;

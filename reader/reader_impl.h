@@ -25,7 +25,7 @@
 #include "reader/ring.h"
 #include "reader/staging.h"
 #include "reader/transform.h"
-#include "remote/remote_dataset.h"
+#include "remote/storage.h"
 #include "shardpack/reader.h"
 
 namespace shardpack {
@@ -98,8 +98,8 @@ class Reader::Impl {
   absl::Status HostOptions(ReaderOptions* host);
   // Opens the dataset, or the mixture's sources, and what plans them:
   // dataset_, planner_, schema_, sources_, fingerprint_ (reader_open.cc).
-  // Opens the dataset (OpenDatasetOrMixture) with the options' cache for a
-  // dataset in an object store.
+  // Opens the dataset (OpenDatasetOrMixture) through storage_, made from the
+  // options' cache for a dataset in an object store.
   absl::Status OpenDataset();
   absl::Status OpenDatasetOrMixture();
   // What the reader reads, for messages: the path, or the mixture.
@@ -131,7 +131,9 @@ class Reader::Impl {
   Schema schema_;                     // the dataset's, or the mixture's label space
   std::vector<SourceInfo> sources_;   // one, or a mixture's
   std::vector<uint64_t> source_samples_;  // a mixture: delivered from each source
-  std::vector<std::shared_ptr<remote::RemoteDataset>> remote_;  // datasets in an object store
+  // What every path of the reader is opened through: its datasets in an
+  // object store, read through its own cache (their stats are the reader's).
+  std::shared_ptr<remote::Storage> storage_;
   std::unique_ptr<reader::SampleTransform> transform_;
   std::unique_ptr<reader::EpochPlanner> planner_;  // before pipeline_, which uses it
   // Before pipeline_: the ring slots are its (pinned) memory.

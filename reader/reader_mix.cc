@@ -242,11 +242,12 @@ absl::StatusOr<EpochRest> Selection(const ReaderOptions& o, size_t s, const Open
   return EpochRest{src.view.selected, src.view.records, 0};
 }
 
-absl::StatusOr<std::vector<OpenedSource>> OpenSources(const ReaderOptions& o,
-                                                      std::vector<StreamMember>* members) {
+absl::StatusOr<std::vector<OpenedSource>> OpenSources(
+    const ReaderOptions& o, const std::shared_ptr<remote::Storage>& storage,
+    std::vector<StreamMember>* members) {
   std::vector<OpenedSource> sources(o.sources.size());
   for (size_t s = 0; s < sources.size(); ++s) {
-    SP_ASSIGN_OR_RETURN(sources[s].view, backends::OpenView(o.sources[s].path));
+    SP_ASSIGN_OR_RETURN(sources[s].view, backends::OpenView(o.sources[s].path, storage));
     for (std::shared_ptr<const backends::NamedPath>& named : sources[s].view.datasets) {
       sources[s].schema_known = sources[s].schema_known && named->schema_known();
       StreamMember m;
@@ -260,10 +261,11 @@ absl::StatusOr<std::vector<OpenedSource>> OpenSources(const ReaderOptions& o,
   return sources;
 }
 
-absl::StatusOr<OpenedMix> OpenMix(const ReaderOptions& o) {
+absl::StatusOr<OpenedMix> OpenMix(const ReaderOptions& o,
+                                  const std::shared_ptr<remote::Storage>& storage) {
   const size_t n = o.sources.size();
   std::vector<StreamMember> members;
-  SP_ASSIGN_OR_RETURN(std::vector<OpenedSource> sources, OpenSources(o, &members));
+  SP_ASSIGN_OR_RETURN(std::vector<OpenedSource> sources, OpenSources(o, storage, &members));
   OpenedMix mix;
   SP_ASSIGN_OR_RETURN(mix.schema, MixSchema(o, sources));
   for (StreamMember& m : members) m.labels = sources[m.source].labels;

@@ -29,7 +29,8 @@ struct OpenedMix {
 // records, epoch_samples smaller than the fixed counts), images of another
 // shape or encoding, or label fields that differ where o.label_space
 // needs them the same.
-absl::StatusOr<OpenedMix> OpenMix(const ReaderOptions& o);
+absl::StatusOr<OpenedMix> OpenMix(const ReaderOptions& o,
+                                  const std::shared_ptr<remote::Storage>& storage);
 
 // The samples each source draws a mixture epoch: `records` the sources'
 // (selected) records. Exposed for tests.

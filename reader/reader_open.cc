@@ -13,7 +13,7 @@
 #include "reader/epoch_share.h"
 #include "reader/reader_impl.h"
 #include "reader/reader_mix.h"
-#include "remote/remote_dataset.h"
+#include "remote/storage.h"
 
 namespace shardpack {
 
@@ -111,37 +111,11 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   return absl::OkStatus();
 }
 
-namespace {
-
-// The cache a dataset in an object store is read through: the options',
-// else the environment's.
-absl::StatusOr<remote::CacheOptions> CacheOptionsOf(const ReaderOptions& o) {
-  bool any_url = remote::IsUrl(o.path);
-  for (const MixSource& s : o.sources) any_url = any_url || remote::IsUrl(s.path);
-  return remote::CacheOptionsWith(o.cache_dir, o.cache_bytes, any_url);
-}
-
-// The remote datasets the reader's paths name with its cache, for its stats.
-std::vector<std::shared_ptr<remote::RemoteDataset>> RemoteDatasetsOf(
-    const ReaderOptions& o, const remote::CacheOptions& cache) {
-  std::vector<std::shared_ptr<remote::RemoteDataset>> mine;
-  for (auto& d : remote::OpenDatasets()) {
-    if (!remote::SameCache(d->cache_options(), cache)) continue;
-    bool named = (o.path + "/").starts_with(d->url());
-    for (const MixSource& s : o.sources) named = named || (s.path + "/").starts_with(d->url());
-    if (named) mine.push_back(std::move(d));
-  }
-  return mine;
-}
-
-}  // namespace
-
 absl::Status Reader::Impl::OpenDataset() {
-  SP_ASSIGN_OR_RETURN(const remote::CacheOptions cache, CacheOptionsOf(options_));
-  remote::ScopedCacheOptions scope(cache);
-  SP_RETURN_IF_ERROR(OpenDatasetOrMixture());
-  remote_ = RemoteDatasetsOf(options_, cache);
-  return absl::OkStatus();
+  // The cache a dataset in an object store is read through: the options',
+  // else the environment's (read when a URL is opened).
+  SP_ASSIGN_OR_RETURN(storage_, remote::Storage::Make(options_.cache_dir, options_.cache_bytes));
+  return OpenDatasetOrMixture();
 }
 
 absl::Status Reader::Impl::OpenDatasetOrMixture() {
@@ -152,7 +126,7 @@ absl::Status Reader::Impl::OpenDatasetOrMixture() {
     if (view) mixed.sources = {{std::exchange(mixed.path, ""), 0, 1.0, 0}};
   }
   if (mixed.sources.empty()) {
-    SP_ASSIGN_OR_RETURN(dataset_, reader::OpenStreamDataset(options_.path, options_.io));
+    SP_ASSIGN_OR_RETURN(dataset_, reader::OpenStreamDataset(options_.path, options_.io, storage_));
     schema_ = dataset_.manifest().schema;
     fingerprint_ = reader::MemberFingerprint(dataset_.members[0], dataset_.units());
     planner_ = std::make_unique<reader::DatasetPlanner>(dataset_.units(), plan_);
@@ -160,7 +134,7 @@ absl::Status Reader::Impl::OpenDatasetOrMixture() {
                  reader::SamplesPerRank(dataset_.records, plan_)}};
     return absl::OkStatus();
   }
-  SP_ASSIGN_OR_RETURN(reader::OpenedMix mix, reader::OpenMix(mixed));
+  SP_ASSIGN_OR_RETURN(reader::OpenedMix mix, reader::OpenMix(mixed, storage_));
   dataset_ = std::move(mix.dataset);
   schema_ = std::move(mix.schema);
   fingerprint_ = mix.fingerprint;

@@ -151,9 +151,13 @@ class Hdf5Part : public RecordPart {
   mutable std::mutex mu_;
 };
 
-absl::StatusOr<std::unique_ptr<RecordPart>> OpenShardPart(const std::string& path, bool mmap) {
+absl::StatusOr<std::unique_ptr<RecordPart>> OpenShardPart(const std::string& path, bool mmap,
+                                                          remote::Storage* storage) {
   std::unique_ptr<RandomAccessFile> file;
-  if (mmap) {
+  if (remote::IsUrl(path)) {
+    // A remote object is read through the cache, never mapped.
+    SP_ASSIGN_OR_RETURN(file, backends::OpenShardBytes(path, storage));
+  } else if (mmap) {
     SP_ASSIGN_OR_RETURN(file, OpenMappedFile(path));
   } else {
     SP_ASSIGN_OR_RETURN(file, OpenPosixFile(path));
@@ -168,15 +172,16 @@ absl::StatusOr<std::unique_ptr<RecordPart>> OpenRecordPart(const std::string& pa
                                                            Backend backend,
                                                            const std::optional<ShardEntry>& expected,
                                                            std::optional<uint64_t> records,
-                                                           bool mmap) {
+                                                           bool mmap,
+                                                           remote::Storage* storage) {
   std::unique_ptr<RecordPart> part;
   if (backend == Backend::kShard) {
-    SP_ASSIGN_OR_RETURN(part, OpenShardPart(path, mmap));
+    SP_ASSIGN_OR_RETURN(part, OpenShardPart(path, mmap, storage));
   } else if (backend == Backend::kLmdb) {
-    SP_ASSIGN_OR_RETURN(auto reader, backends::OpenLmdbShard(path, expected));
+    SP_ASSIGN_OR_RETURN(auto reader, backends::OpenLmdbShard(path, expected, storage));
     part = std::make_unique<LmdbPart>(std::move(reader));
   } else {
-    SP_ASSIGN_OR_RETURN(auto reader, backends::OpenHdf5Shard(path, expected));
+    SP_ASSIGN_OR_RETURN(auto reader, backends::OpenHdf5Shard(path, expected, storage));
     part = std::make_unique<Hdf5Part>(std::move(reader));
   }
   if (records.has_value()) {

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "codec/jpeg_decoder.h"
 #include "codec/pixels.h"
+#include "remote/storage.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
 #include "shardpack/shard.h"
@@ -47,11 +48,13 @@ class RecordPart {
 // mapping when `mmap`); an LMDB or HDF5 file through the gate, against
 // `expected` when it is known (backends/shard_gate.h). When `records` is
 // given, the shard must hold that many (DataLossError naming it otherwise).
+// A URL is opened through `storage` (its cache; the part holds no
+// reference to it: the caller keeps it open while the part lives).
 absl::StatusOr<std::unique_ptr<RecordPart>> OpenRecordPart(const std::string& path,
                                                            Backend backend,
                                                            const std::optional<ShardEntry>& expected,
                                                            std::optional<uint64_t> records,
-                                                           bool mmap);
+                                                           bool mmap, remote::Storage* storage);
 
 }  // namespace shardpack::reader
 

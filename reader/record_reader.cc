@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/open_path.h"
+#include "backends/record_meta.h"
 #include "backends/view.h"
 #include "codec/interleave.h"
 #include "common/errors.h"
@@ -14,7 +15,7 @@
 #include "format/record_table.h"
 #include "reader/options.h"
 #include "reader/record_parts.h"
-#include "remote/remote_dataset.h"
+#include "remote/storage.h"
 #include "shardpack/records.h"
 
 namespace shardpack {
@@ -27,6 +28,9 @@ RecordBuffer::RecordBuffer(RecordBuffer&&) noexcept = default;
 RecordBuffer& RecordBuffer::operator=(RecordBuffer&&) noexcept = default;
 
 struct RecordReader::Impl {
+  // What the parts were opened through: a remote dataset's objects (and the
+  // local copies LMDB and HDF5 parts read) stay held while it lives.
+  std::shared_ptr<remote::Storage> storage;
   std::string path;
   Schema schema;
   std::vector<std::unique_ptr<reader::RecordPart>> parts;
@@ -76,14 +80,15 @@ absl::Status RecordReader::Impl::OpenParts(const backends::NamedPath& named,
   dataset_paths.push_back(named.path);
   tables.emplace_back();
   if (named.has_manifest() && named.manifest.record_table.has_value()) {
-    SP_ASSIGN_OR_RETURN(tables.back(), format::RecordTable::Load(named.directory, named.manifest));
+    SP_ASSIGN_OR_RETURN(tables.back(), backends::LoadRecordTable(named));
   }
   for (size_t k = 0; k < named.shard_paths.size(); ++k) {
     std::optional<uint64_t> records;
     if (k < named.manifest.shards.size()) records = named.manifest.shards[k].records;
     SP_ASSIGN_OR_RETURN(auto part,
                         reader::OpenRecordPart(named.shard_paths[k], named.backend(),
-                                               named.ExpectedEntry(k), records, options.mmap));
+                                               named.ExpectedEntry(k), records, options.mmap,
+                                               named.storage.get()));
     impl->starts.push_back(impl->starts.back() + part->records());
     impl->parts.push_back(std::move(part));
     impl->part_paths.push_back(named.shard_paths[k]);
@@ -144,11 +149,10 @@ absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
   SP_RETURN_IF_ERROR(reader::CheckPathOption("path", path));
   SP_RETURN_IF_ERROR(reader::CheckPathOption("cache_dir", options.cache_dir));
   auto impl = std::make_unique<Impl>();
-  SP_ASSIGN_OR_RETURN(const remote::CacheOptions cache,
-                      remote::CacheOptionsWith(options.cache_dir, options.cache_bytes,
-                                               remote::IsUrl(path)));
-  remote::ScopedCacheOptions scope(cache);
-  SP_ASSIGN_OR_RETURN(impl->view, backends::OpenView(path));
+  SP_ASSIGN_OR_RETURN(std::shared_ptr<remote::Storage> storage,
+                      remote::Storage::Make(options.cache_dir, options.cache_bytes));
+  impl->storage = storage;
+  SP_ASSIGN_OR_RETURN(impl->view, backends::OpenView(path, std::move(storage)));
   impl->path = path;
   const backends::NamedPath& first = *impl->view.datasets[0];
   impl->schema = impl->view.is_view ? impl->view.schema

@@ -19,7 +19,7 @@
 #include "common/status_macros.h"
 #include "common/threads.h"
 #include "reader/io_engine_base.h"
-#include "remote/remote_dataset.h"
+#include "remote/storage.h"
 
 namespace shardpack::reader {
 namespace {
@@ -130,15 +130,20 @@ class RemoteIo final : public EngineBase {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<BlockIo>> OpenRemote(const std::vector<std::string>& paths) {
+absl::StatusOr<std::unique_ptr<BlockIo>> OpenRemote(const std::vector<std::string>& paths,
+                                                    remote::Storage* storage) {
   for (const std::string& path : paths) {
     if (!remote::IsUrl(path)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": the remote engine reads datasets in an object store only"));
     }
   }
+  if (storage == nullptr) {
+    return absl::NotFoundError(absl::StrCat(paths.empty() ? "" : paths[0],
+                                            ": no dataset is open at this URL"));
+  }
   SP_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<RandomAccessFile>> files,
-                      remote::OpenUrlFiles(paths));
+                      storage->OpenFiles(paths));
   auto io = std::make_unique<RemoteIo>(std::move(files));
   SP_RETURN_IF_ERROR(io->Start());
   return io;

@@ -9,16 +9,18 @@
 
 #include "absl/status/statusor.h"
 #include "reader/unit_source.h"
+#include "remote/storage.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack::reader {
 
 // Opens `paths` (the shards of `manifest`, or one lone shard when the
 // manifest has no shards) with `engine`, loads every index and checks the
-// record counts against the manifest.
+// record counts against the manifest. URL paths are read through `storage`.
 absl::StatusOr<std::unique_ptr<UnitSource>> OpenShardSource(const std::vector<std::string>& paths,
                                                             const Manifest& manifest,
-                                                            IoEngine engine);
+                                                            IoEngine engine,
+                                                            remote::Storage* storage);
 
 }  // namespace shardpack::reader
 

@@ -162,6 +162,15 @@ class BlockCache {
     uint64_t used = 0;      // entries on disk + reserved
     uint64_t reserved = 0;  // reserved for entries not yet on disk
   };
+  // The one exception to "no state keyed by strings": the folder is the
+  // key because the folder is what is shared. Its budget is a property of
+  // the disk, held in common by every process that names the folder (they
+  // meet through the files and the rescan); within one process, readers
+  // whose Storages were made apart (two Python readers given the same
+  // cache_dir) cannot be handed one object by any caller, yet must not
+  // count each other's reservations twice or lose them. A cache never reads
+  // another's entries through this table: it carries byte counts only,
+  // never which dataset or cache a file is read through.
   static std::shared_ptr<Budget> BudgetOf(const std::string& root);
 
   std::shared_ptr<Budget> budget_;

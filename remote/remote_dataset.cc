@@ -19,14 +19,6 @@ constexpr std::string_view kManifestName = "manifest.json";
 // Whole objects come in ranges of this size, several in flight.
 constexpr uint64_t kWholeChunkBytes = uint64_t{8} << 20;
 
-// The dataset's prefix: `url` without a final "manifest.json", ending in '/'.
-std::string PrefixOf(std::string_view url) {
-  if (url.ends_with("/" + std::string(kManifestName))) url.remove_suffix(kManifestName.size());
-  std::string prefix(url);
-  if (!prefix.ends_with('/')) prefix += '/';
-  return prefix;
-}
-
 // The cache space of a dataset at a URL: one per (URL, fingerprint).
 std::string SpaceOf(std::string_view url, const Manifest& manifest) {
   const uint32_t url_hash =
@@ -145,126 +137,20 @@ RemoteStats RemoteDataset::stats() const {
   return {store_->stats(), cache_->stats(), refetched_.load(), damaged_.load()};
 }
 
-// --- The registry ------------------------------------------------------------
-
-namespace {
-
-struct Registry {
-  std::mutex mu;
-  std::vector<std::weak_ptr<RemoteDataset>> open;
-};
-
-Registry& TheRegistry() {
-  static Registry* registry = new Registry;
-  return *registry;
-}
-
-thread_local const CacheOptions* scoped_options = nullptr;
-
-// The opener of URL paths for OpenPosixFile (common::SetUrlFileOpener).
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenUrlFile(const std::string& url) {
-  SP_ASSIGN_OR_RETURN(auto found, FindObject(url));
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<RemoteFile> file, found.first->OpenFile(found.second));
-  return std::unique_ptr<RandomAccessFile>(std::move(file));
-}
-
-}  // namespace
-
-absl::StatusOr<std::shared_ptr<RemoteDataset>> OpenDataset(std::string_view url,
-                                                           const CacheOptions& cache) {
-  const std::string prefix = PrefixOf(url);
-  Registry& r = TheRegistry();
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    for (const auto& weak : r.open) {
-      auto d = weak.lock();
-      if (d && d->url() == prefix && SameCache(d->cache_options(), cache)) {
-        return d;
-      }
-    }
-  }
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<ObjectStore> store, OpenObjectStore(prefix, FetchOptions{}));
-  SP_ASSIGN_OR_RETURN(std::shared_ptr<RemoteDataset> d,
-                      RemoteDataset::Open(prefix, cache, std::move(store)));
-  common::SetUrlFileOpener(&OpenUrlFile);
-  std::lock_guard<std::mutex> lock(r.mu);
-  std::erase_if(r.open, [](const auto& weak) { return weak.expired(); });
-  r.open.push_back(d);
-  return d;
-}
-
-absl::StatusOr<std::pair<std::shared_ptr<RemoteDataset>, std::string>> FindObject(
-    std::string_view path) {
-  // Two readers of one URL with other caches each have their dataset: the
-  // one whose cache is this thread's (the opener's scope) wins, then the
-  // newest.
-  const absl::StatusOr<CacheOptions> current = CurrentCacheOptions();
-  auto rank = [&](const RemoteDataset& d) {
-    const bool mine = current.ok() && SameCache(d.cache_options(), *current);
-    return std::make_pair(d.url().size(), mine);
-  };
-  Registry& r = TheRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  std::shared_ptr<RemoteDataset> best;
-  for (const auto& weak : r.open) {
-    auto d = weak.lock();
-    if (d && path.starts_with(d->url()) && (!best || rank(*d) >= rank(*best))) best = std::move(d);
-  }
-  if (!best) {
-    return absl::NotFoundError(absl::StrCat(common::AsAbsl(path),
-                                            ": no dataset is open at this URL"));
-  }
-  std::string name(path.substr(best->url().size()));
-  return std::make_pair(std::move(best), std::move(name));
-}
-
-std::vector<std::shared_ptr<RemoteDataset>> OpenDatasets() {
-  Registry& r = TheRegistry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  std::vector<std::shared_ptr<RemoteDataset>> open;
-  for (const auto& weak : r.open) {
-    if (auto d = weak.lock()) open.push_back(std::move(d));
-  }
-  return open;
-}
-
-absl::StatusOr<std::vector<std::unique_ptr<RandomAccessFile>>> OpenUrlFiles(
-    std::span<const std::string> urls) {
-  std::vector<std::unique_ptr<RandomAccessFile>> files;
-  // Runs of URLs of one dataset (a mixture's sources follow one another).
-  for (size_t begin = 0; begin < urls.size();) {
-    SP_ASSIGN_OR_RETURN(auto first, FindObject(urls[begin]));
-    std::vector<std::string> names = {std::move(first.second)};
-    size_t end = begin + 1;
-    for (; end < urls.size(); ++end) {
-      auto next = FindObject(urls[end]);
-      if (!next.ok() || next->first != first.first) break;
-      names.push_back(std::move(next->second));
-    }
-    std::vector<std::string_view> views(names.begin(), names.end());
-    SP_ASSIGN_OR_RETURN(auto opened, first.first->OpenFiles(views));
-    for (auto& f : opened) files.push_back(std::move(f));
-    begin = end;
-  }
-  return files;
-}
-
-absl::StatusOr<std::string> LocalPath(const std::string& path) {
-  if (!IsUrl(path)) return path;
-  SP_ASSIGN_OR_RETURN(auto found, FindObject(path));
-  return found.first->LocalCopy(found.second);
-}
-
-absl::StatusOr<CacheOptions> CurrentCacheOptions() {
-  if (scoped_options != nullptr) return *scoped_options;
-  return CacheOptionsFromEnvironment([](const char* name) { return std::getenv(name); });
+// The dataset's prefix: `url` without a final "manifest.json", ending in '/'.
+std::string PrefixOf(std::string_view url) {
+  if (url.ends_with("/" + std::string(kManifestName))) url.remove_suffix(kManifestName.size());
+  std::string prefix(url);
+  if (!prefix.ends_with('/')) prefix += '/';
+  return prefix;
 }
 
 absl::StatusOr<CacheOptions> CacheOptionsWith(const std::string& dir, int64_t bytes,
                                               bool remote_path) {
   CacheOptions cache;
   if (remote_path) {
-    SP_ASSIGN_OR_RETURN(cache, CurrentCacheOptions());
+    SP_ASSIGN_OR_RETURN(cache, CacheOptionsFromEnvironment(
+                                   [](const char* name) { return std::getenv(name); }));
   }
   if (!dir.empty()) cache.dir = dir;
   if (bytes >= 0) cache.bytes = static_cast<uint64_t>(bytes);
@@ -275,12 +161,5 @@ absl::StatusOr<CacheOptions> CacheOptionsWith(const std::string& dir, int64_t by
   }
   return cache;
 }
-
-ScopedCacheOptions::ScopedCacheOptions(const CacheOptions& options)
-    : previous_(scoped_options), options_(options) {
-  scoped_options = &options_;
-}
-
-ScopedCacheOptions::~ScopedCacheOptions() { scoped_options = previous_; }
 
 }  // namespace shardpack::remote

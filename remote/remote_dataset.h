@@ -146,56 +146,18 @@ class RemoteDataset : public std::enable_shared_from_this<RemoteDataset> {
   std::map<std::string, common::UniqueFd> held_;
 };
 
-// --- The datasets open in this process -----------------------------------
-//
-// Openers that are handed only a path (a shard's, the record table's) find
-// the dataset it belongs to here; the path of an object is its dataset's URL
-// followed by its name.
+// The datasets' URL prefix: `url` ending in '/', or the folder of its
+// manifest.json.
+std::string PrefixOf(std::string_view url);
 
-// Opens the dataset at `url` with `cache`, or returns the one open now with
-// the same URL and cache.
-absl::StatusOr<std::shared_ptr<RemoteDataset>> OpenDataset(std::string_view url,
-                                                           const CacheOptions& cache);
-// The open dataset whose URL begins `path` (the longest), and the object's
-// name within it. NotFoundError when none is open.
-absl::StatusOr<std::pair<std::shared_ptr<RemoteDataset>, std::string>> FindObject(
-    std::string_view path);
-
-// Every dataset open in this process now.
-std::vector<std::shared_ptr<RemoteDataset>> OpenDatasets();
-
-// The objects at `urls` (each of a dataset open now), opened together: one
-// round of requests for the shards of each dataset (RemoteDataset::OpenFiles).
-absl::StatusOr<std::vector<std::unique_ptr<RandomAccessFile>>> OpenUrlFiles(
-    std::span<const std::string> urls);
-
-// `path` itself when it is not a URL; else the local copy of that object
-// of an open dataset (RemoteDataset::LocalCopy), for liblmdb and libhdf5.
-absl::StatusOr<std::string> LocalPath(const std::string& path);
-
-// The cache options OpenNamedPath uses for a URL: those of the innermost
-// ScopedCacheOptions on this thread, else CacheOptionsFromEnvironment.
-absl::StatusOr<CacheOptions> CurrentCacheOptions();
-// CurrentCacheOptions() with `dir` (when not empty) and `bytes` (when >= 0)
-// in place of its own: what ReaderOptions' and RecordReaderOptions'
+// CacheOptionsFromEnvironment() with `dir` (when not empty) and `bytes`
+// (when >= 0) in place of its own: what ReaderOptions' and RecordReaderOptions'
 // cache_dir and cache_bytes mean. The environment is read only when
 // `remote_path` (a path is a URL), so that a bad variable never fails a
 // local dataset. A cache folder that looks like a URL ("s3://...") is an
 // InvalidArgumentError: it would be made as a local folder "s3:".
 absl::StatusOr<CacheOptions> CacheOptionsWith(const std::string& dir, int64_t bytes,
                                               bool remote_path);
-
-class ScopedCacheOptions {
- public:
-  explicit ScopedCacheOptions(const CacheOptions& options);
-  ~ScopedCacheOptions();
-  ScopedCacheOptions(const ScopedCacheOptions&) = delete;
-  ScopedCacheOptions& operator=(const ScopedCacheOptions&) = delete;
-
- private:
-  const CacheOptions* previous_;
-  CacheOptions options_;
-};
 
 }  // namespace shardpack::remote
 

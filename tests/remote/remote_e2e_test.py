@@ -322,6 +322,51 @@ class ReaderTest(RemoteTest):
             self.assertEqual(digests(remote), digests(local), rank)
 
 
+class TwoCachesTest(RemoteTest):
+    """Two readers of one URL with two caches, open together in one process:
+    each reads through its own cache and counts its own requests, whatever
+    thread opens a shard (an LMDB shard is opened by the loader thread, long
+    after the reader's open returned)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lmdb_local = os.path.join(S.tmp, "lmdb")
+        subprocess.run([os.environ["SHARDPACK_TOOL"], "convert", S.local, "-o", cls.lmdb_local,
+                        "--format", "lmdb", "-q"], check=True, timeout=300)
+        S.s3.upload(BUCKET, "lmdb", cls.lmdb_local)
+        cls.lmdb_url = f"s3://{BUCKET}/lmdb/"
+
+    def check_two_caches(self, url, local, whole_objects):
+        want = digests(shardpack.Reader(local, **READER))
+        with open(os.path.join(local, "manifest.json")) as f:
+            shard_bytes = sorted(s["bytes"] for s in json.load(f)["shards"])
+        first, second = S.cache_dir(), S.cache_dir()
+        a = self.reader(url, first)
+        b = self.reader(url, second)  # open before a reads anything
+        self.assertEqual(digests(a), want)
+        self.assertEqual(digests(b), want)
+        for cache, r in ((first, a), (second, b)):
+            remote = r.stats()["remote"]
+            # Each reader fetched the shards' bytes itself (a `.shard` file's
+            # blocks, not all of its ends; an LMDB file whole), into its cache.
+            least = sum(shard_bytes) if whole_objects else sum(shard_bytes) // 2
+            self.assertGreaterEqual(remote["bytes"], least, cache)
+            self.assertGreater(remote["cache_misses"], 0, cache)
+            self.assertGreater(remote["cache_kept"], 0, cache)
+            self.assertGreaterEqual(dir_bytes(cache), sum(shard_bytes) if whole_objects else 1)
+            if whole_objects:
+                # An LMDB shard is kept whole: one file of its size each.
+                kept = sorted(n for _, n in dir_files(cache) if n in shard_bytes)
+                self.assertEqual(kept, shard_bytes, cache)
+        del a, b
+
+    def test_two_readers_of_one_shard_url_with_two_caches(self):
+        self.check_two_caches(S.s3_url, S.local, whole_objects=False)
+
+    def test_two_readers_of_one_lmdb_url_with_two_caches(self):
+        self.check_two_caches(self.lmdb_url, self.lmdb_local, whole_objects=True)
+
+
 class ReplacedDatasetTest(RemoteTest):
     def test_a_dataset_replaced_under_the_same_url_is_read_anew_not_from_the_cache(self):
         other = fixtures.make_cifar_dataset(S.root, 600, name="other", block_size=BLOCK,

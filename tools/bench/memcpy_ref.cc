@@ -192,7 +192,10 @@ absl::StatusOr<std::unique_ptr<MemcpyReference>> MemcpyReference::Open(
     const ReaderOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  SP_ASSIGN_OR_RETURN(impl->dataset, reader::OpenStreamDataset(options.path, options.io));
+  SP_ASSIGN_OR_RETURN(std::shared_ptr<remote::Storage> storage,
+                      remote::Storage::Make(options.cache_dir, options.cache_bytes));
+  SP_ASSIGN_OR_RETURN(impl->dataset,
+                      reader::OpenStreamDataset(options.path, options.io, std::move(storage)));
   const ImageInfo image = impl->dataset.source->image();
   const uint64_t bytes = image.RawBytes();
   if (image.encoding != Encoding::kRaw || bytes == 0 || bytes == UINT64_MAX) {

@@ -18,7 +18,7 @@
 #include "common/os.h"
 #include "common/status_macros.h"
 #include "reader/pipeline.h"
-#include "remote/remote_dataset.h"
+#include "remote/storage.h"
 #include "shardpack/file.h"
 #include "tools/bench/memcpy_ref.h"
 #include "tools/bench/raw_read.h"
@@ -106,10 +106,9 @@ absl::Status AddFiles(const ReaderOptions& ro, const std::string& path, DatasetF
     d->bytes += bytes;
     return absl::OkStatus();
   }
-  SP_ASSIGN_OR_RETURN(const remote::CacheOptions cache,
-                      remote::CacheOptionsWith(ro.cache_dir, ro.cache_bytes, true));
-  remote::ScopedCacheOptions scope(cache);
-  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
+  SP_ASSIGN_OR_RETURN(std::shared_ptr<remote::Storage> storage,
+                      remote::Storage::Make(ro.cache_dir, ro.cache_bytes));
+  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path, storage));
   for (const ShardEntry& e : named.manifest.shards) d->bytes += e.bytes;
   d->remote.push_back(std::move(named));
   return absl::OkStatus();

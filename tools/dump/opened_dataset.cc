@@ -106,7 +106,8 @@ absl::StatusOr<std::unique_ptr<backends::ShardScanner>> OpenedDataset::OpenShard
     size_t k, bool require_manifest_count) const {
   const std::string path = ShardPath(k);
   // Through the gate for LMDB and HDF5; a `.shard` file passes as it is.
-  auto shard = backends::OpenShardScanner(path, manifest().backend, named_.ExpectedEntry(k));
+  auto shard = backends::OpenShardScanner(path, manifest().backend, named_.ExpectedEntry(k),
+                                          {}, named_.storage.get());
   if (absl::IsNotFound(shard.status())) {
     return MissingShard(path, k);
   }
@@ -126,8 +127,9 @@ ShardCheck OpenedDataset::CheckShard(size_t k) const {
     return check;
   }
   const Schema* schema = has_schema() ? &manifest().schema : nullptr;
-  if (manifest().backend == Backend::kShard) return CheckShardFile(path, schema);
-  return CheckBackendShardFile(path, manifest().backend, named_.ExpectedEntry(k), schema);
+  if (manifest().backend == Backend::kShard) return CheckShardFile(path, schema, named_.storage.get());
+  return CheckBackendShardFile(path, manifest().backend, named_.ExpectedEntry(k), schema,
+                               named_.storage.get());
 }
 
 std::vector<std::string> OpenedDataset::UnlistedShardFiles() const {

@@ -18,9 +18,10 @@ Damage Problem(const std::string& path, absl::Status status,
 
 }  // namespace
 
-ShardCheck CheckShardFile(const std::string& path, const Schema* schema) {
+ShardCheck CheckShardFile(const std::string& path, const Schema* schema,
+                          remote::Storage* storage) {
   ShardCheck check;
-  auto file = backends::OpenShardBytes(path);
+  auto file = backends::OpenShardBytes(path, storage);
   if (!file.ok()) {
     check.problems.push_back(Problem(path, file.status()));
     return check;
@@ -47,9 +48,9 @@ ShardCheck CheckShardFile(const std::string& path, const Schema* schema) {
 
 ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
                                  const std::optional<ShardEntry>& expected,
-                                 const Schema* schema) {
+                                 const Schema* schema, remote::Storage* storage) {
   ShardCheck check;
-  auto digest = backends::DigestFile(path);
+  auto digest = backends::DigestFile(path, storage);
   if (!digest.ok()) {
     check.problems.push_back(Problem(path, digest.status()));
     return check;
@@ -62,12 +63,12 @@ ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
   // read); without, the gate vets the file (or knows it vetted these bytes).
   absl::Status admitted = expected.has_value()
                               ? backends::CompareDigest(path, *digest, *expected)
-                              : backends::AdmitShardFile(path, backend, std::nullopt);
+                              : backends::AdmitShardFile(path, backend, std::nullopt, {}, storage);
   if (!admitted.ok()) {
     check.problems.push_back(Problem(path, admitted));
     return check;
   }
-  auto scanner = backends::ShardScanner::Open(path, backend);
+  auto scanner = backends::ShardScanner::Open(path, backend, storage);
   if (!scanner.ok()) {
     check.problems.push_back(Problem(path, scanner.status()));
     return check;

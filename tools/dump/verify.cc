@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "backends/record_meta.h"
 #include "backends/view.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
@@ -228,7 +229,7 @@ void CheckRecordTable(const OpenedDataset& ds, std::vector<Problem>* problems) {
     p.message = std::string(s.message());
     problems->push_back(std::move(p));
   };
-  absl::StatusOr<format::RecordTable> table = format::RecordTable::Load(ds.directory(), m);
+  absl::StatusOr<format::RecordTable> table = backends::LoadRecordTable(ds.named());
   if (!table.ok()) return fail(table.status());
   std::vector<Problem> found;
   for (size_t k = 0; k < ds.num_shards(); ++k) {

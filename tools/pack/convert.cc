@@ -117,7 +117,8 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
       std::optional<ShardEntry> expected;
       if (d.checksummed()) expected = d.manifest.shards[k];
       SP_ASSIGN_OR_RETURN(auto scanner,
-                          backends::OpenShardScanner(shard, d.manifest.backend, expected));
+                          backends::OpenShardScanner(shard, d.manifest.backend, expected, {},
+                                                     d.storage.get()));
       SP_RETURN_IF_ERROR(scanner->Scan(0, scanner->size(), [&](uint64_t, const Record& r) {
         progress.Add(r.payload.size(), 1);
         return writer->Add(r);

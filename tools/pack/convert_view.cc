@@ -61,7 +61,8 @@ absl::Status WriteDataset(const backends::DatasetView& view, size_t d, DatasetWr
   for (size_t k = 0; k < named.shard_paths.size(); ++k) {
     const std::string& path = named.shard_paths[k];
     SP_ASSIGN_OR_RETURN(auto scanner, backends::OpenShardScanner(path, named.backend(),
-                                                                 named.ExpectedEntry(k)));
+                                                                 named.ExpectedEntry(k), {},
+                                                                 named.storage.get()));
     SP_RETURN_IF_ERROR(
         common::CheckManifestRecords(path, scanner->size(), named.manifest.shards[k].records));
     SP_RETURN_IF_ERROR(scanner->Scan(0, scanner->size(), [&](uint64_t i, const Record& r) {

@@ -21,7 +21,8 @@ absl::Status ScanShard(const backends::NamedPath& named, size_t k,
                        format::RecordTableBuilder* table) {
   const std::string& path = named.shard_paths[k];
   SP_ASSIGN_OR_RETURN(auto scanner, backends::OpenShardScanner(path, named.backend(),
-                                                               named.ExpectedEntry(k)));
+                                                               named.ExpectedEntry(k), {},
+                                                               named.storage.get()));
   SP_RETURN_IF_ERROR(
       common::CheckManifestRecords(path, scanner->size(), named.manifest.shards[k].records));
   const size_t fields = named.manifest.schema.labels.size();

@@ -71,6 +71,14 @@ class TreeTest(unittest.TestCase):
         run = self.run_on(files)
         self.assertEqual(run.returncode, 0, run.stdout)
 
+    def test_thread_local_in_remote_or_reader_is_a_breach(self):
+        # Which cache a file is read through is passed as a value (remote::Storage).
+        for path, ns in (('remote/a.cc', 'remote'), ('reader/a.cc', 'reader')):
+            run = self.run_on({path: f'namespace shardpack::{ns} {{\n'
+                                     'thread_local int* scoped = nullptr;\n}\n'})
+            self.assertEqual(run.returncode, 1, path)
+            self.assertIn(f'{path}:2: thread_local', run.stdout)
+
     def test_every_allowlist_entry_says_why(self):
         for path, why in checker.OS_CALL_ALLOWED.items():
             self.assertGreater(len(why), 20, path)

@@ -55,9 +55,9 @@ bool ParseCrc(std::string_view text, uint32_t* crc) {
 }
 
 // Typed access to a JSON object that reports the path of what is wrong.
-class Fields {
+class Members {
  public:
-  Fields(const Json& object, std::string where) : object_(object), where_(std::move(where)) {}
+  Members(const Json& object, std::string where) : object_(object), where_(std::move(where)) {}
 
   absl::Status Error(std::string_view field, std::string_view what) const {
     return absl::DataLossError(absl::StrCat(where_, ".", AsAbsl(field), ": ", AsAbsl(what)));
@@ -88,41 +88,116 @@ class Fields {
   std::string where_;
 };
 
-absl::StatusOr<Schema> ParseSchema(const Json& j, const std::string& where) {
-  Fields f(j, where);
-  Schema schema;
+// encoding, layout, height, width, channels: the top-level schema's and an
+// image field's.
+absl::StatusOr<ImageInfo> ParseImageInfo(const Members& f) {
+  ImageInfo image;
   SP_ASSIGN_OR_RETURN(std::string encoding, f.String("encoding"));
   SP_ASSIGN_OR_RETURN(std::string layout, f.String("layout"));
   absl::StatusOr<Encoding> e = ParseEncoding(encoding);
   if (!e.ok()) return f.Error("encoding", std::string(e.status().message()));
   absl::StatusOr<Layout> l = ParseLayout(layout);
   if (!l.ok()) return f.Error("layout", std::string(l.status().message()));
-  schema.image.encoding = *e;
-  schema.image.layout = *l;
+  image.encoding = *e;
+  image.layout = *l;
   SP_ASSIGN_OR_RETURN(uint64_t height, f.Unsigned("height", UINT32_MAX));
   SP_ASSIGN_OR_RETURN(uint64_t width, f.Unsigned("width", UINT32_MAX));
   SP_ASSIGN_OR_RETURN(uint64_t channels, f.Unsigned("channels", 255));
-  schema.image.height = static_cast<uint32_t>(height);
-  schema.image.width = static_cast<uint32_t>(width);
-  schema.image.channels = static_cast<uint8_t>(channels);
+  image.height = static_cast<uint32_t>(height);
+  image.width = static_cast<uint32_t>(width);
+  image.channels = static_cast<uint8_t>(channels);
+  return image;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseClasses(const Members& f) {
+  SP_ASSIGN_OR_RETURN(const Json* classes, f.Get("classes", Json::value_t::array));
+  std::vector<std::string> names;
+  for (const Json& c : *classes) {
+    if (!c.is_string()) return f.Error("classes", "expected strings");
+    names.push_back(c.get<std::string>());
+  }
+  return names;
+}
+
+// schema.fields[i] (manifest 1.2).
+absl::StatusOr<Field> ParseField(const Json& j, const std::string& at) {
+  if (!j.is_object()) return absl::DataLossError(at + ": expected object");
+  Members f(j, at);
+  Field field;
+  SP_ASSIGN_OR_RETURN(field.name, f.String("name"));
+  SP_ASSIGN_OR_RETURN(std::string type, f.String("type"));
+  absl::StatusOr<FieldType> t = ParseFieldType(type);
+  if (!t.ok()) return f.Error("type", std::string(t.status().message()));
+  field.type = *t;
+  SP_ASSIGN_OR_RETURN(const Json* optional, f.Get("optional", Json::value_t::boolean));
+  field.optional = optional->get<bool>();
+  if (field.type == FieldType::kImage) {
+    SP_ASSIGN_OR_RETURN(field.image, ParseImageInfo(f));
+  }
+  if (field.type == FieldType::kLabel) {
+    SP_ASSIGN_OR_RETURN(field.classes, ParseClasses(f));
+  }
+  if (field.type == FieldType::kArray) {
+    SP_ASSIGN_OR_RETURN(std::string dtype, f.String("dtype"));
+    absl::StatusOr<ArrayDType> d = ParseArrayDType(dtype);
+    if (!d.ok()) return f.Error("dtype", std::string(d.status().message()));
+    field.dtype = *d;
+    SP_ASSIGN_OR_RETURN(const Json* shape, f.Get("shape", Json::value_t::array));
+    if (shape->size() > kMaxArrayDims) return f.Error("shape", "too many dimensions");
+    for (const Json& dim : *shape) {
+      if (!dim.is_number_unsigned()) return f.Error("shape", "expected non-negative integers");
+      field.shape.push_back(dim.get<uint64_t>());
+    }
+  }
+  return field;
+}
+
+// schema.fields: the declared fields, which must make the schema's
+// top-level image and labels (written for readers of manifest 1.1).
+absl::Status ParseDeclaredFields(const Json& j, const std::string& where, Schema* schema) {
+  auto it = j.find("fields");
+  if (it == j.end()) return absl::OkStatus();
+  const std::string at = where + ".fields";
+  if (!it->is_array()) return absl::DataLossError(at + ": expected array");
+  if (it->size() > kMaxFields) {
+    return absl::DataLossError(absl::StrCat(at, ": more than ", kMaxFields, " fields"));
+  }
+  std::vector<Field> fields;
+  for (size_t i = 0; i < it->size(); ++i) {
+    SP_ASSIGN_OR_RETURN(Field field, ParseField((*it)[i], absl::StrCat(at, "[", i, "]")));
+    fields.push_back(std::move(field));
+  }
+  absl::StatusOr<Schema> made = MakeSchema(std::move(fields));
+  if (!made.ok()) return absl::DataLossError(absl::StrCat(at, ": ", made.status().message()));
+  if (made->fields.empty()) {
+    return absl::DataLossError(at + ": a classic schema (an image named 'image', then labels), "
+                               "which is written without fields");
+  }
+  if (made->image != schema->image || made->labels != schema->labels) {
+    return absl::DataLossError(at + ": disagree with the schema's image or labels");
+  }
+  *schema = *std::move(made);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Schema> ParseSchema(const Json& j, const std::string& where) {
+  Members f(j, where);
+  Schema schema;
+  SP_ASSIGN_OR_RETURN(schema.image, ParseImageInfo(f));
   SP_ASSIGN_OR_RETURN(const Json* labels, f.Get("labels", Json::value_t::array));
   if (labels->size() > kMaxLabels) return f.Error("labels", "too many label fields");
   for (size_t i = 0; i < labels->size(); ++i) {
     std::string at = absl::StrCat(where, ".labels[", i, "]");
     if (!(*labels)[i].is_object()) return absl::DataLossError(at + ": expected object");
-    Fields lf((*labels)[i], at);
+    Members lf((*labels)[i], at);
     LabelField field;
     SP_ASSIGN_OR_RETURN(field.name, lf.String("name"));
-    SP_ASSIGN_OR_RETURN(const Json* classes, lf.Get("classes", Json::value_t::array));
-    for (const Json& c : *classes) {
-      if (!c.is_string()) return lf.Error("classes", "expected strings");
-      field.classes.push_back(c.get<std::string>());
-    }
+    SP_ASSIGN_OR_RETURN(field.classes, ParseClasses(lf));
     schema.labels.push_back(std::move(field));
   }
+  SP_RETURN_IF_ERROR(ParseDeclaredFields(j, where, &schema));
   return schema;
 }
-
 
 // Shard paths are relative and stay inside the dataset directory.
 bool SafeRelativePath(std::string_view path) {
@@ -144,7 +219,7 @@ absl::StatusOr<std::optional<RecordTableEntry>> ParseRecordTable(
   if (it == j.end()) return std::nullopt;
   const std::string at = name + ".record_table";
   if (!it->is_object()) return absl::DataLossError(at + ": expected object");
-  Fields f(*it, at);
+  Members f(*it, at);
   RecordTableEntry e;
   SP_ASSIGN_OR_RETURN(e.path, f.String("path"));
   if (!SafeRelativePath(e.path)) {
@@ -167,7 +242,7 @@ absl::Status ParseShard(const Json& j, uint64_t i, const std::string& name, uint
                         std::vector<ShardEntry>* shards) {
   std::string at = absl::StrCat(name, ".shards[", i, "]");
   if (!j.is_object()) return absl::DataLossError(at + ": expected object");
-  Fields sf(j, at);
+  Members sf(j, at);
   ShardEntry e;
   SP_ASSIGN_OR_RETURN(e.path, sf.String("path"));
   if (!SafeRelativePath(e.path)) {
@@ -189,7 +264,7 @@ absl::Status ParseShard(const Json& j, uint64_t i, const std::string& name, uint
 // `m`'s fields other than its shards, from the top-level object `j`.
 absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name, Manifest m) {
   if (!j.is_object()) return absl::DataLossError(name + ": not a JSON object");
-  Fields f(j, name);
+  Members f(j, name);
   SP_ASSIGN_OR_RETURN(std::string format, f.String("format"));
   if (format != "shardpack") {
     return f.Error("format", absl::StrCat("'", Excerpt(format), "' is not a shardpack manifest"));
@@ -216,7 +291,7 @@ absl::StatusOr<Manifest> ParseJson(const Json& j, const std::string& name, Manif
   absl::flat_hash_set<std::string_view> paths;
   for (size_t i = 0; i < m.shards.size(); ++i) {
     if (!paths.insert(m.shards[i].path).second) {
-      return Fields(Json::object(), absl::StrCat(name, ".shards[", i, "]"))
+      return Members(Json::object(), absl::StrCat(name, ".shards[", i, "]"))
           .Error("path", absl::StrCat("'", Excerpt(m.shards[i].path), "' listed twice"));
     }
   }
@@ -315,6 +390,29 @@ class FingerprintHash {
   uint64_t h_ = 0xcbf29ce484222325ULL;  // FNV-1a 64's offset basis
 };
 
+// schema.fields as written: one object a field, its type's members only.
+Json FieldsJson(const std::vector<Field>& fields) {
+  Json out = Json::array();
+  for (const Field& f : fields) {
+    Json j = {{"name", f.name}, {"type", std::string(FieldTypeName(f.type))},
+              {"optional", f.optional}};
+    if (f.type == FieldType::kImage) {
+      j["encoding"] = std::string(EncodingName(f.image.encoding));
+      j["layout"] = std::string(LayoutName(f.image.layout));
+      j["height"] = f.image.height;
+      j["width"] = f.image.width;
+      j["channels"] = f.image.channels;
+    }
+    if (f.type == FieldType::kLabel) j["classes"] = f.classes;
+    if (f.type == FieldType::kArray) {
+      j["dtype"] = std::string(ArrayDTypeName(f.dtype));
+      j["shape"] = f.shape;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 }  // namespace
 
 uint64_t ManifestFingerprint(const Manifest& m) {
@@ -332,6 +430,8 @@ uint64_t ManifestFingerprint(const Manifest& m) {
     h.U64(field.classes.size());
     for (const std::string& c : field.classes) h.Bytes(c);
   }
+  // Declared fields only: a classic dataset's fingerprint is as it was.
+  if (!m.schema.fields.empty()) h.Bytes(FieldsJson(m.schema.fields).dump());
   h.U64(m.shards.size());
   for (const ShardEntry& s : m.shards) {
     h.Bytes(s.path);
@@ -351,7 +451,11 @@ std::string FormatFingerprint(uint64_t fingerprint) {
 std::string SerializeManifest(const Manifest& m) {
   Json j;
   j["format"] = "shardpack";
-  j["version"] = absl::StrCat(m.version_major, ".", m.version_minor);
+  // Fields are manifest 1.2's: a manifest that has them says so.
+  const int minor = m.schema.fields.empty()
+                        ? m.version_minor
+                        : std::max(m.version_minor, kManifestFieldsMinorVersion);
+  j["version"] = absl::StrCat(m.version_major, ".", minor);
   j["backend"] = std::string(BackendName(m.backend));
   j["records"] = m.records();
   Json schema;
@@ -364,6 +468,7 @@ std::string SerializeManifest(const Manifest& m) {
   for (const LabelField& field : m.schema.labels) {
     schema["labels"].push_back({{"name", field.name}, {"classes", field.classes}});
   }
+  if (!m.schema.fields.empty()) schema["fields"] = FieldsJson(m.schema.fields);
   j["schema"] = schema;
   j["shards"] = Json::array();
   for (const ShardEntry& s : m.shards) {

@@ -8,6 +8,9 @@
 #include "common/errors.h"
 #include "format/shard_layout.h"
 
+static_assert(shardpack::format::kMaxRecordHeadBytes ==
+              shardpack::format::kRecordHeaderSize + 8 * shardpack::kMaxLabels);
+
 namespace shardpack::format {
 
 absl::StatusOr<uint64_t> EncodedRecordSize(const Record& r) {
@@ -41,7 +44,7 @@ absl::StatusOr<uint64_t> EncodedRecordSize(const Record& r) {
   return common::AlignUp(size, kRecordAlignment);
 }
 
-void EncodeRecord(const Record& r, uint8_t* dst, uint64_t size) {
+size_t EncodeRecordHead(const Record& r, uint8_t* dst) {
   common::StoreLE<uint32_t>(dst + 0, static_cast<uint32_t>(r.payload.size()));
   common::StoreLE<uint32_t>(dst + 4, static_cast<uint32_t>(r.extra.size()));
   common::StoreLE<uint32_t>(dst + 8, r.image.height);
@@ -57,6 +60,11 @@ void EncodeRecord(const Record& r, uint8_t* dst, uint64_t size) {
     common::StoreLE<int64_t>(p, label);
     p += 8;
   }
+  return static_cast<size_t>(p - dst);
+}
+
+void EncodeRecord(const Record& r, uint8_t* dst, uint64_t size) {
+  uint8_t* p = dst + EncodeRecordHead(r, dst);
   // memcpy with a null source is undefined even for zero bytes.
   auto put = [&p](const void* src, size_t n) {
     if (n != 0) std::memcpy(p, src, n);

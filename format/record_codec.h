@@ -18,6 +18,14 @@ namespace shardpack::format {
 // InvalidArgumentError if the format cannot hold it.
 absl::StatusOr<uint64_t> EncodedRecordSize(const Record& record);
 
+// The most bytes a record's header and labels take.
+inline constexpr size_t kMaxRecordHeadBytes = 24 + 8 * kMaxLabels;
+
+// Writes the record's header and labels (section 5's first 24 + 8L bytes)
+// at `dst`, which has kMaxRecordHeadBytes, and returns how many it wrote.
+// Precondition: EncodedRecordSize(record) is OK.
+size_t EncodeRecordHead(const Record& record, uint8_t* dst);
+
 // Writes the record at `dst`, which has EncodedRecordSize() bytes.
 void EncodeRecord(const Record& record, uint8_t* dst, uint64_t size);
 

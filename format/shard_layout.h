@@ -66,6 +66,21 @@ inline constexpr uint32_t kBlockMagic = 0x4b4c4253;  // "SBLK" read as LE u32
 inline constexpr size_t kRecordHeaderSize = 24;
 inline constexpr size_t kRecordAlignment = 8;
 
+// Field section, held in place of the extra bytes by a record of a dataset
+// that declares fields (shardpack/fields.h; docs/format.md "Fields").
+//   0  u32     record CRC-32C (RecordCrc: the record's bytes but these 4)
+//   4  u64     presence: bit i set when field i of the schema is present;
+//              bits of fields the schema does not have are 0
+//  12  u32[F]  value lengths of the section fields (every field but the
+//              first image field and the label fields), in schema order;
+//              0 for an absent value
+//      values, back to back, no padding
+// An image value starts with its own header:
+//   0  u32 height, 4 u32 width, 8 u8 encoding, 9 u8 layout, 10 u8 channels,
+//  11  u8 reserved, 0; then the image's bytes.
+inline constexpr size_t kFieldSectionHeadSize = 12;
+inline constexpr size_t kFieldImageHeadSize = 12;
+
 // Footer, at an aligned offset after the last block.
 //   0  u32   magic "SIDX"
 //   4  u32   block count B

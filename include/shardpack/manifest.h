@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "shardpack/fields.h"
 #include "shardpack/record.h"
 
 namespace shardpack {
@@ -21,6 +22,8 @@ namespace shardpack {
 // majors are rejected with an error naming both versions.
 inline constexpr int kManifestMajorVersion = 1;
 inline constexpr int kManifestMinorVersion = 1;
+// The minor version of a manifest that declares fields (schema.fields).
+inline constexpr int kManifestFieldsMinorVersion = 2;
 
 inline constexpr char kManifestFileName[] = "manifest.json";
 // Bounds on a manifest's text (docs/format.md, "Manifest limits"), checked
@@ -55,6 +58,11 @@ struct LabelField {
 struct Schema {
   ImageInfo image;  // encoding, layout, and the fixed shape if there is one
   std::vector<LabelField> labels;
+  // The declared fields (shardpack/fields.h), empty for a classic dataset
+  // (one image and label fields: manifest 1.0 and 1.1). When not empty,
+  // `image` and `labels` are derived from them by MakeSchema, and records
+  // carry a field section where classic records carry extra bytes.
+  std::vector<Field> fields;
   friend bool operator==(const Schema&, const Schema&) = default;
 };
 

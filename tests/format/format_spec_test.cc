@@ -28,7 +28,9 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "format/record_codec.h"
 #include "shardpack/crc32c.h"
+#include "shardpack/fields.h"
 #include "shardpack/file.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
@@ -354,6 +356,48 @@ TEST_F(FormatSpecTest, ExampleManifestParsesAndSerializesUnchanged) {
   const std::string text = JoinLines(block);
   SP_ASSERT_OK_AND_ASSIGN(Manifest m, ParseManifest(text, "manifest-example"));
   EXPECT_EQ(SerializeManifest(m), text);
+}
+
+// The fields example of docs/format.md section 17: its manifest schema
+// (block "json fields-example") and the bytes of one record of it (block
+// "hex fields-record", offsets within the record).
+TEST_F(FormatSpecTest, FieldsExampleManifestParsesAndSerializesUnchanged) {
+  std::vector<SpecLine> block = Block("json fields-example");
+  ASSERT_FALSE(block.empty());
+  const std::string text = JoinLines(block);
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ParseManifest(text, "fields-example"));
+  EXPECT_EQ(SerializeManifest(m), text);
+  ASSERT_EQ(m.schema.fields.size(), 5u);
+}
+
+TEST_F(FormatSpecTest, FieldsRecordDumpIsWhatTheWriterWrites) {
+  std::vector<SpecLine> manifest = Block("json fields-example");
+  ASSERT_FALSE(manifest.empty());
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ParseManifest(JoinLines(manifest), "fields-example"));
+  RecordFields fields(m.schema);
+  const uint8_t pixel[] = {0xff, 0x00, 0x00};
+  const std::string caption = "hi";
+  const float box[] = {0.0f, 0.0f, 1.0f, 1.0f};
+  std::vector<FieldValue> values(5);
+  values[0].present = true;
+  values[0].image = {Encoding::kRaw, Layout::kHWC, 1, 1, 3};
+  values[0].bytes = pixel;
+  values[1].present = true;
+  values[1].bytes = Bytes(caption);
+  values[2].present = true;
+  values[2].bytes = {reinterpret_cast<const uint8_t*>(box), sizeof(box)};
+  values[3].present = true;
+  values[3].label = 1;
+  SP_ASSERT_OK_AND_ASSIGN(Record record, fields.Build("r", values));
+  SP_ASSERT_OK_AND_ASSIGN(uint64_t size, format::EncodedRecordSize(record));
+  std::string bytes(size, '\0');
+  format::EncodeRecord(record, reinterpret_cast<uint8_t*>(bytes.data()), size);
+  std::vector<SpecLine> block = Block("hex fields-record");
+  ASSERT_FALSE(block.empty());
+  SP_ASSERT_OK_AND_ASSIGN(std::vector<DumpLine> dump, ParseDump(block));
+  std::string difference = CompareWithDump(dump, bytes);
+  EXPECT_EQ(difference, "") << "\nthe writer's bytes, to update docs/format.md from:\n"
+                            << RenderDump(bytes);
 }
 
 TEST(FormatSpecCrcTest, CheckValueIsTheOneTheSpecGives) {

@@ -176,8 +176,9 @@ absl::Status BatchBuilder::BuildRow(Worker& worker, uint32_t unit, uint32_t inde
     }
   }
   const size_t row_bytes = transform_->shape().sample_bytes;
-  absl::Status s = transform_->Apply(*record, slot.epoch, record_index,
-                                     slot.images.get() + row_bytes * i, worker.scratch, ahead);
+  absl::Status s =
+      transform_->Apply({record->image, record->payload, record->key, record_index}, slot.epoch,
+                        slot.images.get() + row_bytes * i, worker.scratch, ahead);
   int64_t* labels = &slot.labels[i * num_labels_];
   for (int j = 0; j < num_labels_; ++j) labels[j] = j < record->labels.size() ? record->labels[j] : -1;
   if (!member.labels.plain()) MapLabels(member.labels, num_labels_, labels);

@@ -24,12 +24,6 @@ bool IsJpegKind(Transform::Kind k) {
   return k == Transform::Kind::kRandomResizedCrop || k == Transform::Kind::kCenterCrop;
 }
 
-// Uniform in [0, 1) from 32 bits of a draw.
-double Unit32(uint64_t bits) { return static_cast<double>(bits & 0xffffffffu) * 0x1p-32; }
-
-// Python's round(): halves to even (the default rounding mode).
-int RoundHalfEven(double v) { return static_cast<int>(std::nearbyint(v)); }
-
 // Rows of a few dozen pixels (up to 256 bytes) go in 16-byte moves, the
 // last one overlapping: too short for memcpy's and memset's calls to pay.
 constexpr size_t kShortRow = 256;
@@ -129,70 +123,34 @@ absl::Status CheckJpegTransform(const Transform& tr) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-JpegCrop SampleRandomResizedCrop(uint32_t width, uint32_t height, const Transform& t,
-                                 uint64_t seed, uint64_t epoch, uint64_t record_index) {
-  const uint64_t base = common::Draw(seed, common::kStreamAugment, epoch, record_index);
-  const bool flip = (base >> 63) != 0;
-  const double area = double(width) * height;
-  const double log_lo = std::log(t.ratio[0]), log_hi = std::log(t.ratio[1]);
-  for (uint64_t k = 0; k < 10; ++k) {
-    const uint64_t r = common::Draw(base, k, 0);
-    const double target = area * (t.scale[0] + (t.scale[1] - t.scale[0]) * Unit32(r >> 32));
-    const double aspect = std::exp(log_lo + (log_hi - log_lo) * Unit32(r));
-    // Compared as doubles: with a scale or ratio far from 1 a side may not
-    // fit an int.
-    const double wd = std::nearbyint(std::sqrt(target * aspect));
-    const double hd = std::nearbyint(std::sqrt(target / aspect));
-    if (wd > 0 && hd > 0 && wd <= width && hd <= height) {
-      const int w = static_cast<int>(wd), h = static_cast<int>(hd);
-      const auto y = double(common::Below(common::Draw(base, k, 1), height - uint32_t(h) + 1));
-      const auto x = double(common::Below(common::Draw(base, k, 2), width - uint32_t(w) + 1));
-      return {x, y, x + w, y + h, flip, false};
-    }
-  }
-  // torchvision's fallback: the central crop, its ratio clamped to `ratio`.
-  const double in_ratio = double(width) / height;
-  int w = int(width), h = int(height);
-  if (in_ratio < std::min(t.ratio[0], t.ratio[1])) {
-    h = RoundHalfEven(w / std::min(t.ratio[0], t.ratio[1]));
-  } else if (in_ratio > std::max(t.ratio[0], t.ratio[1])) {
-    w = RoundHalfEven(h * std::max(t.ratio[0], t.ratio[1]));
-  }
-  const double y = (int(height) - h) / 2, x = (int(width) - w) / 2;
-  return {x, y, x + w, y + h, flip, true};
-}
-
-JpegCrop CenterCropBox(uint32_t width, uint32_t height, int size) {
-  // Resize(s): the shorter side to s, the longer truncated as torchvision's
-  // _compute_resized_output_size does; CenterCrop: offsets rounded.
-  const int s = size * 256 / 224;
-  const bool wide = width > height;
-  const int short_side = int(wide ? height : width), long_side = int(wide ? width : height);
-  const int new_long = int(int64_t{s} * long_side / short_side);
-  const int new_w = wide ? new_long : s, new_h = wide ? s : new_long;
-  const int top = RoundHalfEven((new_h - size) / 2.0), left = RoundHalfEven((new_w - size) / 2.0);
-  const double fx = double(width) / new_w, fy = double(height) / new_h;
-  return {left * fx, top * fy, (left + size) * fx, (top + size) * fy, false, false};
-}
-
-absl::StatusOr<SampleTransform> SampleTransform::Make(const ReaderOptions& o,
-                                                      const ImageInfo& stored) {
-  const bool jpeg_kind = IsJpegKind(o.transform.kind);
+// Whether `t` can make anything of images stored as `stored`.
+absl::Status CheckStored(const Transform& t, const ImageInfo& stored) {
+  const bool jpeg_kind = IsJpegKind(t.kind);
   if (stored.encoding == Encoding::kJpeg && !jpeg_kind) {
     return absl::InvalidArgumentError(
         "a JPEG dataset needs a decoding transform (rrc:SIZE or center:SIZE)");
   }
-  if (stored.encoding != Encoding::kJpeg && jpeg_kind) {
-    return absl::InvalidArgumentError("rrc and center transforms need a JPEG dataset");
+  if (stored.encoding != Encoding::kJpeg && jpeg_kind &&
+      (stored.layout != Layout::kHWC || stored.channels == 0)) {
+    return absl::InvalidArgumentError(
+        "rrc and center transforms need JPEG images, or raw HWC images of a fixed channel count");
   }
   if (!jpeg_kind && (stored.height == 0 || stored.width == 0 || stored.channels == 0)) {
     return absl::InvalidArgumentError("the dataset's images have no fixed shape");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<SampleTransform> SampleTransform::Make(const ReaderOptions& o,
+                                                      const ImageInfo& stored,
+                                                      Interpolation interpolation) {
+  if (absl::Status s = CheckStored(o.transform, stored); !s.ok()) return s;
   SampleTransform t;
   t.transform_ = o.transform;
   t.stored_ = stored;
+  t.interpolation_ = interpolation;
   t.layout_ = o.layout;
   t.dtype_ = o.dtype;
   t.seed_ = o.seed;
@@ -227,7 +185,7 @@ absl::StatusOr<SampleTransform> SampleTransform::Make(const ReaderOptions& o,
     case Transform::Kind::kRandomResizedCrop:
     case Transform::Kind::kCenterCrop: {
       if (absl::Status s = CheckJpegTransform(o.transform); !s.ok()) return s;
-      t.shape_ = {out, out, 3, 0};
+      t.shape_ = {out, out, stored.encoding == Encoding::kJpeg ? 3 : int{stored.channels}, 0};
       break;
     }
   }
@@ -335,23 +293,17 @@ void SampleTransform::Finish(const uint8_t* hwc, uint8_t* dst) const {
   }
 }
 
-absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
-                                        uint64_t record_index, uint8_t* dst,
-                                        TransformScratch& scratch) const {
+absl::Status SampleTransform::ApplyJpeg(const SourceImage& src, uint64_t epoch, uint8_t* dst,
+                                        TransformScratch& scratch, const CropWindow* follow,
+                                        CropWindow* window) const {
   if (scratch.decoder == nullptr) scratch.decoder = std::make_unique<codec::JpegDecoder>();
   codec::JpegDecoder& decoder = *scratch.decoder;
   std::vector<uint8_t>& staging = scratch.staging;
-  auto damaged = [&](const absl::Status& s) {
-    return absl::DataLossError(absl::StrCat("record ", record_index, " ('",
-                                            std::string(record.key), "'): ", s.message()));
-  };
-  absl::StatusOr<codec::JpegHeader> header = decoder.Start(record.payload);
-  if (!header.ok()) return damaged(header.status());
+  absl::StatusOr<codec::JpegHeader> header = decoder.Start(src.bytes);
+  if (!header.ok()) return Damaged(src, absl::StrCat(": ", header.status().message()));
   const bool train = transform_.kind == Transform::Kind::kRandomResizedCrop;
-  const JpegCrop c =
-      train ? SampleRandomResizedCrop(header->width, header->height, transform_, seed_, epoch,
-                                      record_index)
-            : CenterCropBox(header->width, header->height, transform_.size);
+  const JpegCrop c = BoxFor(header->width, header->height, epoch, src.record_index, follow);
+  if (window != nullptr) *window = WindowOf(c, header->width, header->height);
   const auto out = static_cast<uint32_t>(transform_.size);
   const codec::JpegRect rect{uint32_t(c.x0), uint32_t(c.y0),
                              uint32_t(std::ceil(c.x1)) - uint32_t(c.x0),
@@ -371,7 +323,7 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   // (the resize's filter does it).
   absl::StatusOr<codec::DecodedRegion> region =
       decoder.DecodeRegion(rect, out, out, grow, codec::RegionPixels::kYccPlanesWhenPossible);
-  if (!region.ok()) return damaged(region.status());
+  if (!region.ok()) return Damaged(src, absl::StrCat(": ", region.status().message()));
   // The decoded box is the integer rect; move it to the exact crop.
   const double f = region->scale_num / 8.0;
   codec::ResizeBox box = region->box;
@@ -394,26 +346,45 @@ absl::Status SampleTransform::ApplyJpeg(const Record& record, uint64_t epoch,
   return absl::OkStatus();
 }
 
-absl::Status SampleTransform::Apply(const Record& record, uint64_t epoch,
-                                    uint64_t record_index, uint8_t* dst,
-                                    TransformScratch& scratch, ByteSpan ahead) const {
+absl::Status SampleTransform::Damaged(const SourceImage& src, absl::string_view what) {
+  return absl::DataLossError(
+      absl::StrCat("record ", src.record_index, " ('", std::string(src.key), "')", what));
+}
+
+absl::Status SampleTransform::Apply(const SourceImage& src, uint64_t epoch, uint8_t* dst,
+                                    TransformScratch& scratch, ByteSpan ahead,
+                                    const CropWindow* follow, CropWindow* window) const {
   if (stored_.encoding == Encoding::kJpeg) {
     PrefetchLines(ahead);
-    if (record.image.encoding != Encoding::kJpeg) {
-      return absl::DataLossError(absl::StrCat("record ", record_index, " ('",
-                                              std::string(record.key), "') is not a JPEG"));
-    }
-    return ApplyJpeg(record, epoch, record_index, dst, scratch);
+    if (src.image.encoding != Encoding::kJpeg) return Damaged(src, " is not a JPEG");
+    return ApplyJpeg(src, epoch, dst, scratch, follow, window);
   }
-  const ImageInfo& im = record.image;
+  if (IsJpegKind(transform_.kind)) {
+    PrefetchLines(ahead);
+    return ApplyRawResize(src, epoch, dst, scratch, follow, window);
+  }
+  return ApplyRawCrop(src, epoch, dst, scratch, ahead, follow, window);
+}
+
+absl::Status SampleTransform::ApplyRawCrop(const SourceImage& src, uint64_t epoch, uint8_t* dst,
+                                           TransformScratch& scratch, ByteSpan ahead,
+                                           const CropWindow* follow, CropWindow* window) const {
+  const ImageInfo& im = src.image;
   if (im.encoding != stored_.encoding || im.height != stored_.height ||
       im.width != stored_.width || im.channels != stored_.channels) {
-    return absl::DataLossError(absl::StrCat(
-        "record ", record_index, " ('", std::string(record.key), "') is ", im.height, "x",
-        im.width, "x", int{im.channels}, ", the dataset's images are ", stored_.height, "x",
-        stored_.width, "x", int{stored_.channels}));
+    return Damaged(src, absl::StrCat(" is ", im.height, "x", im.width, "x", int{im.channels},
+                                     ", the dataset's images are ", stored_.height, "x",
+                                     stored_.width, "x", int{stored_.channels}));
   }
-  Crop crop = Choose(epoch, record_index);
+  // A follower has the leader's stored size (Make's caller checks): the
+  // same offsets and flip.
+  Crop crop = follow == nullptr
+                  ? Choose(epoch, src.record_index)
+                  : Crop{int(follow->y) + pad_, int(follow->x) + pad_, follow->flip};
+  if (window != nullptr) {
+    *window = {float(crop.y - pad_), float(crop.x - pad_), float(shape_.height),
+               float(shape_.width),  int32_t(im.height),    int32_t(im.width), crop.flip};
+  }
   const size_t hwc_bytes = size_t(shape_.height) * shape_.width * shape_.channels;
   // uint8 NHWC output is written in place; other outputs go through a small
   // small staging buffer of the worker's (one sample, reused).
@@ -422,9 +393,9 @@ absl::Status SampleTransform::Apply(const Record& record, uint64_t epoch,
   if (!direct && staging.size() < hwc_bytes) staging.resize(hwc_bytes);
   uint8_t* hwc = direct ? dst : staging.data();
   if (im.layout == Layout::kHWC) {
-    CropHwc(record.payload.data(), crop, hwc, ahead);
+    CropHwc(src.bytes.data(), crop, hwc, ahead);
   } else {
-    CropChw(record.payload.data(), crop, hwc, ahead);
+    CropChw(src.bytes.data(), crop, hwc, ahead);
   }
   if (!direct) Finish(hwc, dst);
   return absl::OkStatus();

@@ -33,19 +33,30 @@ void MapLabels(const LabelMapping& m, int num_labels, int64_t* labels) {
 }  // namespace
 
 BatchBuilder::BatchBuilder(const BuilderConfig& config, StreamDataset* dataset,
-                           const SampleTransform* transform, Loader* loader, HostRing* ring,
-                           int num_labels, uint64_t batches_per_epoch,
-                           const std::atomic<bool>& stop)
+                           const BatchSpec& spec, Loader* loader, HostRing* ring,
+                           uint64_t batches_per_epoch, const std::atomic<bool>& stop)
     : config_(config),
       dataset_(dataset),
-      transform_(transform),
+      transform_(spec.transform),
+      followers_(spec.followers),
+      fields_(*spec.fields),
       loader_(loader),
       ring_(ring),
-      num_labels_(num_labels),
+      num_labels_(spec.num_labels),
       batches_per_epoch_(batches_per_epoch),
       stop_(stop) {
   SP_DCHECK(config.threads >= 1);
-  for (int t = 0; t < config.threads; ++t) workers_.push_back(std::make_unique<Worker>());
+  size_t most = 0;
+  if (fields_.active()) {
+    for (const StreamMember& m : dataset->members) {
+      decoders_.emplace_back(m.named->manifest.schema);
+      most = std::max(most, decoders_.back().fields().size());
+    }
+  }
+  for (int t = 0; t < config.threads; ++t) {
+    workers_.push_back(std::make_unique<Worker>());
+    workers_.back()->values.resize(most);
+  }
 }
 
 BatchBuilder::~BatchBuilder() { Join(); }
@@ -108,6 +119,7 @@ void BatchBuilder::BuildBatch(Worker& worker, uint64_t seq, RingSlot& slot) {
   slot.status = absl::OkStatus();
   slot.corrupt.clear();
   slot.sources.assign(dataset_->sources, 0);  // no allocation after the slot's first batch
+  if (fields_.active()) BeginFields(fields_, slot.fields);
   worker.bad.clear();
   if (!BuildRows(worker, *run, first, slot)) return;
   if (!worker.bad.empty()) ReplaceDamaged(worker, first, slot);
@@ -165,30 +177,87 @@ absl::Status BatchBuilder::BuildRow(Worker& worker, uint32_t unit, uint32_t inde
   if (u.state.load(std::memory_order_acquire) != UnitSlot::kReady) return u.error;
   absl::StatusOr<Record> record = u.view.record(index);
   if (!record.ok()) return record.status();
-  auto path = [&]() -> const std::string& { return dataset_->UnitPath(unit); };
   const StreamMember& member = dataset_->MemberOf(unit);
-  // A record that disagrees with the schema is damage (on_corrupt), never
-  // a sample with a missing label or a shape the transform did not plan.
-  if (member.named->schema_known()) {
-    if (absl::Status s = CheckRecordAgainstSchema(*record, member.named->manifest.schema); !s.ok()) {
-      return absl::DataLossError(
-          absl::StrCat(path(), ": dataset record ", record_index, ": ", s.message()));
-    }
-  }
-  const size_t row_bytes = transform_->shape().sample_bytes;
-  absl::Status s =
-      transform_->Apply({record->image, record->payload, record->key, record_index}, slot.epoch,
-                        slot.images.get() + row_bytes * i, worker.scratch, ahead);
+  absl::Status s = fields_.active()
+                       ? BuildFieldImages(worker, *record, member, record_index, i, ahead, slot)
+                       : BuildImage(worker, *record, member, record_index, i, ahead, slot);
+  if (!s.ok()) return s;
   int64_t* labels = &slot.labels[i * num_labels_];
   for (int j = 0; j < num_labels_; ++j) labels[j] = j < record->labels.size() ? record->labels[j] : -1;
   if (!member.labels.plain()) MapLabels(member.labels, num_labels_, labels);
   if (config_.keys) slot.keys[i].assign(record->key.data(), record->key.size());
-  if (!s.ok()) return absl::DataLossError(absl::StrCat(path(), ": ", s.message()));
+  if (fields_.active()) {
+    const size_t fields = decoders_[size_t(&member - dataset_->members.data())].fields().size();
+    CollateRow(fields_, std::span(worker.values.data(), fields), labels, i, slot.fields);
+  }
   if (!slot.sources.empty()) ++slot.sources[member.source];  // a good sample of its source
   return absl::OkStatus();
 }
 
+// A record that disagrees with the schema is damage (on_corrupt), never a
+// sample with a missing label or a shape the transform did not plan.
+absl::Status BatchBuilder::BuildImage(Worker& worker, const Record& record,
+                                      const StreamMember& member, uint64_t record_index, int i,
+                                      ByteSpan ahead, RingSlot& slot) {
+  if (member.named->schema_known()) {
+    if (absl::Status s = CheckRecordAgainstSchema(record, member.named->manifest.schema); !s.ok()) {
+      return absl::DataLossError(absl::StrCat(dataset_->ShardPathOf(record_index),
+                                              ": dataset record ", record_index, ": ",
+                                              s.message()));
+    }
+  }
+  // No crop window: a classic read has no field to follow it (crops() zeros).
+  const size_t row_bytes = transform_->shape().sample_bytes;
+  absl::Status s = transform_->Apply({record.image, record.payload, record.key, record_index},
+                                     slot.epoch, slot.images.get() + row_bytes * i,
+                                     worker.scratch, ahead);
+  if (!s.ok()) {
+    return absl::DataLossError(absl::StrCat(dataset_->ShardPathOf(record_index), ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchBuilder::BuildFieldImages(Worker& worker, const Record& record,
+                                            const StreamMember& member, uint64_t record_index,
+                                            int i, ByteSpan ahead, RingSlot& slot) {
+  const RecordFields& decoder = decoders_[size_t(&member - dataset_->members.data())];
+  const std::span<FieldValue> values(worker.values.data(), decoder.fields().size());
+  if (absl::Status s = decoder.Decode(record, values, /*check_crc=*/false); !s.ok()) {
+    return absl::DataLossError(absl::StrCat(dataset_->ShardPathOf(record_index),
+                                            ": dataset record ", record_index, ": ", s.message()));
+  }
+  // The first transformed field present draws the crop; the others follow.
+  CropWindow window;
+  const CropWindow* lead = nullptr;
+  const std::vector<TransformedField>& transformed = fields_.transformed();
+  for (size_t k = 0; k < transformed.size(); ++k) {
+    const SampleTransform& t = k == 0 ? *transform_ : (*followers_)[k - 1];
+    const size_t row = t.shape().sample_bytes;
+    uint8_t* dst = k == 0 ? slot.images.get()
+                          : slot.fields.columns[size_t(transformed[k].column)].values.data();
+    dst += row * size_t(i);
+    const FieldValue& v = values[size_t(transformed[k].field)];
+    if (!v.present) {
+      std::memset(dst, 0, row);
+      continue;
+    }
+    absl::Status s = t.Apply({v.image, v.bytes, record.key, record_index}, slot.epoch, dst,
+                             worker.scratch, k == 0 ? ahead : ByteSpan(), lead,
+                             lead == nullptr ? &window : nullptr);
+    if (!s.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(dataset_->ShardPathOf(record_index), ": field '",
+                       decoder.fields()[size_t(transformed[k].field)].name, "': ", s.message()));
+    }
+    if (lead == nullptr) lead = &window;
+  }
+  SetWindow(slot.fields, i, lead);
+  return absl::OkStatus();
+}
+
 void BatchBuilder::Damaged(Worker& worker, int i, absl::Status error, RingSlot& slot) {
+  // With fields, later rows follow on from this one's (empty) values.
+  if (fields_.active()) ClearRow(fields_, i, slot.fields);
   if (config_.on_corrupt == OnCorrupt::kError) {
     if (slot.status.ok()) slot.status = std::move(error);
     return;
@@ -214,6 +283,9 @@ void BatchBuilder::ReplaceDamaged(Worker& worker, uint64_t first, RingSlot& slot
                                                    " of epoch ", slot.epoch, " is damaged"));
   }
   const size_t row_bytes = transform_->shape().sample_bytes;
+  std::vector<int>& from = worker.from;  // with fields, their rows are copied at once
+  from.resize(size_t(slot.size));
+  for (int i = 0; i < slot.size; ++i) from[size_t(i)] = i;
   for (int i : bad) {
     if (good.empty()) break;
     const uint64_t draw =
@@ -224,6 +296,10 @@ void BatchBuilder::ReplaceDamaged(Worker& worker, uint64_t first, RingSlot& slot
                 sizeof(int64_t) * num_labels_);
     slot.records[i] = slot.records[j];
     if (config_.keys) slot.keys[i] = slot.keys[j];
+    from[size_t(i)] = j;
+  }
+  if (fields_.active() && !good.empty()) {
+    CopyRows(fields_, from, slot.size, slot.fields, worker.compact);
   }
   slot.skipped = static_cast<int>(bad.size());
   skipped_.fetch_add(bad.size(), std::memory_order_relaxed);

@@ -20,12 +20,25 @@
 
 #include "absl/status/status.h"
 #include "reader/dataset_units.h"
+#include "reader/field_plan.h"
 #include "reader/host_ring.h"
 #include "reader/loader.h"
 #include "reader/transform.h"
+#include "shardpack/fields.h"
 #include "shardpack/reader.h"
 
 namespace shardpack::reader {
+
+// What a batch holds and how its parts are made: made by the opener,
+// outlives the pipeline.
+struct BatchSpec {
+  const SampleTransform* transform = nullptr;  // Batch::images()
+  // The image fields that follow it: followers[k - 1] transforms
+  // fields->transformed()[k].
+  const std::vector<SampleTransform>* followers = nullptr;
+  const FieldPlan* fields = nullptr;  // inactive for a classic read
+  int num_labels = 1;
+};
 
 // What the batch builder takes of ReaderOptions (made by PipelineConfigOf).
 struct BuilderConfig {
@@ -40,9 +53,9 @@ class BatchBuilder {
  public:
   // `config.threads` workers. Every pointer and `stop` (the pipeline's stop
   // flag) outlive the builder.
-  BatchBuilder(const BuilderConfig& config, StreamDataset* dataset,
-               const SampleTransform* transform, Loader* loader, HostRing* ring,
-               int num_labels, uint64_t batches_per_epoch, const std::atomic<bool>& stop);
+  BatchBuilder(const BuilderConfig& config, StreamDataset* dataset, const BatchSpec& spec,
+               Loader* loader, HostRing* ring, uint64_t batches_per_epoch,
+               const std::atomic<bool>& stop);
   ~BatchBuilder();
 
   // Starts the workers at `start`, building sequence number 0 first.
@@ -60,6 +73,9 @@ class BatchBuilder {
   struct Worker {
     TransformScratch scratch;
     std::vector<int> bad, good;  // positions of the batch; used only with damage
+    std::vector<int> from;       // with damage and fields: the row each row copies
+    std::vector<uint8_t> compact;  // with damage and fields: CopyRows' scratch
+    std::vector<FieldValue> values;  // a record's fields (RecordFields::Decode)
   };
 
   void WorkerMain(Worker& worker);
@@ -73,6 +89,15 @@ class BatchBuilder {
   // named, if any.
   absl::Status BuildRow(Worker& worker, uint32_t unit, uint32_t index, int i, ByteSpan ahead,
                         RingSlot& slot);
+  // Row i's images of a record of a classic read: checked against the
+  // schema, transformed.
+  absl::Status BuildImage(Worker& worker, const Record& record, const StreamMember& member,
+                          uint64_t record_index, int i, ByteSpan ahead, RingSlot& slot);
+  // The same with fields: the record split into its fields (checked), the
+  // image fields transformed, the first leading. The rest is CollateRow's.
+  absl::Status BuildFieldImages(Worker& worker, const Record& record,
+                                const StreamMember& member, uint64_t record_index, int i,
+                                ByteSpan ahead, RingSlot& slot);
   // The bytes of position j to prefetch: empty when not loaded yet.
   ByteSpan RecordBytes(const EpochRun& run, uint64_t first, int size, int j) const;
   void Damaged(Worker& worker, int i, absl::Status error, RingSlot& slot);
@@ -84,6 +109,11 @@ class BatchBuilder {
   const BuilderConfig config_;
   StreamDataset* dataset_;
   const SampleTransform* transform_;
+  const std::vector<SampleTransform>* followers_;
+  const FieldPlan& fields_;
+  // With fields: each member's record splitter (a mixture's sources have
+  // the same fields, but each checks labels against its own classes).
+  std::vector<RecordFields> decoders_;
   Loader* loader_;
   HostRing* ring_;
   const int num_labels_;

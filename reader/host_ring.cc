@@ -28,7 +28,8 @@ void SlotFree::operator()(uint8_t* p) const {
 }
 
 HostRing::HostRing(int slots, int batch_size, size_t sample_bytes, int num_labels, bool keys,
-                   CopyEngine* host_memory, Loader* loader, const std::atomic<bool>& stop)
+                   const FieldPlan& fields, CopyEngine* host_memory, Loader* loader,
+                   const std::atomic<bool>& stop)
     : slots_(static_cast<size_t>(slots)),
       batch_size_(batch_size),
       sample_bytes_(sample_bytes),
@@ -43,6 +44,7 @@ HostRing::HostRing(int slots, int batch_size, size_t sample_bytes, int num_label
     slot.labels.resize(batch * num_labels);
     slot.records.resize(batch);
     if (keys) slot.keys.resize(batch);
+    slot.fields.Size(fields, batch_size);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "reader/field_plan.h"
 #include "reader/ring.h"
 #include "reader/wait.h"
 
@@ -26,12 +27,14 @@ class Loader;  // reader/loader.h
 class HostRing final : public BatchRing {
  public:
   // `slots` slots of `batch_size` samples of `sample_bytes`, `num_labels`
-  // labels each, and keys when `keys`. Images come from `host_memory`'s
+  // labels each, keys when `keys`, and the columns of `fields` (which
+  // outlives the ring). Images come from `host_memory`'s
   // HostAlloc (pinned for a device) when given, which then outlives the
   // ring. The consumer's progress goes to `loader` (it drops past plans);
   // `stop` is the pipeline's stop flag. Both outlive the ring.
   HostRing(int slots, int batch_size, size_t sample_bytes, int num_labels, bool keys,
-           CopyEngine* host_memory, Loader* loader, const std::atomic<bool>& stop);
+           const FieldPlan& fields, CopyEngine* host_memory, Loader* loader,
+           const std::atomic<bool>& stop);
 
   // ResourceExhaustedError naming `path` when a slot's batch memory could
   // not be allocated; check it before the pipeline starts.
@@ -69,8 +72,10 @@ class HostRing final : public BatchRing {
   const char* slot_name() const override { return "ring slots"; }
   double consumer_wait_s() const override { return consumer_wait_ns_.load() * 1e-9; }
 
-  // Bytes of the slots' images.
+  // Bytes of the slots' images, and of their fields' fixed part
+  // (SlotFields::fixed_bytes).
   uint64_t image_bytes() const { return slots_.size() * batch_bytes_; }
+  uint64_t field_bytes() const { return slots_.size() * slots_[0].fields.fixed_bytes(); }
 
  private:
   std::vector<RingSlot> slots_;

@@ -30,6 +30,7 @@ enum class OptionType {
   kChoice,   // one of named values (an enum, or the transform's text)
   kPath,     // text without NULs, shorter than PATH_MAX
   kFloats,   // three floats, one a channel
+  kNames,    // a list of field names (a flag: separated by commas)
   kOther,    // a list, a callback, a pointer: not a keyword or a flag
 };
 
@@ -109,6 +110,11 @@ inline constexpr OptionSpec kOptionTable[] = {
      "a dataset in an object store: its local cache's folder"},
     {"cache_bytes", "cache_bytes", "--cache-bytes", OptionType::kUint64, "", "`None`", 0, 0, {},
      "", "a dataset in an object store: the cache's budget"},
+    {"fields", "", "--fields", OptionType::kNames, "empty: all", "", 0, 0, {}, "",
+     "the fields a batch delivers (a dataset's of any fields)"},
+    {"image_fields", "", "--image-fields", OptionType::kNames,
+     "empty: the first image field", "", 0, 0, {}, "",
+     "the image fields the transform applies to, the first leading"},
     {"sources", "", "--source", OptionType::kOther, "empty", "", 0, 0, {}, "",
      "a mixture's datasets"},
     {"keys", "", "", OptionType::kBool, "false", "", 0, 0, {}, "",

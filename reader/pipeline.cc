@@ -18,15 +18,13 @@ int RingSlotsFor(int requested, uint64_t batch_bytes, int workers) {
       std::min<uint64_t>(std::max<uint64_t>(small, uint64_t(std::max(workers, 1)) + 2), kMaxRingSlots));
 }
 
-Pipeline::Pipeline(const PipelineConfig& config, StreamDataset* dataset,
-                   const SampleTransform* transform, const EpochPlanner* planner,
-                   int num_labels, CopyEngine* host_memory)
+Pipeline::Pipeline(const PipelineConfig& config, StreamDataset* dataset, const BatchSpec& spec,
+                   const EpochPlanner* planner, CopyEngine* host_memory)
     : batches_per_epoch_(planner->batches_per_epoch()),
       loader_(config.loader, dataset, planner, stop_),
-      ring_(config.ring_slots, config.builder.batch_size, transform->shape().sample_bytes,
-            num_labels, config.builder.keys, host_memory, &loader_, stop_),
-      builder_(config.builder, dataset, transform, &loader_, &ring_, num_labels, batches_per_epoch_,
-               stop_) {}
+      ring_(config.ring_slots, config.builder.batch_size, spec.transform->shape().sample_bytes,
+            spec.num_labels, config.builder.keys, *spec.fields, host_memory, &loader_, stop_),
+      builder_(config.builder, dataset, spec, &loader_, &ring_, batches_per_epoch_, stop_) {}
 
 Pipeline::~Pipeline() { Stop(); }
 
@@ -63,8 +61,9 @@ void Pipeline::AddStats(ReaderStats* stats) const {
   loader_.AddStats(stats);
   stats->consumer_wait_s = ring_.consumer_wait_s();
   // Saturated: shuffle_bytes and read_ahead_bytes may be as large as 2^64-1.
-  stats->memory_budget_bytes = SaturatingAdd(loader_.budget_bytes(), ring_.image_bytes(),
-                                             stats->index_bytes, stats->plan_bytes);
+  stats->memory_budget_bytes =
+      SaturatingAdd(loader_.budget_bytes(), ring_.image_bytes() + ring_.field_bytes(),
+                    stats->index_bytes, stats->plan_bytes);
 }
 
 }  // namespace shardpack::reader

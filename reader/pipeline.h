@@ -61,9 +61,9 @@ PipelineConfig PipelineConfigOf(const ReaderOptions& options);
 class Pipeline {
  public:
   // Ring slots come from `host_memory`'s HostAlloc (pinned for a device)
-  // when given, which then outlives the pipeline.
-  Pipeline(const PipelineConfig& config, StreamDataset* dataset, const SampleTransform* transform,
-           const EpochPlanner* planner, int num_labels, CopyEngine* host_memory = nullptr);
+  // when given, which then outlives the pipeline, as do `spec`'s parts.
+  Pipeline(const PipelineConfig& config, StreamDataset* dataset, const BatchSpec& spec,
+           const EpochPlanner* planner, CopyEngine* host_memory = nullptr);
   ~Pipeline();
 
   // Starts the threads so that sequence number 0 is (epoch, batch). With

@@ -1,6 +1,7 @@
 // Reader and Batch: the public face of the pipeline. Reader::Impl is in
 // reader/reader_impl.h; this file has Next, the Batch handle and the
 // Reader's forwarding.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -81,6 +82,7 @@ absl::StatusOr<Batch> Reader::Impl::Next(Reader* reader, std::chrono::nanosecond
   slot.sample_bytes = sample_bytes_;
   slot.device = ring_->device_buffer(seq_);
   slot.event = ring_->device_event(seq_);
+  slot.fields = &fields_;
   ++seq_;
   ++batch_;
   if (!ring.status.ok()) {
@@ -208,5 +210,30 @@ std::string_view Batch::key(int i) const {
 uint64_t Batch::epoch() const { return slot_->ring->epoch; }
 uint64_t Batch::index() const { return slot_->ring->batch; }
 int Batch::skipped() const { return slot_->ring->skipped; }
+
+int Batch::num_fields() const {
+  return slot_->fields->active() ? static_cast<int>(slot_->fields->columns().size()) : 0;
+}
+
+BatchField Batch::field(int k) const {
+  BatchField f = reader::FieldView(*slot_->fields, slot_->ring->fields, k, size());
+  if (slot_->fields->columns()[size_t(k)].kind != reader::ColumnKind::kImages) return f;
+  // The transformed image of images(): that tensor.
+  static constexpr ArrayDType kElement[] = {ArrayDType::kU8, ArrayDType::kF16, ArrayDType::kF32};
+  f.dtype = kElement[static_cast<int>(dtype())];
+  f.values = on_device() ? nullptr : images();
+  f.rank = 4;
+  const std::array<int64_t, 4> s = shape();
+  std::copy(s.begin(), s.end(), f.shape.begin());
+  return f;
+}
+
+int Batch::field_index(std::string_view name) const {
+  return slot_->fields->active() ? slot_->fields->Find(name) : -1;
+}
+
+const float* Batch::crops() const { return slot_->ring->fields.crops.data(); }
+const int32_t* Batch::source_sizes() const { return slot_->ring->fields.sizes.data(); }
+const uint8_t* Batch::flips() const { return slot_->ring->fields.flips.data(); }
 
 }  // namespace shardpack

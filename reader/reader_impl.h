@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "reader/dataset_units.h"
 #include "reader/epoch_plan.h"
+#include "reader/field_plan.h"
 #include "reader/pipeline.h"
 #include "reader/planner.h"
 #include "reader/ring.h"
@@ -50,6 +51,7 @@ struct Batch::Slot {
   size_t sample_bytes = 0;    // of images() or, on a device, device_images()
   void* device = nullptr;     // the device buffer, when staged
   void* event = nullptr;
+  const reader::FieldPlan* fields = nullptr;  // the reader's
   // A live Batch has it. Atomic: a Batch may be destroyed on any thread.
   std::atomic<bool> held{false};
 };
@@ -91,6 +93,7 @@ class Reader::Impl {
   IoEngine io_engine() const { return dataset_.source->engine(); }
   const std::string& device_fallback() const { return no_device_; }
   ElementType dtype() const { return dtype_; }
+  const reader::FieldPlan& fields() const { return fields_; }
 
  private:
   // The options the pipeline builds with: a device finish's input is uint8
@@ -104,6 +107,10 @@ class Reader::Impl {
   absl::Status OpenDatasetOrMixture();
   // What the reader reads, for messages: the path, or the mixture.
   std::string Describe() const;
+  // fields_, transform_ and followers_ for the options the pipeline builds
+  // with (`host`).
+  absl::Status MakeTransforms(const ReaderOptions& host);
+  absl::Status MakeFollower(const ReaderOptions& host, int k);
   absl::Status InitStaging(int num_labels);
   size_t DeviceSampleBytes() const;
   void GiveBack(Batch::Slot* slot);
@@ -134,7 +141,12 @@ class Reader::Impl {
   // What every path of the reader is opened through: its datasets in an
   // object store, read through its own cache (their stats are the reader's).
   std::shared_ptr<remote::Storage> storage_;
+  // What a batch delivers of the dataset's fields (inactive: a classic
+  // read), the transform of Batch::images() and those of the image fields
+  // that follow it (followers_[k - 1]: fields_.transformed()[k]).
+  reader::FieldPlan fields_;
   std::unique_ptr<reader::SampleTransform> transform_;
+  std::vector<reader::SampleTransform> followers_;
   std::unique_ptr<reader::EpochPlanner> planner_;  // before pipeline_, which uses it
   // Before pipeline_: the ring slots are its (pinned) memory.
   std::unique_ptr<reader::CopyEngine> engine_;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "backends/view.h"
 #include "common/errors.h"
 #include "common/rng.h"
@@ -99,6 +100,48 @@ absl::Status CheckImages(const ReaderOptions& o, const std::vector<OpenedSource>
           SourceName(o, s), " holds images of another kind than ", SourceName(o, at), " (",
           backends::ImageShapeText(image), " against ", backends::ImageShapeText(*first),
           "): a mixture's sources share one image schema"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A field as messages give it: 'boxes' (array f32 [0, 4]).
+std::string FieldText(const Field& f) {
+  std::string text = absl::StrCat("'", f.name, "' (", common::AsAbsl(FieldTypeName(f.type)));
+  if (f.type == FieldType::kImage) absl::StrAppend(&text, " ", backends::ImageShapeText(f.image));
+  if (f.type == FieldType::kArray) {
+    absl::StrAppend(&text, " ", common::AsAbsl(ArrayDTypeName(f.dtype)), " [",
+                    absl::StrJoin(f.shape, ", "), "]");
+  }
+  return text + ")";
+}
+
+// The same field to a batch: name, type and shape (a label's classes are
+// the label space's to reconcile; optional or not, absence is told).
+bool SameField(const Field& a, const Field& b) {
+  return a.name == b.name && a.type == b.type && a.image == b.image &&
+         (a.type != FieldType::kArray || (a.dtype == b.dtype && a.shape == b.shape));
+}
+
+// With fields, every source's as source 0's: one batch layout serves them
+// all. Sources of images and labels only are CheckImages' and
+// CheckLabelFields' to compare.
+absl::Status CheckFields(const ReaderOptions& o, const std::vector<OpenedSource>& sources) {
+  if (std::ranges::none_of(sources, [](const OpenedSource& s) { return !s.view.schema.fields.empty(); })) {
+    return absl::OkStatus();
+  }
+  const std::vector<Field> first = FieldsOf(sources[0].view.schema);
+  for (size_t s = 1; s < sources.size(); ++s) {
+    const std::vector<Field> mine = FieldsOf(sources[s].view.schema);
+    for (size_t i = 0; i < std::max(first.size(), mine.size()); ++i) {
+      if (i < first.size() && i < mine.size() && SameField(first[i], mine[i])) continue;
+      auto say = [i](const std::vector<Field>& f) {
+        return i < f.size() ? absl::StrCat("field ", i, " ", FieldText(f[i]))
+                            : absl::StrCat("no field ", i);
+      };
+      return absl::InvalidArgumentError(absl::StrCat(
+          SourceName(o, s), " has ", say(mine), ", ", SourceName(o, 0), " ", say(first),
+          ": a mixture's sources have the same fields (names, types, shapes)"));
     }
   }
   return absl::OkStatus();
@@ -257,6 +300,7 @@ absl::StatusOr<std::vector<OpenedSource>> OpenSources(
     }
     sources[s].view.datasets.clear();
   }
+  SP_RETURN_IF_ERROR(CheckFields(o, sources));
   SP_RETURN_IF_ERROR(CheckImages(o, sources));
   return sources;
 }

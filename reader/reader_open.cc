@@ -75,9 +75,11 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   dtype_ = BatchDType(host, engine_ != nullptr);
   plan_ = PlanOptionsOf(options_);
   SP_RETURN_IF_ERROR(OpenDataset());
-  SP_ASSIGN_OR_RETURN(reader::SampleTransform t,
-                      reader::SampleTransform::Make(host, dataset_.source->image()));
-  transform_ = std::make_unique<reader::SampleTransform>(std::move(t));
+  SP_RETURN_IF_ERROR(MakeTransforms(host));
+  if (engine_ != nullptr && transform_->shape().sample_bytes == 0) {
+    return absl::InvalidArgumentError(
+        "device: no image field is transformed, so there are no images to stage");
+  }
   // The one place the worker count is resolved: the pipeline and the ring's
   // default take it from here.
   host.threads = options_.threads = reader::WorkerThreads(options_.threads);
@@ -100,14 +102,67 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
         options_.world_size, " no batch of ", options_.batch_size));
   }
   int num_labels = std::max<int>(1, static_cast<int>(schema_.labels.size()));
-  pipeline_ = std::make_unique<Pipeline>(reader::PipelineConfigOf(host), &dataset_,
-                                         transform_.get(), planner_.get(), num_labels,
-                                         engine_.get());
+  const reader::BatchSpec spec{transform_.get(), &followers_, &fields_, num_labels};
+  pipeline_ = std::make_unique<Pipeline>(reader::PipelineConfigOf(host), &dataset_, spec,
+                                         planner_.get(), engine_.get());
   SP_RETURN_IF_ERROR(pipeline_->CheckRing(options_.path));
   ring_ = &pipeline_->host_ring();
   sample_bytes_ = transform_->shape().sample_bytes;
   if (engine_ != nullptr) SP_RETURN_IF_ERROR(InitStaging(num_labels));
   ResizeSlots(ring_->slots());
+  return absl::OkStatus();
+}
+
+absl::Status Reader::Impl::MakeTransforms(const ReaderOptions& host) {
+  SP_ASSIGN_OR_RETURN(fields_, reader::FieldPlan::Make(schema_, options_));
+  if (!fields_.active()) {
+    SP_ASSIGN_OR_RETURN(reader::SampleTransform t,
+                        reader::SampleTransform::Make(host, dataset_.source->image()));
+    transform_ = std::make_unique<reader::SampleTransform>(std::move(t));
+    return absl::OkStatus();
+  }
+  // No transformed field: images() is empty (shape [batch, 0, 0, 0]).
+  transform_ = std::make_unique<reader::SampleTransform>();
+  const std::vector<reader::TransformedField>& transformed = fields_.transformed();
+  if (transformed.empty()) return absl::OkStatus();
+  const Field& lead = fields_.fields()[size_t(transformed[0].field)];
+  absl::StatusOr<reader::SampleTransform> t =
+      reader::SampleTransform::Make(host, lead.image, transformed[0].interpolation);
+  if (!t.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image field '", lead.name, "': ", t.status().message()));
+  }
+  transform_ = std::make_unique<reader::SampleTransform>(*std::move(t));
+  for (size_t k = 1; k < transformed.size(); ++k) {
+    SP_RETURN_IF_ERROR(MakeFollower(host, static_cast<int>(k)));
+  }
+  return absl::OkStatus();
+}
+
+// A follower is made with the leader's options, but a label map (nearest)
+// stays uint8: its values are classes, not intensities to normalize.
+absl::Status Reader::Impl::MakeFollower(const ReaderOptions& host, int k) {
+  const reader::TransformedField& t = fields_.transformed()[size_t(k)];
+  const Field& f = fields_.fields()[size_t(t.field)];
+  const Field& lead = fields_.fields()[size_t(fields_.transformed()[0].field)];
+  ReaderOptions o = host;
+  if (t.interpolation == reader::Interpolation::kNearest) o.dtype = DType::kUint8;
+  const bool resized = o.transform.kind == Transform::Kind::kRandomResizedCrop ||
+                       o.transform.kind == Transform::Kind::kCenterCrop;
+  if (!resized && (f.image.height != lead.image.height || f.image.width != lead.image.width)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "image field '", f.name, "' is ", f.image.height, "x", f.image.width, ", '", lead.name,
+        "' ", lead.image.height, "x", lead.image.width,
+        ": a crop without a resize takes the same pixels of both, so they need one size"));
+  }
+  absl::StatusOr<reader::SampleTransform> made =
+      reader::SampleTransform::Make(o, f.image, t.interpolation);
+  if (!made.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image field '", f.name, "': ", made.status().message()));
+  }
+  fields_.SetOutput(k, made->shape(), o.layout, o.dtype);
+  followers_.push_back(*std::move(made));
   return absl::OkStatus();
 }
 
@@ -179,7 +234,8 @@ absl::Status Reader::Impl::InitStaging(int num_labels) {
                                    batch * device_sample_bytes_, finish));
   stager_ = std::make_unique<reader::Stager>(&pipeline_->host_ring(), engine_.get(),
                                                options_.device_buffers, shape.sample_bytes,
-                                               options_.batch_size, num_labels, options_.keys);
+                                               options_.batch_size, num_labels, options_.keys,
+                                               fields_);
   ring_ = stager_.get();
   sample_bytes_ = device_sample_bytes_;
   return absl::OkStatus();

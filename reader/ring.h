@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "reader/field_columns.h"
 
 namespace shardpack::reader {
 
@@ -53,6 +54,8 @@ struct RingSlot {
   // A mixture: the batch's samples drawn from each source (sized on the
   // slot's first batch, then reused); empty otherwise.
   std::vector<uint32_t> sources;
+  // The delivered fields and each sample's crop window (sized with the ring).
+  SlotFields fields;
 };
 
 // The consumer's side of a ring of batches, in sequence numbers counted

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
@@ -85,7 +86,7 @@ absl::Status CopyError(const absl::Status& s, const RingSlot& staged, const Copy
 }  // namespace
 
 Stager::Stager(HostRing* host, CopyEngine* engine, int buffers, size_t sample_bytes,
-               int batch_size, int num_labels, bool keys)
+               int batch_size, int num_labels, bool keys, const FieldPlan& fields)
     : host_(host),
       engine_(engine),
       sample_bytes_(sample_bytes),
@@ -96,6 +97,7 @@ Stager::Stager(HostRing* host, CopyEngine* engine, int buffers, size_t sample_by
     s.labels.resize(size_t(batch_size) * num_labels);
     s.records.resize(batch_size);
     if (keys) s.keys.resize(batch_size);
+    s.fields.Size(fields, batch_size);  // the host slot it is swapped with gets these
   }
 }
 
@@ -163,6 +165,9 @@ void Stager::Stage(uint64_t seq, RingSlot& built, RingSlot& staged) {
   staged.records = built.records;
   staged.sources = built.sources;  // sized once per slot
   for (size_t i = 0; i < staged.keys.size(); ++i) staged.keys[i] = built.keys[i];
+  // This buffer's previous batch was released: its fields' memory goes to
+  // the host slot, to be built into again.
+  std::swap(staged.fields, built.fields);
   issued_ok_[b] = 0;
   if (!built.status.ok()) {
     host_->Release(seq);

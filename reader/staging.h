@@ -115,10 +115,12 @@ int DeviceBuffersFor(int requested, uint64_t batch_bytes);
 // The ring of device buffers between the host ring and Reader::Next().
 class Stager final : public BatchRing {
  public:
-  // `host` and `engine` outlive the stager; engine->Init has been called
-  // with `buffers` buffers. A batch of n samples is n * sample_bytes bytes.
+  // `host`, `engine` and `fields` outlive the stager; engine->Init has been
+  // called with `buffers` buffers. A batch of n samples is n * sample_bytes
+  // bytes. The fields stay in host memory: a staged batch's fields are the
+  // host slot's, swapped out of it (no copy).
   Stager(HostRing* host, CopyEngine* engine, int buffers, size_t sample_bytes, int batch_size,
-         int num_labels, bool keys);
+         int num_labels, bool keys, const FieldPlan& fields);
   ~Stager() override;
 
   // Starts the issuing thread at pipeline sequence number 0; the pipeline

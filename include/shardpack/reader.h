@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardpack/damage.h"
+#include "shardpack/fields.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack {
@@ -261,6 +262,21 @@ struct ReaderOptions {
   std::array<float, 3> mean = {0.f, 0.f, 0.f};
   std::array<float, 3> std = {1.f, 1.f, 1.f};
   bool keys = false;           // fill Batch::key(i) (off: no per-sample copies)
+  // Records of any fields (docs/reader.md, "Fields in batches"). `fields`:
+  // the names of the fields a batch delivers (Batch::field), in any order;
+  // empty (the default): all of them. Fields left out are neither decoded
+  // nor copied. A classic dataset (images and labels) read without
+  // `fields` and `image_fields` has no Batch::field: its batches are what
+  // they always were.
+  std::vector<std::string> fields;
+  // The image fields the transform applies to, each "NAME", "NAME:linear"
+  // or "NAME:nearest" (how a raw one is resized by rrc and center; default:
+  // nearest for a raw 1-channel field after the first, a label map, linear
+  // otherwise). The first is Batch::images(); the others follow it: the
+  // same crop window (scaled to their size) and flip. Empty (the default):
+  // the first image field of the schema, unless `transform` is none and its
+  // images have no fixed raw shape (then no field is transformed).
+  std::vector<std::string> image_fields;
   OnCorrupt on_corrupt = OnCorrupt::kError;
   // With kSkip: told of each damaged sample that was replaced, as LevelDB's
   // log reader reports the bytes it drops. Called by Next(), on its thread,
@@ -399,6 +415,38 @@ struct SourceInfo {
 
 class Reader;
 
+// One field of a batch, collated (Batch::field; docs/reader.md, "Fields in
+// batches"). Its pointers view the batch's slot: valid while the Batch lives.
+struct BatchField {
+  std::string_view name;
+  FieldType type = FieldType::kBytes;
+  // Fixed: `values` is [size(), shape[1]...], one row a sample (labels, an
+  // array of a fixed shape, a transformed image, a raw image of a fixed
+  // shape delivered as stored). Variable (strings, bytes, JSON, an array
+  // whose first dimension varies, any other image delivered as stored):
+  // `values` is [offsets[size()], shape[1]...] and sample i's value is its
+  // rows offsets[i] to offsets[i + 1] (Arrow's list layout; a row of the
+  // byte-like types is a byte).
+  bool variable = false;
+  ArrayDType dtype = ArrayDType::kU8;  // of values' elements
+  int rank = 0;                        // dimensions of `shape` in use
+  // shape[0]: size() when fixed, offsets[size()] when variable.
+  std::array<int64_t, kMaxArrayDims + 1> shape{};
+  // Null for Batch::images()' field when on_device() (device_images()).
+  const void* values = nullptr;
+  const int64_t* offsets = nullptr;  // variable: [size() + 1], offsets[0] = 0
+  // [size()]: 1 where the sample has the field; 0 where an optional field
+  // is absent (then its row is zeros, or it has no rows; a label is -1).
+  const uint8_t* present = nullptr;
+  // Images delivered as stored: [size(), 3] height, width, channels of each
+  // (zeros where absent); null for every other field.
+  const int32_t* image_shapes = nullptr;
+  // An image the transform made (Batch::images() or one that follows it);
+  // Batch::crops() says where it came from.
+  bool transformed = false;
+  bool optional = false;  // declared optional: `present` may hold 0s
+};
+
 // A finished batch in a staging slot. Move-only; destroying it returns the
 // slot to the ring. Views are valid while the Batch lives. Batch k is built
 // into the slot of batch k - ring_slots: Next() returns FailedPreconditionError
@@ -453,6 +501,25 @@ class Batch {
   uint64_t epoch() const;
   uint64_t index() const;  // batch number within the epoch
   int skipped() const;     // samples replaced because they were damaged
+
+  // The fields delivered (ReaderOptions::fields), in the schema's order: 0
+  // for a classic dataset read without `fields` or `image_fields`.
+  int num_fields() const;
+  // Field k, 0 <= k < num_fields().
+  BatchField field(int k) const;
+  // The index of the field named `name`, or -1.
+  int field_index(std::string_view name) const;
+  // Where each sample's image (images()) came from, so that boxes can follow
+  // it: crops()[4 i .. 4 i + 3] are y, x, h, w of the crop window in the
+  // source image's pixels (fractional for a center crop; beyond the image
+  // where CIFAR's padding was cropped; 0, 0, H, W for none), source_sizes()
+  // [2 i], [2 i + 1] the source's height and width, flips()[i] 1 where the
+  // output was mirrored after the crop and resize. Zeros for an absent
+  // image, or when no field is transformed; null for a classic read
+  // (num_fields() 0), which has no field to follow its images.
+  const float* crops() const;
+  const int32_t* source_sizes() const;
+  const uint8_t* flips() const;
 
  private:
   friend class Reader;

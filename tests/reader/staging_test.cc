@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -19,6 +20,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shardpack/dataset.h"
+#include "shardpack/fields.h"
 #include "shardpack/reader.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -246,6 +249,65 @@ class StagingTest : public ::testing::Test {
 
   testing::TempDir dir_;
 };
+
+// A dataset of fields staged: the images go to the device, the fields stay
+// in host memory, each batch's own (its host slot's columns swap into its
+// device buffer's slot, and the host slot builds into the ones given back).
+TEST_F(StagingTest, FieldsStayOnTheHostBesideTheirStagedImages) {
+  std::vector<Field> fields(2);
+  fields[0].name = "photo";
+  fields[0].type = FieldType::kImage;
+  fields[0].image = {Encoding::kRaw, Layout::kHWC, 6, 5, 3};
+  fields[1].name = "caption";
+  fields[1].type = FieldType::kString;
+  DatasetWriterOptions w;
+  w.directory = dir_.Join("fields");
+  std::filesystem::create_directories(w.directory);
+  SP_ASSERT_OK_AND_ASSIGN(w.schema, MakeSchema(fields));
+  SP_ASSERT_OK_AND_ASSIGN(auto writer, DatasetWriter::Create(w));
+  RecordFields build(w.schema);
+  for (int i = 0; i < 100; ++i) {
+    const testing::OwnedRecord r = testing::RawRecord(uint64_t(i), 6, 5, 3);
+    const std::string caption(size_t(i % 17), char('a' + i % 26)), key = "k" + std::to_string(i);
+    std::vector<FieldValue> v(2);
+    v[0] = {true, r.image, 0, r.payload};
+    v[1] = {true, {}, 0, {reinterpret_cast<const uint8_t*>(caption.data()), caption.size()}};
+    SP_ASSERT_OK_AND_ASSIGN(Record record, build.Build(key, v));
+    SP_ASSERT_OK(writer->Add(record));
+  }
+  SP_ASSERT_OK(writer->Finish().status());
+  ReaderOptions o = Options(1);
+  o.path = w.directory;
+  auto read = [](Reader& reader, bool on_device) {
+    std::string out;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      for (;;) {
+        absl::StatusOr<Batch> b = reader.Next();
+        if (absl::IsOutOfRange(b.status())) break;
+        EXPECT_TRUE(b.ok()) << b.status();
+        if (!b.ok()) return out;
+        EXPECT_EQ(b->on_device(), on_device);
+        out.append(static_cast<const char*>(b->device_images()), b->image_bytes());
+        const BatchField caption = b->field(1);
+        EXPECT_EQ(b->field(0).values, on_device ? nullptr : b->images());
+        out.append(static_cast<const char*>(caption.values), size_t(caption.offsets[b->size()]));
+        out.append(reinterpret_cast<const char*>(caption.offsets), 8 * size_t(b->size() + 1));
+        out.append(reinterpret_cast<const char*>(b->crops()), 16 * size_t(b->size()));
+      }
+    }
+    return out;
+  };
+  SP_ASSERT_OK_AND_ASSIGN(auto host, Reader::Open(o));
+  const std::string want = read(*host, false);
+  auto log = std::make_shared<FakeLog>();
+  SP_ASSERT_OK_AND_ASSIGN(auto staged, OpenFake(o, log, milliseconds(1)));
+  EXPECT_TRUE(read(*staged, true) == want);
+  // No image field is transformed: nothing to stage.
+  o.fields = {"caption"};
+  EXPECT_THAT(OpenFake(o, log, milliseconds(1)).status(),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("no image field is transformed")));
+}
 
 TEST_F(StagingTest, StagedBatchesAreTheHostBatchesInOrder) {
   ReaderOptions o = Options(100);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "codec/contact_sheet.h"
 #include "common/status_macros.h"
 #include "reader/option_table.h"
@@ -198,6 +199,13 @@ void AddFlags(CLI::App* app, Flags* f) {
                   "With --device: device buffers in the staging ring, 2..1024 (default: the "
                   "reader's choice, 3 or up to 16 for small batches)")
       ->transform(RangeOf("device_buffers"));
+  app->add_option("--fields", f->fields,
+                  "The fields a batch delivers, separated by commas (default: all; a dataset "
+                  "of any fields, docs/reader.md)");
+  app->add_option("--image-fields", f->image_fields,
+                  "The image fields the transform applies to, separated by commas, each NAME, "
+                  "NAME:linear or NAME:nearest; the first leads, the others take its crop "
+                  "(default: the first image field)");
   app->add_flag("--json", f->json, "Print one JSON object on stdout");
   app->add_option("--order-out", f->order_out,
                   "Write 'epoch batch slot record_index label' per sample to FILE "
@@ -249,6 +257,8 @@ absl::StatusOr<BenchOptions> ToBenchOptions(const Flags& f) {
   SP_ASSIGN_OR_RETURN(r.dtype, ParseDType(f.dtype));
   r.device = f.device;
   r.device_buffers = f.device_buffers;
+  if (!f.fields.empty()) r.fields = absl::StrSplit(f.fields, ',');
+  if (!f.image_fields.empty()) r.image_fields = absl::StrSplit(f.image_fields, ',');
   SP_ASSIGN_OR_RETURN(r.device_dtype, ParseDeviceDType(f.device_dtype));
   if (f.device < 0 && r.device_dtype != DeviceDType::kAsHost) {
     return absl::InvalidArgumentError("--device-dtype needs --device");

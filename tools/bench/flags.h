@@ -39,6 +39,8 @@ struct Flags {
   std::string dtype = "uint8";
   int device = -1;  // -1: batches stay on the host
   std::string device_dtype = "as-host";
+  std::string fields;        // --fields A,B: the fields a batch delivers ("": all)
+  std::string image_fields;  // --image-fields A,B:nearest ("": the first image field)
   int device_buffers = 0;  // 0: the reader chooses (kAutoDeviceBuffers)
   bool json = false;
   std::string order_out;

@@ -48,7 +48,29 @@ absl::Status WriteOrder(const Batch& batch, std::string* line_buffer, AtomicFile
   return absl::Status(s.code(), absl::StrCat("--order-out: ", s.message()));
 }
 
+// Bytes of a field's values: its elements times the element's size.
+uint64_t ValueBytes(const BatchField& f) {
+  uint64_t n = static_cast<uint64_t>(ArrayDTypeSize(f.dtype));
+  for (int d = 0; d < f.rank; ++d) n *= static_cast<uint64_t>(f.shape[size_t(d)]);
+  return n;
+}
+
 }  // namespace
+
+// Every field's values (and offsets), as a training step would take them;
+// images() is folded by the caller. Their bytes go to `*bytes`.
+uint64_t FoldFields(const Batch& batch, uint64_t* bytes) {
+  uint64_t fold = 0;
+  for (int k = 0; k < batch.num_fields(); ++k) {
+    const BatchField f = batch.field(k);
+    if (f.values == nullptr || f.values == batch.images()) continue;
+    const uint64_t n = ValueBytes(f);
+    fold ^= FoldBytes(f.values, n);
+    if (f.variable) fold ^= FoldBytes(f.offsets, sizeof(int64_t) * size_t(batch.size() + 1));
+    *bytes += n;
+  }
+  return fold;
+}
 
 // AVX2's 32-byte loads where the CPU has them: the consumer shares the
 // reader's cores here, where a training step's DMA would cost them nothing.
@@ -123,6 +145,7 @@ absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, AtomicFile* ord
     if (!batch->on_device()) fold ^= FoldBytes(batch->images(), batch->image_bytes());
     fold ^= FoldBytes(batch->labels(),
                       sizeof(int64_t) * static_cast<size_t>(batch->size()) * batch->num_labels());
+    fold ^= FoldFields(*batch, &run.output_bytes);
     consume_s += SecondsSince(consume_start);
     ++run.batches;
     run.samples += static_cast<uint64_t>(batch->size());

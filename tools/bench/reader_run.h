@@ -47,6 +47,10 @@ struct ReaderRun {
 // folded in byte by byte). Reads every byte once; the loop vectorizes.
 uint64_t FoldBytes(const void* p, size_t n);
 
+// XOR of the values of every field of `batch` but images() (which is
+// FoldBytes'), their bytes added to `*bytes`.
+uint64_t FoldFields(const Batch& batch, uint64_t* bytes);
+
 // Opens the reader with options.reader and drains it for options.epochs or
 // options.seconds. With `order_out`, writes one line per delivered sample.
 absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, AtomicFile* order_out);

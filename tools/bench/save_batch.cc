@@ -16,6 +16,10 @@ absl::Status SaveBatchSheet(const Batch& batch, const ReaderOptions& options, co
         absl::StrCat("--save-batch ", path, ": the batch is not in host memory"));
   }
   const std::array<int64_t, 4> shape = batch.shape();
+  if (batch.image_bytes() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--save-batch ", path, ": the batch has no images (no image field is transformed)"));
+  }
   codec::BatchImages images;
   images.data = batch.images();
   images.is_float = options.dtype == DType::kFloat32;

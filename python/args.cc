@@ -264,6 +264,17 @@ std::array<float, 3> TripleArg(py::handle v, std::string_view name) {
   return out;
 }
 
+std::vector<std::string> NamesArg(py::handle v, std::string_view name) {
+  if (v.is_none()) return {};
+  if (!PyList_Check(v.ptr()) && !PyTuple_Check(v.ptr())) WrongType(name, "a list of str", v);
+  const auto items = py::reinterpret_borrow<py::sequence>(v);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < py::len(items); ++i) {
+    names.push_back(StrArg(items[i], absl::StrCat(common::AsAbsl(name), "[", i, "]")));
+  }
+  return names;
+}
+
 std::vector<MixSource> SourcesArg(py::handle v, std::string_view name) {
   const auto items = py::reinterpret_borrow<py::sequence>(v);
   const size_t n = py::len(items);

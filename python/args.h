@@ -68,6 +68,9 @@ std::string StrArg(py::handle v, std::string_view name);
 std::string PathArg(py::handle v, std::string_view name);
 // A sequence of three numbers (one a channel).
 std::array<float, 3> TripleArg(py::handle v, std::string_view name);
+// A list or tuple of str (field names); None: empty. TypeError naming the
+// argument or the element (`fields[1] must be a str, not int`).
+std::vector<std::string> NamesArg(py::handle v, std::string_view name);
 // A mixture's sources (shardpack.Reader's `path` given as a list or tuple):
 // each a dict {"path": ..., and exactly one of "weight": w > 0, "repeat":
 // 0 < r <= kMaxMixRepeat, "choose": n >= 1}. Errors name the element and

@@ -116,6 +116,10 @@ std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwa
   if (py::object v = a["shuffle"]) o.shuffle = BoolArg(v, "shuffle");
   if (py::object v = a["mean"]) o.mean = TripleArg(v, "mean");
   if (py::object v = a["std"]) o.std = TripleArg(v, "std");
+  if (py::object v = a["fields"]) o.fields = NamesArg(v, "fields");
+  if (py::object v = a["image_fields"]) o.image_fields = NamesArg(v, "image_fields");
+  const std::string ragged_arg = str("ragged"), ragged = Lower(ragged_arg);
+  if (ragged != "offsets" && ragged != "list") BadChoice("ragged", ragged_arg, "offsets, list");
   const bool copy = a["copy"] ? BoolArg(a["copy"], "copy") : false;
   const bool indices = a["indices"] ? BoolArg(a["indices"], "indices") : false;
   o.transform = Unwrap(ParseTransform(str("transform")));
@@ -136,7 +140,8 @@ std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwa
   Output out = Output::kNumpy;
   if (output == "torch") out = Output::kTorch;
   else if (output != "numpy") BadChoice("output", output_arg, "numpy, torch");
-  return std::make_unique<PyReader>(o, copy, indices, out);
+  return std::make_unique<PyReader>(o, copy, indices, out,
+                                    ragged == "list" ? Ragged::kList : Ragged::kOffsets);
 }
 
 constexpr char kReaderDoc[] = R"doc(
@@ -145,7 +150,8 @@ Reader(path, *, batch_size=256, shuffle=True, seed=0, rank=-1, world_size=-1,
        read_ahead_bytes=32 MiB, io="auto", remainder="drop", layout="NHWC",
        dtype="uint8", mean=(0, 0, 0), std=(1, 1, 1), on_corrupt="error",
        copy=False, indices=False, output="numpy", device="cpu",
-       epoch_samples=0, label_space="shared", cache_dir=None, cache_bytes=None)
+       epoch_samples=0, label_space="shared", cache_dir=None, cache_bytes=None,
+       fields=None, image_fields=None, ragged="offsets")
 
 An iterable of (images, labels) batches from a shardpack dataset (a directory
 with manifest.json, or one .shard file, or a dataset in an object store:
@@ -174,6 +180,22 @@ images: [batch, H, W, C] (NHWC) or [batch, C, H, W] (NCHW), uint8 or float32
 ((pixel / 255 - mean) / std). labels: int64 [batch] ([batch, L] when the
 dataset has L > 1 labels). indices=True adds a third element: int64 [batch]
 of the samples' record indices in the dataset.
+
+A dataset of fields (or fields= / image_fields= given): each item is a dict
+of the fields delivered (fields: a list of names, default all). Fixed-shape
+fields (labels, arrays of a fixed shape, transformed images) are arrays
+[batch, ...]; strings are lists of str, JSON lists of parsed objects (None
+where absent); other variable-length fields (arrays whose first dimension
+varies, bytes, images delivered as stored) are (values, offsets) with
+ragged="offsets", sample i being values[offsets[i]:offsets[i + 1]], or a
+list of per-sample arrays with ragged="list". image_fields: the image fields
+the transform applies to ("NAME", "NAME:linear", "NAME:nearest"); the first
+is the images, the others take its crop window and flip. "__crop__" (y, x,
+h, w in source pixels, float32 [batch, 4]), "__size__" (source height and
+width, int32 [batch, 2]) and "__flip__" (uint8 [batch]) say where the
+images came from; "__present__" holds a uint8 [batch] mask for each optional
+field; "__labels__" the labels as a classic item has them; "__index__" the
+record indices with indices=True. docs/python.md, "Fields".
 
 output="numpy" gives numpy arrays, output="torch" torch tensors (through
 DLPack, no copy). copy=False (the default): the arrays view the reader's

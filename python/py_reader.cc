@@ -131,8 +131,9 @@ absl::Status ReaderCore::Restore(const ReaderState& state) {
 
 // ---- PyReader -------------------------------------------------------------
 
-PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output output)
-    : options_(options), copy_(copy), indices_(indices), output_(output) {
+PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output output,
+                   Ragged ragged)
+    : options_(options), copy_(copy), indices_(indices), output_(output), ragged_(ragged) {
   if (options_.device >= 0 && (output_ != Output::kTorch || copy_)) {
     ThrowStatus(absl::InvalidArgumentError(
         "device='cuda' hands out CUDA tensors: it needs output='torch' and copy=False"));
@@ -169,8 +170,35 @@ PyReader::PyReader(const ReaderOptions& options, bool copy, bool indices, Output
   if (const std::string& why = (*reader)->device_fallback(); !why.empty()) {
     if (PyErr_WarnEx(PyExc_RuntimeWarning, why.c_str(), 1) != 0) throw py::error_already_set();
   }
+  fields_ = FieldsOf((*reader)->schema());
+  json_loads_ = py::module_::import("json").attr("loads");
   core_ = std::make_shared<ReaderCore>(*std::move(reader));
 }
+
+namespace {
+
+// numpy's and torch's name of an element type.
+const char* ElementName(DLDataType t) {
+  if (t.code == kDLFloat) return t.bits == 16 ? "float16" : t.bits == 64 ? "float64" : "float32";
+  if (t.code == kDLInt) return t.bits == 32 ? "int32" : "int64";
+  return "uint8";
+}
+
+DLDataType DlTypeOf(ArrayDType d) {
+  switch (d) {
+    case ArrayDType::kU8: return {kDLUInt, 8, 1};
+    case ArrayDType::kI32: return {kDLInt, 32, 1};
+    case ArrayDType::kI64: return {kDLInt, 64, 1};
+    case ArrayDType::kF16: return {kDLFloat, 16, 1};
+    case ArrayDType::kF32: return {kDLFloat, 32, 1};
+    case ArrayDType::kF64: return {kDLFloat, 64, 1};
+  }
+  return {kDLUInt, 8, 1};
+}
+
+constexpr DLDevice kCpu = {kDLCPU, 0};
+
+}  // namespace
 
 py::object PyReader::View(void* data, DLDataType dtype, DLDevice device,
                           const std::vector<int64_t>& shape, const py::object& owner) const {
@@ -180,9 +208,7 @@ py::object PyReader::View(void* data, DLDataType dtype, DLDevice device,
     return from_dlpack_(py::reinterpret_steal<py::object>(capsule));
   }
   if (output_ == Output::kTorch) return OwnedTensor(data, dtype, shape);  // copy=True
-  py::dtype np = dtype.code == kDLInt     ? py::dtype::of<int64_t>()
-                 : dtype.code == kDLFloat ? py::dtype::of<float>()
-                                          : py::dtype::of<uint8_t>();
+  const py::dtype np(ElementName(dtype));
   const size_t element_bytes = dtype.bits / 8;
   const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
   if (!copy_) return NewArray(np, element_bytes, dims, data, owner);
@@ -194,11 +220,8 @@ py::object PyReader::View(void* data, DLDataType dtype, DLDevice device,
 py::object PyReader::OwnedTensor(const void* data, DLDataType dtype,
                                  const std::vector<int64_t>& shape) const {
   SP_DCHECK(output_ == Output::kTorch && dtype.lanes == 1);
-  const char* name = dtype.code == kDLInt     ? "int64"
-                     : dtype.code == kDLFloat ? "float32"
-                                              : "uint8";
-  SP_DCHECK(dtype.bits == (dtype.code == kDLInt ? 64 : dtype.code == kDLFloat ? 32 : 8));
-  py::object tensor = torch_.attr("empty")(py::cast(shape), py::arg("dtype") = torch_.attr(name));
+  py::object tensor = torch_.attr("empty")(py::cast(shape),
+                                           py::arg("dtype") = torch_.attr(ElementName(dtype)));
   const std::vector<py::ssize_t> dims(shape.begin(), shape.end());
   const auto to = tensor.attr("data_ptr")().cast<uintptr_t>();
   std::memcpy(reinterpret_cast<void*>(to), data, ArrayBytes(dims, dtype.bits / 8));
@@ -224,7 +247,18 @@ py::object PyReader::LabelsOf(const Batch& batch, const py::object& owner) const
               owner);
 }
 
-py::tuple PyReader::Next() {
+py::object PyReader::IndicesOf(const Batch& b) const {
+  std::vector<int64_t> records(static_cast<size_t>(b.size()));
+  for (int i = 0; i < b.size(); ++i) records[i] = static_cast<int64_t>(b.record_index(i));
+  if (output_ == Output::kTorch) {
+    return OwnedTensor(records.data(), DLDataType{kDLInt, 64, 1}, {b.size()});
+  }
+  py::array indices = NewArray(py::dtype::of<int64_t>(), sizeof(int64_t), {b.size()});
+  std::memcpy(indices.mutable_data(), records.data(), records.size() * sizeof(int64_t));
+  return indices;
+}
+
+py::object PyReader::Next() {
   absl::StatusOr<Batch> batch = core_->Next();
   if (absl::IsOutOfRange(batch.status())) throw py::stop_iteration();
   if (!batch.ok()) ThrowStatus(batch.status());
@@ -232,18 +266,98 @@ py::tuple PyReader::Next() {
   // With copy=True, `owner` is unused and the slot returns when `ref` dies.
   py::object owner = copy_ ? py::none() : py::cast(ref);
   const Batch& b = ref->batch();
+  if (b.num_fields() > 0) return FieldsItem(b, owner);
   py::object images = ImagesOf(b, owner);
   py::object labels = LabelsOf(b, owner);
   if (!indices_) return py::make_tuple(images, labels);
-  std::vector<int64_t> records(static_cast<size_t>(b.size()));
-  for (int i = 0; i < b.size(); ++i) records[i] = static_cast<int64_t>(b.record_index(i));
-  if (output_ == Output::kTorch) {
-    return py::make_tuple(images, labels,
-                          OwnedTensor(records.data(), DLDataType{kDLInt, 64, 1}, {b.size()}));
+  return py::make_tuple(images, labels, IndicesOf(b));
+}
+
+py::dict PyReader::FieldsItem(const Batch& b, const py::object& owner) const {
+  py::dict item, present, shapes;
+  const int64_t n = b.size();
+  bool transformed = false;
+  for (int k = 0; k < b.num_fields(); ++k) {
+    const BatchField f = b.field(k);
+    const py::str name(f.name.data(), f.name.size());
+    item[name] = FieldItem(b, f, owner);
+    transformed = transformed || f.transformed;
+    if (f.optional) {
+      present[name] = View(const_cast<uint8_t*>(f.present), {kDLUInt, 8, 1}, kCpu, {n}, owner);
+    }
+    if (f.image_shapes != nullptr) {
+      shapes[name] = View(const_cast<int32_t*>(f.image_shapes), {kDLInt, 32, 1}, kCpu, {n, 3},
+                          owner);
+    }
   }
-  py::array indices = NewArray(py::dtype::of<int64_t>(), sizeof(int64_t), {b.size()});
-  std::memcpy(indices.mutable_data(), records.data(), records.size() * sizeof(int64_t));
-  return py::make_tuple(images, labels, std::move(indices));
+  item["__labels__"] = LabelsOf(b, owner);
+  if (transformed) {
+    item["__crop__"] = View(const_cast<float*>(b.crops()), {kDLFloat, 32, 1}, kCpu, {n, 4}, owner);
+    item["__size__"] =
+        View(const_cast<int32_t*>(b.source_sizes()), {kDLInt, 32, 1}, kCpu, {n, 2}, owner);
+    item["__flip__"] = View(const_cast<uint8_t*>(b.flips()), {kDLUInt, 8, 1}, kCpu, {n}, owner);
+  }
+  if (py::len(present) != 0) item["__present__"] = present;
+  if (py::len(shapes) != 0) item["__shapes__"] = shapes;
+  if (indices_) item["__index__"] = IndicesOf(b);
+  return item;
+}
+
+py::object PyReader::FieldItem(const Batch& b, const BatchField& f,
+                               const py::object& owner) const {
+  // The transformed image of images() (on a device, device_images()).
+  if (f.transformed && (f.values == nullptr || f.values == b.images())) return ImagesOf(b, owner);
+  if (f.variable) return RaggedItem(b, f, owner);
+  return View(const_cast<void*>(f.values), DlTypeOf(f.dtype), kCpu,
+              std::vector<int64_t>(f.shape.begin(), f.shape.begin() + f.rank), owner);
+}
+
+py::object PyReader::RaggedItem(const Batch& b, const BatchField& f,
+                                const py::object& owner) const {
+  const int n = b.size();
+  const auto* bytes = static_cast<const char*>(f.values);
+  if (f.type == FieldType::kString || f.type == FieldType::kJson) {
+    py::list out;
+    for (int i = 0; i < n; ++i) {
+      if (f.present[i] == 0) {
+        out.append(py::none());
+        continue;
+      }
+      // The writer checked the text (UTF-8, JSON that parses); a block's
+      // CRC-32C checked its bytes.
+      py::object text = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(
+          bytes + f.offsets[i], static_cast<Py_ssize_t>(f.offsets[i + 1] - f.offsets[i]), "replace"));
+      if (!text) throw py::error_already_set();
+      out.append(f.type == FieldType::kJson ? json_loads_(text) : text);
+    }
+    return out;
+  }
+  py::object values = View(const_cast<void*>(f.values), DlTypeOf(f.dtype), kCpu,
+                           std::vector<int64_t>(f.shape.begin(), f.shape.begin() + f.rank), owner);
+  if (ragged_ == Ragged::kOffsets) {
+    return py::make_tuple(values, View(const_cast<int64_t*>(f.offsets), {kDLInt, 64, 1}, kCpu,
+                                       {int64_t{n} + 1}, owner));
+  }
+  // A raw image delivered as stored comes shaped as stored.
+  const Field* decl = nullptr;
+  for (const Field& d : fields_) decl = d.name == f.name ? &d : decl;
+  const bool raw = f.image_shapes != nullptr && decl != nullptr &&
+                   decl->image.encoding == Encoding::kRaw;
+  const bool chw = raw && decl->image.layout == Layout::kCHW;
+  py::list out;
+  for (int i = 0; i < n; ++i) {
+    if (f.optional && f.present[i] == 0) {
+      out.append(py::none());
+      continue;
+    }
+    py::object v = values.attr("__getitem__")(py::slice(f.offsets[i], f.offsets[i + 1], 1));
+    if (raw) {
+      const int32_t* s = &f.image_shapes[3 * i];
+      v = chw ? v.attr("reshape")(s[2], s[0], s[1]) : v.attr("reshape")(s[0], s[1], s[2]);
+    }
+    out.append(v);
+  }
+  return out;
 }
 
 void PyReader::SetEpoch(uint64_t epoch) {

@@ -78,14 +78,20 @@ class BatchRef {
 };
 
 enum class Output { kNumpy, kTorch };
+// How a batch hands out variable-length fields: (values, offsets), or a
+// list of one array a sample.
+enum class Ragged { kOffsets, kList };
 
 class PyReader {
  public:
   // The keyword arguments of shardpack.Reader (module.cc documents them).
   // `options.device` >= 0: images are CUDA tensors (output must be torch).
-  PyReader(const ReaderOptions& options, bool copy, bool indices, Output output);
+  PyReader(const ReaderOptions& options, bool copy, bool indices, Output output,
+           Ragged ragged = Ragged::kOffsets);
 
-  py::tuple Next();
+  // (images, labels[, indices]) of a classic read; a dict of the fields
+  // otherwise (docs/python.md, "Fields").
+  py::object Next();
   uint64_t Len() const { return core_->reader().batches_per_epoch(); }
   void SetEpoch(uint64_t epoch);
   py::dict StateDict() const;
@@ -110,6 +116,13 @@ class PyReader {
   void LoadState(const ReaderState& state);
   py::object ImagesOf(const Batch& batch, const py::object& owner) const;
   py::object LabelsOf(const Batch& batch, const py::object& owner) const;
+  py::object IndicesOf(const Batch& batch) const;
+  // The dict of a batch of fields, and one field's value in it.
+  py::dict FieldsItem(const Batch& batch, const py::object& owner) const;
+  py::object FieldItem(const Batch& batch, const BatchField& f, const py::object& owner) const;
+  // A variable-length field: its texts (strings, JSON), its (values,
+  // offsets), or its list of per-sample arrays.
+  py::object RaggedItem(const Batch& batch, const BatchField& f, const py::object& owner) const;
   py::object View(void* data, DLDataType dtype, DLDevice device,
                   const std::vector<int64_t>& shape, const py::object& owner) const;
   // A tensor torch owns, holding a copy of `data` (output="torch" with
@@ -121,9 +134,12 @@ class PyReader {
   bool copy_;
   bool indices_;  // a third element: the samples' record indices
   Output output_;
+  Ragged ragged_;
+  std::vector<Field> fields_;  // the schema's (FieldsOf): how an image is laid out
   std::shared_ptr<ReaderCore> core_;
   py::object from_dlpack_;   // torch.utils.dlpack.from_dlpack (output="torch")
   py::object torch_;         // the torch module (output="torch")
+  py::object json_loads_;    // json.loads, for JSON fields
 };
 
 }  // namespace shardpack::python

@@ -20,7 +20,9 @@ drive them) take for granted:
   keeps the reader's state from before each batch it yields.
 - labels (and, with indices=True, nothing else) follow the images to their
   device: with device="cuda" the Reader's labels are on the CPU, the loader
-  copies them through a pinned buffer torch owns, without blocking.
+  copies them through a pinned buffer torch owns, without blocking. A batch of
+  fields (a dict) is passed on whole, its tensors following the images the
+  same way (texts and parsed JSON stay as they are).
 
 Nothing here imports torch at import time: `import shardpack` stays free of it.
 """
@@ -41,7 +43,8 @@ class DataLoader:
     seed, rank, world_size, transform, dtype, layout, mean, std, device, ...;
     output is "torch" (the only choice). Items are (images, labels), or
     (images, labels, indices) with indices=True; labels are on the images'
-    device, indices on the CPU.
+    device, indices on the CPU. A dataset of fields gives the Reader's dicts
+    (docs/python.md, "Fields"), their tensors on the images' device.
 
     Like torch.utils.data.DataLoader: iter() (an epoch, a new one each time),
     len() (batches per epoch on this rank), batch_size, set_epoch(e); like
@@ -174,10 +177,36 @@ class DataLoader:
             raise
         self._before = before
         self._delivered = True
+        if isinstance(batch, dict):
+            return self._fields_to_device(batch)
         images, labels = batch[0], batch[1]
         if images.device != labels.device:
             labels = self._to_device(labels, images.device)
         return (images, labels) + tuple(batch[2:])
+
+    def _fields_to_device(self, batch):
+        # A batch of fields: with device="cuda" the transformed images are on the
+        # GPU, every other tensor follows them there (texts and parsed JSON stay,
+        # and the indices, as in a tuple item).
+        device = next((v.device for v in batch.values()
+                       if hasattr(v, "device") and v.device.type != "cpu"), None)
+        if device is None:
+            return batch
+
+        def follow(value):
+            if hasattr(value, "device"):
+                return value if value.device == device else self._to_device(value, device)
+            if isinstance(value, tuple):
+                return tuple(follow(v) for v in value)
+            if isinstance(value, dict):
+                return {k: follow(v) for k, v in value.items()}
+            if isinstance(value, list) and value and all(v is None or hasattr(v, "device")
+                                                         for v in value):
+                return [None if v is None else follow(v) for v in value]
+            return value
+
+        return {name: value if name == "__index__" else follow(value)
+                for name, value in batch.items()}
 
     def _to_device(self, labels, device):
         # The Reader's labels view its ring slot, which the reader refills once

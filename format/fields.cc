@@ -97,13 +97,15 @@ std::string LabelDeclaration(const Field& f) {
   }
   return "";
 }
+// Whether `label` names one of `classes`; a field without class names
+// takes any value.
+bool WithinClasses(const std::vector<std::string>& classes, int64_t label) {
+  return classes.empty() || (label >= 0 && static_cast<uint64_t>(label) < classes.size());
+}
 std::string LabelValue(const Field& f, const FieldValue& v) {
-  if (f.classes.empty()) return "";  // a field without class names: any value
-  if (v.label < 0 || static_cast<uint64_t>(v.label) >= f.classes.size()) {
-    return absl::StrCat("label ", v.label, " is outside its ", f.classes.size(), " classes (0..",
-                        f.classes.size() - 1, ")");
-  }
-  return "";
+  if (WithinClasses(f.classes, v.label)) return "";
+  return absl::StrCat("label ", v.label, " is outside its ", f.classes.size(), " classes (0..",
+                      f.classes.size() - 1, ")");
 }
 
 std::string Utf8Content(const Field&, const FieldValue& v) {
@@ -287,8 +289,14 @@ absl::Status Invalid(std::string_view field, std::string_view what) {
 }
 
 // The classic record check (manifests 1.0 and 1.1): the image against the
-// schema's, one label per label field, each within its classes.
+// schema's, one label per label field, each within its classes. Nothing is
+// allocated unless it fails: the reader checks every classic record so.
 absl::Status CheckClassic(const Record& record, const Schema& schema) {
+  if (record.image.encoding != schema.image.encoding) {
+    return absl::DataLossError(absl::StrCat(
+        "disagrees with the schema: a ", AsAbsl(EncodingName(record.image.encoding)),
+        " image in a dataset of ", AsAbsl(EncodingName(schema.image.encoding)), " images"));
+  }
   if (std::string bad = ImageDisagrees(record.image, schema.image); !bad.empty()) {
     return absl::DataLossError(absl::StrCat("disagrees with the schema: ", bad));
   }
@@ -298,13 +306,12 @@ absl::Status CheckClassic(const Record& record, const Schema& schema) {
                                             " labels, the schema has ", count));
   }
   for (size_t k = 0; k < count; ++k) {
-    Field f = LabelOf(schema.labels[k]);
-    FieldValue v = LabelValueOf(record.labels[static_cast<int>(k)]);
-    if (std::string bad = LabelValue(f, v); !bad.empty()) {
-      return absl::DataLossError(
-          absl::StrCat("disagrees with the schema: label '", f.name, "' is ", v.label, ", outside its ",
-                       f.classes.size(), " classes (0..", f.classes.size() - 1, ")"));
-    }
+    const LabelField& f = schema.labels[k];
+    const int64_t label = record.labels[static_cast<int>(k)];
+    if (WithinClasses(f.classes, label)) continue;
+    return absl::DataLossError(
+        absl::StrCat("disagrees with the schema: label '", f.name, "' is ", label, ", outside its ",
+                     f.classes.size(), " classes (0..", f.classes.size() - 1, ")"));
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/mapping_guard.h"
+#include "common/status_macros.h"
 #include "common/rng.h"
 #include "common/threads.h"
 #include "reader/prefetch.h"
@@ -178,48 +179,38 @@ absl::Status BatchBuilder::BuildRow(Worker& worker, uint32_t unit, uint32_t inde
   absl::StatusOr<Record> record = u.view.record(index);
   if (!record.ok()) return record.status();
   const StreamMember& member = dataset_->MemberOf(unit);
-  absl::Status s = fields_.active()
-                       ? BuildFieldImages(worker, *record, member, record_index, i, ahead, slot)
-                       : BuildImage(worker, *record, member, record_index, i, ahead, slot);
-  if (!s.ok()) return s;
   int64_t* labels = &slot.labels[i * num_labels_];
   for (int j = 0; j < num_labels_; ++j) labels[j] = j < record->labels.size() ? record->labels[j] : -1;
   if (!member.labels.plain()) MapLabels(member.labels, num_labels_, labels);
   if (config_.keys) slot.keys[i].assign(record->key.data(), record->key.size());
+  // The classic path inline (as its transform's raw crop); with fields,
+  // the record's own function.
   if (fields_.active()) {
-    const size_t fields = decoders_[size_t(&member - dataset_->members.data())].fields().size();
-    CollateRow(fields_, std::span(worker.values.data(), fields), labels, i, slot.fields);
+    SP_RETURN_IF_ERROR(BuildFields(worker, *record, member, record_index, i, ahead, slot));
+  } else {
+    // A record that disagrees with the schema is damage (on_corrupt), never
+    // a sample with a missing label or a shape the transform did not plan.
+    if (member.named->schema_known()) {
+      if (absl::Status s = CheckRecordAgainstSchema(*record, member.named->manifest.schema);
+          !s.ok()) {
+        return absl::DataLossError(absl::StrCat(dataset_->UnitPath(unit), ": dataset record ",
+                                                record_index, ": ", s.message()));
+      }
+    }
+    // No crop window: a classic read has no field to follow it (crops() null).
+    const size_t row_bytes = transform_->shape().sample_bytes;
+    absl::Status s =
+        transform_->Apply({record->image, record->payload, record->key, record_index},
+                          slot.epoch, slot.images.get() + row_bytes * i, worker.scratch, ahead);
+    if (!s.ok()) return absl::DataLossError(absl::StrCat(dataset_->UnitPath(unit), ": ", s.message()));
   }
   if (!slot.sources.empty()) ++slot.sources[member.source];  // a good sample of its source
   return absl::OkStatus();
 }
 
-// A record that disagrees with the schema is damage (on_corrupt), never a
-// sample with a missing label or a shape the transform did not plan.
-absl::Status BatchBuilder::BuildImage(Worker& worker, const Record& record,
-                                      const StreamMember& member, uint64_t record_index, int i,
-                                      ByteSpan ahead, RingSlot& slot) {
-  if (member.named->schema_known()) {
-    if (absl::Status s = CheckRecordAgainstSchema(record, member.named->manifest.schema); !s.ok()) {
-      return absl::DataLossError(absl::StrCat(dataset_->ShardPathOf(record_index),
-                                              ": dataset record ", record_index, ": ",
-                                              s.message()));
-    }
-  }
-  // No crop window: a classic read has no field to follow it (crops() zeros).
-  const size_t row_bytes = transform_->shape().sample_bytes;
-  absl::Status s = transform_->Apply({record.image, record.payload, record.key, record_index},
-                                     slot.epoch, slot.images.get() + row_bytes * i,
-                                     worker.scratch, ahead);
-  if (!s.ok()) {
-    return absl::DataLossError(absl::StrCat(dataset_->ShardPathOf(record_index), ": ", s.message()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status BatchBuilder::BuildFieldImages(Worker& worker, const Record& record,
-                                            const StreamMember& member, uint64_t record_index,
-                                            int i, ByteSpan ahead, RingSlot& slot) {
+absl::Status BatchBuilder::BuildFields(Worker& worker, const Record& record,
+                                       const StreamMember& member, uint64_t record_index, int i,
+                                       ByteSpan ahead, RingSlot& slot) {
   const RecordFields& decoder = decoders_[size_t(&member - dataset_->members.data())];
   const std::span<FieldValue> values(worker.values.data(), decoder.fields().size());
   if (absl::Status s = decoder.Decode(record, values, /*check_crc=*/false); !s.ok()) {
@@ -252,6 +243,7 @@ absl::Status BatchBuilder::BuildFieldImages(Worker& worker, const Record& record
     if (lead == nullptr) lead = &window;
   }
   SetWindow(slot.fields, i, lead);
+  CollateRow(fields_, values, &slot.labels[i * num_labels_], i, slot.fields);
   return absl::OkStatus();
 }
 

@@ -89,15 +89,11 @@ class BatchBuilder {
   // named, if any.
   absl::Status BuildRow(Worker& worker, uint32_t unit, uint32_t index, int i, ByteSpan ahead,
                         RingSlot& slot);
-  // Row i's images of a record of a classic read: checked against the
-  // schema, transformed.
-  absl::Status BuildImage(Worker& worker, const Record& record, const StreamMember& member,
-                          uint64_t record_index, int i, ByteSpan ahead, RingSlot& slot);
-  // The same with fields: the record split into its fields (checked), the
-  // image fields transformed, the first leading. The rest is CollateRow's.
-  absl::Status BuildFieldImages(Worker& worker, const Record& record,
-                                const StreamMember& member, uint64_t record_index, int i,
-                                ByteSpan ahead, RingSlot& slot);
+  // BuildRow's with fields, beside the labels: the record split into its
+  // fields (checked), the image fields transformed (the first leading),
+  // the other columns' rows filled (CollateRow).
+  absl::Status BuildFields(Worker& worker, const Record& record, const StreamMember& member,
+                           uint64_t record_index, int i, ByteSpan ahead, RingSlot& slot);
   // The bytes of position j to prefetch: empty when not loaded yet.
   ByteSpan RecordBytes(const EpochRun& run, uint64_t first, int size, int j) const;
   void Damaged(Worker& worker, int i, absl::Status error, RingSlot& slot);

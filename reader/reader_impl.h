@@ -93,7 +93,6 @@ class Reader::Impl {
   IoEngine io_engine() const { return dataset_.source->engine(); }
   const std::string& device_fallback() const { return no_device_; }
   ElementType dtype() const { return dtype_; }
-  const reader::FieldPlan& fields() const { return fields_; }
 
  private:
   // The options the pipeline builds with: a device finish's input is uint8

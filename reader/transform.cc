@@ -363,12 +363,7 @@ absl::Status SampleTransform::Apply(const SourceImage& src, uint64_t epoch, uint
     PrefetchLines(ahead);
     return ApplyRawResize(src, epoch, dst, scratch, follow, window);
   }
-  return ApplyRawCrop(src, epoch, dst, scratch, ahead, follow, window);
-}
-
-absl::Status SampleTransform::ApplyRawCrop(const SourceImage& src, uint64_t epoch, uint8_t* dst,
-                                           TransformScratch& scratch, ByteSpan ahead,
-                                           const CropWindow* follow, CropWindow* window) const {
+  // The raw crop (none, CIFAR's) here: the classic path, a call fewer.
   const ImageInfo& im = src.image;
   if (im.encoding != stored_.encoding || im.height != stored_.height ||
       im.width != stored_.width || im.channels != stored_.channels) {
@@ -376,8 +371,8 @@ absl::Status SampleTransform::ApplyRawCrop(const SourceImage& src, uint64_t epoc
                                      ", the dataset's images are ", stored_.height, "x",
                                      stored_.width, "x", int{stored_.channels}));
   }
-  // A follower has the leader's stored size (Make's caller checks): the
-  // same offsets and flip.
+  // A follower has the leader's stored size (the opener checks): the same
+  // offsets and flip.
   Crop crop = follow == nullptr
                   ? Choose(epoch, src.record_index)
                   : Crop{int(follow->y) + pad_, int(follow->x) + pad_, follow->flip};

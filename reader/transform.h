@@ -139,10 +139,6 @@ class SampleTransform {
   absl::Status ApplyJpeg(const SourceImage& src, uint64_t epoch, uint8_t* dst,
                          TransformScratch& scratch, const CropWindow* follow,
                          CropWindow* window) const;
-  // Crop and flip of a raw image of the stored shape (none, CIFAR's).
-  absl::Status ApplyRawCrop(const SourceImage& src, uint64_t epoch, uint8_t* dst,
-                            TransformScratch& scratch, ByteSpan ahead, const CropWindow* follow,
-                            CropWindow* window) const;
   // RandomResizedCrop and CenterCrop of a raw HWC image of any size
   // (reader/transform_raw.cc).
   absl::Status ApplyRawResize(const SourceImage& src, uint64_t epoch, uint8_t* dst,

@@ -17,6 +17,7 @@
 #include "shardpack/fields.h"
 #include "shardpack/reader.h"
 #include "tests/testing/jpeg_fixtures.h"
+#include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -24,15 +25,8 @@ namespace shardpack {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::FieldOf;
 using testing::StatusIs;
-
-Field Make(std::string name, FieldType type, bool optional = false) {
-  Field f;
-  f.name = std::move(name);
-  f.type = type;
-  f.optional = optional;
-  return f;
-}
 
 // A sample's values, owning what the views point at.
 struct Sample {
@@ -100,21 +94,21 @@ ReaderOptions Options(const std::string& path, int batch) {
 // i32, blob bytes (optional, absent for even i).
 std::vector<Field> EveryType() {
   std::vector<Field> f;
-  f.push_back(Make("photo", FieldType::kImage));
+  f.push_back(FieldOf("photo", FieldType::kImage));
   f.back().image = {Encoding::kRaw, Layout::kHWC, 4, 4, 3};
-  f.push_back(Make("caption", FieldType::kString));
-  f.push_back(Make("boxes", FieldType::kArray));
+  f.push_back(FieldOf("caption", FieldType::kString));
+  f.push_back(FieldOf("boxes", FieldType::kArray));
   f.back().dtype = ArrayDType::kF32;
   f.back().shape = {0, 4};
-  f.push_back(Make("tag", FieldType::kLabel));
+  f.push_back(FieldOf("tag", FieldType::kLabel));
   f.back().classes = {"a", "b", "c"};
-  f.push_back(Make("mask", FieldType::kImage, true));
+  f.push_back(FieldOf("mask", FieldType::kImage, true));
   f.back().image = {Encoding::kRaw, Layout::kHWC, 0, 0, 1};
-  f.push_back(Make("meta", FieldType::kJson, true));
-  f.push_back(Make("embedding", FieldType::kArray));
+  f.push_back(FieldOf("meta", FieldType::kJson, true));
+  f.push_back(FieldOf("embedding", FieldType::kArray));
   f.back().dtype = ArrayDType::kI32;
   f.back().shape = {2};
-  f.push_back(Make("blob", FieldType::kBytes, true));
+  f.push_back(FieldOf("blob", FieldType::kBytes, true));
   return f;
 }
 
@@ -215,7 +209,7 @@ TEST_F(FieldBatchTest, EachTypeIsCollatedAndAbsenceShows) {
 }
 
 TEST_F(FieldBatchTest, AClassicDatasetIsReadAsAlwaysUnlessFieldsAreAsked) {
-  std::vector<Field> classic = {Make("image", FieldType::kImage), Make("label", FieldType::kLabel)};
+  std::vector<Field> classic = {FieldOf("image", FieldType::kImage), FieldOf("label", FieldType::kLabel)};
   classic[0].image = {Encoding::kRaw, Layout::kHWC, 2, 2, 3};
   const std::string path = WriteDataset(dir_, "classic", classic, 8, [](int i, Sample& s) {
     s.Set(0, std::vector<uint8_t>(12, uint8_t(i)), {Encoding::kRaw, Layout::kHWC, 2, 2, 3});
@@ -239,8 +233,8 @@ TEST_F(FieldBatchTest, AClassicDatasetIsReadAsAlwaysUnlessFieldsAreAsked) {
 // The fields left out are not decoded: a photo that would fail to decode
 // does not matter to a loop that reads captions.
 TEST_F(FieldBatchTest, FieldsLeftOutAreNeitherDecodedNorDelivered) {
-  std::vector<Field> fields = {Make("photo", FieldType::kImage), Make("caption", FieldType::kString),
-                               Make("tag", FieldType::kLabel)};
+  std::vector<Field> fields = {FieldOf("photo", FieldType::kImage), FieldOf("caption", FieldType::kString),
+                               FieldOf("tag", FieldType::kLabel)};
   fields[0].image.encoding = Encoding::kJpeg;
   const std::vector<uint8_t> jpeg =
       testing::EncodeJpeg(std::vector<uint8_t>(16 * 16 * 3, 90), 16, 16, TJPF_RGB, TJSAMP_444);
@@ -311,7 +305,7 @@ TEST_F(FieldBatchTest, BadFieldOptionsAreRefusedNamingTheField) {
 // the photo is pure color channel r, of the mask the value r. Whatever the
 // crop and flip, a pixel where the photo is pure has the mask's value there.
 std::vector<Field> Segmentation() {
-  std::vector<Field> f = {Make("photo", FieldType::kImage), Make("mask", FieldType::kImage)};
+  std::vector<Field> f = {FieldOf("photo", FieldType::kImage), FieldOf("mask", FieldType::kImage)};
   f[0].image = {Encoding::kRaw, Layout::kHWC, 0, 0, 3};
   f[1].image = {Encoding::kRaw, Layout::kHWC, 0, 0, 1};
   return f;
@@ -414,7 +408,7 @@ TEST_F(FieldBatchTest, AMaskOfAnotherResolutionTakesTheWindowScaled) {
 // CIFAR's crop and flip take the same pixels of a photo and its mask:
 // the mask's channel equals the photo's red channel exactly.
 TEST_F(FieldBatchTest, CifarCropAndFlipTakeTheSamePixelsOfEachImageField) {
-  std::vector<Field> f = {Make("photo", FieldType::kImage), Make("mask", FieldType::kImage)};
+  std::vector<Field> f = {FieldOf("photo", FieldType::kImage), FieldOf("mask", FieldType::kImage)};
   f[0].image = {Encoding::kRaw, Layout::kHWC, 8, 8, 3};
   f[1].image = {Encoding::kRaw, Layout::kHWC, 8, 8, 1};
   const std::string path = WriteDataset(dir_, "cifar", f, 16, [](int i, Sample& s) {
@@ -448,8 +442,8 @@ TEST_F(FieldBatchTest, CifarCropAndFlipTakeTheSamePixelsOfEachImageField) {
 // With on_corrupt skip, a damaged sample's row is replaced by a good one's,
 // every field included, and the offsets stay in order.
 TEST_F(FieldBatchTest, ADamagedSampleIsReplacedWithAllItsFields) {
-  std::vector<Field> fields = {Make("photo", FieldType::kImage), Make("caption", FieldType::kString),
-                               Make("boxes", FieldType::kArray)};
+  std::vector<Field> fields = {FieldOf("photo", FieldType::kImage), FieldOf("caption", FieldType::kString),
+                               FieldOf("boxes", FieldType::kArray)};
   fields[0].image.encoding = Encoding::kJpeg;
   fields[2].dtype = ArrayDType::kF32;
   fields[2].shape = {0, 4};

@@ -254,12 +254,9 @@ class StagingTest : public ::testing::Test {
 // in host memory, each batch's own (its host slot's columns swap into its
 // device buffer's slot, and the host slot builds into the ones given back).
 TEST_F(StagingTest, FieldsStayOnTheHostBesideTheirStagedImages) {
-  std::vector<Field> fields(2);
-  fields[0].name = "photo";
-  fields[0].type = FieldType::kImage;
+  std::vector<Field> fields = {testing::FieldOf("photo", FieldType::kImage),
+                               testing::FieldOf("caption", FieldType::kString)};
   fields[0].image = {Encoding::kRaw, Layout::kHWC, 6, 5, 3};
-  fields[1].name = "caption";
-  fields[1].type = FieldType::kString;
   DatasetWriterOptions w;
   w.directory = dir_.Join("fields");
   std::filesystem::create_directories(w.directory);

@@ -25,6 +25,7 @@
 #include "common/status_macros.h"
 #include "shardpack/dataset.h"
 #include "shardpack/fields.h"
+#include "tests/testing/shard_fixtures.h"
 
 namespace shardpack {
 namespace {
@@ -33,22 +34,14 @@ struct Box {
   uint32_t x0, y0, x1, y1;
 };
 
-Field Declare(std::string name, FieldType type, bool optional = false) {
-  Field f;
-  f.name = std::move(name);
-  f.type = type;
-  f.optional = optional;
-  return f;
-}
-
 std::vector<Field> Fields() {
-  std::vector<Field> f = {Declare("photo", FieldType::kImage),
-                          Declare("caption", FieldType::kString),
-                          Declare("boxes", FieldType::kArray),
-                          Declare("tag", FieldType::kLabel),
-                          Declare("mask", FieldType::kImage, true),
-                          Declare("meta", FieldType::kJson, true),
-                          Declare("tokens", FieldType::kArray)};
+  std::vector<Field> f = {testing::FieldOf("photo", FieldType::kImage),
+                          testing::FieldOf("caption", FieldType::kString),
+                          testing::FieldOf("boxes", FieldType::kArray),
+                          testing::FieldOf("tag", FieldType::kLabel),
+                          testing::FieldOf("mask", FieldType::kImage, true),
+                          testing::FieldOf("meta", FieldType::kJson, true),
+                          testing::FieldOf("tokens", FieldType::kArray)};
   f[0].image = {Encoding::kRaw, Layout::kHWC, 0, 0, 3};
   f[2].dtype = ArrayDType::kF32;
   f[2].shape = {0, 4};

@@ -1,6 +1,7 @@
 #include "tests/testing/shard_fixtures.h"
 
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -49,6 +50,14 @@ OwnedRecord JpegLikeRecord(uint64_t i, size_t n) {
   r.payload = PatternBytes(i + 1000, n);
   r.extra = PatternBytes(i + 7, i % 5);
   return r;
+}
+
+Field FieldOf(std::string name, FieldType type, bool optional) {
+  Field f;
+  f.name = std::move(name);
+  f.type = type;
+  f.optional = optional;
+  return f;
 }
 
 absl::StatusOr<std::string> EncodeShard(const std::vector<OwnedRecord>& records,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "shardpack/fields.h"
 #include "shardpack/record.h"
 #include "shardpack/shard.h"
 
@@ -38,6 +39,11 @@ OwnedRecord JpegLikeRecord(uint64_t i, size_t n);
 // The bytes of a CIFAR-10 binary file of n records: record i has label
 // i % 10 and pixel byte j equal to (7 i + 13 j) mod 256.
 std::string Cifar10Bytes(int n);
+
+// A field declaration of `name` and `type`, its other members as
+// shardpack/fields.h defaults them (set an image's, a label's classes, an
+// array's dtype and shape after).
+Field FieldOf(std::string name, FieldType type, bool optional = false);
 
 // Writes `records` into a shard in memory and returns its bytes.
 absl::StatusOr<std::string> EncodeShard(const std::vector<OwnedRecord>& records,

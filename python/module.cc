@@ -298,7 +298,9 @@ PYBIND11_MODULE(_shardpack, m) {
                              "the dataset has none.")
       .def_property_readonly("schema", &PyReader::Schema,
                              "The dataset's schema: {'image': {'encoding', 'layout', 'height',\n"
-                             "'width', 'channels'}, 'labels': [{'name', 'classes'}]}.")
+                             "'width', 'channels'}, 'labels': [{'name', 'classes'}], 'fields':\n"
+                             "[{'name', 'type', 'optional'}] (a classic dataset's: its image\n"
+                             "and labels)}.")
       .def_property_readonly("output_shape", &PyReader::OutputShape,
                              "Shape of a full batch's images, before the first batch:\n"
                              "(batch, H, W, C) for NHWC, (batch, C, H, W) for NCHW.")

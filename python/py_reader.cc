@@ -462,9 +462,18 @@ py::dict PyReader::Schema() const {
     field["classes"] = ListOf(f.classes);
     labels.append(field);
   }
+  py::list fields;  // every field, FieldsOf: the names fields= takes
+  for (const Field& f : fields_) {
+    py::dict field;
+    field["name"] = f.name;
+    field["type"] = std::string(FieldTypeName(f.type));
+    field["optional"] = f.optional;
+    fields.append(field);
+  }
   py::dict d;
   d["image"] = image;
   d["labels"] = labels;
+  d["fields"] = fields;
   return d;
 }
 

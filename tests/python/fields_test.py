@@ -2,7 +2,7 @@
 (values, offsets) or lists, torch tensors, the field selection, and boxes that
 follow the crop (docs/python.md, "Fields").
 
-The dataset is tests/testing/make_fields_dataset.cc's (its comment says what
+The dataset is tests/testing/make_box_dataset.cc's (its comment says what
 each record holds): raw photos with a red rectangle, whose box is the first
 row of `boxes`. Skipped (exit 77) without numpy; the torch cases without torch.
 """
@@ -30,7 +30,7 @@ S = 32  # the crop's output side
 
 
 def expected(i):
-    """What make_fields_dataset wrote for record i."""
+    """What make_box_dataset wrote for record i."""
     w, h = 64 + (7 * i) % 32, 48 + (5 * i) % 24
     x0, y0 = 8 + i % 9, 6 + i % 7
     red = [x0, y0, x0 + 16 + i % 11, y0 + 12 + i % 5]
@@ -59,7 +59,7 @@ class FieldsTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = fixtures.TempDir()
         cls.ds = os.path.join(cls.tmp.path, "fields")
-        subprocess.run([os.environ["MAKE_FIELDS_DATASET"], cls.ds, "--records", str(N)],
+        subprocess.run([os.environ["MAKE_BOX_DATASET"], cls.ds, "--records", str(N)],
                        check=True)
 
     @classmethod

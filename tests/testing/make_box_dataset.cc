@@ -1,8 +1,8 @@
-// Writes the Python tests' dataset of fields (tests/python/fields_test.py):
-// a program, since the tests make their datasets with the project's own
-// writer (RecordFields::Build + DatasetWriter).
+// Writes the dataset of tests/python/fields_test.py's boxes: photos in
+// which a box marks a red rectangle, so that a test can see where the box
+// went after a crop. Written with RecordFields::Build and DatasetWriter.
 //
-//   make_fields_dataset DIR [--records N]
+//   make_box_dataset DIR [--records N]
 //
 // Record i: photo, raw RGB of W x H (W = 64 + 7i mod 32, H = 48 + 5i mod
 // 24), gray with a red rectangle and, for i mod 3 == 0, a green one;
@@ -127,13 +127,13 @@ absl::Status Write(const std::string& dir, uint32_t records) {
 
 int main(int argc, char** argv) {
   if (argc != 2 && !(argc == 4 && std::string(argv[2]) == "--records")) {
-    std::fprintf(stderr, "usage: make_fields_dataset DIR [--records N]\n");
+    std::fprintf(stderr, "usage: make_box_dataset DIR [--records N]\n");
     return 2;
   }
   const uint32_t records = argc == 4 ? static_cast<uint32_t>(std::stoul(argv[3])) : 64;
   absl::Status s = shardpack::Write(argv[1], records);
   if (!s.ok()) {
-    std::fprintf(stderr, "make_fields_dataset: %s\n", s.ToString().c_str());
+    std::fprintf(stderr, "make_box_dataset: %s\n", s.ToString().c_str());
     return 1;
   }
   return 0;

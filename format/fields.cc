@@ -118,6 +118,10 @@ std::string JsonContent(const Field& f, const FieldValue& v) {
 }
 
 std::string ArrayDeclaration(const Field& f) {
+  if (!f.classes.empty() && f.dtype != ArrayDType::kI32 && f.dtype != ArrayDType::kI64) {
+    return "class names on an array that is not of i32 or i64";
+  }
+  if (std::string bad = LabelDeclaration(f); !bad.empty()) return bad;
   if (f.shape.empty() || f.shape.size() > kMaxArrayDims) {
     return absl::StrCat("an array needs 1 to ", kMaxArrayDims, " dimensions");
   }
@@ -138,6 +142,17 @@ std::string ArrayValue(const Field& f, const FieldValue& v) {
   const uint64_t rows = v.bytes.size() / row;
   if (f.shape[0] != 0 && rows != f.shape[0]) {
     return absl::StrCat(rows, " rows, the schema says ", f.shape[0]);
+  }
+  if (f.classes.empty()) return "";
+  const size_t n = v.bytes.size() / ArrayDTypeSize(f.dtype);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t c = f.dtype == ArrayDType::kI32
+                          ? common::LoadLE<int32_t>(v.bytes.data() + 4 * i)
+                          : common::LoadLE<int64_t>(v.bytes.data() + 8 * i);
+    if (c < 0 || static_cast<uint64_t>(c) >= f.classes.size()) {
+      return absl::StrCat("element ", i, " is ", c, ", outside its ", f.classes.size(),
+                          " classes (0..", f.classes.size() - 1, ")");
+    }
   }
   return "";
 }

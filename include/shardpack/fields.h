@@ -54,7 +54,9 @@ struct Field {
   // kImage: the encoding and layout of every value, and its fixed shape
   // (height, width, channels) or 0 for what varies.
   ImageInfo image;
-  // kLabel: class names (class k is classes[k]); may be empty.
+  // kLabel, and kArray of i32 or i64: class names (class k is classes[k];
+  // an array's every element is a class, as COCO's category ids of a
+  // record's boxes); may be empty.
   std::vector<std::string> classes;
   // kArray: the element type and shape. shape[0] == 0 means the first
   // dimension varies from record to record (boxes [0, 4]); every other

@@ -14,8 +14,8 @@
 #include "backends/open_path.h"
 #include "datasets/source.h"
 #include "shardpack/dataset.h"
-#include "tools/pack/pack_identity.h"
 #include "tools/pack/part_order.h"
+#include "writer/pack_identity.h"
 
 namespace shardpack::pack {
 
@@ -115,7 +115,7 @@ struct ConvertOptions {
   DatasetWriterOptions writer;
   // The output's identity, to which "converted_from" and "converted_by"
   // are added; nullopt: that of the one input, or an empty one for many.
-  std::optional<PackIdentity> pack;
+  std::optional<writer::PackIdentity> pack;
 };
 
 // Converts `inputs` (datasets, in order) into one dataset of o.backend:
@@ -131,11 +131,9 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
 // compression, o.backend, `schema`, `pack`; no manifest (the output folder
 // publishes it), no shard larger than `largest` records, a shard closed by
 // FinishShard at each input shard's end.
-absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(const ConvertOptions& o,
-                                                                    const std::string& staging,
-                                                                    const Schema& schema,
-                                                                    uint64_t largest,
-                                                                    const PackIdentity& pack);
+absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(
+    const ConvertOptions& o, const std::string& staging, const Schema& schema, uint64_t largest,
+    const writer::PackIdentity& pack);
 
 // A view file materialized as a dataset of o.backend: the records it
 // selects, in view order, labels as the view gives them, the view's

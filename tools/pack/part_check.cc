@@ -34,7 +34,7 @@ absl::Status Damaged(std::string_view message) {
 // the types and part's bounds): part and input, and no more records than
 // its share of the input's items.
 absl::Status CheckPartFields(PartDataset* p) {
-  const PackIdentity& pack = p->pack;
+  const writer::PackIdentity& pack = p->pack;
   if (pack.merged) return NotAPart(p->path, "it is a merged dataset, not a part");
   if (!pack.part || !pack.input) {
     return NotAPart(p->path,
@@ -82,8 +82,8 @@ absl::Status ComparePart(const PartDataset& ref, const PartDataset& p) {
     return absl::FailedPreconditionError(
         absl::StrCat(PartName(p), ": schema differs from that of ", PartName(ref)));
   }
-  const std::optional<PackDifference> d =
-      FirstDifference(p.pack, ref.pack, PackComparison::kAsParts);
+  const std::optional<writer::PackDifference> d =
+      writer::FirstDifference(p.pack, ref.pack, writer::PackComparison::kAsParts);
   if (!d) return absl::OkStatus();
   const std::string what = d->field.starts_with("input") ? "was packed from other input than"
                                                          : "was packed with other parameters than";
@@ -131,7 +131,8 @@ absl::StatusOr<PartDataset> ReadPart(const std::string& path) {
   PartDataset p;
   p.path = path;
   SP_ASSIGN_OR_RETURN(p.manifest, ReadManifest(path));
-  absl::StatusOr<PackIdentity> pack = PackIdentity::FromJson(p.manifest.pack_json, path);
+  absl::StatusOr<writer::PackIdentity> pack =
+      writer::PackIdentity::FromJson(p.manifest.pack_json, path);
   if (!pack.ok()) {
     const absl::string_view message = pack.status().message();
     return Damaged({message.data(), message.size()});

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "shardpack/manifest.h"
-#include "tools/pack/pack_identity.h"
+#include "writer/pack_identity.h"
 
 namespace shardpack::pack {
 
@@ -17,7 +17,7 @@ namespace shardpack::pack {
 struct PartDataset {
   std::string path;
   Manifest manifest;
-  PackIdentity pack;  // the manifest's "pack" object
+  writer::PackIdentity pack;  // the manifest's "pack" object
   uint64_t index = 0;  // 1-based
   uint64_t count = 0;
 };

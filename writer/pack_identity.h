@@ -30,8 +30,8 @@
 // library user's) are kept in order, written back and compared like the
 // rest. Numbers must be JSON integers in range: 9.0, -1 and 2^64 (which
 // JSON parsers read as a float) are refused.
-#ifndef SHARDPACK_TOOLS_PACK_PACK_IDENTITY_H_
-#define SHARDPACK_TOOLS_PACK_PACK_IDENTITY_H_
+#ifndef SHARDPACK_WRITER_PACK_IDENTITY_H_
+#define SHARDPACK_WRITER_PACK_IDENTITY_H_
 
 #include <cstdint>
 #include <optional>
@@ -40,12 +40,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "datasets/source.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/manifest.h"
-#include "tools/pack/part_order.h"
+#include "shardpack/writer.h"
 
-namespace shardpack::pack {
+namespace shardpack::writer {
 
 using PackJson = nlohmann::ordered_json;
 
@@ -62,6 +61,14 @@ struct PackInput {
   uint64_t bytes = 0;       // bytes of the input files
   std::string fingerprint;  // Source::input_fingerprint(): "crc32c:<8 hex>"
   bool operator==(const PackInput&) const = default;
+};
+
+// The shape of the pack order (tools/pack/part_order.h, OrderShape), as
+// recorded.
+struct PackOrder {
+  uint64_t chunk_items = 0;
+  uint64_t window_chunks = 0;
+  bool operator==(const PackOrder&) const = default;
 };
 
 // One part of a merged dataset, as merge records it.
@@ -95,13 +102,13 @@ struct PackIdentity {
   std::optional<PackPart> part;           // absent in a merged dataset
   std::optional<std::string> legacy_part;  // "I/N": "part" before merge checked parts
   std::optional<PackInput> input;
-  std::optional<OrderShape> order;         // absent: an order without a shape (older)
+  std::optional<PackOrder> order;          // absent: an order without a shape (older)
   std::optional<uint64_t> shard_max_bytes;
   std::optional<uint64_t> shard_max_records;
   std::optional<Backend> format;
   std::optional<uint64_t> block_size;      // .shard only
   std::optional<std::string> compression;  // .shard only
-  std::optional<datasets::OnError> on_error;
+  std::optional<OnError> on_error;
   PackJson extra = PackJson::object();     // every other key, in order
   std::optional<MergeRecord> merged;
   std::optional<std::vector<ConvertedInput>> converted_from;
@@ -146,6 +153,6 @@ std::optional<PackDifference> FirstDifference(const PackIdentity& a, const PackI
 
 bool operator==(const PackIdentity& a, const PackIdentity& b);
 
-}  // namespace shardpack::pack
+}  // namespace shardpack::writer
 
-#endif  // SHARDPACK_TOOLS_PACK_PACK_IDENTITY_H_
+#endif  // SHARDPACK_WRITER_PACK_IDENTITY_H_

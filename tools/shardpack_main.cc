@@ -435,8 +435,12 @@ int RunMerge(const MergeCommand& c) {
   auto merged = pack::Merge(c.parts, o);
   if (!merged.ok()) return cli::Fail(kTool, merged.status());
   // The fingerprint is the parts' manifests' text, whatever they hold.
-  cli::PrintLine(stderr, absl::StrCat(c.check ? "checked " : "merged ", merged->parts,
-                                      " parts of one pack (input ", merged->fingerprint, "): ",
+  // A Writer's parts have a job where a pack's have an input.
+  const std::string of =
+      merged->fingerprint.empty() && !merged->job.empty()
+          ? absl::StrCat(" parts of one write (job ", merged->job, "): ")
+          : absl::StrCat(" parts of one pack (input ", merged->fingerprint, "): ");
+  cli::PrintLine(stderr, absl::StrCat(c.check ? "checked " : "merged ", merged->parts, of,
                                       merged->records, " records in ", merged->shards, " shards"));
   return 0;
 }

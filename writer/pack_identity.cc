@@ -235,6 +235,11 @@ absl::StatusOr<bool> ReadKnown(const std::string& key, const Json& v, std::strin
     s = Scalar(v, where, key, &p->compression, String);
   } else if (key == "on_error") {
     s = Scalar(v, where, key, &p->on_error, OnErrorOf);
+  } else if (key == "job") {
+    s = Scalar(v, where, key, &p->job, String);
+  } else if (key == "metadata") {
+    if (!v.is_object()) return Bad(where, key, v, "is not an object");
+    p->metadata = v;
   } else if (key == "merged") {
     s = ReadMerged(v, where, p);
   } else if (key == "converted_from") {
@@ -312,6 +317,8 @@ PackJson PackIdentity::ToJsonValue() const {
   if (block_size) j["block_size"] = *block_size;
   if (compression) j["compression"] = *compression;
   if (on_error) j["on_error"] = *on_error == OnError::kSkip ? "skip" : "fail";
+  if (job) j["job"] = *job;
+  if (metadata) j["metadata"] = *metadata;
   for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
   if (merged) {
     Json parts = Json::array();

@@ -1,10 +1,11 @@
 // The identity of a pack: the manifest's "pack" object (docs/format.md 12.1)
-// as the packer's tools write, read and compare it. `pack` writes one,
-// `merge` checks that its parts carry one identity but for "part" and
-// records itself in "merged", `convert` carries its input's and records
-// itself in "converted_from"/"converted_by", and the output folder tells a
-// retry of the same pack by it (output_dir.h). This file is the only place
-// that knows the keys.
+// as the packer's tools and the Writer write, read and compare it. `pack`
+// and the Writer (shardpack/writer.h) write one, `merge` checks that its
+// parts carry one identity but for "part" and records itself in "merged",
+// `convert` carries its input's and records itself in
+// "converted_from"/"converted_by", and the output folder tells a retry of
+// the same pack by it (output_dir.h). This file is the only place that knows
+// the keys.
 //
 // The format lets "pack" be any object (DatasetWriterOptions::pack_json is
 // free-form), so every key is optional here; but the keys below are
@@ -21,11 +22,13 @@
 //   format             "shard" | "lmdb" | "hdf5"
 //   compression        string ("none", "zstd:<level>")
 //   on_error           "skip" | "fail"
+//   job                string       a Writer part's job (WriterOptions::job)
+//   metadata           object       a Writer's user metadata
 //   merged             {tool, count, parts: [{index, path, records, shards}]}
 //   converted_from     [{path, backend, pack (any object, as it was)}]
 //   converted_by       string
 // Decided: the objects above (part, input, order, merged and its parts,
-// converted_from's entries) are closed, a key they do not have is damage;
+// converted_from's entries; not metadata, the user's) are closed, a key they do not have is damage;
 // the "pack" object itself is open, its other keys (a newer shardpack's, a
 // library user's) are kept in order, written back and compared like the
 // rest. Numbers must be JSON integers in range: 9.0, -1 and 2^64 (which
@@ -109,6 +112,8 @@ struct PackIdentity {
   std::optional<uint64_t> block_size;      // .shard only
   std::optional<std::string> compression;  // .shard only
   std::optional<OnError> on_error;
+  std::optional<std::string> job;          // a Writer part's
+  std::optional<PackJson> metadata;        // a Writer's, an object
   PackJson extra = PackJson::object();     // every other key, in order
   std::optional<MergeRecord> merged;
   std::optional<std::vector<ConvertedInput>> converted_from;
@@ -122,7 +127,7 @@ struct PackIdentity {
   static absl::StatusOr<PackIdentity> FromJson(std::string_view text, std::string_view where);
 
   // The object, keys in the order of the table above (other keys after
-  // on_error), compact; bytes that are not UTF-8 become U+FFFD. Never throws.
+  // metadata), compact; bytes that are not UTF-8 become U+FFFD. Never throws.
   std::string ToJson() const;
   PackJson ToJsonValue() const;
 

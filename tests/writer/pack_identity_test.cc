@@ -211,6 +211,29 @@ TEST(PackIdentityTest, ComparisonNamesTheFirstFieldThatDiffers) {
   EXPECT_EQ(d->first, "3");
 }
 
+// What a Writer adds: its job (compared as parts are) and its user's
+// metadata, an object kept as it is.
+TEST(PackIdentityTest, AWritersJobAndMetadataRoundTripAndCompare) {
+  const std::string text =
+      R"({"tool":"shardpack 0.1.0","part":{"index":1,"count":2},"format":"shard",)"
+      R"("on_error":"fail","job":"run-1","metadata":{"license":"cc-by","n":[1,2]}})";
+  SP_ASSERT_OK_AND_ASSIGN(PackIdentity p, PackIdentity::FromJson(text, "ds"));
+  EXPECT_EQ(p.job, "run-1");
+  EXPECT_EQ(p.metadata, PackJson::parse(R"({"license":"cc-by","n":[1,2]})"));
+  EXPECT_TRUE(p.extra.empty());
+  EXPECT_EQ(p.ToJson(), text);
+  PackIdentity q = p;
+  q.part = PackPart{2, 2};
+  EXPECT_EQ(FirstDifference(q, p, PackComparison::kAsParts), std::nullopt);
+  q.job = "run-2";
+  EXPECT_EQ(FirstDifference(q, p, PackComparison::kAsParts)->field, "job");
+  EXPECT_THAT(PackIdentity::FromJson(R"({"metadata":[1]})", "ds"),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("ds: pack.metadata [1] is not an object")));
+  EXPECT_THAT(PackIdentity::FromJson(R"({"job":7})", "ds"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("ds: pack.job 7 is not a string")));
+}
+
 // Parts of one pack: equal but for "part", what convert added and where
 // the source was mounted; anything else still differs.
 TEST(PackIdentityTest, PartsCompareWithoutPartConversionAndSourcePaths) {

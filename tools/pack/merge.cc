@@ -112,8 +112,10 @@ absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& paths, const M
   SP_ASSIGN_OR_RETURN(std::vector<const PartDataset*> sorted, CheckParts(parts));
   MergeResult result;
   result.parts = sorted.size();
-  // ReadPart checked that it is there.
-  result.fingerprint = sorted.front()->pack.input->fingerprint;
+  // ReadPart checked that one of them is there.
+  const writer::PackIdentity& pack = sorted.front()->pack;
+  if (pack.input) result.fingerprint = pack.input->fingerprint;
+  if (pack.job) result.job = *pack.job;
   for (const PartDataset* p : sorted) {
     result.records += p->manifest.records();
     result.shards += p->manifest.shards.size();

@@ -83,11 +83,13 @@ struct MergeResult {
   size_t parts = 0;
   uint64_t records = 0;
   size_t shards = 0;
-  std::string fingerprint;  // the parts' input fingerprint
+  std::string fingerprint;  // the parts' input fingerprint ("" for a Writer's parts)
+  std::string job;          // a Writer's parts' job ("" for a pack's parts)
   Manifest manifest;        // the merged dataset's (not with check_only)
 };
 
-// Makes one dataset of the parts 1..N of one pack, given in any order.
+// Makes one dataset of the parts 1..N of one pack (or of one Writer job,
+// shardpack/writer.h), given in any order.
 // Before anything is written, every part is checked (ReadPart, CheckParts:
 // part_check.h): a missing, duplicated or foreign part, other input, seed,
 // option or N is a FailedPreconditionError naming the part and what differs.

@@ -36,14 +36,17 @@ absl::Status Damaged(std::string_view message) {
 absl::Status CheckPartFields(PartDataset* p) {
   const writer::PackIdentity& pack = p->pack;
   if (pack.merged) return NotAPart(p->path, "it is a merged dataset, not a part");
-  if (!pack.part || !pack.input) {
+  if (!pack.part || (!pack.input && !pack.job)) {
     return NotAPart(p->path,
                     "its manifest's \"pack\" records no part {index, count} and input "
                     "(a conversion of many datasets, or packed by an older shardpack): pack it "
-                    "again with --part");
+                    "again with --part (a Writer: give it part and job)");
   }
   p->index = pack.part->index;
   p->count = pack.part->count;
+  // A Writer's part has no input listing to hold it to a share: its job and
+  // options are compared (ComparePart), its records are what it wrote.
+  if (!pack.input) return absl::OkStatus();
   const uint64_t n = pack.input->items;
   const uint64_t share = PartBegin(n, p->index, static_cast<uint32_t>(p->count)) -
                          PartBegin(n, p->index - 1, static_cast<uint32_t>(p->count));
@@ -86,7 +89,8 @@ absl::Status ComparePart(const PartDataset& ref, const PartDataset& p) {
       writer::FirstDifference(p.pack, ref.pack, writer::PackComparison::kAsParts);
   if (!d) return absl::OkStatus();
   const std::string what = d->field.starts_with("input") ? "was packed from other input than"
-                                                         : "was packed with other parameters than";
+                           : d->field == "job"            ? "belongs to another write (job) than"
+                                                          : "was packed with other parameters than";
   return absl::FailedPreconditionError(absl::StrCat(PartName(p), " ", what, " ", PartName(ref),
                                                     ": ", d->field, " is ", d->first, ", not ",
                                                     d->second));

@@ -1,6 +1,5 @@
 // ImageConverter (shardpack/writer.h): image files and pixels into values of
 // an image field, in the field's encoding; the checks that name the field.
-#include <png.h>
 #include <turbojpeg.h>
 
 #include <cstring>
@@ -11,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "shardpack/writer.h"
 #include "tests/testing/jpeg_fixtures.h"
+#include "tests/testing/png_fixtures.h"
 #include "tests/testing/status_matchers.h"
 
 namespace shardpack {
@@ -19,24 +19,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::StatusIs;
 
-// `pixels` (1 gray, 3 RGB or 4 RGBA channels) as a PNG, by libpng's
-// simplified API.
-std::vector<uint8_t> Png(const std::vector<uint8_t>& pixels, uint32_t width, uint32_t height,
-                         int channels) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = width;
-  image.height = height;
-  image.format = channels == 1   ? PNG_FORMAT_GRAY
-                 : channels == 3 ? PNG_FORMAT_RGB
-                                 : PNG_FORMAT_RGBA;
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_to_memory(&image, nullptr, &size, 0, pixels.data(), 0, nullptr));
-  std::vector<uint8_t> png(size);
-  EXPECT_TRUE(png_image_write_to_memory(&image, png.data(), &size, 0, pixels.data(), 0, nullptr));
-  png.resize(size);
-  return png;
-}
+using testing::EncodePng;
 
 // Distinct values, as a segmentation mask's class ids are.
 std::vector<uint8_t> Ramp(size_t n) {
@@ -81,7 +64,7 @@ TEST_F(ImageConverterTest, AJpegIntoAJpegFieldIsStoredAsItIs) {
 TEST_F(ImageConverterTest, APngIntoAJpegFieldBecomesAJpegOfItsSize) {
   const std::vector<uint8_t> rgb = testing::Scene(30, 20);
   SP_ASSERT_OK_AND_ASSIGN(FieldValue v,
-                          images_->FromFile(FieldOf("photo", "jpeg"), Png(rgb, 30, 20, 3),
+                          images_->FromFile(FieldOf("photo", "jpeg"), EncodePng(rgb, 30, 20, 3),
                                             &storage_));
   EXPECT_EQ(v.image, (ImageInfo{Encoding::kJpeg, Layout::kHWC, 20, 30, 3}));
   ASSERT_GE(v.bytes.size(), 2u);
@@ -99,11 +82,11 @@ TEST_F(ImageConverterTest, APngIntoAJpegFieldBecomesAJpegOfItsSize) {
 TEST_F(ImageConverterTest, AGrayPngIntoAGrayRawFieldIsExact) {
   const std::vector<uint8_t> mask = Ramp(12 * 9);
   SP_ASSERT_OK_AND_ASSIGN(FieldValue v, images_->FromFile(FieldOf("mask", "raw:gray"),
-                                                          Png(mask, 12, 9, 1), &storage_));
+                                                          EncodePng(mask, 12, 9, 1), &storage_));
   EXPECT_EQ(v.image, (ImageInfo{Encoding::kRaw, Layout::kHWC, 9, 12, 1}));
   EXPECT_EQ(Bytes(v.bytes), mask);
-  SP_ASSERT_OK_AND_ASSIGN(v, images_->FromFile(FieldOf("mask", "raw:9x12x1"), Png(mask, 12, 9, 1),
-                                               &storage_));
+  SP_ASSERT_OK_AND_ASSIGN(v, images_->FromFile(FieldOf("mask", "raw:9x12x1"),
+                                               EncodePng(mask, 12, 9, 1), &storage_));
   EXPECT_EQ(Bytes(v.bytes), mask);
 }
 
@@ -111,20 +94,21 @@ TEST_F(ImageConverterTest, RawFieldsTakeTheFilesChannelsAsTheFieldSays) {
   const std::vector<uint8_t> rgb = Ramp(6 * 4 * 3);
   const std::vector<uint8_t> gray = Ramp(6 * 4);
   // Any channels: what the file holds.
-  SP_ASSERT_OK_AND_ASSIGN(FieldValue v,
-                          images_->FromFile(FieldOf("x", "raw"), Png(gray, 6, 4, 1), &storage_));
+  SP_ASSERT_OK_AND_ASSIGN(
+      FieldValue v, images_->FromFile(FieldOf("x", "raw"), EncodePng(gray, 6, 4, 1), &storage_));
   EXPECT_EQ(v.image.channels, 1);
-  SP_ASSERT_OK_AND_ASSIGN(v, images_->FromFile(FieldOf("x", "raw"), Png(rgb, 6, 4, 3), &storage_));
+  SP_ASSERT_OK_AND_ASSIGN(
+      v, images_->FromFile(FieldOf("x", "raw"), EncodePng(rgb, 6, 4, 3), &storage_));
   EXPECT_EQ(v.image.channels, 3);
   EXPECT_EQ(Bytes(v.bytes), rgb);
   // RGB: gray made RGB; RGBA: alpha dropped.
-  SP_ASSERT_OK_AND_ASSIGN(v, images_->FromFile(FieldOf("x", "raw:rgb"), Png(gray, 6, 4, 1),
+  SP_ASSERT_OK_AND_ASSIGN(v, images_->FromFile(FieldOf("x", "raw:rgb"), EncodePng(gray, 6, 4, 1),
                                                &storage_));
   EXPECT_EQ(v.image.channels, 3);
   EXPECT_EQ(v.bytes[3 * 5], gray[5]);
   EXPECT_EQ(v.bytes[3 * 5 + 2], gray[5]);
   std::vector<uint8_t> rgba(6 * 4 * 4, 200);
-  SP_ASSERT_OK_AND_ASSIGN(v, images_->FromFile(FieldOf("x", "raw:rgb"), Png(rgba, 6, 4, 4),
+  SP_ASSERT_OK_AND_ASSIGN(v, images_->FromFile(FieldOf("x", "raw:rgb"), EncodePng(rgba, 6, 4, 4),
                                                &storage_));
   EXPECT_EQ(v.bytes.size(), 6u * 4 * 3);
   // A JPEG decoded, as TurboJPEG decodes it.
@@ -135,19 +119,19 @@ TEST_F(ImageConverterTest, RawFieldsTakeTheFilesChannelsAsTheFieldSays) {
 }
 
 TEST_F(ImageConverterTest, AColorImageForAGrayMaskIsRefusedNamingTheField) {
-  EXPECT_THAT(images_->FromFile(FieldOf("mask", "raw:gray"), Png(Ramp(4 * 4 * 3), 4, 4, 3),
+  EXPECT_THAT(images_->FromFile(FieldOf("mask", "raw:gray"), EncodePng(Ramp(4 * 4 * 3), 4, 4, 3),
                                 &storage_),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("field 'mask': a 3-channel (RGB) PNG image, the field holds "
                                  "1-channel (gray) images")));
-  EXPECT_THAT(images_->FromFile(FieldOf("x", "raw:4x4x4"), Png(Ramp(16), 4, 4, 1), &storage_),
+  EXPECT_THAT(images_->FromFile(FieldOf("x", "raw:4x4x4"), EncodePng(Ramp(16), 4, 4, 1), &storage_),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("field 'x': a 1-channel (gray) PNG image, the field holds "
                                  "4-channel images")));
 }
 
 TEST_F(ImageConverterTest, AnotherShapeThanTheFieldsIsRefusedNotResized) {
-  EXPECT_THAT(images_->FromFile(FieldOf("mask", "raw:8x8x1"), Png(Ramp(12 * 9), 12, 9, 1),
+  EXPECT_THAT(images_->FromFile(FieldOf("mask", "raw:8x8x1"), EncodePng(Ramp(12 * 9), 12, 9, 1),
                                 &storage_),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("field 'mask': a PNG image of 9x12 (HxW), the field holds 8x8: "
@@ -158,7 +142,7 @@ TEST_F(ImageConverterTest, AnotherShapeThanTheFieldsIsRefusedNotResized) {
 }
 
 TEST_F(ImageConverterTest, DamagedAndForeignFilesNameTheField) {
-  std::vector<uint8_t> png = Png(Ramp(64), 8, 8, 1);
+  std::vector<uint8_t> png = EncodePng(Ramp(64), 8, 8, 1);
   png.resize(png.size() / 2);
   EXPECT_THAT(images_->FromFile(FieldOf("mask", "raw:gray"), png, &storage_),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("field 'mask' @")));

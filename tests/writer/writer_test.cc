@@ -4,7 +4,6 @@
 // sample and the field.
 #include "shardpack/writer.h"
 
-#include <png.h>
 #include <turbojpeg.h>
 
 #include <cstring>
@@ -19,6 +18,7 @@
 #include "shardpack/dataset.h"
 #include "shardpack/records.h"
 #include "tests/testing/jpeg_fixtures.h"
+#include "tests/testing/png_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -398,21 +398,6 @@ TEST_F(WriterTest, ARetriedPartReplacesItsOwnOutputOnly) {
 
 // --- Bad samples -------------------------------------------------------------
 
-std::vector<uint8_t> ColorPng() {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = 6;
-  image.height = 4;
-  image.format = PNG_FORMAT_RGB;
-  const std::vector<uint8_t> pixels(6 * 4 * 3, 80);
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_to_memory(&image, nullptr, &size, 0, pixels.data(), 0, nullptr));
-  std::vector<uint8_t> png(size);
-  EXPECT_TRUE(png_image_write_to_memory(&image, png.data(), &size, 0, pixels.data(), 0, nullptr));
-  png.resize(size);
-  return png;
-}
-
 // Each bad sample is refused naming the sample and the field; nothing of it
 // is written, and the writer goes on.
 TEST_F(WriterTest, EachBadSampleIsRefusedNamingTheSampleAndTheField) {
@@ -461,7 +446,8 @@ TEST_F(WriterTest, EachBadSampleIsRefusedNamingTheSampleAndTheField) {
   // An image the converter refuses: Reject, with its reason.
   s = Sample(1);
   std::vector<uint8_t> storage;
-  const std::vector<uint8_t> png = ColorPng();
+  const std::vector<uint8_t> png =
+      testing::EncodePng(std::vector<uint8_t>(6 * 4 * 3, 80), 6, 4, 3);  // RGB
   absl::StatusOr<FieldValue> mask = images->FromFile(w->fields()[kMask], png, &storage);
   ASSERT_FALSE(mask.ok());
   EXPECT_THAT(w->Reject(s.key, mask.status()),

@@ -94,6 +94,24 @@ absl::StatusOr<writer::PackIdentity> IdentityOf(const WriterOptions& o) {
   return p;
 }
 
+// HDF5's `images` dataset (docs/format.md 14.1) holds one raw shape, so a
+// first image field of a fixed raw shape cannot be absent there.
+absl::Status CheckBackendHolds(const Schema& schema, Backend backend) {
+  if (backend != Backend::kHdf5) return absl::OkStatus();
+  for (const Field& f : FieldsOf(schema)) {
+    if (f.type != FieldType::kImage) continue;
+    const ImageInfo& i = f.image;
+    if (f.optional && i.encoding == Encoding::kRaw && i.height != 0 && i.width != 0 &&
+        i.channels != 0) {
+      return Invalid("format", absl::StrCat(
+          "hdf5 holds the first image field's fixed shape in one dataset, which cannot record "
+          "an absent image: make field '", f.name, "' required, or give it no fixed shape"));
+    }
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 class Writer::Impl {
@@ -203,6 +221,7 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(std::string out,
   SP_RETURN_IF_ERROR(CheckOptions(options));
   while (out.size() > 1 && out.back() == '/') out.pop_back();
   SP_ASSIGN_OR_RETURN(Schema schema, MakeSchema(std::move(fields)));
+  SP_RETURN_IF_ERROR(CheckBackendHolds(schema, options.backend));
   SP_ASSIGN_OR_RETURN(const writer::PackIdentity identity, IdentityOf(options));
   auto impl = std::make_unique<Impl>(std::move(out), std::move(schema), options);
   SP_RETURN_IF_ERROR(impl->Open(identity));

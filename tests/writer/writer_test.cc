@@ -237,6 +237,12 @@ TEST_F(WriterTest, BadOptionsAreRefusedNamingTheOption) {
   o = {};
   o.job = std::string(300, 'j');
   refused(o, "Writer: job must be 1 to 256 bytes of UTF-8");
+  o = {};
+  o.backend = Backend::kHdf5;
+  std::vector<Field> optional_image = {*ParseFieldText("image", "raw:2x2x3?")};
+  EXPECT_THAT(Writer::Create(Out("ds"), optional_image, o),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("make field 'image' required, or give it no fixed shape")));
   std::vector<Field> twice = Fields();
   twice[1].name = "photo";
   EXPECT_THAT(Writer::Create(Out("ds"), twice, {}),

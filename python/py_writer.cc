@@ -6,13 +6,14 @@
 // buffers of this object (UTF-8 text, JSON text); without it, image values
 // are converted to their field's encoding and the record is written, so
 // other Python threads run while a JPEG is decoded or a shard is written.
-// One write at a time: a second thread's write() is refused, not queued.
+// Threads take turns: a write() waits (without the GIL) for another's.
 #include "python/py_writer.h"
 
 #include <pybind11/stl.h>
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -324,13 +325,8 @@ class PyWriter {
         path_(writer_->path()) {}
 
   bool Write(py::handle sample) {
+    const std::unique_lock<std::mutex> turn = Turn();
     Writer& w = Open("write");
-    if (busy_) RaiseError(PyExc_RuntimeError, "write() is already running in another thread");
-    busy_ = true;
-    struct Leave {
-      bool* busy;
-      ~Leave() { *busy = false; }
-    } leave{&busy_};
     if (!PyDict_Check(sample.ptr())) WrongType("sample", "a dict of field name -> value", sample);
     const uint64_t index = w.samples();
     const std::string key = KeyOf(py::reinterpret_borrow<py::dict>(sample), index);
@@ -363,6 +359,7 @@ class PyWriter {
   }
 
   void Close() {
+    const std::unique_lock<std::mutex> turn = Turn();
     Writer& w = Open("close");
     absl::StatusOr<Manifest> manifest;
     {
@@ -376,6 +373,7 @@ class PyWriter {
   }
 
   void Discard() {
+    const std::unique_lock<std::mutex> turn = Turn();
     if (writer_ == nullptr) return;
     records_ = 0;
     skipped_ = writer_->skipped();
@@ -407,6 +405,15 @@ class PyWriter {
     }
     samples_ = writer_->samples();
     return *writer_;
+  }
+
+  // This thread's turn with the writer, waited for without the GIL (the
+  // thread whose turn it is may be waiting for the GIL).
+  std::unique_lock<std::mutex> Turn() {
+    std::unique_lock<std::mutex> turn(mu_, std::defer_lock);
+    py::gil_scoped_release no_gil;
+    turn.lock();
+    return turn;
   }
 
   std::string KeyOf(const py::dict& sample, uint64_t index) const {
@@ -459,7 +466,7 @@ class PyWriter {
   std::unique_ptr<ImageConverter> images_;
   SampleValues sample_;
   std::vector<std::vector<uint8_t>> storage_;  // by field: converted images
-  bool busy_ = false;                          // a write() runs (read with the GIL)
+  std::mutex mu_;                              // one write, close or discard at a time
   // What stays readable once the writer is gone.
   std::vector<Field> fields_;
   std::string path_;
@@ -611,6 +618,7 @@ void RegisterWriter(py::module_& m) {
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
            [](PyWriter& w, py::handle type, py::handle, py::handle) {
+             if (w.closed()) return false;  // closed or discarded in the block
              if (type.is_none()) {
                w.Close();
              } else {

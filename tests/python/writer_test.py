@@ -9,6 +9,7 @@ import os
 import struct
 import subprocess
 import sys
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -184,6 +185,10 @@ class WriterTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.out() + ".partial"))
         with self.assertRaisesRegex(ValueError, r"^write\(\) on a closed Writer"):
             w.write(self.sample(0))
+        with shardpack.Writer(self.out(), SCHEMA, classes=CLASSES) as w:
+            w.write(self.sample(0))
+            w.close()  # closed in the block: the exit leaves it so
+        self.assertEqual(len(shardpack.Dataset(self.out())), 1)
 
     def test_bad_values_name_the_sample_and_the_field(self):
         w = shardpack.Writer(self.out(), SCHEMA, classes=CLASSES)
@@ -299,6 +304,22 @@ class WriterTest(unittest.TestCase):
         shardpack.Writer(self.out(), SCHEMA, shard_max_bytes="1MiB", block_size=65536).close()
         with self.assertRaisesRegex(shardpack.Error, "already exists"):
             shardpack.Writer(self.out(), SCHEMA)
+
+    def test_threads_take_turns(self):
+        schema = {"photo": "raw", "n": "i64[1]"}
+        with shardpack.Writer(self.out(), schema) as w:
+            def work(t):
+                for i in range(25):
+                    w.write({"__key__": f"t{t}-{i}", "photo": pixels(16, 16, seed=i), "n": [i]})
+            threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(w.records, 100)
+        ds = shardpack.Dataset(self.out())
+        keys = sorted(ds[i]["key"] for i in range(len(ds)))
+        self.assertEqual(keys, sorted(f"t{t}-{i}" for t in range(4) for i in range(25)))
 
     def test_parts_merge_into_one_dataset(self):
         with shardpack.Writer(self.out("whole"), SCHEMA, classes=CLASSES) as w:

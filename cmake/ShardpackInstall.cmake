@@ -19,6 +19,9 @@ set(shardpack_libraries shardpack_common shardpack_format shardpack_remote shard
 if(SHARDPACK_HAVE_CUDA)
   list(APPEND shardpack_libraries shardpack_finish_kernel)
 endif()
+# The Writer (shardpack/writer.h): shardpack::writer, in shardpack::shardpack too.
+list(APPEND shardpack_libraries shardpack_writer)
+target_link_libraries(shardpack_all INTERFACE shardpack::writer)
 install(TARGETS ${shardpack_libraries}
         EXPORT shardpackTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

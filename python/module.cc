@@ -21,6 +21,7 @@
 #include "python/contact_sheet.h"
 #include "python/py_dataset.h"
 #include "python/py_reader.h"
+#include "python/py_writer.h"
 #include "reader/option_table.h"
 #include "shardpack/reader.h"
 
@@ -211,6 +212,7 @@ PYBIND11_MODULE(_shardpack, m) {
   m.attr("__version__") = SHARDPACK_VERSION;
   RegisterExceptions(m);
   RegisterDataset(m);
+  RegisterWriter(m);
   BindContactSheet(m);
 
   py::class_<BatchRef, std::shared_ptr<BatchRef>>(

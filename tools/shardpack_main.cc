@@ -26,11 +26,13 @@
 #include "datasets/images.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/manifest.h"
+#include "shardpack/writer.h"
 #include "tools/common/cli.h"
 #include "tools/pack/flag_values.h"
 #include "tools/pack/pack.h"
 #include "tools/pack/path_overlap.h"
 #include "tools/pack/scheduler_part.h"
+#include "writer/compression.h"
 
 namespace shardpack {
 namespace {
@@ -43,7 +45,6 @@ std::vector<std::string> BackendNames() {
 }
 
 constexpr char kTool[] = "shardpack";
-constexpr uint64_t kMaxBlockSize = uint64_t{1} << 30;
 
 // Flags shared by the packing commands, as typed.
 struct CommonFlags {
@@ -102,7 +103,7 @@ void AddCommonFlags(CLI::App* app, CommonFlags* f) {
                   "Pack part I of N (1-based), e.g. 3/8; auto: from the scheduler's variables")
       ->check(pack::CheckPart, "I/N or auto");
   app->add_option("--parts", f->parts, "With --part auto: the number of parts (Kubernetes)")
-      ->transform(cli::WholeNumberIn(1, pack::kMaxParts));
+      ->transform(cli::WholeNumberIn(1, kMaxParts));
 }
 
 datasets::OnError OnErrorOf(const CommonFlags& f) {
@@ -117,7 +118,7 @@ absl::Status ParseShardFlags(const std::string& format, const std::string& block
     return absl::InvalidArgumentError("--block-size must be between 1 byte and 1 GiB");
   }
   w->shard.block_size = static_cast<uint32_t>(block);
-  absl::Status compress = pack::ParseCompress(compress_flag, &w->shard);
+  absl::Status compress = writer::ParseCompress(compress_flag, &w->shard);
   if (!compress.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--compress: ", compress.message()));
   }
@@ -434,8 +435,12 @@ int RunMerge(const MergeCommand& c) {
   auto merged = pack::Merge(c.parts, o);
   if (!merged.ok()) return cli::Fail(kTool, merged.status());
   // The fingerprint is the parts' manifests' text, whatever they hold.
-  cli::PrintLine(stderr, absl::StrCat(c.check ? "checked " : "merged ", merged->parts,
-                                      " parts of one pack (input ", merged->fingerprint, "): ",
+  // A Writer's parts have a job where a pack's have an input.
+  const std::string of =
+      merged->fingerprint.empty() && !merged->job.empty()
+          ? absl::StrCat(" parts of one write (job ", merged->job, "): ")
+          : absl::StrCat(" parts of one pack (input ", merged->fingerprint, "): ");
+  cli::PrintLine(stderr, absl::StrCat(c.check ? "checked " : "merged ", merged->parts, of,
                                       merged->records, " records in ", merged->shards, " shards"));
   return 0;
 }

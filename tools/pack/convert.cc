@@ -12,10 +12,10 @@
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "tools/common/progress_line.h"
-#include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
-#include "tools/pack/pack_identity.h"
 #include "tools/pack/path_overlap.h"
+#include "writer/output_dir.h"
+#include "writer/pack_identity.h"
 
 namespace shardpack::pack {
 
@@ -33,18 +33,18 @@ namespace {
 // The output's identity: o.pack, or that of the one input, or an empty one
 // for many; with each input's recorded in "converted_from". An input whose
 // identity does not parse is refused (PackIdentity::FromJson's error).
-absl::StatusOr<PackIdentity> ConvertedIdentity(const std::vector<std::string>& inputs,
-                                               const std::vector<backends::NamedPath>& in,
-                                               const ConvertOptions& o) {
-  std::vector<ConvertedInput> from;
-  std::optional<PackIdentity> first;
+absl::StatusOr<writer::PackIdentity> ConvertedIdentity(const std::vector<std::string>& inputs,
+                                                       const std::vector<backends::NamedPath>& in,
+                                                       const ConvertOptions& o) {
+  std::vector<writer::ConvertedInput> from;
+  std::optional<writer::PackIdentity> first;
   for (size_t i = 0; i < in.size(); ++i) {
-    SP_ASSIGN_OR_RETURN(PackIdentity pack,
-                        PackIdentity::FromJson(in[i].manifest.pack_json, inputs[i]));
+    SP_ASSIGN_OR_RETURN(writer::PackIdentity pack,
+                        writer::PackIdentity::FromJson(in[i].manifest.pack_json, inputs[i]));
     from.push_back({inputs[i], in[i].manifest.backend, pack.ToJsonValue()});
     if (i == 0) first = std::move(pack);
   }
-  PackIdentity pack = o.pack ? *o.pack : in.size() == 1 ? *first : PackIdentity();
+  writer::PackIdentity pack = o.pack ? *o.pack : in.size() == 1 ? *first : writer::PackIdentity();
   pack.converted_from = std::move(from);
   pack.converted_by = "shardpack " SHARDPACK_VERSION;
   return pack;
@@ -64,11 +64,9 @@ absl::Status CheckViewAlone(const std::vector<std::string>& inputs) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(const ConvertOptions& o,
-                                                                    const std::string& staging,
-                                                                    const Schema& schema,
-                                                                    uint64_t largest,
-                                                                    const PackIdentity& pack) {
+absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(
+    const ConvertOptions& o, const std::string& staging, const Schema& schema, uint64_t largest,
+    const writer::PackIdentity& pack) {
   DatasetWriterOptions w = o.writer;
   w.directory = staging;
   w.schema = schema;
@@ -104,9 +102,9 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
     for (const ShardEntry& s : d.manifest.shards) largest = std::max(largest, s.records);
   }
   // A single input keeps its pack parameters; the conversion is recorded.
-  SP_ASSIGN_OR_RETURN(const PackIdentity pack, ConvertedIdentity(inputs, in, o));
+  SP_ASSIGN_OR_RETURN(const writer::PackIdentity pack, ConvertedIdentity(inputs, in, o));
 
-  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
+  SP_ASSIGN_OR_RETURN(auto out, writer::OutputDir::Create(o.output, o.overwrite));
   SP_ASSIGN_OR_RETURN(auto writer,
                       CreateConvertWriter(o, out->staging(), in[0].manifest.schema, largest, pack));
 

@@ -13,10 +13,10 @@
 #include "common/status_macros.h"
 #include "shardpack/dataset.h"
 #include "tools/common/progress_line.h"
-#include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
-#include "tools/pack/pack_identity.h"
 #include "tools/pack/path_overlap.h"
+#include "writer/output_dir.h"
+#include "writer/pack_identity.h"
 
 namespace shardpack::pack {
 namespace {
@@ -30,24 +30,25 @@ constexpr size_t kMaxRecordedSelection = size_t{1} << 20;
 // The output's identity: o.pack, or that of the view's one dataset, or an
 // empty one for many; each distinct dataset in "converted_from" (once,
 // however many times the view names it), the view in "view".
-absl::StatusOr<PackIdentity> ViewIdentity(const backends::DatasetView& view,
-                                          const ConvertOptions& o) {
-  std::vector<ConvertedInput> from;
-  std::optional<PackIdentity> first;
+absl::StatusOr<writer::PackIdentity> ViewIdentity(const backends::DatasetView& view,
+                                                  const ConvertOptions& o) {
+  std::vector<writer::ConvertedInput> from;
+  std::optional<writer::PackIdentity> first;
   std::set<const backends::NamedPath*> seen;
   for (const auto& d : view.datasets) {
     if (!seen.insert(d.get()).second) continue;
-    SP_ASSIGN_OR_RETURN(PackIdentity pack, PackIdentity::FromJson(d->manifest.pack_json, d->path));
+    SP_ASSIGN_OR_RETURN(writer::PackIdentity pack,
+                        writer::PackIdentity::FromJson(d->manifest.pack_json, d->path));
     from.push_back({d->path, d->manifest.backend, pack.ToJsonValue()});
     if (!first) first = std::move(pack);
   }
-  PackIdentity pack = o.pack ? *o.pack : from.size() == 1 ? *first : PackIdentity();
+  writer::PackIdentity pack = o.pack ? *o.pack : from.size() == 1 ? *first : writer::PackIdentity();
   pack.converted_from = std::move(from);
   pack.converted_by = "shardpack " SHARDPACK_VERSION;
   pack.extra["view"] = {{"path", view.path},
                         {"fingerprint", FormatFingerprint(view.fingerprint)}};
   if (view.canonical.size() <= kMaxRecordedSelection) {
-    pack.extra["view"]["selection"] = PackJson::parse(view.canonical);
+    pack.extra["view"]["selection"] = writer::PackJson::parse(view.canonical);
   }
   return pack;
 }
@@ -85,12 +86,12 @@ absl::StatusOr<Manifest> ConvertView(const std::string& path, const ConvertOptio
   std::vector<InputPath> apart = {{path}};
   for (const auto& d : view.datasets) apart.push_back({d->path});
   SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
-  SP_ASSIGN_OR_RETURN(const PackIdentity pack, ViewIdentity(view, o));
+  SP_ASSIGN_OR_RETURN(const writer::PackIdentity pack, ViewIdentity(view, o));
   uint64_t largest = 0;
   for (const auto& d : view.datasets) {
     for (const ShardEntry& s : d->manifest.shards) largest = std::max(largest, s.records);
   }
-  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
+  SP_ASSIGN_OR_RETURN(auto out, writer::OutputDir::Create(o.output, o.overwrite));
   SP_ASSIGN_OR_RETURN(auto writer,
                       CreateConvertWriter(o, out->staging(), view.schema, largest, pack));
   cli::ProgressLine progress("convert", 0, view.records, "records", !o.quiet,

@@ -14,8 +14,8 @@
 #include "backends/open_path.h"
 #include "datasets/source.h"
 #include "shardpack/dataset.h"
-#include "tools/pack/pack_identity.h"
 #include "tools/pack/part_order.h"
+#include "writer/pack_identity.h"
 
 namespace shardpack::pack {
 
@@ -83,11 +83,13 @@ struct MergeResult {
   size_t parts = 0;
   uint64_t records = 0;
   size_t shards = 0;
-  std::string fingerprint;  // the parts' input fingerprint
+  std::string fingerprint;  // the parts' input fingerprint ("" for a Writer's parts)
+  std::string job;          // a Writer's parts' job ("" for a pack's parts)
   Manifest manifest;        // the merged dataset's (not with check_only)
 };
 
-// Makes one dataset of the parts 1..N of one pack, given in any order.
+// Makes one dataset of the parts 1..N of one pack (or of one Writer job,
+// shardpack/writer.h), given in any order.
 // Before anything is written, every part is checked (ReadPart, CheckParts:
 // part_check.h): a missing, duplicated or foreign part, other input, seed,
 // option or N is a FailedPreconditionError naming the part and what differs.
@@ -115,7 +117,7 @@ struct ConvertOptions {
   DatasetWriterOptions writer;
   // The output's identity, to which "converted_from" and "converted_by"
   // are added; nullopt: that of the one input, or an empty one for many.
-  std::optional<PackIdentity> pack;
+  std::optional<writer::PackIdentity> pack;
 };
 
 // Converts `inputs` (datasets, in order) into one dataset of o.backend:
@@ -131,11 +133,9 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
 // compression, o.backend, `schema`, `pack`; no manifest (the output folder
 // publishes it), no shard larger than `largest` records, a shard closed by
 // FinishShard at each input shard's end.
-absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(const ConvertOptions& o,
-                                                                    const std::string& staging,
-                                                                    const Schema& schema,
-                                                                    uint64_t largest,
-                                                                    const PackIdentity& pack);
+absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(
+    const ConvertOptions& o, const std::string& staging, const Schema& schema, uint64_t largest,
+    const writer::PackIdentity& pack);
 
 // A view file materialized as a dataset of o.backend: the records it
 // selects, in view order, labels as the view gives them, the view's

@@ -1,10 +1,11 @@
 // The identity of a pack: the manifest's "pack" object (docs/format.md 12.1)
-// as the packer's tools write, read and compare it. `pack` writes one,
-// `merge` checks that its parts carry one identity but for "part" and
-// records itself in "merged", `convert` carries its input's and records
-// itself in "converted_from"/"converted_by", and the output folder tells a
-// retry of the same pack by it (output_dir.h). This file is the only place
-// that knows the keys.
+// as the packer's tools and the Writer write, read and compare it. `pack`
+// and the Writer (shardpack/writer.h) write one, `merge` checks that its
+// parts carry one identity but for "part" and records itself in "merged",
+// `convert` carries its input's and records itself in
+// "converted_from"/"converted_by", and the output folder tells a retry of
+// the same pack by it (output_dir.h). This file is the only place that knows
+// the keys.
 //
 // The format lets "pack" be any object (DatasetWriterOptions::pack_json is
 // free-form), so every key is optional here; but the keys below are
@@ -21,17 +22,19 @@
 //   format             "shard" | "lmdb" | "hdf5"
 //   compression        string ("none", "zstd:<level>")
 //   on_error           "skip" | "fail"
+//   job                string       a Writer part's job (WriterOptions::job)
+//   metadata           object       a Writer's user metadata
 //   merged             {tool, count, parts: [{index, path, records, shards}]}
 //   converted_from     [{path, backend, pack (any object, as it was)}]
 //   converted_by       string
 // Decided: the objects above (part, input, order, merged and its parts,
-// converted_from's entries) are closed, a key they do not have is damage;
+// converted_from's entries; not metadata, the user's) are closed, a key they do not have is damage;
 // the "pack" object itself is open, its other keys (a newer shardpack's, a
 // library user's) are kept in order, written back and compared like the
 // rest. Numbers must be JSON integers in range: 9.0, -1 and 2^64 (which
 // JSON parsers read as a float) are refused.
-#ifndef SHARDPACK_TOOLS_PACK_PACK_IDENTITY_H_
-#define SHARDPACK_TOOLS_PACK_PACK_IDENTITY_H_
+#ifndef SHARDPACK_WRITER_PACK_IDENTITY_H_
+#define SHARDPACK_WRITER_PACK_IDENTITY_H_
 
 #include <cstdint>
 #include <optional>
@@ -40,12 +43,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "datasets/source.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/manifest.h"
-#include "tools/pack/part_order.h"
+#include "shardpack/writer.h"
 
-namespace shardpack::pack {
+namespace shardpack::writer {
 
 using PackJson = nlohmann::ordered_json;
 
@@ -62,6 +64,14 @@ struct PackInput {
   uint64_t bytes = 0;       // bytes of the input files
   std::string fingerprint;  // Source::input_fingerprint(): "crc32c:<8 hex>"
   bool operator==(const PackInput&) const = default;
+};
+
+// The shape of the pack order (tools/pack/part_order.h, OrderShape), as
+// recorded.
+struct PackOrder {
+  uint64_t chunk_items = 0;
+  uint64_t window_chunks = 0;
+  bool operator==(const PackOrder&) const = default;
 };
 
 // One part of a merged dataset, as merge records it.
@@ -95,13 +105,15 @@ struct PackIdentity {
   std::optional<PackPart> part;           // absent in a merged dataset
   std::optional<std::string> legacy_part;  // "I/N": "part" before merge checked parts
   std::optional<PackInput> input;
-  std::optional<OrderShape> order;         // absent: an order without a shape (older)
+  std::optional<PackOrder> order;          // absent: an order without a shape (older)
   std::optional<uint64_t> shard_max_bytes;
   std::optional<uint64_t> shard_max_records;
   std::optional<Backend> format;
   std::optional<uint64_t> block_size;      // .shard only
   std::optional<std::string> compression;  // .shard only
-  std::optional<datasets::OnError> on_error;
+  std::optional<OnError> on_error;
+  std::optional<std::string> job;          // a Writer part's
+  std::optional<PackJson> metadata;        // a Writer's, an object
   PackJson extra = PackJson::object();     // every other key, in order
   std::optional<MergeRecord> merged;
   std::optional<std::vector<ConvertedInput>> converted_from;
@@ -115,7 +127,7 @@ struct PackIdentity {
   static absl::StatusOr<PackIdentity> FromJson(std::string_view text, std::string_view where);
 
   // The object, keys in the order of the table above (other keys after
-  // on_error), compact; bytes that are not UTF-8 become U+FFFD. Never throws.
+  // metadata), compact; bytes that are not UTF-8 become U+FFFD. Never throws.
   std::string ToJson() const;
   PackJson ToJsonValue() const;
 
@@ -146,6 +158,6 @@ std::optional<PackDifference> FirstDifference(const PackIdentity& a, const PackI
 
 bool operator==(const PackIdentity& a, const PackIdentity& b);
 
-}  // namespace shardpack::pack
+}  // namespace shardpack::writer
 
-#endif  // SHARDPACK_TOOLS_PACK_PACK_IDENTITY_H_
+#endif  // SHARDPACK_WRITER_PACK_IDENTITY_H_

@@ -1,7 +1,7 @@
-// The output folder's deletion-safety rules (tools/pack/output_dir.h),
+// The output folder's deletion-safety rules (writer/output_dir.h),
 // called directly: what it refuses to replace or clear, what it takes over,
 // and that a refusal leaves every file where it was.
-#include "tools/pack/output_dir.h"
+#include "writer/output_dir.h"
 
 #include <filesystem>
 #include <fstream>
@@ -16,7 +16,7 @@
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
-namespace shardpack::pack {
+namespace shardpack::writer {
 namespace {
 
 namespace fs = std::filesystem;
@@ -229,4 +229,4 @@ TEST_F(OutputDirTest, AnInterruptedPublishIsReplacedByAnyPack) {
 }
 
 }  // namespace
-}  // namespace shardpack::pack
+}  // namespace shardpack::writer

@@ -1,4 +1,4 @@
-#include "tools/pack/output_dir.h"
+#include "writer/output_dir.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,7 +22,7 @@
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 
-namespace shardpack::pack {
+namespace shardpack::writer {
 namespace {
 
 namespace fs = std::filesystem;
@@ -460,4 +460,4 @@ absl::StatusOr<std::string> OutputDir::MoveIntoPlace(bool replace) {
   return old;
 }
 
-}  // namespace shardpack::pack
+}  // namespace shardpack::writer

@@ -1,7 +1,7 @@
-// The pack identity (tools/pack/pack_identity.h): what a manifest's "pack"
+// The pack identity (writer/pack_identity.h): what a manifest's "pack"
 // object holds, round trip, comparison, and the damage a hostile manifest
 // or staging marker may carry, each refused naming where and the key.
-#include "tools/pack/pack_identity.h"
+#include "writer/pack_identity.h"
 
 #include <filesystem>
 #include <fstream>
@@ -15,9 +15,8 @@
 #include "shardpack/dataset.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
-#include "tools/pack/pack.h"
 
-namespace shardpack::pack {
+namespace shardpack::writer {
 namespace {
 
 using ::testing::HasSubstr;
@@ -32,13 +31,13 @@ PackIdentity Full() {
   p.seed = UINT64_MAX;
   p.part = PackPart{2, 3};
   p.input = PackInput{30, 92190, "crc32c:0123abcd"};
-  p.order = OrderShape{512, 128};
+  p.order = PackOrder{512, 128};
   p.shard_max_bytes = 268435456;
   p.shard_max_records = 0;
   p.format = Backend::kShard;
   p.block_size = 4194304;
   p.compression = "zstd:3";
-  p.on_error = datasets::OnError::kFail;
+  p.on_error = OnError::kFail;
   p.extra = PackJson::parse(R"({"newer":{"a":1},"x\u0000y":2})");
   p.converted_from = {{"ds", Backend::kLmdb, PackJson::parse(R"({"seed":1})")}};
   p.converted_by = "shardpack 0.1.0";
@@ -64,7 +63,7 @@ TEST(PackIdentityTest, RoundTripKeepsEveryFieldAndTheOrderOfKeys) {
   EXPECT_EQ(back.seed, UINT64_MAX);
   EXPECT_EQ(back.part, (PackPart{2, 3}));
   EXPECT_EQ(back.format, Backend::kShard);
-  EXPECT_EQ(back.on_error, datasets::OnError::kFail);
+  EXPECT_EQ(back.on_error, OnError::kFail);
   ASSERT_TRUE(back.converted_from.has_value());
   EXPECT_EQ(back.converted_from->at(0).backend, Backend::kLmdb);
 }
@@ -212,6 +211,29 @@ TEST(PackIdentityTest, ComparisonNamesTheFirstFieldThatDiffers) {
   EXPECT_EQ(d->first, "3");
 }
 
+// What a Writer adds: its job (compared as parts are) and its user's
+// metadata, an object kept as it is.
+TEST(PackIdentityTest, AWritersJobAndMetadataRoundTripAndCompare) {
+  const std::string text =
+      R"({"tool":"shardpack 0.1.0","part":{"index":1,"count":2},"format":"shard",)"
+      R"("on_error":"fail","job":"run-1","metadata":{"license":"cc-by","n":[1,2]}})";
+  SP_ASSERT_OK_AND_ASSIGN(PackIdentity p, PackIdentity::FromJson(text, "ds"));
+  EXPECT_EQ(p.job, "run-1");
+  EXPECT_EQ(p.metadata, PackJson::parse(R"({"license":"cc-by","n":[1,2]})"));
+  EXPECT_TRUE(p.extra.empty());
+  EXPECT_EQ(p.ToJson(), text);
+  PackIdentity q = p;
+  q.part = PackPart{2, 2};
+  EXPECT_EQ(FirstDifference(q, p, PackComparison::kAsParts), std::nullopt);
+  q.job = "run-2";
+  EXPECT_EQ(FirstDifference(q, p, PackComparison::kAsParts)->field, "job");
+  EXPECT_THAT(PackIdentity::FromJson(R"({"metadata":[1]})", "ds"),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("ds: pack.metadata [1] is not an object")));
+  EXPECT_THAT(PackIdentity::FromJson(R"({"job":7})", "ds"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("ds: pack.job 7 is not a string")));
+}
+
 // Parts of one pack: equal but for "part", what convert added and where
 // the source was mounted; anything else still differs.
 TEST(PackIdentityTest, PartsCompareWithoutPartConversionAndSourcePaths) {
@@ -233,40 +255,5 @@ TEST(PackIdentityTest, PartsCompareWithoutPartConversionAndSourcePaths) {
   EXPECT_EQ(whole.seed, a.seed);
 }
 
-// A dataset of no records whose "pack" is `pack_json`, at `dir`.
-void WriteEmptyDataset(const std::string& dir, const std::string& pack_json) {
-  std::filesystem::create_directories(dir);
-  DatasetWriterOptions o;
-  o.directory = dir;
-  o.schema.image = {Encoding::kRaw, Layout::kHWC, 2, 2, 1};
-  o.pack_json = pack_json;
-  auto writer = DatasetWriter::Create(o);
-  ASSERT_TRUE(writer.ok()) << writer.status();
-  ASSERT_TRUE((*writer)->Finish().ok());
-}
-
-// convert carries its input's identity, foreign keys included, and refuses
-// an input whose identity is damaged before it writes anything.
-TEST(PackIdentityTest, ConvertKeepsForeignKeysAndRefusesADamagedPack) {
-  testing::TempDir dir;
-  WriteEmptyDataset(dir.Join("mine"), R"({"test":true,"seed":3})");
-  ConvertOptions o;
-  o.output = dir.Join("out");
-  o.quiet = true;
-  SP_ASSERT_OK_AND_ASSIGN(Manifest m, Convert({dir.Join("mine")}, o));
-  SP_ASSERT_OK_AND_ASSIGN(PackIdentity p, PackIdentity::FromJson(m.pack_json, "out"));
-  EXPECT_EQ(p.seed, 3u);
-  EXPECT_EQ(p.extra, PackJson::parse(R"({"test":true})"));
-  ASSERT_TRUE(p.converted_from.has_value());
-  EXPECT_EQ(p.converted_from->at(0).pack, PackJson::parse(R"({"seed":3,"test":true})"));
-  WriteEmptyDataset(dir.Join("bad"), R"({"seed":"seven"})");
-  o.output = dir.Join("out2");
-  EXPECT_THAT(Convert({dir.Join("bad")}, o),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr(dir.Join("bad") + ": pack.seed \"seven\" is not an unsigned")));
-  EXPECT_FALSE(std::filesystem::exists(dir.Join("out2")));
-  EXPECT_FALSE(std::filesystem::exists(dir.Join("out2.partial")));
-}
-
 }  // namespace
-}  // namespace shardpack::pack
+}  // namespace shardpack::writer

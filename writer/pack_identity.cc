@@ -1,4 +1,4 @@
-#include "tools/pack/pack_identity.h"
+#include "writer/pack_identity.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -9,9 +9,8 @@
 #include "common/status_macros.h"
 #include "format/json_text.h"
 #include "shardpack/manifest.h"
-#include "tools/pack/scheduler_part.h"
 
-namespace shardpack::pack {
+namespace shardpack::writer {
 namespace {
 
 using Json = PackJson;
@@ -136,7 +135,7 @@ absl::Status ReadInput(const Json& v, std::string_view where, PackIdentity* p) {
 absl::Status ReadOrder(const Json& v, std::string_view where, PackIdentity* p) {
   const Closed order(v, where, "order");
   SP_RETURN_IF_ERROR(order.Check({"chunk_items", "window_chunks"}));
-  OrderShape shape;
+  PackOrder shape;
   SP_ASSIGN_OR_RETURN(shape.chunk_items,
                       Unsigned(order["chunk_items"], where, order.Name("chunk_items")));
   SP_ASSIGN_OR_RETURN(shape.window_chunks,
@@ -200,10 +199,9 @@ absl::StatusOr<bool> Bool(const Json& v, std::string_view where, std::string_vie
   return v.get<bool>();
 }
 
-absl::StatusOr<datasets::OnError> OnErrorOf(const Json& v, std::string_view where,
-                                            std::string_view field) {
-  if (v == "skip") return datasets::OnError::kSkip;
-  if (v == "fail") return datasets::OnError::kFail;
+absl::StatusOr<OnError> OnErrorOf(const Json& v, std::string_view where, std::string_view field) {
+  if (v == "skip") return OnError::kSkip;
+  if (v == "fail") return OnError::kFail;
   return Bad(where, field, v, "is not \"skip\" or \"fail\"");
 }
 
@@ -237,6 +235,11 @@ absl::StatusOr<bool> ReadKnown(const std::string& key, const Json& v, std::strin
     s = Scalar(v, where, key, &p->compression, String);
   } else if (key == "on_error") {
     s = Scalar(v, where, key, &p->on_error, OnErrorOf);
+  } else if (key == "job") {
+    s = Scalar(v, where, key, &p->job, String);
+  } else if (key == "metadata") {
+    if (!v.is_object()) return Bad(where, key, v, "is not an object");
+    p->metadata = v;
   } else if (key == "merged") {
     s = ReadMerged(v, where, p);
   } else if (key == "converted_from") {
@@ -313,7 +316,9 @@ PackJson PackIdentity::ToJsonValue() const {
   if (format) j["format"] = std::string(BackendName(*format));
   if (block_size) j["block_size"] = *block_size;
   if (compression) j["compression"] = *compression;
-  if (on_error) j["on_error"] = *on_error == datasets::OnError::kSkip ? "skip" : "fail";
+  if (on_error) j["on_error"] = *on_error == OnError::kSkip ? "skip" : "fail";
+  if (job) j["job"] = *job;
+  if (metadata) j["metadata"] = *metadata;
   for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
   if (merged) {
     Json parts = Json::array();
@@ -358,4 +363,4 @@ bool operator==(const PackIdentity& a, const PackIdentity& b) {
   return !FirstDifference(a, b).has_value();
 }
 
-}  // namespace shardpack::pack
+}  // namespace shardpack::writer

@@ -1,6 +1,6 @@
-// The life of an output dataset directory OUT: built in the staging
-// directory "OUT.partial", renamed into place when complete, manifest
-// written last.
+// The life of an output dataset directory OUT (of `shardpack pack`, merge
+// and convert, and of a Writer): built in the staging directory
+// "OUT.partial", renamed into place when complete, manifest written last.
 //
 // Nothing shardpack did not write is ever deleted:
 // - The staging directory belongs to one process. It is created with a
@@ -25,8 +25,8 @@
 //   with the same identity (a retried array task) may replace, without
 //   `overwrite`, a dataset of ours that records that identity: in its
 //   manifest, or in its marker when its publish was cut short.
-#ifndef SHARDPACK_TOOLS_PACK_OUTPUT_DIR_H_
-#define SHARDPACK_TOOLS_PACK_OUTPUT_DIR_H_
+#ifndef SHARDPACK_WRITER_OUTPUT_DIR_H_
+#define SHARDPACK_WRITER_OUTPUT_DIR_H_
 
 #include <memory>
 #include <string>
@@ -35,9 +35,9 @@
 #include "absl/status/statusor.h"
 #include "common/unique_fd.h"
 #include "shardpack/manifest.h"
-#include "tools/pack/pack_identity.h"
+#include "writer/pack_identity.h"
 
-namespace shardpack::pack {
+namespace shardpack::writer {
 
 // The marker file in a staging directory (and in a dataset whose publish
 // was interrupted before its manifest was written).
@@ -106,6 +106,6 @@ class OutputDir {
   bool published_ = false;
 };
 
-}  // namespace shardpack::pack
+}  // namespace shardpack::writer
 
-#endif  // SHARDPACK_TOOLS_PACK_OUTPUT_DIR_H_
+#endif  // SHARDPACK_WRITER_OUTPUT_DIR_H_

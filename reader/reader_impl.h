@@ -98,9 +98,10 @@ class Reader::Impl {
   absl::Status HostOptions(ReaderOptions* host);
   // Opens the dataset, or the mixture's sources, and what plans them:
   // dataset_, planner_, schema_, sources_, fingerprint_ (reader_open.cc).
-  // Opens the dataset (OpenDatasetOrMixture) through storage_, made from the
-  // options' cache for a dataset in an object store.
-  absl::Status OpenDataset();
+  // Opens the dataset or the mixture's sources (OpenDatasetOrMixture)
+  // through storage_, made from the options' cache for a dataset in an
+  // object store.
+  absl::Status OpenSources();
   absl::Status OpenDatasetOrMixture();
   // What the reader reads, for messages: the path, or the mixture.
   std::string Describe() const;

@@ -74,7 +74,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   SP_RETURN_IF_ERROR(HostOptions(&host));
   dtype_ = BatchDType(host, engine_ != nullptr);
   plan_ = PlanOptionsOf(options_);
-  SP_RETURN_IF_ERROR(OpenDataset());
+  SP_RETURN_IF_ERROR(OpenSources());
   SP_ASSIGN_OR_RETURN(reader::SampleTransform t,
                       reader::SampleTransform::Make(host, dataset_.source->image()));
   transform_ = std::make_unique<reader::SampleTransform>(std::move(t));
@@ -111,7 +111,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   return absl::OkStatus();
 }
 
-absl::Status Reader::Impl::OpenDataset() {
+absl::Status Reader::Impl::OpenSources() {
   // The cache a dataset in an object store is read through: the options',
   // else the environment's (read when a URL is opened).
   SP_ASSIGN_OR_RETURN(storage_, remote::Storage::Make(options_.cache_dir, options_.cache_bytes));

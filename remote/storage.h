@@ -47,7 +47,7 @@ class Storage {
 
   // The dataset at `url` (its prefix, or its manifest.json): its manifest
   // fetched, or the one this Storage opened before with the same prefix.
-  absl::StatusOr<std::shared_ptr<RemoteDataset>> OpenDataset(std::string_view url);
+  absl::StatusOr<std::shared_ptr<RemoteDataset>> OpenRemoteDataset(std::string_view url);
 
   // `path` as a file: a local path through OpenPosixFile (OpenMappedFile
   // when `mmap`); a URL through the dataset of this Storage it belongs to

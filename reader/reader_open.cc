@@ -6,10 +6,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
-#include "backends/view.h"
-#include "common/errors.h"
+#include "dataset/view.h"
 #include "reader/epoch_share.h"
 #include "reader/reader_impl.h"
 #include "reader/reader_mix.h"
@@ -121,7 +121,7 @@ absl::Status Reader::Impl::OpenSources() {
 absl::Status Reader::Impl::OpenDatasetOrMixture() {
   ReaderOptions mixed = options_;
   if (options_.sources.empty()) {
-    SP_ASSIGN_OR_RETURN(const bool view, backends::IsViewFile(options_.path));
+    SP_ASSIGN_OR_RETURN(const bool view, dataset::IsViewFile(options_.path));
     // A view is read as a mixture of one source, drawn whole each epoch.
     if (view) mixed.sources = {{std::exchange(mixed.path, ""), 0, 1.0, 0}};
   }

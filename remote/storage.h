@@ -11,6 +11,9 @@
 // datasets. (The cache's byte budget is shared by every BlockCache of one
 // folder in the process: remote/block_cache.h says why.)
 //
+// It is the format::FileSystem (format/file_system.h) the shard gate and the
+// record scan (backends/) read a URL through, without knowing object stores.
+//
 // Thread-safe. Datasets opened here stay open while the Storage lives.
 #ifndef SHARDPACK_REMOTE_STORAGE_H_
 #define SHARDPACK_REMOTE_STORAGE_H_
@@ -26,13 +29,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "format/file_system.h"
 #include "remote/block_cache.h"
 #include "remote/remote_dataset.h"
 #include "shardpack/file.h"
 
 namespace shardpack::remote {
 
-class Storage {
+class Storage final : public format::FileSystem {
  public:
   // `dir` (when not empty) and `bytes` (when >= 0) in place of the
   // environment's: what ReaderOptions' and RecordReaderOptions' cache_dir
@@ -53,14 +57,14 @@ class Storage {
   // when `mmap`); a URL through the dataset of this Storage it belongs to
   // (NotFoundError naming the URL when none is open).
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenFile(const std::string& path,
-                                                             bool mmap = false);
+                                                             bool mmap = false) override;
   // Several at once: one round of requests for the shards of each dataset
   // (RemoteDataset::OpenFiles); local paths one by one.
   absl::StatusOr<std::vector<std::unique_ptr<RandomAccessFile>>> OpenFiles(
       std::span<const std::string> paths);
   // `path` itself when it is not a URL; else the whole local copy of that
   // object (RemoteDataset::LocalCopy), for liblmdb and libhdf5.
-  absl::StatusOr<std::string> LocalPath(const std::string& path);
+  absl::StatusOr<std::string> LocalPath(const std::string& path) override;
 
   // The cache options URLs are read with (resolved on first use).
   absl::StatusOr<CacheOptions> cache_options();

@@ -1,4 +1,4 @@
-#include "backends/open_path.h"
+#include "dataset/open_path.h"
 
 #include <algorithm>
 #include <array>
@@ -15,7 +15,7 @@
 #include "format/shard_layout.h"
 #include "shardpack/dataset.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 namespace {
 
 namespace fs = std::filesystem;
@@ -80,9 +80,8 @@ absl::StatusOr<NamedPath> OpenLoneFile(const std::string& path, FileMagic magic)
       return named;
     case FileMagic::kLmdb:
     case FileMagic::kHdf5: {
-      SP_ASSIGN_OR_RETURN(
-          LoneShard lone,
-          OpenLoneShard(path, magic == FileMagic::kLmdb ? Backend::kLmdb : Backend::kHdf5));
+      const Backend backend = magic == FileMagic::kLmdb ? Backend::kLmdb : Backend::kHdf5;
+      SP_ASSIGN_OR_RETURN(backends::LoneShard lone, backends::OpenLoneShard(path, backend));
       named.manifest = std::move(lone.manifest);
       named.lone_entry = std::move(lone.entry);
       return named;
@@ -167,4 +166,4 @@ absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path,
   return named;
 }
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset

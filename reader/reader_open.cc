@@ -13,6 +13,7 @@
 #include "reader/epoch_share.h"
 #include "reader/reader_impl.h"
 #include "reader/reader_mix.h"
+#include "reader/storage_handle.h"
 #include "remote/storage.h"
 
 namespace shardpack {
@@ -112,9 +113,11 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
 }
 
 absl::Status Reader::Impl::OpenSources() {
-  // The cache a dataset in an object store is read through: the options',
-  // else the environment's (read when a URL is opened).
-  SP_ASSIGN_OR_RETURN(storage_, remote::Storage::Make(options_.cache_dir, options_.cache_bytes));
+  // What a dataset in an object store is read through: the Storage the
+  // options share, else one of the reader's own from their cache (else the
+  // environment's, read when a URL is opened).
+  SP_ASSIGN_OR_RETURN(storage_, reader::ResolveStorage(options_.storage, options_.cache_dir,
+                                                       options_.cache_bytes));
   return OpenDatasetOrMixture();
 }
 

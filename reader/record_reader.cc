@@ -15,6 +15,7 @@
 #include "format/record_table.h"
 #include "reader/options.h"
 #include "reader/record_parts.h"
+#include "reader/storage_handle.h"
 #include "remote/storage.h"
 #include "shardpack/records.h"
 
@@ -149,8 +150,9 @@ absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
   SP_RETURN_IF_ERROR(reader::CheckPathOption("path", path));
   SP_RETURN_IF_ERROR(reader::CheckPathOption("cache_dir", options.cache_dir));
   auto impl = std::make_unique<Impl>();
-  SP_ASSIGN_OR_RETURN(std::shared_ptr<remote::Storage> storage,
-                      remote::Storage::Make(options.cache_dir, options.cache_bytes));
+  SP_ASSIGN_OR_RETURN(
+      std::shared_ptr<remote::Storage> storage,
+      reader::ResolveStorage(options.storage, options.cache_dir, options.cache_bytes));
   impl->storage = storage;
   SP_ASSIGN_OR_RETURN(impl->view, dataset::OpenView(path, std::move(storage)));
   impl->path = path;

@@ -3,9 +3,11 @@
 //
 // A Storage is made once from the cache options a reader, a record reader
 // or a tool was given (cache_dir, cache_bytes, else the environment's
-// SHARDPACK_CACHE_*) and handed down to everything that opens a shard: a
-// local path is the posix or mapped file; a URL is an object of a dataset
-// this Storage opened (remote/remote_dataset.h), read through its cache.
+// SHARDPACK_CACHE_*), or is the one inside the public handle that readers
+// share (shardpack/storage.h, reader/storage_handle.h), and is handed down
+// to everything that opens a shard: a local path is the posix or mapped
+// file; a URL is an object of a dataset this Storage opened
+// (remote/remote_dataset.h), read through its cache.
 // Two Storages with two caches never read through each other's, whatever
 // thread opens a file: there is no ambient state, no process-wide list of
 // datasets. (The cache's byte budget is shared by every BlockCache of one

@@ -64,6 +64,9 @@ auto NoArguments(const char* name, Result (PyReader::*method)() const) {
 }
 
 // The Python Reader's keywords, in the table's order (reader/option_table.h).
+// Rows without one are C++ only: a mixture's sources come as a list `path`,
+// and ReaderOptions::storage (a Storage shared by readers) has no keyword,
+// each shardpack.Reader making its own from cache_dir and cache_bytes.
 std::vector<std::string> ReaderKeywords() {
   std::vector<std::string> names;
   for (const reader::OptionSpec& s : reader::kOptionTable) {

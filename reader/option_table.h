@@ -109,6 +109,10 @@ inline constexpr OptionSpec kOptionTable[] = {
      "a dataset in an object store: its local cache's folder"},
     {"cache_bytes", "cache_bytes", "--cache-bytes", OptionType::kUint64, "", "`None`", 0, 0, {},
      "", "a dataset in an object store: the cache's budget"},
+    // C++ only: no Python keyword (a shardpack.Reader makes its own from
+    // cache_dir and cache_bytes), no shardbench flag.
+    {"storage", "", "", OptionType::kOther, "null", "", 0, 0, {}, "",
+     "a Storage shared with other readers"},
     {"sources", "", "--source", OptionType::kOther, "empty", "", 0, 0, {}, "",
      "a mixture's datasets"},
     {"keys", "", "", OptionType::kBool, "false", "", 0, 0, {}, "",

@@ -6,15 +6,16 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "backends/open_path.h"
-#include "backends/record_meta.h"
-#include "backends/view.h"
 #include "codec/interleave.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "dataset/open_path.h"
+#include "dataset/record_meta.h"
+#include "dataset/view.h"
 #include "format/record_table.h"
 #include "reader/options.h"
 #include "reader/record_parts.h"
+#include "reader/storage_handle.h"
 #include "remote/storage.h"
 #include "shardpack/records.h"
 
@@ -44,10 +45,10 @@ struct RecordReader::Impl {
   // A view: its selection and label map (view.datasets emptied); the
   // selection's rank per 64-bit word (rank[w]: records selected in words
   // before w), so that view record i is found in O(log n).
-  backends::DatasetView view;
+  dataset::DatasetView view;
   std::vector<uint64_t> rank;
 
-  absl::Status OpenParts(const backends::NamedPath& named, const RecordReaderOptions& options);
+  absl::Status OpenParts(const dataset::NamedPath& named, const RecordReaderOptions& options);
   absl::Status Decode(RecordBuffer* out) const;
   uint64_t size() const { return view.selected.empty() ? starts.back() : view.records; }
   // The concatenation's index of view record i (i itself with no selection).
@@ -72,7 +73,7 @@ namespace {
 
 }  // namespace
 
-absl::Status RecordReader::Impl::OpenParts(const backends::NamedPath& named,
+absl::Status RecordReader::Impl::OpenParts(const dataset::NamedPath& named,
                                            const RecordReaderOptions& options) {
   Impl* impl = this;
   if (starts.empty()) starts.push_back(0);
@@ -80,7 +81,7 @@ absl::Status RecordReader::Impl::OpenParts(const backends::NamedPath& named,
   dataset_paths.push_back(named.path);
   tables.emplace_back();
   if (named.has_manifest() && named.manifest.record_table.has_value()) {
-    SP_ASSIGN_OR_RETURN(tables.back(), backends::LoadRecordTable(named));
+    SP_ASSIGN_OR_RETURN(tables.back(), dataset::LoadRecordTable(named));
   }
   for (size_t k = 0; k < named.shard_paths.size(); ++k) {
     std::optional<uint64_t> records;
@@ -149,12 +150,13 @@ absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
   SP_RETURN_IF_ERROR(reader::CheckPathOption("path", path));
   SP_RETURN_IF_ERROR(reader::CheckPathOption("cache_dir", options.cache_dir));
   auto impl = std::make_unique<Impl>();
-  SP_ASSIGN_OR_RETURN(std::shared_ptr<remote::Storage> storage,
-                      remote::Storage::Make(options.cache_dir, options.cache_bytes));
+  SP_ASSIGN_OR_RETURN(
+      std::shared_ptr<remote::Storage> storage,
+      reader::ResolveStorage(options.storage, options.cache_dir, options.cache_bytes));
   impl->storage = storage;
-  SP_ASSIGN_OR_RETURN(impl->view, backends::OpenView(path, std::move(storage)));
+  SP_ASSIGN_OR_RETURN(impl->view, dataset::OpenView(path, std::move(storage)));
   impl->path = path;
-  const backends::NamedPath& first = *impl->view.datasets[0];
+  const dataset::NamedPath& first = *impl->view.datasets[0];
   impl->schema = impl->view.is_view ? impl->view.schema
                  : first.schema_known() ? first.manifest.schema
                                         : Schema{};

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
+#include "shardpack/storage.h"
 
 namespace shardpack {
 
@@ -45,6 +46,11 @@ struct RecordReaderOptions {
   // defaults). A record read remotely fetches its whole block (checked).
   std::string cache_dir;
   int64_t cache_bytes = -1;
+  // A Storage shared with other record readers and readers, as
+  // ReaderOptions::storage: then cache_dir and cache_bytes must be left at
+  // their defaults (an InvalidArgumentError naming both otherwise). Null
+  // (the default): one of its own from cache_dir and cache_bytes.
+  std::shared_ptr<Storage> storage;
 };
 
 // A decoded image: HWC pixels, 1 (gray) or 3 (RGB) channels.

@@ -60,7 +60,7 @@ std::string ViewLine(const ViewRecordPlace& p, const Record& r, bool json) {
                       "\t", p.dataset, "\t", p.record, "\n");
 }
 
-absl::Status LsView(const LsOptions& options, backends::DatasetView view) {
+absl::Status LsView(const LsOptions& options, dataset::DatasetView view) {
   if (options.shard) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--shard: ", options.path, " is a view, whose records are numbered in the view "
@@ -83,7 +83,7 @@ absl::Status LsView(const LsOptions& options, backends::DatasetView view) {
 }  // namespace
 
 absl::Status RunLs(const LsOptions& options) {
-  SP_ASSIGN_OR_RETURN(std::optional<backends::DatasetView> view, OpenIfView(options.path));
+  SP_ASSIGN_OR_RETURN(std::optional<dataset::DatasetView> view, OpenIfView(options.path));
   if (view) return LsView(options, std::move(*view));
   SP_ASSIGN_OR_RETURN(OpenedDataset ds,
                       OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kRequireAll));

@@ -17,7 +17,7 @@ namespace shardpack::dump {
 
 // VerifyShard over the mapped file (each record checked against `schema`
 // when given, in the same pass), plus the index's record count. A URL is read
-// through `storage` (a dataset's, backends::NamedPath::storage).
+// through `storage` (a dataset's, dataset::NamedPath::storage).
 ShardCheck CheckShardFile(const std::string& path, const Schema* schema,
                           remote::Storage* storage);
 

@@ -145,7 +145,7 @@ absl::Status WriteSheet(const ShowOptions& options, const codec::ContactSheet& s
   return absl::OkStatus();
 }
 
-absl::Status ShowView(const ShowOptions& options, backends::DatasetView view) {
+absl::Status ShowView(const ShowOptions& options, dataset::DatasetView view) {
   SP_ASSIGN_OR_RETURN(OpenedView opened, OpenedView::Open(std::move(view)));
   SP_ASSIGN_OR_RETURN(std::vector<uint64_t> indexes, SelectIndexes(options, opened.records()));
   SP_ASSIGN_OR_RETURN(codec::ContactSheet sheet,
@@ -161,7 +161,7 @@ absl::Status RunShow(const ShowOptions& options) {
   SP_RETURN_IF_ERROR(cli::CheckLocalPath("-o", options.output, cli::LocalPath::kOutput));
   SP_RETURN_IF_ERROR(codec::CheckSheetPath(options.output));
   SP_RETURN_IF_ERROR(cli::CheckOutputFile(options.output, options.overwrite));
-  SP_ASSIGN_OR_RETURN(std::optional<backends::DatasetView> view, OpenIfView(options.path));
+  SP_ASSIGN_OR_RETURN(std::optional<dataset::DatasetView> view, OpenIfView(options.path));
   if (view) return ShowView(options, std::move(*view));
   SP_ASSIGN_OR_RETURN(OpenedDataset ds,
                       OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kRequireAll));

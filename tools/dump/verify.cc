@@ -14,11 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "backends/record_meta.h"
-#include "backends/view.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "common/threads.h"
+#include "dataset/record_meta.h"
+#include "dataset/view.h"
 #include "format/record_table.h"
 #include "tools/common/cli.h"
 #include "tools/common/escape.h"
@@ -229,7 +229,7 @@ void CheckRecordTable(const OpenedDataset& ds, std::vector<Problem>* problems) {
     p.message = std::string(s.message());
     problems->push_back(std::move(p));
   };
-  absl::StatusOr<format::RecordTable> table = backends::LoadRecordTable(ds.named());
+  absl::StatusOr<format::RecordTable> table = dataset::LoadRecordTable(ds.named());
   if (!table.ok()) return fail(table.status());
   std::vector<Problem> found;
   for (size_t k = 0; k < ds.num_shards(); ++k) {
@@ -367,7 +367,7 @@ absl::StatusOr<VerifyResult> VerifyDataset(const VerifyOptions& options) {
 }
 
 absl::Status RunVerify(const VerifyOptions& options) {
-  absl::StatusOr<bool> is_view = backends::IsViewFile(options.path);
+  absl::StatusOr<bool> is_view = dataset::IsViewFile(options.path);
   if (is_view.ok() && *is_view) return VerifyView(options);
   SP_ASSIGN_OR_RETURN(VerifyResult result, VerifyDataset(options));
   SP_RETURN_IF_ERROR(

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backends/open_path.h"
+#include "dataset/open_path.h"
 #include "datasets/source.h"
 #include "shardpack/dataset.h"
 #include "tools/pack/part_order.h"
@@ -103,9 +103,9 @@ absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& parts, const M
 
 // A dataset directory (manifest.json), or one LMDB or HDF5 shard file whose
 // manifest is made up from its metadata (a plain h5py images/labels file
-// included), as backends::OpenNamedPath resolves it; a lone `.shard` file,
+// included), as dataset::OpenNamedPath resolves it; a lone `.shard` file,
 // which has no schema, is refused. Errors name the path.
-absl::StatusOr<backends::NamedPath> OpenInputDataset(const std::string& path);
+absl::StatusOr<dataset::NamedPath> OpenInputDataset(const std::string& path);
 
 struct ConvertOptions {
   std::string output;
@@ -125,7 +125,7 @@ struct ConvertOptions {
 // and (for one input) its pack parameters plus a "converted_from" entry.
 // An output that is an input, holds one or lies inside one is refused
 // (InvalidArgumentError naming both) before anything is written.
-// An input that is a view file (backends/view.h) must be the only one; it
+// An input that is a view file (dataset/view.h) must be the only one; it
 // is materialized by ConvertView.
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o);
 

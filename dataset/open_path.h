@@ -21,8 +21,8 @@
 // directory without manifest.json (NotFoundError), a directory holding an
 // LMDB environment but no manifest (UnimplementedError). Symlinks are
 // followed.
-#ifndef SHARDPACK_BACKENDS_OPEN_PATH_H_
-#define SHARDPACK_BACKENDS_OPEN_PATH_H_
+#ifndef SHARDPACK_DATASET_OPEN_PATH_H_
+#define SHARDPACK_DATASET_OPEN_PATH_H_
 
 #include <cstddef>
 #include <optional>
@@ -33,7 +33,7 @@
 #include "remote/storage.h"
 #include "shardpack/manifest.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 
 enum class PathKind {
   kDataset,    // a dataset directory, or its manifest.json
@@ -90,6 +90,6 @@ absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path,
 enum class FileMagic { kEmpty, kShard, kLmdb, kHdf5, kUnknown };
 absl::StatusOr<FileMagic> SniffFile(const std::string& path);
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset
 
-#endif  // SHARDPACK_BACKENDS_OPEN_PATH_H_
+#endif  // SHARDPACK_DATASET_OPEN_PATH_H_

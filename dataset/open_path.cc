@@ -1,4 +1,4 @@
-#include "backends/open_path.h"
+#include "dataset/open_path.h"
 
 #include <algorithm>
 #include <array>
@@ -15,7 +15,7 @@
 #include "format/shard_layout.h"
 #include "shardpack/dataset.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 namespace {
 
 namespace fs = std::filesystem;
@@ -41,7 +41,8 @@ std::string ParentOf(const std::string& path) {
   return dir.empty() ? "." : dir;
 }
 
-absl::StatusOr<NamedPath> OpenDataset(const std::string& path, const std::string& directory) {
+absl::StatusOr<NamedPath> OpenDatasetDirectory(const std::string& path,
+                                               const std::string& directory) {
   NamedPath named;
   named.path = path;
   named.kind = PathKind::kDataset;
@@ -79,9 +80,8 @@ absl::StatusOr<NamedPath> OpenLoneFile(const std::string& path, FileMagic magic)
       return named;
     case FileMagic::kLmdb:
     case FileMagic::kHdf5: {
-      SP_ASSIGN_OR_RETURN(
-          LoneShard lone,
-          OpenLoneShard(path, magic == FileMagic::kLmdb ? Backend::kLmdb : Backend::kHdf5));
+      const Backend backend = magic == FileMagic::kLmdb ? Backend::kLmdb : Backend::kHdf5;
+      SP_ASSIGN_OR_RETURN(backends::LoneShard lone, backends::OpenLoneShard(path, backend));
       named.manifest = std::move(lone.manifest);
       named.lone_entry = std::move(lone.entry);
       return named;
@@ -122,10 +122,11 @@ absl::StatusOr<FileMagic> SniffFile(const std::string& path) {
 namespace {
 
 // A dataset in an object store: its manifest fetched, its shards URLs.
-absl::StatusOr<NamedPath> OpenRemoteDataset(const std::string& url, remote::Storage& storage) {
+absl::StatusOr<NamedPath> OpenDatasetUrl(const std::string& url, remote::Storage& storage) {
   NamedPath named;
   named.path = url;
-  SP_ASSIGN_OR_RETURN(std::shared_ptr<remote::RemoteDataset> remote, storage.OpenDataset(url));
+  SP_ASSIGN_OR_RETURN(std::shared_ptr<remote::RemoteDataset> remote,
+                      storage.OpenRemoteDataset(url));
   named.directory = remote->url();
   named.directory.pop_back();  // the trailing '/'
   named.manifest = remote->manifest();
@@ -142,11 +143,13 @@ absl::StatusOr<NamedPath> OpenLocalPath(const std::string& path) {
     return absl::NotFoundError(
         absl::StrCat(common::RedactUrl(path), ": no such file or directory"));
   }
-  if (fs::is_directory(status)) return OpenDataset(path, path);
+  if (fs::is_directory(status)) return OpenDatasetDirectory(path, path);
   // Anything else goes through the checked opener, which names a FIFO, a
   // device or an unreadable file for what it is, without blocking on it.
   SP_ASSIGN_OR_RETURN(FileMagic magic, SniffFile(path));
-  if (fs::path(path).filename() == kManifestFileName) return OpenDataset(path, ParentOf(path));
+  if (fs::path(path).filename() == kManifestFileName) {
+    return OpenDatasetDirectory(path, ParentOf(path));
+  }
   return OpenLoneFile(path, magic);
 }
 
@@ -158,9 +161,9 @@ absl::StatusOr<NamedPath> OpenNamedPath(const std::string& path,
     SP_ASSIGN_OR_RETURN(storage, remote::Storage::Make());
   }
   absl::StatusOr<NamedPath> named =
-      remote::IsUrl(path) ? OpenRemoteDataset(path, *storage) : OpenLocalPath(path);
+      remote::IsUrl(path) ? OpenDatasetUrl(path, *storage) : OpenLocalPath(path);
   if (named.ok()) named->storage = std::move(storage);
   return named;
 }
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset

@@ -1,4 +1,4 @@
-#include "backends/view_spec.h"
+#include "dataset/view_spec.h"
 
 #include <cmath>
 #include <initializer_list>
@@ -7,13 +7,13 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backends/view.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "dataset/view.h"
 #include "format/json_text.h"
 #include "nlohmann/json.hpp"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -299,4 +299,4 @@ bool GlobMatch(std::string_view glob, std::string_view key) {
   return g == glob.size();
 }
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset

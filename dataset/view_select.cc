@@ -1,4 +1,4 @@
-#include "backends/view_select.h"
+#include "dataset/view_select.h"
 
 #include <algorithm>
 #include <bit>
@@ -6,12 +6,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "backends/record_meta.h"
 #include "common/errors.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
+#include "dataset/record_meta.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 namespace {
 
 using common::Excerpt;
@@ -269,4 +269,4 @@ absl::Status ApplySelection(const ResolvedSelection& s, DatasetView* view) {
   return absl::OkStatus();
 }
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset

@@ -1,7 +1,7 @@
 // OpenView: a view file's datasets opened and concatenated, its selection
-// resolved against their schema into one bitmap (backends/view_select.cc
+// resolved against their schema into one bitmap (dataset/view_select.cc
 // applies the steps), its canonical text and fingerprint.
-#include "backends/view.h"
+#include "dataset/view.h"
 
 #include <algorithm>
 #include <bit>
@@ -11,18 +11,18 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "backends/view_select.h"
-#include "backends/view_spec.h"
 #include "common/check.h"
 #include "common/errors.h"
 #include "common/posix_io.h"
 #include "common/redact.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
+#include "dataset/view_select.h"
+#include "dataset/view_spec.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 namespace {
 
 namespace fs = std::filesystem;
@@ -361,4 +361,4 @@ uint64_t ViewRecordBase(const DatasetView& view, uint64_t i) {
   return base;
 }
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset

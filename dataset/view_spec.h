@@ -1,8 +1,8 @@
 // A view file's text, parsed and checked field by field, before any dataset
-// is opened (backends/view.h has the format; OpenView resolves the names
+// is opened (dataset/view.h has the format; OpenView resolves the names
 // and indices against the datasets).
-#ifndef SHARDPACK_BACKENDS_VIEW_SPEC_H_
-#define SHARDPACK_BACKENDS_VIEW_SPEC_H_
+#ifndef SHARDPACK_DATASET_VIEW_SPEC_H_
+#define SHARDPACK_DATASET_VIEW_SPEC_H_
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 
 // Bounds on a view file (docs/reliability.md, "Bounded JSON"), checked
 // before what is past them is parsed or kept: its bytes, the entries of
@@ -72,6 +72,6 @@ absl::StatusOr<ViewSpec> ParseViewSpec(std::string_view text, const std::string&
 // other byte itself (no classes, no escapes). O(key * glob) at worst.
 bool GlobMatch(std::string_view glob, std::string_view key);
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset
 
-#endif  // SHARDPACK_BACKENDS_VIEW_SPEC_H_
+#endif  // SHARDPACK_DATASET_VIEW_SPEC_H_

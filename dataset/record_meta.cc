@@ -1,4 +1,4 @@
-#include "backends/record_meta.h"
+#include "dataset/record_meta.h"
 
 #include <memory>
 
@@ -9,7 +9,7 @@
 #include "common/status_macros.h"
 #include "format/record_table.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 
 namespace {
 
@@ -51,9 +51,10 @@ absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys,
   uint64_t first = 0;
   for (size_t k = 0; k < dataset.shard_paths.size(); ++k) {
     const std::string& path = dataset.shard_paths[k];
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardScanner> scanner,
-                        OpenShardScanner(path, dataset.backend(), dataset.ExpectedEntry(k), {},
-                                         dataset.storage.get()));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> scanner,
+                        backends::OpenShardScanner(path, dataset.backend(),
+                                                   dataset.ExpectedEntry(k), {},
+                                                   dataset.storage.get()));
     if (k < dataset.manifest.shards.size()) {
       SP_RETURN_IF_ERROR(
           common::CheckManifestRecords(path, scanner->size(), dataset.manifest.shards[k].records));
@@ -70,4 +71,4 @@ absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys,
   return absl::OkStatus();
 }
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset

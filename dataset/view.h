@@ -22,12 +22,12 @@
 //
 // OpenView reads the view file and the datasets' manifests; classes and
 // where need each record's labels (and keys for a key condition), which
-// ForEachRecordMeta (backends/record_meta.h) reads in one pass; indices and
+// ForEachRecordMeta (dataset/record_meta.h) reads in one pass; indices and
 // split read nothing. OpenView shares nothing between calls (any thread may
 // call it); a DatasetView is a plain value that owns all it holds, safe to
 // read from many threads at once.
-#ifndef SHARDPACK_BACKENDS_VIEW_H_
-#define SHARDPACK_BACKENDS_VIEW_H_
+#ifndef SHARDPACK_DATASET_VIEW_H_
+#define SHARDPACK_DATASET_VIEW_H_
 
 #include <cstdint>
 #include <memory>
@@ -37,10 +37,10 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "backends/open_path.h"
+#include "dataset/open_path.h"
 #include "shardpack/manifest.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 
 // The format version this build reads and writes ("shardpack_view": 1).
 inline constexpr int kViewVersion = 1;
@@ -124,6 +124,6 @@ absl::Status ForEachViewRecord(const DatasetView& view, uint64_t begin, uint64_t
 // i < view.records.
 uint64_t ViewRecordBase(const DatasetView& view, uint64_t i);
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset
 
-#endif  // SHARDPACK_BACKENDS_VIEW_H_
+#endif  // SHARDPACK_DATASET_VIEW_H_

@@ -1,23 +1,23 @@
 // Each record's labels and key, without its image: what a view's class and
-// where conditions select on (backends/view.h).
+// where conditions select on (dataset/view.h).
 //
 // From the dataset's record table (records.idx, docs/format.md section 16)
 // when its manifest lists one: no record is read. Otherwise one scan
 // through the record scan (backends/record_scan.h), a shard at a time
 // (datasets packed before manifest 1.1; `shardpack index` adds the table).
-#ifndef SHARDPACK_BACKENDS_RECORD_META_H_
-#define SHARDPACK_BACKENDS_RECORD_META_H_
+#ifndef SHARDPACK_DATASET_RECORD_META_H_
+#define SHARDPACK_DATASET_RECORD_META_H_
 
 #include <cstdint>
 #include <string_view>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "backends/open_path.h"
+#include "dataset/open_path.h"
 #include "format/record_table.h"
 #include "shardpack/record.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 
 // Told each record's index in its dataset, its labels and its key (empty
 // unless keys were asked for). The views are valid for the call only. A
@@ -37,6 +37,6 @@ absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys, RecordM
 // remote dataset's is fetched whole and checked), as RecordTable::Load says.
 absl::StatusOr<format::RecordTable> LoadRecordTable(const NamedPath& dataset);
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset
 
-#endif  // SHARDPACK_BACKENDS_RECORD_META_H_
+#endif  // SHARDPACK_DATASET_RECORD_META_H_

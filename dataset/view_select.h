@@ -1,7 +1,7 @@
-// The steps of a view's selection (backends/view.h), resolved against the
+// The steps of a view's selection (dataset/view.h), resolved against the
 // datasets' schema and applied to a bitmap of the concatenation's records.
-#ifndef SHARDPACK_BACKENDS_VIEW_SELECT_H_
-#define SHARDPACK_BACKENDS_VIEW_SELECT_H_
+#ifndef SHARDPACK_DATASET_VIEW_SELECT_H_
+#define SHARDPACK_DATASET_VIEW_SELECT_H_
 
 #include <bit>
 #include <cstdint>
@@ -12,11 +12,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "backends/view.h"
-#include "backends/view_spec.h"
+#include "dataset/view.h"
+#include "dataset/view_spec.h"
 #include "shardpack/manifest.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 
 // Calls fn(r) for each set bit r of `bits`, in order. fn may clear bits
 // (each word is read before its bits are visited).
@@ -59,6 +59,6 @@ absl::StatusOr<ResolvedSelection> ResolveSelection(const ViewSpec& spec, const S
 // set.
 absl::Status ApplySelection(const ResolvedSelection& sel, DatasetView* view);
 
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset
 
-#endif  // SHARDPACK_BACKENDS_VIEW_SELECT_H_
+#endif  // SHARDPACK_DATASET_VIEW_SELECT_H_

@@ -1,6 +1,6 @@
-// Views (backends/view.h): the selection steps, the concatenation, the
+// Views (dataset/view.h): the selection steps, the concatenation, the
 // canonical text and fingerprint, and every bad view file.
-#include "backends/view.h"
+#include "dataset/view.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,17 +12,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backends/record_meta.h"
-#include "backends/view_spec.h"
 #include "common/rng.h"
+#include "dataset/record_meta.h"
+#include "dataset/view_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/dataset.h"
-#include "tests/backends/view_fixtures.h"
+#include "tests/dataset/view_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
-namespace shardpack::backends {
+namespace shardpack::dataset {
 namespace {
 
 using ::shardpack::testing::StatusIs;
@@ -549,4 +549,4 @@ TEST_F(ViewTest, TheRecordTableAndAScanSelectAlike) {
 }
 
 }  // namespace
-}  // namespace shardpack::backends
+}  // namespace shardpack::dataset

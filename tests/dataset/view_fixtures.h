@@ -1,7 +1,7 @@
 // Datasets for the view tests: tiny raw images, one label field whose
 // classes are named like ImageNet's WordNet ids, keys "<class>/<index>.png".
-#ifndef SHARDPACK_TESTS_BACKENDS_VIEW_FIXTURES_H_
-#define SHARDPACK_TESTS_BACKENDS_VIEW_FIXTURES_H_
+#ifndef SHARDPACK_TESTS_DATASET_VIEW_FIXTURES_H_
+#define SHARDPACK_TESTS_DATASET_VIEW_FIXTURES_H_
 
 #include <cstdio>
 #include <filesystem>
@@ -60,4 +60,4 @@ inline void WriteText(const std::string& path, const std::string& text) {
 
 }  // namespace shardpack::testing
 
-#endif  // SHARDPACK_TESTS_BACKENDS_VIEW_FIXTURES_H_
+#endif  // SHARDPACK_TESTS_DATASET_VIEW_FIXTURES_H_

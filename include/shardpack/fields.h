@@ -119,8 +119,10 @@ absl::StatusOr<Schema> MakeSchema(std::vector<Field> fields);
 // image field "image" followed by its label fields.
 std::vector<Field> FieldsOf(const Schema& schema);
 
-// Field values <-> records of a schema. Not thread-safe; each thread has its
-// own. Reuses its buffers: no allocation per record once warm.
+// Field values <-> records of a schema. Build is not thread-safe (each
+// thread has its own, which reuses its buffers: no allocation per record
+// once warm); Decode and CheckValues change nothing and may be called from
+// any number of threads at once.
 class RecordFields {
  public:
   explicit RecordFields(const Schema& schema);

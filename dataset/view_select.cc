@@ -219,6 +219,17 @@ absl::Status SelectByMeta(const ResolvedSelection& s, const std::vector<int64_t>
   return absl::OkStatus();
 }
 
+// A schema with fields declares its label fields twice (shardpack/fields.h):
+// the relabelled one keeps the view's classes in `fields` too.
+void RelabelDeclaredField(int label_field, Schema* schema) {
+  int k = 0;
+  for (Field& f : schema->fields) {
+    if (f.type == FieldType::kLabel && k++ == label_field) {
+      f.classes = schema->labels[static_cast<size_t>(label_field)].classes;
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<ResolvedSelection> ResolveSelection(const ViewSpec& spec, const Schema& schema,
@@ -265,6 +276,7 @@ absl::Status ApplySelection(const ResolvedSelection& s, DatasetView* view) {
     for (int64_t old : s.class_labels) names.push_back(view->schema.labels[s.class_field].classes[old]);
     view->schema.labels[s.class_field].classes = std::move(names);
     view->label_map[s.class_field] = std::move(class_map);
+    RelabelDeclaredField(s.class_field, &view->schema);
   }
   return absl::OkStatus();
 }

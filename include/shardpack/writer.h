@@ -173,25 +173,15 @@ class Writer {
   std::unique_ptr<Impl> impl_;
 };
 
-// A field from its type as text, the form of shardpack.Writer's schema:
-//   "jpeg"                       image, JPEG
-//   "raw", "raw:HxWxC",          raw image (uint8 HWC): any shape, a fixed one,
-//   "raw:gray", "raw:rgb"        or 1 / 3 channels of any height and width
-//   "label"                      integer label (class names: Field::classes)
-//   "string", "bytes", "json"    UTF-8 text, opaque bytes, JSON text
-//   "DTYPE[D0,D1,...]"           array: DTYPE u8 i32 i64 f16 f32 f64; D0 a
-//                                whole number or n (the first dimension
-//                                varies), the others whole numbers >= 1
-// with a trailing "?" for an optional field ("f32[n,4]?"). Spaces are
-// allowed around dimensions. InvalidArgumentError "field 'NAME': ..."
-// naming the forms otherwise. `name` is not checked here (MakeSchema does).
+// A field named `name` from its type as text, the form of shardpack.Writer's
+// schema: ParseFieldTypeText's grammar (shardpack/fields.h: "jpeg",
+// "raw:gray", "raw:32x32x3", "label", "string", "bytes", "json", "f32[n,4]",
+// a trailing "?" for an optional field). InvalidArgumentError "field 'NAME':
+// type 'TEXT' is not one of ..." naming the forms otherwise. `name` is not
+// checked here (MakeSchema does).
 absl::StatusOr<Field> ParseFieldText(std::string_view name, std::string_view text);
 
-// The text form of `field`'s type, as ParseFieldText takes it ("f32[n,4]?",
-// "raw:32x32x3"). Fields the text cannot say (a CHW raw image, a raw image
-// with a fixed height but not width, channels other than 1 and 3 without a
-// fixed shape, a JPEG field with a shape) are written as the nearest form
-// followed by " (...)" describing the rest.
+// The text form of `field`'s type: FieldTypeText.
 std::string FieldText(const Field& field);
 
 struct ImageConverterOptions {

@@ -65,13 +65,13 @@ TEST(FieldTextTest, TextRoundTrips) {
   chw.name = "x";
   chw.type = FieldType::kImage;
   chw.image = {Encoding::kRaw, Layout::kCHW, 32, 32, 3};
-  EXPECT_EQ(FieldText(chw), "raw:32x32x3 (chw)");
+  EXPECT_EQ(FieldText(chw), "raw/chw:32x32x3");
   chw.image = {Encoding::kRaw, Layout::kHWC, 0, 0, 4};
-  EXPECT_EQ(FieldText(chw), "raw (0x0x4)");
+  EXPECT_EQ(FieldText(chw), "raw:0x0x4");
 }
 
 TEST(FieldTextTest, AnotherFormIsRefusedNamingTheFieldAndTheForms) {
-  for (const char* text : {"", "png", "raw:", "raw:32x32", "raw:0x32x3", "raw:32x32x256",
+  for (const char* text : {"", "png", "raw:", "raw:32x32", "raw:32x32x256",
                            "raw:grey", "f32", "f32[]", "f32[n", "f32[4,n]", "f32[-1]",
                            "f128[4]", "i32[n,]", "label??", "?", "Label", "f32[0x10]"}) {
     EXPECT_THAT(ParseFieldText("boxes", text),

@@ -66,7 +66,7 @@ absl::Status OpenedView::ScanDataset(size_t d, uint64_t begin, uint64_t end, uin
           if (!view_.Selected(first + record)) return absl::OkStatus();
           Record mapped = r;
           mapped.labels = view_.MapLabels(r.labels);
-          return visit(ViewRecordPlace{(*index)++, d, record, k, at}, mapped);
+          return visit(ViewRecordPlace{(*index)++, d, record, k, at, r.labels}, mapped);
         }));
   }
   return absl::OkStatus();

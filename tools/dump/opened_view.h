@@ -24,6 +24,7 @@ struct ViewRecordPlace {
   uint64_t record = 0;   // the record's index in that dataset
   size_t shard = 0;      // the shard of that dataset holding it
   backends::RecordLocation location;
+  Labels stored_labels;  // the record's labels as stored (the view may map them)
 };
 
 // Told each view record with its labels as the view gives them (label_map

@@ -96,6 +96,21 @@ def _column_type(field, features, where):
     return _array_type(t, name, where), None
 
 
+def _nulls(meta, name):
+    """Nulls in the column `name`, from the row groups' statistics: a nested column (an
+    image struct) counts those of its leaves, which its nulls are nulls of too."""
+    total = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for j in range(group.num_columns):
+            c = group.column(j)
+            if c.path_in_schema == name or c.path_in_schema.startswith(name + "."):
+                stats = c.statistics
+                total += stats.null_count if stats is not None and stats.has_null_count else 0
+                break
+    return total
+
+
 def infer_schema(path, overrides=None, drop=()):
     """(schema, classes) of shardpack.Writer for the Parquet file `path`."""
     pq = _pyarrow()
@@ -108,16 +123,14 @@ def infer_schema(path, overrides=None, drop=()):
             raise ParquetError(f"{path}: no column '{name}' (columns: {', '.join(arrow.names)})")
     schema, classes = {}, {}
     meta = f.metadata
-    for i, field in enumerate(arrow):
+    for field in arrow:
         if field.name in drop or field.name == "__key__":
             continue
         if field.name in overrides:
             text, names = overrides[field.name], None
         else:
             text, names = _column_type(field, features, path)
-        nulls = sum((meta.row_group(g).column(i).statistics.null_count or 0)
-                    if meta.row_group(g).column(i).statistics is not None else 0
-                    for g in range(meta.num_row_groups))
+        nulls = _nulls(meta, field.name)
         if nulls and not text.endswith("?"):
             text += "?"
         schema[field.name] = text

@@ -50,7 +50,7 @@ class WebDatasetTest(unittest.TestCase):
         src = os.path.join(cls.tmp.path, "src")
         subprocess.run([os.environ["MAKE_DEMO_DATA"], src, "--images-per-class", "3",
                         "--classes", "4"], check=True, capture_output=True)
-        cls.jpegs = sorted(glob.glob(os.path.join(src, "**", "*.jpg"), recursive=True))
+        cls.jpegs = sorted(glob.glob(os.path.join(src, "**", "*.JPEG"), recursive=True))
         assert len(cls.jpegs) == 12, cls.jpegs
         cls.samples = []
         for i, path in enumerate(cls.jpegs):
@@ -85,8 +85,8 @@ class WebDatasetTest(unittest.TestCase):
             "--field", "txt=caption", "--overwrite", "-q")
         ds = shardpack.Dataset(out)
         self.assertEqual(len(ds), 12)
-        self.assertEqual([f.split(":")[0] for f in ds.fields],
-                         ["jpg", "caption", "cls", "boxes.npy", "json"])
+        self.assertEqual(ds.fields, {"jpg": "jpeg", "caption": "string", "cls": "label",
+                                     "boxes.npy": "f32[n,4]", "json": "json?"})
         for i, s in enumerate(self.samples):
             r = ds[i]
             self.assertEqual(r["__key__"], s["key"])
@@ -95,7 +95,6 @@ class WebDatasetTest(unittest.TestCase):
             self.assertEqual(r["cls"], s["cls"])
             np.testing.assert_array_equal(r["boxes.npy"], s["boxes"])
             self.assertEqual(r["json"], s["json"])
-        self.assertEqual(run("verify", out).returncode if False else 0, 0)
 
     def test_a_caption_that_is_not_utf8_names_the_sample_and_field(self):
         bad = os.path.join(self.tmp.path, "bad.tar")
@@ -142,7 +141,7 @@ class CocoTest(unittest.TestCase):
                        check=True, capture_output=True)
         cls.images = os.path.join(src, "images")
         files = sorted(os.path.relpath(p, cls.images)
-                       for p in glob.glob(os.path.join(cls.images, "**", "*.jpg"), recursive=True))
+                       for p in glob.glob(os.path.join(cls.images, "**", "*.JPEG"), recursive=True))
         cls.coco = {
             "images": [{"id": 100 + i, "file_name": f, "width": 64, "height": 48}
                        for i, f in enumerate(files)],

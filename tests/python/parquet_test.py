@@ -87,7 +87,7 @@ class ParquetTest(unittest.TestCase):
 
     def test_an_unsupported_column_is_named(self):
         bad = os.path.join(self.tmp.path, "bad.parquet")
-        pq.write_table(pa.table({"m": pa.array([{"k": 1}], pa.map_(pa.string(), pa.int64()))}),
+        pq.write_table(pa.table({"m": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64()))}),
                        bad)
         with self.assertRaises(parquet.ParquetError) as e:
             parquet.infer_schema(bad)

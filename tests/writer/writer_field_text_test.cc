@@ -14,7 +14,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::StatusIs;
 
-TEST(FieldTextTest, EachFormGivesItsField) {
+TEST(WriterFieldTextTest, EachFormGivesItsField) {
   SP_ASSERT_OK_AND_ASSIGN(Field jpeg, ParseFieldText("photo", "jpeg"));
   EXPECT_EQ(jpeg.name, "photo");
   EXPECT_EQ(jpeg.type, FieldType::kImage);
@@ -54,7 +54,7 @@ TEST(FieldTextTest, EachFormGivesItsField) {
   EXPECT_EQ(grid.shape, (std::vector<uint64_t>{2, 3}));
 }
 
-TEST(FieldTextTest, TextRoundTrips) {
+TEST(WriterFieldTextTest, TextRoundTrips) {
   for (const char* text : {"jpeg", "raw", "raw:gray", "raw:rgb?", "raw:32x32x3", "label",
                            "string?", "bytes", "json", "f32[n,4]", "i32[n]?", "f16[768]",
                            "u8[2,3]", "i64[n,2,2]", "f64[1]"}) {
@@ -70,7 +70,7 @@ TEST(FieldTextTest, TextRoundTrips) {
   EXPECT_EQ(FieldText(chw), "raw:0x0x4");
 }
 
-TEST(FieldTextTest, AnotherFormIsRefusedNamingTheFieldAndTheForms) {
+TEST(WriterFieldTextTest, AnotherFormIsRefusedNamingTheFieldAndTheForms) {
   for (const char* text : {"", "png", "raw:", "raw:32x32", "raw:32x32x256",
                            "raw:grey", "f32", "f32[]", "f32[n", "f32[4,n]", "f32[-1]",
                            "f128[4]", "i32[n,]", "label??", "?", "Label", "f32[0x10]"}) {
@@ -84,7 +84,7 @@ TEST(FieldTextTest, AnotherFormIsRefusedNamingTheFieldAndTheForms) {
 
 // What the text says, MakeSchema still checks: a dimension of 0 past the
 // first, a value over 4 GiB.
-TEST(FieldTextTest, ShapesAreCheckedByTheSchema) {
+TEST(WriterFieldTextTest, ShapesAreCheckedByTheSchema) {
   SP_ASSERT_OK_AND_ASSIGN(Field f, ParseFieldText("big", "f64[1000000000]"));
   EXPECT_THAT(MakeSchema({f}), StatusIs(absl::StatusCode::kInvalidArgument,
                                          HasSubstr("field 'big': a value of over 4 GiB")));

@@ -46,9 +46,10 @@ bool FixedShape(const ImageInfo& i) { return i.height != 0 && i.width != 0 && i.
 
 // "" when `image` may be a value of a field declared `want`; else what
 // disagrees.
-std::string ImageDisagrees(const ImageInfo& image, const ImageInfo& want) {
+std::string ImageDisagrees(const ImageInfo& image, const ImageInfo& want,
+                           std::string_view in = "a field") {
   if (image.encoding != want.encoding) {
-    return absl::StrCat("a ", AsAbsl(EncodingName(image.encoding)), " image in a field of ",
+    return absl::StrCat("a ", AsAbsl(EncodingName(image.encoding)), " image in ", AsAbsl(in), " of ",
                         AsAbsl(EncodingName(want.encoding)), " images");
   }
   if (image.encoding != Encoding::kRaw) return "";
@@ -304,7 +305,7 @@ absl::Status Invalid(std::string_view field, std::string_view what) {
 // The classic record check (manifests 1.0 and 1.1): the image against the
 // schema's, one label per label field, each within its classes.
 absl::Status CheckClassic(const Record& record, const Schema& schema) {
-  if (std::string bad = ImageDisagrees(record.image, schema.image); !bad.empty()) {
+  if (std::string bad = ImageDisagrees(record.image, schema.image, "a dataset"); !bad.empty()) {
     return absl::DataLossError(absl::StrCat("disagrees with the schema: ", bad));
   }
   const size_t count = schema.labels.size();

@@ -218,11 +218,11 @@ absl::Status CheckShape(const std::string& path, int slot, hid_t type,
   return absl::OkStatus();
 }
 
-// Opens dataset `slot` if the file has it, after checking that everything
-// read from it comes from this file and that its extent is backed by it.
-// Lock held.
-absl::StatusOr<bool> OpenDataset(const std::string& path, hid_t file, uint64_t file_bytes, int slot,
-                                 Hid* out, std::vector<hsize_t>* dims) {
+// Opens the HDF5 dataset object (a member of the file) `slot` if the file
+// has it, after checking that everything read from it comes from this file
+// and that its extent is backed by it. Lock held.
+absl::StatusOr<bool> OpenHdf5Member(const std::string& path, hid_t file, uint64_t file_bytes,
+                                    int slot, Hid* out, std::vector<hsize_t>* dims) {
   const char* name = SlotName(slot);
   htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
   if (exists < 0) return backends::Hdf5Error(path, absl::StrCat("looking up '", name, "'"));
@@ -359,7 +359,7 @@ absl::Status Hdf5ShardReader::Load() {
 
 absl::StatusOr<bool> Hdf5ShardReader::OpenSlot(int slot) {
   Files& f = *files_;
-  return OpenDataset(path_, f.file.get(), file_bytes_, slot, &f.datasets[slot], &f.dims[slot]);
+  return OpenHdf5Member(path_, f.file.get(), file_bytes_, slot, &f.datasets[slot], &f.dims[slot]);
 }
 
 // Our shard: the metadata's schema says which layout, and every dataset of

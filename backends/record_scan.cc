@@ -10,6 +10,7 @@
 #include "backends/shard_gate.h"
 #include "common/check.h"
 #include "common/errors.h"
+#include "common/posix_io.h"
 #include "common/status_macros.h"
 #include "shardpack/shard.h"
 
@@ -283,10 +284,10 @@ std::string RecordLocation::Text() const {
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenShardBytes(const std::string& path,
-                                                                 remote::Storage* storage) {
-  if (remote::IsUrl(path)) {
-    if (storage == nullptr) return LocalPathOf(path, nullptr).status();
-    return storage->OpenFile(path);
+                                                                 format::FileSystem* files) {
+  if (common::IsUrlPath(path)) {
+    if (files == nullptr) return LocalPathOf(path, nullptr).status();
+    return files->OpenFile(path, /*mmap=*/false);
   }
   auto mapped = OpenMappedFile(path);
   if (mapped.ok() || absl::IsNotFound(mapped.status()) ||
@@ -298,15 +299,15 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenShardBytes(const std::stri
 
 absl::StatusOr<std::unique_ptr<ShardScanner>> ShardScanner::Open(const std::string& path,
                                                                  Backend backend,
-                                                                 remote::Storage* storage) {
+                                                                 format::FileSystem* files) {
   if (backend == Backend::kShard) {
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenShardBytes(path, storage));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenShardBytes(path, files));
     SP_ASSIGN_OR_RETURN(std::unique_ptr<ShardReader> reader, ShardReader::Open(file.get()));
     return std::unique_ptr<ShardScanner>(
         new ShardFileScanner(path, std::move(file), std::move(reader)));
   }
   // The file's size, through the checked opener, before the library opens it.
-  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, storage));
+  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, files));
   SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(local));
   const uint64_t bytes = file->size();
   if (backend == Backend::kLmdb) {

@@ -29,14 +29,11 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "format/file_system.h"
 #include "shardpack/damage.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
 #include "shardpack/record.h"
-
-namespace shardpack::remote {
-class Storage;
-}  // namespace shardpack::remote
 
 namespace shardpack::backends {
 
@@ -93,11 +90,11 @@ class ShardScanner {
   // (OpenShardScanner in backends/shard_gate.h opens through it), the
   // vetting child, tests and benchmarks. Errors name the path: NotFoundError
   // when missing, DataLossError when damaged or of another kind. A URL is
-  // opened through `storage` (a `.shard` object read through its cache, an
+  // opened through `files` (a `.shard` object read through its cache, an
   // LMDB or HDF5 object as its local copy); with none, it is not found.
   static absl::StatusOr<std::unique_ptr<ShardScanner>> Open(const std::string& path,
                                                             Backend backend,
-                                                            remote::Storage* storage = nullptr);
+                                                            format::FileSystem* files = nullptr);
   virtual ~ShardScanner() = default;
 
   virtual const std::string& path() const = 0;
@@ -128,9 +125,9 @@ class ShardScanner {
 
 // Maps a `.shard` file at `path` (no copy: the format code reads the
 // mapping), falling back to pread where the file cannot be mapped. A URL is
-// read through `storage` (NotFoundError with none).
+// read through `files` (NotFoundError with none).
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenShardBytes(
-    const std::string& path, remote::Storage* storage = nullptr);
+    const std::string& path, format::FileSystem* files = nullptr);
 
 }  // namespace shardpack::backends
 

@@ -17,12 +17,9 @@
 #include "common/posix_open.h"
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
-#include "remote/remote_dataset.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-
-#include "remote/remote_dataset.h"
 
 namespace shardpack::backends {
 namespace {
@@ -72,17 +69,17 @@ absl::StatusOr<FileDigest> DigestOpenFile(int fd, const std::string& path, uint6
 
 }  // namespace
 
-absl::StatusOr<std::string> LocalPathOf(const std::string& path, remote::Storage* storage) {
-  if (!remote::IsUrl(path)) return path;
-  if (storage == nullptr) {
+absl::StatusOr<std::string> LocalPathOf(const std::string& path, format::FileSystem* files) {
+  if (!common::IsUrlPath(path)) return path;
+  if (files == nullptr) {
     return absl::NotFoundError(absl::StrCat(path, ": no dataset is open at this URL"));
   }
-  return storage->LocalPath(path);
+  return files->LocalPath(path);
 }
 
-absl::StatusOr<FileDigest> DigestFile(const std::string& path, remote::Storage* storage) {
+absl::StatusOr<FileDigest> DigestFile(const std::string& path, format::FileSystem* files) {
   // An object of a remote dataset is digested in its local copy.
-  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, storage));
+  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, files));
   // The one opener: a FIFO put in place of a shard is refused, not waited on.
   uint64_t size = 0;
   SP_ASSIGN_OR_RETURN(int raw, ::shardpack::common::OpenRegularFile(local, 0, &size));
@@ -110,40 +107,40 @@ absl::Status CompareDigest(const std::string& path, const FileDigest& actual,
 
 absl::Status AdmitShardFile(const std::string& path, Backend backend,
                             const std::optional<ShardEntry>& expected, const VetOptions& vet,
-                            remote::Storage* storage) {
+                            format::FileSystem* files) {
   if (backend == Backend::kShard) return absl::OkStatus();
-  SP_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(path, storage));
+  SP_ASSIGN_OR_RETURN(FileDigest digest, DigestFile(path, files));
   if (expected.has_value()) return CompareDigest(path, digest, *expected);
   if (VettedFiles::Get().Contains(digest)) return absl::OkStatus();
-  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, storage));
+  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, files));
   SP_RETURN_IF_ERROR(VetShardFile(local, backend, vet));
   // Remembered only if the bytes the child read are still the file's.
-  SP_ASSIGN_OR_RETURN(FileDigest after, DigestFile(path, storage));
+  SP_ASSIGN_OR_RETURN(FileDigest after, DigestFile(path, files));
   if (after.bytes == digest.bytes && after.crc32c == digest.crc32c) VettedFiles::Get().Add(digest);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<LmdbShardReader>> OpenLmdbShard(
     const std::string& path, const std::optional<ShardEntry>& expected,
-    remote::Storage* storage) {
-  SP_RETURN_IF_ERROR(AdmitShardFile(path, Backend::kLmdb, expected, {}, storage));
-  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, storage));
+    format::FileSystem* files) {
+  SP_RETURN_IF_ERROR(AdmitShardFile(path, Backend::kLmdb, expected, {}, files));
+  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, files));
   return LmdbShardReader::Open(local);
 }
 
 absl::StatusOr<std::unique_ptr<Hdf5ShardReader>> OpenHdf5Shard(
     const std::string& path, const std::optional<ShardEntry>& expected,
-    remote::Storage* storage) {
-  SP_RETURN_IF_ERROR(AdmitShardFile(path, Backend::kHdf5, expected, {}, storage));
-  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, storage));
+    format::FileSystem* files) {
+  SP_RETURN_IF_ERROR(AdmitShardFile(path, Backend::kHdf5, expected, {}, files));
+  SP_ASSIGN_OR_RETURN(const std::string local, LocalPathOf(path, files));
   return Hdf5ShardReader::Open(local);
 }
 
 absl::StatusOr<std::unique_ptr<ShardScanner>> OpenShardScanner(
     const std::string& path, Backend backend, const std::optional<ShardEntry>& expected,
-    const VetOptions& vet, remote::Storage* storage) {
-  SP_RETURN_IF_ERROR(AdmitShardFile(path, backend, expected, vet, storage));
-  return ShardScanner::Open(path, backend, storage);
+    const VetOptions& vet, format::FileSystem* files) {
+  SP_RETURN_IF_ERROR(AdmitShardFile(path, backend, expected, vet, files));
+  return ShardScanner::Open(path, backend, files);
 }
 
 absl::StatusOr<LoneShard> OpenLoneShard(const std::string& path, Backend backend) {

@@ -61,7 +61,7 @@
 #include "backends/hdf5_store.h"
 #include "backends/lmdb_store.h"
 #include "backends/store.h"
-#include "remote/storage.h"
+#include "format/file_system.h"
 #include "shardpack/manifest.h"
 
 namespace shardpack::backends {
@@ -74,10 +74,11 @@ struct FileDigest {
 
 // Reads `path` once with pread, 4 MiB at a time, to its end, for its size
 // and CRC-32C. Errors name the path (NotFoundError when missing).
-// A URL is digested in its local copy, made through `storage`; with none,
-// a URL is a NotFoundError (a path, never a store, is what this opens).
+// A URL is digested in its local copy, made through `files` (the dataset's
+// format::FileSystem: a remote::Storage); with none, a URL is a
+// NotFoundError (a path, never a store, is what this opens).
 absl::StatusOr<FileDigest> DigestFile(const std::string& path,
-                                      remote::Storage* storage = nullptr);
+                                      format::FileSystem* files = nullptr);
 
 // OK when `actual` is what `expected` (a manifest entry) says; otherwise a
 // DataLossError naming the path, the expected and the actual size or CRC.
@@ -108,26 +109,26 @@ absl::Status VetShardFile(const std::string& path, Backend backend, const VetOpt
 // checksums). Thread-safe.
 absl::Status AdmitShardFile(const std::string& path, Backend backend,
                             const std::optional<ShardEntry>& expected,
-                            const VetOptions& vet = {}, remote::Storage* storage = nullptr);
+                            const VetOptions& vet = {}, format::FileSystem* files = nullptr);
 
 // The gated openers: AdmitShardFile, then the raw opener. A URL (an object
-// of a dataset `storage` opened) is admitted and opened as its checked
-// local copy (liblmdb and libhdf5 open files, not streams), a `.shard`
-// object read through `storage`'s cache; with no storage, a URL is a
+// of a dataset `files` opened) is admitted and opened as its checked local
+// copy (liblmdb and libhdf5 open files, not streams), a `.shard` object
+// read through `files` (its cache); with no file system, a URL is a
 // NotFoundError.
 absl::StatusOr<std::unique_ptr<LmdbShardReader>> OpenLmdbShard(
     const std::string& path, const std::optional<ShardEntry>& expected,
-    remote::Storage* storage = nullptr);
+    format::FileSystem* files = nullptr);
 absl::StatusOr<std::unique_ptr<Hdf5ShardReader>> OpenHdf5Shard(
     const std::string& path, const std::optional<ShardEntry>& expected,
-    remote::Storage* storage = nullptr);
+    format::FileSystem* files = nullptr);
 absl::StatusOr<std::unique_ptr<ShardScanner>> OpenShardScanner(
     const std::string& path, Backend backend, const std::optional<ShardEntry>& expected,
-    const VetOptions& vet = {}, remote::Storage* storage = nullptr);
+    const VetOptions& vet = {}, format::FileSystem* files = nullptr);
 
-// `path` when it is no URL; else its local copy through `storage`
+// `path` when it is no URL; else its local copy through `files`
 // (NotFoundError naming the URL when there is none).
-absl::StatusOr<std::string> LocalPathOf(const std::string& path, remote::Storage* storage);
+absl::StatusOr<std::string> LocalPathOf(const std::string& path, format::FileSystem* files);
 
 // A lone LMDB or HDF5 file (named without its dataset directory).
 struct LoneShard {

@@ -1,6 +1,6 @@
 # `cmake --install` puts the libraries, the public headers, the tools, a CMake
 # package (find_package(shardpack) -> shardpack::shardpack, shardpack::reader,
-# shardpack::backends,
+# shardpack::dataset, shardpack::backends, shardpack::remote,
 # shardpack::format) and a pkg-config file (shardpack.pc) under the prefix.
 # The libraries are static, so the package carries their dependencies: the
 # config file finds them again (find_dependency, pkg-config) and shardpack.pc
@@ -14,11 +14,14 @@ add_library(shardpack::shardpack ALIAS shardpack_all)
 set_target_properties(shardpack_all PROPERTIES EXPORT_NAME shardpack)
 target_link_libraries(shardpack_all INTERFACE shardpack::reader shardpack::format)
 
-set(shardpack_libraries shardpack_common shardpack_format shardpack_remote shardpack_codec shardpack_backends shardpack_reader
-    shardpack_all)
+set(shardpack_libraries shardpack_common shardpack_format shardpack_remote shardpack_codec shardpack_backends
+    shardpack_dataset shardpack_reader shardpack_all)
 if(SHARDPACK_HAVE_CUDA)
   list(APPEND shardpack_libraries shardpack_finish_kernel)
 endif()
+# The Writer (shardpack/writer.h): shardpack::writer, in shardpack::shardpack too.
+list(APPEND shardpack_libraries shardpack_writer)
+target_link_libraries(shardpack_all INTERFACE shardpack::writer)
 install(TARGETS ${shardpack_libraries}
         EXPORT shardpackTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -111,6 +111,18 @@ absl::StatusOr<PixelView> Transcoder::Decode(ByteSpan jpeg, std::string_view nam
                       options.keep_gray);
 }
 
+absl::StatusOr<PixelView> Transcoder::DecodeFull(ByteSpan image, std::string_view name,
+                                                 const JpegProbeOptions& probe, bool keep_gray) {
+  uint32_t width = 0, height = 0;
+  return DecodeAny(
+      image, name, probe, keep_gray,
+      [](uint32_t w, uint32_t h, uint32_t* out_w, uint32_t* out_h) {
+        *out_w = w;
+        *out_h = h;
+      },
+      &width, &height);
+}
+
 absl::Status Transcoder::Validate(ByteSpan jpeg, std::string_view name,
                                   const JpegProbeOptions& probe) {
   absl::StatusOr<JpegInfo> info = ProbeJpeg(jpeg, name, probe);

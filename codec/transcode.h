@@ -88,6 +88,13 @@ class Transcoder {
   absl::StatusOr<PixelView> Decode(ByteSpan jpeg, std::string_view name,
                                    const DecodeOptions& options, JpegInfo* info = nullptr);
 
+  // Decodes an image of any format we decode, told by its content, at its
+  // own size: RGB, or 1 channel for a grayscale image when `keep_gray` (as
+  // DecodeSpec and DecodeOptions say). The view points into this Transcoder
+  // and stays valid until its next call. Errors are the probe's and the
+  // decoders'.
+  absl::StatusOr<PixelView> DecodeFull(ByteSpan image, std::string_view name,
+                                       const JpegProbeOptions& probe, bool keep_gray);
   // Decodes `jpeg` fully (at the smallest DCT scale, which still reads all
   // of the entropy-coded data) and reports corrupt data; keeps no pixels.
   absl::Status Validate(ByteSpan jpeg, std::string_view name, const JpegProbeOptions& probe);

@@ -42,7 +42,7 @@ enum Stream : uint64_t {
   kStreamReplace = 4,   // replacement of damaged samples
   kStreamPack = 5,      // the packer's permutation of its inputs
   kStreamElastic = 6,   // order of an epoch's rest after an elastic resume
-  kStreamViewSplit = 7, // a view's seeded split (backends/view.h)
+  kStreamViewSplit = 7, // a view's seeded split (dataset/view.h)
   kStreamMixSource = 8, // a mixture source's own seed
   kStreamMixDraw = 9,   // a mixture source's epoch, when an epoch draws part of it
 };

@@ -1,5 +1,6 @@
 #include "common/size.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -43,6 +44,19 @@ absl::StatusOr<uint64_t> ParseSize(std::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat("'", s, "' is too large for a size"));
   }
   return static_cast<uint64_t>(bytes);
+}
+
+std::optional<uint64_t> ParseWholeNumber(std::string_view text, uint64_t min, uint64_t max) {
+  if (text.empty() || !std::all_of(text.begin(), text.end(), absl::ascii_isdigit)) {
+    return std::nullopt;
+  }
+  while (text.size() > 1 && text.front() == '0') text.remove_prefix(1);
+  uint64_t value = 0;
+  if (!absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &value) || value < min ||
+      value > max) {
+    return std::nullopt;
+  }
+  return value;
 }
 
 }  // namespace shardpack::common

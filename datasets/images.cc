@@ -29,6 +29,7 @@
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "common/utf8.h"
+#include "datasets/input_file.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
 
@@ -40,9 +41,6 @@ using common::AsAbsl;
 
 std::string_view AsStd(absl::string_view s) { return {s.data(), s.size()}; }
 
-// A file bigger than this is not an image we pack (and would not fit a
-// record comfortably); it is bad input, not an allocation.
-constexpr uint64_t kMaxInputFileBytes = uint64_t{1} << 30;
 
 struct Item {
   std::string key;  // path relative to root, '/'-separated
@@ -240,22 +238,6 @@ absl::Status ReadListFile(const std::string& list_file, std::vector<Item>* items
   return absl::OkStatus();
 }
 
-// Reads the whole regular file `path` into `out` (whose capacity is reused).
-absl::Status ReadWholeFile(const std::string& path, std::vector<uint8_t>* out) {
-  // The one opener: a FIFO named *.jpg is refused, not waited on.
-  uint64_t size = 0;
-  SP_ASSIGN_OR_RETURN(int raw, common::OpenRegularFile(path, 0, &size));
-  const common::UniqueFd fd_owner(raw);
-  const int fd = fd_owner.get();
-  if (size == 0) return common::DataLossAt(path, 0, "empty file");
-  if (size > kMaxInputFileBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: file too large for an image (%u bytes)", path, size));
-  }
-  out->resize(size);
-  return common::PreadFull(fd, path, 0, {out->data(), size});
-}
-
 class ImageWorker : public SourceWorker {
  public:
   ImageWorker(const ImageOptions& options, const std::string& root, const std::vector<Item>& items)
@@ -279,7 +261,7 @@ class ImageWorker : public SourceWorker {
     // record.
     std::vector<uint8_t>& input =
         options_.mode == ImageMode::kPassthrough ? out->payload : input_;
-    SP_RETURN_IF_ERROR(ReadWholeFile(path_, &input));
+    SP_RETURN_IF_ERROR(ReadInputFile(path_, &input));
     // The content decides, never the name.
     const codec::ImageFormat format = codec::SniffImageFormat(input);
     const bool jpeg = format == codec::ImageFormat::kJpeg;

@@ -18,21 +18,16 @@
 #include "shardpack/crc32c.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
+#include "shardpack/writer.h"
 
 namespace shardpack::datasets {
 
-// What to do with a bad input.
-enum class OnError {
-  kSkip,  // leave it out, list it in skipped.tsv, count it (the default)
-  kFail,  // stop; the pack fails and leaves no output
-};
-
-// An input left out, with the reason. `path` is the input file (for CIFAR:
-// the file, with the byte offset in `reason`).
-struct Skipped {
-  std::string path;
-  std::string reason;
-};
+// What to do with a bad input (kSkip: leave it out, list it in skipped.tsv,
+// count it; the packer's default), and an input left out with the reason
+// (`path` the input file; for CIFAR: the file, with the byte offset in
+// `reason`): the writer's types (shardpack/writer.h).
+using OnError = ::shardpack::OnError;
+using Skipped = ::shardpack::Skipped;
 
 // One item prepared for writing. Owns its bytes; a worker reuses the same
 // PreparedRecord for many items, so buffers keep their capacity.

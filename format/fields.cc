@@ -46,9 +46,10 @@ bool FixedShape(const ImageInfo& i) { return i.height != 0 && i.width != 0 && i.
 
 // "" when `image` may be a value of a field declared `want`; else what
 // disagrees.
-std::string ImageDisagrees(const ImageInfo& image, const ImageInfo& want) {
+std::string ImageDisagrees(const ImageInfo& image, const ImageInfo& want,
+                           std::string_view in = "a field") {
   if (image.encoding != want.encoding) {
-    return absl::StrCat("a ", AsAbsl(EncodingName(image.encoding)), " image in a field of ",
+    return absl::StrCat("a ", AsAbsl(EncodingName(image.encoding)), " image in ", AsAbsl(in), " of ",
                         AsAbsl(EncodingName(want.encoding)), " images");
   }
   if (image.encoding != Encoding::kRaw) return "";
@@ -120,6 +121,10 @@ std::string JsonContent(const Field& f, const FieldValue& v) {
 }
 
 std::string ArrayDeclaration(const Field& f) {
+  if (!f.classes.empty() && f.dtype != ArrayDType::kI32 && f.dtype != ArrayDType::kI64) {
+    return "class names on an array that is not of i32 or i64";
+  }
+  if (std::string bad = LabelDeclaration(f); !bad.empty()) return bad;
   if (f.shape.empty() || f.shape.size() > kMaxArrayDims) {
     return absl::StrCat("an array needs 1 to ", kMaxArrayDims, " dimensions");
   }
@@ -140,6 +145,17 @@ std::string ArrayValue(const Field& f, const FieldValue& v) {
   const uint64_t rows = v.bytes.size() / row;
   if (f.shape[0] != 0 && rows != f.shape[0]) {
     return absl::StrCat(rows, " rows, the schema says ", f.shape[0]);
+  }
+  if (f.classes.empty()) return "";
+  const size_t n = v.bytes.size() / ArrayDTypeSize(f.dtype);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t c = f.dtype == ArrayDType::kI32
+                          ? common::LoadLE<int32_t>(v.bytes.data() + 4 * i)
+                          : common::LoadLE<int64_t>(v.bytes.data() + 8 * i);
+    if (c < 0 || static_cast<uint64_t>(c) >= f.classes.size()) {
+      return absl::StrCat("element ", i, " is ", c, ", outside its ", f.classes.size(),
+                          " classes (0..", f.classes.size() - 1, ")");
+    }
   }
   return "";
 }
@@ -292,12 +308,7 @@ absl::Status Invalid(std::string_view field, std::string_view what) {
 // schema's, one label per label field, each within its classes. Nothing is
 // allocated unless it fails: the reader checks every classic record so.
 absl::Status CheckClassic(const Record& record, const Schema& schema) {
-  if (record.image.encoding != schema.image.encoding) {
-    return absl::DataLossError(absl::StrCat(
-        "disagrees with the schema: a ", AsAbsl(EncodingName(record.image.encoding)),
-        " image in a dataset of ", AsAbsl(EncodingName(schema.image.encoding)), " images"));
-  }
-  if (std::string bad = ImageDisagrees(record.image, schema.image); !bad.empty()) {
+  if (std::string bad = ImageDisagrees(record.image, schema.image, "a dataset"); !bad.empty()) {
     return absl::DataLossError(absl::StrCat("disagrees with the schema: ", bad));
   }
   const size_t count = schema.labels.size();

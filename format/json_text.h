@@ -3,7 +3,7 @@
 // and before anything past them is kept (so that no text, however large or
 // deep, makes the parser recurse or run the process out of memory); no key
 // twice in an object; a message that says where the text is wrong. Used by
-// the manifest (format/manifest.cc), view files (backends/view_spec.cc),
+// the manifest (format/manifest.cc), view files (dataset/view_spec.cc),
 // the reader state (reader/reader_state.cc) and the pack identity
 // (tools/pack/pack_identity.cc): the one nesting guard of them all.
 //

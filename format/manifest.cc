@@ -148,6 +148,9 @@ absl::StatusOr<Field> ParseField(const Json& j, const std::string& at) {
       if (!dim.is_number_unsigned()) return f.Error("shape", "expected non-negative integers");
       field.shape.push_back(dim.get<uint64_t>());
     }
+    if (j.contains("classes")) {
+      SP_ASSIGN_OR_RETURN(field.classes, ParseClasses(f));
+    }
   }
   return field;
 }
@@ -407,6 +410,7 @@ Json FieldsJson(const std::vector<Field>& fields) {
     if (f.type == FieldType::kArray) {
       j["dtype"] = std::string(ArrayDTypeName(f.dtype));
       j["shape"] = f.shape;
+      if (!f.classes.empty()) j["classes"] = f.classes;
     }
     out.push_back(std::move(j));
   }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "format/record_check.h"
 #include "format/shard_layout.h"
 #include "shardpack/crc32c.h"
 #include "shardpack/manifest.h"
@@ -18,7 +19,9 @@ namespace {
 class Verifier {
  public:
   Verifier(const RandomAccessFile& file, const Schema* schema, ShardVerifyResult* result)
-      : file_(file), schema_(schema), result_(result) {}
+      : file_(file), result_(result) {
+    if (schema != nullptr) check_.emplace(*schema);
+  }
 
   void Run();
 
@@ -34,7 +37,9 @@ class Verifier {
   void CheckBlock(const ShardIndex& index, size_t b, uint64_t end);
 
   const RandomAccessFile& file_;
-  const Schema* schema_;  // null: records are not checked against one
+  // Each record against the schema, its CRC-32C and fields' content when
+  // it has fields; none: records are not checked against a schema.
+  std::optional<format::RecordCheck> check_;
   ShardVerifyResult* result_;
   std::vector<uint8_t> buffer_;
   BlockDecoder decoder_;
@@ -88,8 +93,8 @@ void Verifier::CheckBlock(const ShardIndex& index, size_t b, uint64_t end) {
       continue;
     }
     ++result_->records;
-    if (schema_ == nullptr) continue;
-    if (absl::Status agrees = CheckRecordAgainstSchema(*record, *schema_); !agrees.ok()) {
+    if (!check_.has_value()) continue;
+    if (absl::Status agrees = check_->Check(*record); !agrees.ok()) {
       // At the record's bytes when they lie in the file (an uncompressed
       // block), else at its block.
       const std::span<const uint8_t> bytes = view->record_bytes(i);

@@ -21,6 +21,7 @@
 #include "python/contact_sheet.h"
 #include "python/py_dataset.h"
 #include "python/py_reader.h"
+#include "python/py_writer.h"
 #include "reader/option_table.h"
 #include "shardpack/reader.h"
 
@@ -63,6 +64,9 @@ auto NoArguments(const char* name, Result (PyReader::*method)() const) {
 }
 
 // The Python Reader's keywords, in the table's order (reader/option_table.h).
+// Rows without one are C++ only: a mixture's sources come as a list `path`,
+// and ReaderOptions::storage (a Storage shared by readers) has no keyword,
+// each shardpack.Reader making its own from cache_dir and cache_bytes.
 std::vector<std::string> ReaderKeywords() {
   std::vector<std::string> names;
   for (const reader::OptionSpec& s : reader::kOptionTable) {
@@ -233,6 +237,7 @@ PYBIND11_MODULE(_shardpack, m) {
   m.attr("__version__") = SHARDPACK_VERSION;
   RegisterExceptions(m);
   RegisterDataset(m);
+  RegisterWriter(m);
   BindContactSheet(m);
 
   py::class_<BatchRef, std::shared_ptr<BatchRef>>(
@@ -298,9 +303,11 @@ PYBIND11_MODULE(_shardpack, m) {
                              "the dataset has none.")
       .def_property_readonly("schema", &PyReader::Schema,
                              "The dataset's schema: {'image': {'encoding', 'layout', 'height',\n"
-                             "'width', 'channels'}, 'labels': [{'name', 'classes'}], 'fields':\n"
-                             "[{'name', 'type', 'optional'}] (a classic dataset's: its image\n"
-                             "and labels)}.")
+                             "'width', 'channels'}, 'labels': [{'name', 'classes'}]}.")
+      .def_property_readonly("fields", &PyReader::Fields,
+                             "{name: type} of every field of the dataset, in record order, the\n"
+                             "type as text (\"jpeg\", \"f32[n,4]\", \"json?\"), as Dataset.fields:\n"
+                             "the names fields= and image_fields= take.")
       .def_property_readonly("output_shape", &PyReader::OutputShape,
                              "Shape of a full batch's images, before the first batch:\n"
                              "(batch, H, W, C) for NHWC, (batch, C, H, W) for NCHW.")

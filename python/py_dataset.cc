@@ -15,6 +15,7 @@
 #include "common/errors.h"
 #include "python/args.h"
 #include "python/arrays.h"
+#include "python/field_values.h"
 #include "python/py_dataset.h"
 #include "python/py_reader.h"
 #include "shardpack/records.h"
@@ -34,12 +35,20 @@ release the GIL.)doc";
 
 constexpr char kRecordDoc[] = R"doc(record(i, *, decode=False) -> dict
 
-Record i: {"index", "key" (str; bytes that are not UTF-8 as surrogate
-escapes), "labels" (tuple of int), "encoding" ("raw" or "jpeg"), "shape"
-((height, width, channels) as stored), "data" (the stored payload, bytes),
-"extra" (bytes)}; with decode=True also "image", a numpy uint8 array of
-shape (height, width, channels), HWC (a JPEG decoded, CHW interleaved).
-shardpack.DataLossError for damage, naming the shard, offset and record.)doc";
+Record i of a dataset of images and labels: {"index", "key" (str; bytes
+that are not UTF-8 as surrogate escapes), "labels" (tuple of int),
+"encoding" ("raw" or "jpeg"), "shape" ((height, width, channels) as
+stored), "data" (the stored payload, bytes), "extra" (bytes)}; with
+decode=True also "image", a numpy uint8 array of shape (height, width,
+channels), HWC (a JPEG decoded, CHW interleaved).
+
+Record i of a dataset with fields (ds.fields): {"__key__", "__index__",
+then every field by name}: images as bytes (with decode=True numpy uint8
+HWC arrays, every image field), labels int, strings str, json the parsed
+object, bytes bytes, arrays numpy arrays of their dtype, shape [rows, ...];
+an absent optional field None. Each record's CRC-32C and fields are checked
+first. shardpack.DataLossError for damage, naming the shard, offset, record
+and, where one is to blame, the field.)doc";
 
 class PyDataset {
  public:
@@ -67,7 +76,8 @@ class PyDataset {
       Give(std::move(buffer));
       ThrowStatus(read);
     }
-    py::dict out = ToDict(*buffer, decode);
+    py::dict out = reader_->fields().empty() ? ToDict(*buffer, decode)
+                                             : FieldsDict(reader_->fields(), *buffer, decode);
     Give(std::move(buffer));
     return out;
   }
@@ -90,6 +100,9 @@ class PyDataset {
 
   const std::string& path() const { return reader_->path(); }
   bool has_record_table() const { return reader_->has_record_table(); }
+  // A classic dataset's implicit fields ("image" and its labels) as well.
+  py::dict fields() const { return FieldTypes(FieldsOf(reader_->schema())); }
+  py::dict classes() const { return FieldClasses(FieldsOf(reader_->schema())); }
 
  private:
   // Python's index rules: an int (or __index__, not a bool); negative
@@ -198,7 +211,14 @@ void RegisterDataset(py::module_& m) {
            "none has it; shardpack.Error when the dataset has no record table "
            "(`shardpack index PATH` writes one).")
       .def_property_readonly("path", &PyDataset::path)
-      .def_property_readonly("has_record_table", &PyDataset::has_record_table);
+      .def_property_readonly("has_record_table", &PyDataset::has_record_table)
+      .def_property_readonly("fields", &PyDataset::fields,
+                             "{name: type} of every field, in record order: the type as text "
+                             "(\"jpeg\", \"raw:32x32x3\", \"label\", \"string\", \"bytes\", "
+                             "\"json\", \"f32[n,4]\"; \"?\" after an optional one). A dataset of "
+                             "images and labels has the field \"image\" and its label fields.")
+      .def_property_readonly("classes", &PyDataset::classes,
+                             "{name: [class names]} of every label field.");
 }
 
 }  // namespace shardpack::python

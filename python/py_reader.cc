@@ -18,6 +18,7 @@
 #include "python/args.h"
 #include "python/arrays.h"
 #include "python/dlpack.h"
+#include "python/field_values.h"
 #include "reader/reader_state.h"
 #include "shardpack/manifest.h"
 
@@ -462,20 +463,13 @@ py::dict PyReader::Schema() const {
     field["classes"] = ListOf(f.classes);
     labels.append(field);
   }
-  py::list fields;  // every field, FieldsOf: the names fields= takes
-  for (const Field& f : fields_) {
-    py::dict field;
-    field["name"] = f.name;
-    field["type"] = std::string(FieldTypeName(f.type));
-    field["optional"] = f.optional;
-    fields.append(field);
-  }
   py::dict d;
   d["image"] = image;
   d["labels"] = labels;
-  d["fields"] = fields;
   return d;
 }
+
+py::dict PyReader::Fields() const { return FieldTypes(fields_); }
 
 py::tuple PyReader::OutputShape() const {
   const std::array<int64_t, 4> s = core_->reader().output_shape();

@@ -106,6 +106,8 @@ class PyReader {
   py::list Classes() const;
   // The dataset's schema: image encoding, layout and shape, label fields.
   py::dict Schema() const;
+  // {name: type text} of every field of the dataset (as Dataset.fields).
+  py::dict Fields() const;
   // A full batch's images shape, known before the first batch.
   py::tuple OutputShape() const;
   std::string Engine() const { return std::string(IoEngineName(core_->reader().io_engine())); }

@@ -4,9 +4,9 @@
 #include <iterator>
 #include <utility>
 
-#include "backends/open_path.h"
 #include "common/check.h"
 #include "common/status_macros.h"
+#include "dataset/open_path.h"
 #include "reader/backend_sources.h"
 #include "reader/composite_source.h"
 #include "reader/shard_source.h"
@@ -16,7 +16,7 @@ namespace shardpack::reader {
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const backends::NamedPath& n,
+absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const dataset::NamedPath& n,
                                                        IoEngine engine) {
   switch (n.backend()) {
     case Backend::kShard:
@@ -36,8 +36,8 @@ absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngin
   // What the path names is resolved where sharddump resolves it; a lone
   // `.shard` file keeps no shards in its manifest (its source reads the index).
   std::vector<StreamMember> members(1);
-  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path, std::move(storage)));
-  members[0].named = std::make_shared<const backends::NamedPath>(std::move(named));
+  SP_ASSIGN_OR_RETURN(dataset::NamedPath named, dataset::OpenNamedPath(path, std::move(storage)));
+  members[0].named = std::make_shared<const dataset::NamedPath>(std::move(named));
   return OpenStreamMembers(std::move(members), engine);
 }
 

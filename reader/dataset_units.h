@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backends/open_path.h"
+#include "dataset/open_path.h"
 #include "reader/epoch_plan.h"
 #include "reader/unit_source.h"
 #include "shardpack/manifest.h"
@@ -37,7 +37,7 @@ struct StreamMember {
   // backends/shard_gate.h) and whether the schema is known (a lone `.shard`
   // file carries none: its records are then not checked against one).
   // Shared by the members a view names one dataset for.
-  std::shared_ptr<const backends::NamedPath> named;
+  std::shared_ptr<const dataset::NamedPath> named;
   uint32_t first_unit = 0;     // where its units start among the stream's
   uint64_t first_record = 0;   // where its records start
   uint32_t source = 0;         // the mixture source it belongs to (0 otherwise)

@@ -117,6 +117,10 @@ inline constexpr OptionSpec kOptionTable[] = {
      "the image fields the transform applies to, the first leading"},
     {"", "ragged", "", OptionType::kChoice, "", "`\"offsets\"`", 0, 0, {}, "",
      "variable-length fields as values and offsets, or as a list a batch"},
+    // C++ only: no Python keyword (a shardpack.Reader makes its own from
+    // cache_dir and cache_bytes), no shardbench flag.
+    {"storage", "", "", OptionType::kOther, "null", "", 0, 0, {}, "",
+     "a Storage shared with other readers"},
     {"sources", "", "--source", OptionType::kOther, "empty", "", 0, 0, {}, "",
      "a mixture's datasets"},
     {"keys", "", "", OptionType::kBool, "false", "", 0, 0, {}, "",

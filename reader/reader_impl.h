@@ -100,9 +100,9 @@ class Reader::Impl {
   absl::Status HostOptions(ReaderOptions* host);
   // Opens the dataset, or the mixture's sources, and what plans them:
   // dataset_, planner_, schema_, sources_, fingerprint_ (reader_open.cc).
-  // Opens the dataset (OpenDatasetOrMixture) through storage_, made from the
-  // options' cache for a dataset in an object store.
-  absl::Status OpenDataset();
+  // OpenSources takes storage_ (the options' shared Storage, else one made
+  // from their cache options), then calls OpenDatasetOrMixture.
+  absl::Status OpenSources();
   absl::Status OpenDatasetOrMixture();
   // What the reader reads, for messages: the path, or the mixture.
   std::string Describe() const;
@@ -138,7 +138,8 @@ class Reader::Impl {
   std::vector<SourceInfo> sources_;   // one, or a mixture's
   std::vector<uint64_t> source_samples_;  // a mixture: delivered from each source
   // What every path of the reader is opened through: its datasets in an
-  // object store, read through its own cache (their stats are the reader's).
+  // object store, read through its cache (their stats are the reader's),
+  // shared with other readers when the options gave a Storage.
   std::shared_ptr<remote::Storage> storage_;
   // What a batch delivers of the dataset's fields (inactive: a classic
   // read), the transform of Batch::images() and those of the image fields

@@ -6,11 +6,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "backends/view.h"
 #include "common/errors.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
+#include "dataset/view.h"
 
 namespace shardpack::reader {
 namespace {
@@ -79,7 +78,7 @@ std::string FieldsText(const std::vector<LabelField>& fields) {
 // A source opened: its view (a plain dataset is a view of everything)
 // and how its labels become the mixture's.
 struct OpenedSource {
-  backends::DatasetView view;
+  dataset::DatasetView view;
   bool schema_known = true;  // a lone `.shard` file carries none
   LabelMapping labels;
 };
@@ -98,22 +97,16 @@ absl::Status CheckImages(const ReaderOptions& o, const std::vector<OpenedSource>
     } else if (!(image == *first)) {
       return absl::InvalidArgumentError(absl::StrCat(
           SourceName(o, s), " holds images of another kind than ", SourceName(o, at), " (",
-          backends::ImageShapeText(image), " against ", backends::ImageShapeText(*first),
+          dataset::ImageShapeText(image), " against ", dataset::ImageShapeText(*first),
           "): a mixture's sources share one image schema"));
     }
   }
   return absl::OkStatus();
 }
 
-// A field as messages give it: 'boxes' (array f32 [0, 4]).
+// A field as messages give it: 'boxes' (f32[n,4]).
 std::string FieldText(const Field& f) {
-  std::string text = absl::StrCat("'", f.name, "' (", common::AsAbsl(FieldTypeName(f.type)));
-  if (f.type == FieldType::kImage) absl::StrAppend(&text, " ", backends::ImageShapeText(f.image));
-  if (f.type == FieldType::kArray) {
-    absl::StrAppend(&text, " ", common::AsAbsl(ArrayDTypeName(f.dtype)), " [",
-                    absl::StrJoin(f.shape, ", "), "]");
-  }
-  return text + ")";
+  return absl::StrCat("'", f.name, "' (", FieldTypeText(f), ")");
 }
 
 // The same field to a batch: name, type and shape (a label's classes are
@@ -290,8 +283,8 @@ absl::StatusOr<std::vector<OpenedSource>> OpenSources(
     std::vector<StreamMember>* members) {
   std::vector<OpenedSource> sources(o.sources.size());
   for (size_t s = 0; s < sources.size(); ++s) {
-    SP_ASSIGN_OR_RETURN(sources[s].view, backends::OpenView(o.sources[s].path, storage));
-    for (std::shared_ptr<const backends::NamedPath>& named : sources[s].view.datasets) {
+    SP_ASSIGN_OR_RETURN(sources[s].view, dataset::OpenView(o.sources[s].path, storage));
+    for (std::shared_ptr<const dataset::NamedPath>& named : sources[s].view.datasets) {
       sources[s].schema_known = sources[s].schema_known && named->schema_known();
       StreamMember m;
       m.named = std::move(named);

@@ -6,13 +6,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
-#include "backends/view.h"
-#include "common/errors.h"
+#include "dataset/view.h"
 #include "reader/epoch_share.h"
 #include "reader/reader_impl.h"
 #include "reader/reader_mix.h"
+#include "reader/storage_handle.h"
 #include "remote/storage.h"
 
 namespace shardpack {
@@ -74,7 +75,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   SP_RETURN_IF_ERROR(HostOptions(&host));
   dtype_ = BatchDType(host, engine_ != nullptr);
   plan_ = PlanOptionsOf(options_);
-  SP_RETURN_IF_ERROR(OpenDataset());
+  SP_RETURN_IF_ERROR(OpenSources());
   SP_RETURN_IF_ERROR(MakeTransforms(host));
   if (engine_ != nullptr && transform_->shape().sample_bytes == 0) {
     return absl::InvalidArgumentError(
@@ -166,17 +167,19 @@ absl::Status Reader::Impl::MakeFollower(const ReaderOptions& host, int k) {
   return absl::OkStatus();
 }
 
-absl::Status Reader::Impl::OpenDataset() {
-  // The cache a dataset in an object store is read through: the options',
-  // else the environment's (read when a URL is opened).
-  SP_ASSIGN_OR_RETURN(storage_, remote::Storage::Make(options_.cache_dir, options_.cache_bytes));
+absl::Status Reader::Impl::OpenSources() {
+  // What a dataset in an object store is read through: the Storage the
+  // options share, else one of the reader's own from their cache (else the
+  // environment's, read when a URL is opened).
+  SP_ASSIGN_OR_RETURN(storage_, reader::ResolveStorage(options_.storage, options_.cache_dir,
+                                                       options_.cache_bytes));
   return OpenDatasetOrMixture();
 }
 
 absl::Status Reader::Impl::OpenDatasetOrMixture() {
   ReaderOptions mixed = options_;
   if (options_.sources.empty()) {
-    SP_ASSIGN_OR_RETURN(const bool view, backends::IsViewFile(options_.path));
+    SP_ASSIGN_OR_RETURN(const bool view, dataset::IsViewFile(options_.path));
     // A view is read as a mixture of one source, drawn whole each epoch.
     if (view) mixed.sources = {{std::exchange(mixed.path, ""), 0, 1.0, 0}};
   }

@@ -40,10 +40,18 @@ class ShardPart : public RecordPart {
     const uint64_t at = block.offset + format::kBlockHeaderSize + begin;
     SP_ASSIGN_OR_RETURN(uint8_t * bytes, Grow(&s->bytes, end - begin));
     SP_RETURN_IF_ERROR(file_->ReadExact(at, {bytes, end - begin}));
-    SP_ASSIGN_OR_RETURN(*out, format::DecodeRecord({bytes, end - begin}, [&] {
-      return absl::StrCat(index_.name(), " @", at, ": record ", j);
-    }));
+    SP_ASSIGN_OR_RETURN(*out, format::DecodeRecord({bytes, end - begin}, [&] { return Where(j); }));
     return absl::OkStatus();
+  }
+
+  std::string Where(uint64_t j) const override {
+    const size_t b = index_.BlockOf(j);
+    const BlockInfo& block = index_.block(b);
+    uint64_t at = block.offset;
+    if (!block.compressed()) {
+      at += format::kBlockHeaderSize + index_.record_offsets(b)[j - block.first_record];
+    }
+    return absl::StrCat(index_.name(), " @", at, ": record ", j);
   }
 
  private:
@@ -85,6 +93,10 @@ class LmdbPart : public RecordPart {
     return absl::OkStatus();
   }
 
+  std::string Where(uint64_t j) const override {
+    return absl::StrCat(reader_->path(), ": record ", j);
+  }
+
  private:
   std::unique_ptr<backends::LmdbShardReader> reader_;
   mutable std::mutex mu_;
@@ -103,6 +115,10 @@ class Hdf5Part : public RecordPart {
     absl::Status read = ReadRow(j, s, out);
     SP_RETURN_IF_ERROR(reader_->CheckSize());
     return read;
+  }
+
+  std::string Where(uint64_t j) const override {
+    return absl::StrCat(reader_->path(), ": record ", j);
   }
 
  private:

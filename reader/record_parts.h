@@ -42,6 +42,10 @@ class RecordPart {
   // Record `j` of the shard into `out` (views into `scratch`).
   // Precondition: j < records().
   virtual absl::Status Read(uint64_t j, RecordScratch* scratch, Record* out) const = 0;
+  // Where record `j` lives, for a message: "PATH @OFFSET: record J" (a
+  // `.shard` record's own offset, or its compressed block's), "PATH: record
+  // J" for LMDB and HDF5. Precondition: j < records().
+  virtual std::string Where(uint64_t j) const = 0;
 };
 
 // Opens shard `path` of `backend`: a `.shard` file through pread (or a

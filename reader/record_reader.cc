@@ -1,26 +1,36 @@
 // RecordReader: the shard of a record by the prefix sums of the shards'
 // record counts, then the shard's own O(1) read (reader/record_parts.h);
-// keys through the record table (format/record_table.h).
+// keys through the record table (format/record_table.h). A record with
+// fields is split and checked (its CRC-32C, its section, its values'
+// content) under the schema it was written with, before a view maps its
+// labels: the CRC covers the stored labels.
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "backends/open_path.h"
-#include "backends/record_meta.h"
-#include "backends/view.h"
 #include "codec/interleave.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "dataset/open_path.h"
+#include "dataset/record_meta.h"
+#include "dataset/view.h"
 #include "format/record_table.h"
 #include "reader/options.h"
 #include "reader/record_parts.h"
+#include "reader/storage_handle.h"
 #include "remote/storage.h"
+#include "shardpack/fields.h"
 #include "shardpack/records.h"
 
 namespace shardpack {
 
-struct RecordBuffer::Impl : reader::RecordScratch {};
+struct RecordBuffer::Impl : reader::RecordScratch {
+  // Per field: its decoded image when it is not the first image field (the
+  // JPEG decoder's own buffer holds that one), or its CHW planes interleaved.
+  std::vector<codec::GrowableBuffer> field_pixels;
+};
 
 RecordBuffer::RecordBuffer() : impl_(std::make_unique<Impl>()) {}
 RecordBuffer::~RecordBuffer() = default;
@@ -44,11 +54,26 @@ struct RecordReader::Impl {
   // A view: its selection and label map (view.datasets emptied); the
   // selection's rank per 64-bit word (rank[w]: records selected in words
   // before w), so that view record i is found in O(log n).
-  backends::DatasetView view;
+  dataset::DatasetView view;
   std::vector<uint64_t> rank;
+  // A dataset with fields: its records split under the stored schema (the
+  // datasets', whose classes the CRC-checked labels index), the fields as
+  // the view gives them, and the field index of each label field.
+  std::optional<RecordFields> stored_fields;
+  std::vector<Field> fields;
+  std::vector<int> label_fields;
+  int first_image = -1;  // the field held as the record's payload
 
-  absl::Status OpenParts(const backends::NamedPath& named, const RecordReaderOptions& options);
+  absl::Status OpenParts(const dataset::NamedPath& named, const RecordReaderOptions& options);
+  void SetFields(const Schema& stored);
+  // Splits and checks the record just read from part k (record j there).
+  absl::Status CheckFields(size_t k, uint64_t j, RecordBuffer* out) const;
+  void MapLabels(RecordBuffer* out) const;
   absl::Status Decode(RecordBuffer* out) const;
+  absl::Status DecodeFields(RecordBuffer* out) const;
+  absl::StatusOr<DecodedImage> DecodeImage(const RecordBuffer& out, const ImageInfo& info,
+                                           ByteSpan bytes, codec::GrowableBuffer* pixels,
+                                           bool copy) const;
   uint64_t size() const { return view.selected.empty() ? starts.back() : view.records; }
   // The concatenation's index of view record i (i itself with no selection).
   uint64_t BaseOf(uint64_t i) const;
@@ -72,7 +97,7 @@ namespace {
 
 }  // namespace
 
-absl::Status RecordReader::Impl::OpenParts(const backends::NamedPath& named,
+absl::Status RecordReader::Impl::OpenParts(const dataset::NamedPath& named,
                                            const RecordReaderOptions& options) {
   Impl* impl = this;
   if (starts.empty()) starts.push_back(0);
@@ -80,7 +105,7 @@ absl::Status RecordReader::Impl::OpenParts(const backends::NamedPath& named,
   dataset_paths.push_back(named.path);
   tables.emplace_back();
   if (named.has_manifest() && named.manifest.record_table.has_value()) {
-    SP_ASSIGN_OR_RETURN(tables.back(), backends::LoadRecordTable(named));
+    SP_ASSIGN_OR_RETURN(tables.back(), dataset::LoadRecordTable(named));
   }
   for (size_t k = 0; k < named.shard_paths.size(); ++k) {
     std::optional<uint64_t> records;
@@ -99,10 +124,9 @@ absl::Status RecordReader::Impl::OpenParts(const backends::NamedPath& named,
 namespace {
 
 // CHW planes to HWC pixels (three planes by codec's SIMD interleave).
-void Interleave(const Record& r, uint8_t* dst) {
-  const size_t plane = size_t{r.image.height} * r.image.width;
-  const size_t c = r.image.channels;
-  const uint8_t* src = r.payload.data();
+void Interleave(const ImageInfo& image, const uint8_t* src, uint8_t* dst) {
+  const size_t plane = size_t{image.height} * image.width;
+  const size_t c = image.channels;
   if (c == 3) return codec::InterleaveRgb(src, src + plane, src + 2 * plane, plane, dst);
   for (size_t ch = 0; ch < c; ++ch) {
     for (size_t i = 0; i < plane; ++i) dst[i * c + ch] = src[ch * plane + i];
@@ -111,33 +135,102 @@ void Interleave(const Record& r, uint8_t* dst) {
 
 }  // namespace
 
-absl::Status RecordReader::Impl::Decode(RecordBuffer* out) const {
-  const Record& r = out->record_;
-  reader::RecordScratch& s = *out->impl_;
-  if (r.image.encoding == Encoding::kJpeg) {
+void RecordReader::Impl::SetFields(const Schema& stored) {
+  if (stored.fields.empty()) return;
+  stored_fields.emplace(stored);
+  fields = schema.fields;  // a view's: its relabelled field with the kept classes
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].type == FieldType::kLabel) label_fields.push_back(static_cast<int>(i));
+    if (fields[i].type == FieldType::kImage && first_image < 0) first_image = static_cast<int>(i);
+  }
+}
+
+absl::Status RecordReader::Impl::CheckFields(size_t k, uint64_t j, RecordBuffer* out) const {
+  out->fields_.resize(fields.size());
+  std::span<FieldValue> values(out->fields_);
+  absl::Status s = stored_fields->Decode(out->record_, values, /*check_crc=*/true);
+  if (s.ok()) s = stored_fields->CheckValues(values);
+  if (s.ok()) return s;
+  return absl::DataLossError(absl::StrCat(parts[k]->Where(j), " (index ", out->index_, "): ",
+                                          s.message()));
+}
+
+void RecordReader::Impl::MapLabels(RecordBuffer* out) const {
+  out->record_.labels = view.MapLabels(out->record_.labels);
+  for (size_t f = 0; f < label_fields.size() && !out->fields_.empty(); ++f) {
+    FieldValue& v = out->fields_[static_cast<size_t>(label_fields[f])];
+    if (v.present) v.label = view.MapLabel(static_cast<int>(f), v.label);
+  }
+}
+
+// One image as HWC pixels: a JPEG decoded (copied out of the decoder into
+// `pixels` when `copy`, so that the next decode leaves it be), a raw HWC
+// image as it is stored, CHW planes interleaved into `pixels`.
+absl::StatusOr<DecodedImage> RecordReader::Impl::DecodeImage(const RecordBuffer& out,
+                                                             const ImageInfo& info, ByteSpan bytes,
+                                                             codec::GrowableBuffer* pixels,
+                                                             bool copy) const {
+  reader::RecordScratch& s = *out.impl_;
+  const std::string_view key = out.record_.key;
+  if (info.encoding == Encoding::kJpeg) {
     if (s.jpeg == nullptr) s.jpeg = std::make_unique<codec::JpegDecoder>();
-    absl::StatusOr<codec::PixelView> pixels = s.jpeg->Decode(r.payload);
-    if (!pixels.ok()) {
-      return absl::Status(pixels.status().code(),
-                          absl::StrCat(path, " record ", out->index_, " '",
-                                       common::AsAbsl(common::Excerpt(r.key)), "': ",
-                                       pixels.status().message()));
+    absl::StatusOr<codec::PixelView> decoded = s.jpeg->Decode(bytes);
+    if (!decoded.ok()) {
+      return absl::Status(decoded.status().code(),
+                          absl::StrCat(path, " record ", out.index_, " '",
+                                       common::AsAbsl(common::Excerpt(key)), "': ",
+                                       decoded.status().message()));
     }
-    out->image_ = {pixels->data, pixels->height, pixels->width, pixels->channels};
-    return absl::OkStatus();
-  }
-  if (r.image.RawBytes() != r.payload.size() || r.image.channels == 0) {
-    return absl::DataLossError(absl::StrCat(path, " record ", out->index_, ": raw payload of ",
-                                            r.payload.size(), " bytes does not match its shape"));
-  }
-  const uint8_t* data = r.payload.data();
-  if (r.image.layout == Layout::kCHW && r.image.channels > 1) {
-    uint8_t* dst = s.pixels.Get(r.payload.size());
+    DecodedImage image{decoded->data, decoded->height, decoded->width, decoded->channels};
+    if (!copy) return image;
+    uint8_t* dst = pixels->Get(decoded->bytes());
     if (dst == nullptr) return absl::ResourceExhaustedError("no memory for an image");
-    Interleave(r, dst);
+    std::memcpy(dst, decoded->data, decoded->bytes());
+    image.data = dst;
+    return image;
+  }
+  if (info.RawBytes() != bytes.size() || info.channels == 0) {
+    return absl::DataLossError(absl::StrCat(path, " record ", out.index_, ": raw payload of ",
+                                            bytes.size(), " bytes does not match its shape"));
+  }
+  const uint8_t* data = bytes.data();
+  if (info.layout == Layout::kCHW && info.channels > 1) {
+    uint8_t* dst = pixels->Get(bytes.size());
+    if (dst == nullptr) return absl::ResourceExhaustedError("no memory for an image");
+    Interleave(info, data, dst);
     data = dst;
   }
-  out->image_ = {data, r.image.height, r.image.width, r.image.channels};
+  return DecodedImage{data, info.height, info.width, info.channels};
+}
+
+absl::Status RecordReader::Impl::Decode(RecordBuffer* out) const {
+  if (stored_fields.has_value()) return DecodeFields(out);
+  const Record& r = out->record_;
+  SP_ASSIGN_OR_RETURN(out->image_,
+                      DecodeImage(*out, r.image, r.payload, &out->impl_->pixels, /*copy=*/false));
+  return absl::OkStatus();
+}
+
+// Every image field that is present; the first image field (the payload)
+// last, so that its pixels may stay in the JPEG decoder's buffer.
+absl::Status RecordReader::Impl::DecodeFields(RecordBuffer* out) const {
+  std::vector<codec::GrowableBuffer>& buffers = out->impl_->field_pixels;
+  if (buffers.size() < fields.size()) buffers.resize(fields.size());
+  out->images_.assign(fields.size(), DecodedImage{});
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const FieldValue& v = out->fields_[i];
+    if (fields[i].type != FieldType::kImage || !v.present ||
+        static_cast<int>(i) == first_image) {
+      continue;
+    }
+    SP_ASSIGN_OR_RETURN(out->images_[i], DecodeImage(*out, v.image, v.bytes, &buffers[i], true));
+  }
+  if (first_image >= 0 && out->fields_[static_cast<size_t>(first_image)].present) {
+    const FieldValue& v = out->fields_[static_cast<size_t>(first_image)];
+    SP_ASSIGN_OR_RETURN(out->image_,
+                        DecodeImage(*out, v.image, v.bytes, &out->impl_->pixels, false));
+    out->images_[static_cast<size_t>(first_image)] = out->image_;
+  }
   return absl::OkStatus();
 }
 
@@ -149,18 +242,20 @@ absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
   SP_RETURN_IF_ERROR(reader::CheckPathOption("path", path));
   SP_RETURN_IF_ERROR(reader::CheckPathOption("cache_dir", options.cache_dir));
   auto impl = std::make_unique<Impl>();
-  SP_ASSIGN_OR_RETURN(std::shared_ptr<remote::Storage> storage,
-                      remote::Storage::Make(options.cache_dir, options.cache_bytes));
+  SP_ASSIGN_OR_RETURN(
+      std::shared_ptr<remote::Storage> storage,
+      reader::ResolveStorage(options.storage, options.cache_dir, options.cache_bytes));
   impl->storage = storage;
-  SP_ASSIGN_OR_RETURN(impl->view, backends::OpenView(path, std::move(storage)));
+  SP_ASSIGN_OR_RETURN(impl->view, dataset::OpenView(path, std::move(storage)));
   impl->path = path;
-  const backends::NamedPath& first = *impl->view.datasets[0];
+  const dataset::NamedPath& first = *impl->view.datasets[0];
   impl->schema = impl->view.is_view ? impl->view.schema
                  : first.schema_known() ? first.manifest.schema
                                         : Schema{};
   for (const auto& named : impl->view.datasets) {
     SP_RETURN_IF_ERROR(impl->OpenParts(*named, options));
   }
+  impl->SetFields(first.schema_known() ? first.manifest.schema : Schema{});
   impl->view.datasets.clear();
   const std::vector<uint64_t>& bits = impl->view.selected;
   if (!bits.empty() && impl->starts.back() != impl->view.base_records) {
@@ -177,6 +272,7 @@ absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(
 const std::string& RecordReader::path() const { return impl_->path; }
 uint64_t RecordReader::size() const { return impl_->size(); }
 const Schema& RecordReader::schema() const { return impl_->schema; }
+const std::vector<Field>& RecordReader::fields() const { return impl_->fields; }
 bool RecordReader::has_record_table() const {
   for (const auto& t : impl_->tables) {
     if (!t.has_value()) return false;
@@ -187,6 +283,8 @@ bool RecordReader::has_record_table() const {
 absl::Status RecordReader::Read(uint64_t index, RecordBuffer* out, bool decode) const {
   out->record_ = Record{};
   out->image_ = DecodedImage{};
+  out->fields_.clear();
+  out->images_.clear();
   if (index >= size()) {
     return absl::OutOfRangeError(absl::StrCat(impl_->path, ": record ", index,
                                               " is past the end (", size(), " records)"));
@@ -197,12 +295,17 @@ absl::Status RecordReader::Read(uint64_t index, RecordBuffer* out, bool decode) 
       static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), base) - starts.begin()) -
       1;
   out->index_ = index;
-  absl::Status read = impl_->parts[k]->Read(base - starts[k], out->impl_.get(), &out->record_);
-  if (read.ok() && !impl_->view.label_map.empty()) {
-    out->record_.labels = impl_->view.MapLabels(out->record_.labels);
-  }
+  const uint64_t j = base - starts[k];
+  absl::Status read = impl_->parts[k]->Read(j, out->impl_.get(), &out->record_);
+  if (read.ok() && impl_->stored_fields.has_value()) read = impl_->CheckFields(k, j, out);
+  if (read.ok() && !impl_->view.label_map.empty()) impl_->MapLabels(out);
   if (read.ok() && decode) read = impl_->Decode(out);
-  if (!read.ok()) out->record_ = Record{};
+  if (!read.ok()) {
+    out->record_ = Record{};
+    out->image_ = DecodedImage{};
+    out->fields_.clear();
+    out->images_.clear();
+  }
   return read;
 }
 

@@ -32,7 +32,7 @@ absl::StatusOr<CacheOptions> Storage::cache_options() {
   return *cache_;
 }
 
-absl::StatusOr<std::shared_ptr<RemoteDataset>> Storage::OpenDataset(std::string_view url) {
+absl::StatusOr<std::shared_ptr<RemoteDataset>> Storage::OpenRemoteDataset(std::string_view url) {
   const std::string prefix = PrefixOf(url);
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -3,13 +3,18 @@
 //
 // A Storage is made once from the cache options a reader, a record reader
 // or a tool was given (cache_dir, cache_bytes, else the environment's
-// SHARDPACK_CACHE_*) and handed down to everything that opens a shard: a
-// local path is the posix or mapped file; a URL is an object of a dataset
-// this Storage opened (remote/remote_dataset.h), read through its cache.
+// SHARDPACK_CACHE_*), or is the one inside the public handle that readers
+// share (shardpack/storage.h, reader/storage_handle.h), and is handed down
+// to everything that opens a shard: a local path is the posix or mapped
+// file; a URL is an object of a dataset this Storage opened
+// (remote/remote_dataset.h), read through its cache.
 // Two Storages with two caches never read through each other's, whatever
 // thread opens a file: there is no ambient state, no process-wide list of
 // datasets. (The cache's byte budget is shared by every BlockCache of one
 // folder in the process: remote/block_cache.h says why.)
+//
+// It is the format::FileSystem (format/file_system.h) the shard gate and the
+// record scan (backends/) read a URL through, without knowing object stores.
 //
 // Thread-safe. Datasets opened here stay open while the Storage lives.
 #ifndef SHARDPACK_REMOTE_STORAGE_H_
@@ -26,13 +31,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "format/file_system.h"
 #include "remote/block_cache.h"
 #include "remote/remote_dataset.h"
 #include "shardpack/file.h"
 
 namespace shardpack::remote {
 
-class Storage {
+class Storage final : public format::FileSystem {
  public:
   // `dir` (when not empty) and `bytes` (when >= 0) in place of the
   // environment's: what ReaderOptions' and RecordReaderOptions' cache_dir
@@ -47,20 +53,20 @@ class Storage {
 
   // The dataset at `url` (its prefix, or its manifest.json): its manifest
   // fetched, or the one this Storage opened before with the same prefix.
-  absl::StatusOr<std::shared_ptr<RemoteDataset>> OpenDataset(std::string_view url);
+  absl::StatusOr<std::shared_ptr<RemoteDataset>> OpenRemoteDataset(std::string_view url);
 
   // `path` as a file: a local path through OpenPosixFile (OpenMappedFile
   // when `mmap`); a URL through the dataset of this Storage it belongs to
   // (NotFoundError naming the URL when none is open).
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenFile(const std::string& path,
-                                                             bool mmap = false);
+                                                             bool mmap = false) override;
   // Several at once: one round of requests for the shards of each dataset
   // (RemoteDataset::OpenFiles); local paths one by one.
   absl::StatusOr<std::vector<std::unique_ptr<RandomAccessFile>>> OpenFiles(
       std::span<const std::string> paths);
   // `path` itself when it is not a URL; else the whole local copy of that
   // object (RemoteDataset::LocalCopy), for liblmdb and libhdf5.
-  absl::StatusOr<std::string> LocalPath(const std::string& path);
+  absl::StatusOr<std::string> LocalPath(const std::string& path) override;
 
   // The cache options URLs are read with (resolved on first use).
   absl::StatusOr<CacheOptions> cache_options();

@@ -7,6 +7,9 @@
 //   shardpack merge PART... -o OUT [--format shard|lmdb|hdf5] [--check]
 //   shardpack convert INPUT... -o OUT --format shard|lmdb|hdf5
 //   shardpack index DATASET
+//   shardpack webdataset TAR... -o OUT [--field EXT=NAME[:TYPE]] [--drop EXT]
+//   shardpack coco INSTANCES.json IMAGE_DIR -o OUT
+//   shardpack parquet FILE... -o OUT   (in Python: shardpack/parquet.py)
 //
 // docs/cli.md documents every flag.
 #include <cstdio>
@@ -26,11 +29,15 @@
 #include "datasets/images.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/manifest.h"
+#include "shardpack/writer.h"
 #include "tools/common/cli.h"
+#include "tools/pack/field_commands.h"
 #include "tools/pack/flag_values.h"
+#include "tools/pack/output_flags.h"
 #include "tools/pack/pack.h"
 #include "tools/pack/path_overlap.h"
 #include "tools/pack/scheduler_part.h"
+#include "writer/compression.h"
 
 namespace shardpack {
 namespace {
@@ -43,24 +50,13 @@ std::vector<std::string> BackendNames() {
 }
 
 constexpr char kTool[] = "shardpack";
-constexpr uint64_t kMaxBlockSize = uint64_t{1} << 30;
 
-// Flags shared by the packing commands, as typed.
-struct CommonFlags {
-  std::string output;
-  std::string format = "shard";
-  std::string shard_size = "256MiB";
-  uint64_t shard_records = 0;
-  std::string block_size = "4MiB";
-  std::string compress = "none";
+// Flags shared by the packing commands, as typed: those of every command
+// that writes a dataset, and the packer's own.
+struct CommonFlags : pack::OutputFlags {
   bool shuffle = true;
   uint64_t seed = 0;
   int threads = 0;
-  bool overwrite = false;
-  bool quiet = false;
-  bool verbose = false;
-  bool json = false;
-  std::string on_error = "skip";
   std::string part;    // "" (1/1, not a part), "I/N" or "auto"
   uint64_t parts = 0;  // --parts, with --part auto; 0: not given
 };
@@ -74,35 +70,17 @@ void AddVerbose(CLI::App* app, bool* verbose) {
 }
 
 void AddCommonFlags(CLI::App* app, CommonFlags* f) {
-  app->add_option("-o,--output", f->output, "Output dataset directory")->required();
-  app->add_option("--format", f->format, "Backend: shard (default), lmdb or hdf5")
-      ->check(CLI::IsMember(BackendNames()));
-  app->add_option("--shard-size", f->shard_size, "Close a shard after this many bytes")
-      ->check(cli::SizeIn(1, kMaxU64));
-  app->add_option("--shard-records", f->shard_records,
-                  "Close a shard after this many records (replaces --shard-size)")
-      ->transform(cli::WholeNumberIn(1, kMaxU64));
-  app->add_option("--block-size", f->block_size, "Target block size")
-      ->check(cli::SizeIn(1, kMaxBlockSize));
-  app->add_option("--compress", f->compress, "none or zstd[:LEVEL]")
-      ->check(pack::CheckCompress, "none|zstd[:LEVEL]");
+  pack::AddOutputFlags(app, f);
   app->add_flag("--shuffle,!--no-shuffle", f->shuffle, "Pack-time permutation (default on)");
   app->add_option("--seed", f->seed, "Seed of the pack-time permutation")
       ->transform(cli::WholeNumberIn(0, kMaxU64));
   app->add_option("--threads", f->threads, "Worker threads (default 0: all cores)")
       ->transform(cli::WholeNumberIn(0, cli::kMaxThreads));
-  app->add_flag("--overwrite", f->overwrite,
-                "Replace an existing output (only a dataset shardpack wrote, or an empty folder)");
-  app->add_flag("-q,--quiet", f->quiet, "No progress or summary on stderr");
-  AddVerbose(app, &f->verbose);
-  app->add_flag("--json", f->json, "Print a JSON summary on stdout");
-  app->add_option("--on-error", f->on_error, "skip (list in skipped.tsv) or fail")
-      ->check(CLI::IsMember({"skip", "fail"}));
   app->add_option("--part", f->part,
                   "Pack part I of N (1-based), e.g. 3/8; auto: from the scheduler's variables")
       ->check(pack::CheckPart, "I/N or auto");
   app->add_option("--parts", f->parts, "With --part auto: the number of parts (Kubernetes)")
-      ->transform(cli::WholeNumberIn(1, pack::kMaxParts));
+      ->transform(cli::WholeNumberIn(1, kMaxParts));
 }
 
 datasets::OnError OnErrorOf(const CommonFlags& f) {
@@ -117,7 +95,7 @@ absl::Status ParseShardFlags(const std::string& format, const std::string& block
     return absl::InvalidArgumentError("--block-size must be between 1 byte and 1 GiB");
   }
   w->shard.block_size = static_cast<uint32_t>(block);
-  absl::Status compress = pack::ParseCompress(compress_flag, &w->shard);
+  absl::Status compress = writer::ParseCompress(compress_flag, &w->shard);
   if (!compress.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--compress: ", compress.message()));
   }
@@ -434,8 +412,12 @@ int RunMerge(const MergeCommand& c) {
   auto merged = pack::Merge(c.parts, o);
   if (!merged.ok()) return cli::Fail(kTool, merged.status());
   // The fingerprint is the parts' manifests' text, whatever they hold.
-  cli::PrintLine(stderr, absl::StrCat(c.check ? "checked " : "merged ", merged->parts,
-                                      " parts of one pack (input ", merged->fingerprint, "): ",
+  // A Writer's parts have a job where a pack's have an input.
+  const std::string of =
+      merged->fingerprint.empty() && !merged->job.empty()
+          ? absl::StrCat(" parts of one write (job ", merged->job, "): ")
+          : absl::StrCat(" parts of one pack (input ", merged->fingerprint, "): ");
+  cli::PrintLine(stderr, absl::StrCat(c.check ? "checked " : "merged ", merged->parts, of,
                                       merged->records, " records in ", merged->shards, " shards"));
   return 0;
 }
@@ -522,8 +504,8 @@ int RunIndex(const IndexCommand& c) {
 int main(int argc, char** argv) {
   using namespace shardpack;
   CLI::App app{
-      "shardpack: pack image folders, list files and CIFAR binaries into sharded datasets "
-      "(.shard, LMDB, HDF5)"};
+      "shardpack: pack image folders, list files, CIFAR binaries, WebDataset tars, COCO and "
+      "Parquet into sharded datasets (.shard, LMDB, HDF5)"};
   cli::AddVersionFlag(app, kTool);
   app.require_subcommand(1);
   bool verbose = false;  // -v before the command
@@ -539,6 +521,8 @@ int main(int argc, char** argv) {
   CLI::App* convert_cmd = AddConvertCommand(app, &convert);
   IndexCommand index;
   CLI::App* index_cmd = AddIndexCommand(app, &index);
+  pack::FieldCommands fields;
+  pack::AddFieldCommands(app, &fields);
 
   if (int code = cli::ParseCommandLine(kTool, app, argc, argv); code >= 0) return code;
   cifar.flags.verbose |= verbose;
@@ -551,6 +535,7 @@ int main(int argc, char** argv) {
     if (convert_cmd->parsed()) return RunConvert(convert);
     if (merge_cmd->parsed()) return RunMerge(merge);
     if (index_cmd->parsed()) return RunIndex(index);
+    if (int code = pack::RunFieldCommands(fields, verbose); code >= 0) return code;
     return cli::kExitUsage;  // not reached: CLI11 requires one command
   });
 }

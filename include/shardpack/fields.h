@@ -54,7 +54,9 @@ struct Field {
   // kImage: the encoding and layout of every value, and its fixed shape
   // (height, width, channels) or 0 for what varies.
   ImageInfo image;
-  // kLabel: class names (class k is classes[k]); may be empty.
+  // kLabel, and kArray of i32 or i64: class names (class k is classes[k];
+  // an array's every element is a class, as COCO's category ids of a
+  // record's boxes); may be empty.
   std::vector<std::string> classes;
   // kArray: the element type and shape. shape[0] == 0 means the first
   // dimension varies from record to record (boxes [0, 4]); every other
@@ -78,6 +80,32 @@ struct FieldValue {
   uint64_t rows = 0;
 };
 
+// A field's type as one short text, the form the tools print and writers
+// take (docs/format.md, "Fields", 17.4):
+//
+//   image   "jpeg" or "raw", then "/chw" for CHW planes (HWC is not
+//           spelled), then, when any of the shape is fixed, ":gray" or ":rgb"
+//           (1 or 3 channels, height and width varying) or ":HxWxC" (0
+//           where a dimension varies): "jpeg", "raw", "raw:32x32x3",
+//           "raw/chw:32x32x3", "raw:gray", "raw:0x32x3"
+//   label   "label" (its class names are not part of the text)
+//   string, bytes, json
+//   array   "<dtype>[<dims>]", the first dimension "n" when it varies:
+//           "f32[n,4]", "i32[n]", "f16[768]" (spaces around a dimension
+//           are allowed when parsing)
+//
+// and a trailing "?" when the field is optional ("json?"). Every field of a
+// valid schema renders, and ParseFieldTypeText gives it back, its name and
+// classes aside.
+std::string FieldTypeText(const Field& field);
+
+// The field that `text` describes (name and classes left empty).
+// InvalidArgumentError "field type 'TEXT': ..." saying what is wrong (an
+// unknown type or dtype, a shape of other than 3 numbers, an array of no or
+// more than kMaxArrayDims dimensions, "n" past the first one, a number out
+// of range). The declaration checks of MakeSchema still apply.
+absl::StatusOr<Field> ParseFieldTypeText(std::string_view text);
+
 struct Schema;
 
 // Checks `fields` (names well-formed and distinct, at most kMaxFields, at
@@ -93,8 +121,10 @@ absl::StatusOr<Schema> MakeSchema(std::vector<Field> fields);
 // image field "image" followed by its label fields.
 std::vector<Field> FieldsOf(const Schema& schema);
 
-// Field values <-> records of a schema. Not thread-safe; each thread has its
-// own. Reuses its buffers: no allocation per record once warm.
+// Field values <-> records of a schema. Build is not thread-safe (each
+// thread has its own, which reuses its buffers: no allocation per record
+// once warm); Decode and CheckValues change nothing and may be called from
+// any number of threads at once.
 class RecordFields {
  public:
   explicit RecordFields(const Schema& schema);

@@ -32,6 +32,7 @@
 #include "shardpack/damage.h"
 #include "shardpack/fields.h"
 #include "shardpack/manifest.h"
+#include "shardpack/storage.h"
 
 namespace shardpack {
 
@@ -234,6 +235,15 @@ struct ReaderOptions {
   // ~/.cache/shardpack and 16 GiB. cache_bytes 0: nothing is kept.
   std::string cache_dir;
   int64_t cache_bytes = -1;
+  // A Storage shared with other readers and record readers
+  // (shardpack/storage.h): every path is then opened through it, a dataset
+  // in an object store once for all of them, and stats().remote counts what
+  // all of them did through it. cache_dir and cache_bytes must then be left
+  // at their defaults (the handle carries its own cache options): an
+  // InvalidArgumentError naming both otherwise. Null (the default): the
+  // reader makes its own from cache_dir and cache_bytes. C++ only (no
+  // Python keyword).
+  std::shared_ptr<Storage> storage;
   int batch_size = 256;        // 1..kMaxBatchSize
   bool shuffle = true;         // per-epoch permutation of blocks and of records
   // Bytes of blocks the shuffle may hold at once (docs/reader.md, Shuffle):
@@ -390,8 +400,9 @@ struct ReaderStats {
   // a damaged sample that kSkip replaced is not counted. Empty otherwise.
   std::vector<uint64_t> source_samples;
   // Datasets in an object store: what their stores and caches did since
-  // they were opened in this process (shared by the readers of one dataset
-  // there). All zero for local datasets.
+  // the reader's storage opened them (with a Storage shared through
+  // ReaderOptions::storage, what every reader of it did). All zero for
+  // local datasets.
   struct Remote {
     uint64_t requests = 0;      // HTTP requests, retries included
     uint64_t bytes = 0;         // bytes received

@@ -18,7 +18,15 @@
 // What a read checks: the record's own structure (its header, lengths and
 // padding: format/record_codec.h), and for a compressed block the block's
 // CRC-32C. The CRC-32C of an uncompressed block covers the whole block, so a
-// single-record read cannot check it: `sharddump verify` checks every byte.
+// single-record read cannot check it. A record of a dataset with fields
+// (shardpack/fields.h) carries a CRC-32C of its own: every read checks it
+// and the record's field section against the schema (presence, lengths,
+// array shapes, image headers, labels within their classes) and the fields'
+// content (UTF-8 strings, JSON that parses) before handing the record out,
+// whichever backend or object store it comes from, so that a flipped byte is
+// a DataLossError, never data (docs/reliability.md, "The record CRC").
+// A classic record (images and labels) has no CRC of its own: `sharddump
+// verify` checks every byte.
 #ifndef SHARDPACK_RECORDS_H_
 #define SHARDPACK_RECORDS_H_
 
@@ -29,8 +37,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include <span>
+#include <vector>
+
+#include "shardpack/fields.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
+#include "shardpack/storage.h"
 
 namespace shardpack {
 
@@ -45,6 +58,11 @@ struct RecordReaderOptions {
   // defaults). A record read remotely fetches its whole block (checked).
   std::string cache_dir;
   int64_t cache_bytes = -1;
+  // A Storage shared with other record readers and readers, as
+  // ReaderOptions::storage: then cache_dir and cache_bytes must be left at
+  // their defaults (an InvalidArgumentError naming both otherwise). Null
+  // (the default): one of its own from cache_dir and cache_bytes.
+  std::shared_ptr<Storage> storage;
 };
 
 // A decoded image: HWC pixels, 1 (gray) or 3 (RGB) channels.
@@ -73,8 +91,19 @@ class RecordBuffer {
   // Its index in the dataset (a view: in the view).
   uint64_t index() const { return index_; }
   // The decoded image of the last read made with decode = true (else empty);
-  // valid until the next read into this buffer.
+  // valid until the next read into this buffer. For a dataset with fields,
+  // the first image field's (empty when that field is absent).
   const DecodedImage& image() const { return image_; }
+  // For a dataset with fields: the record's value of each field of
+  // RecordReader::fields(), in that order, checked (see the file comment);
+  // labels as the view gives them. Views into this buffer, valid until the
+  // next read into it. Empty for a classic dataset: record() is all of it.
+  std::span<const FieldValue> fields() const { return fields_; }
+  // For a dataset with fields, after a read with decode = true: one entry
+  // per field, the decoded image of each image field that is present (as
+  // image() decodes one) and an empty one for every other field. Valid until
+  // the next read into this buffer. Empty otherwise.
+  std::span<const DecodedImage> images() const { return images_; }
 
  private:
   friend class RecordReader;
@@ -83,6 +112,9 @@ class RecordBuffer {
   Record record_;
   uint64_t index_ = 0;
   DecodedImage image_;
+  // Sized once to the schema's fields; their capacity is kept.
+  std::vector<FieldValue> fields_;
+  std::vector<DecodedImage> images_;
 };
 
 // Random access to a dataset's records. Thread-safe: any number of threads
@@ -111,6 +143,11 @@ class RecordReader {
   // The dataset's schema; empty (no label fields, shape 0) for a lone
   // `.shard` file, which carries none.
   const Schema& schema() const;
+  // The fields each record holds, as the view gives them (a relabelled
+  // field with its kept classes): the schema's declared fields, empty for a
+  // classic dataset (shardpack/fields.h; FieldsOf(schema()) gives its
+  // implicit ones).
+  const std::vector<Field>& fields() const;
   // Whether Find can answer (the dataset, or every dataset of a view, has a
   // record table).
   bool has_record_table() const;
@@ -118,9 +155,15 @@ class RecordReader {
   // Reads record `index` into `out`: its stored bytes (key, labels, image
   // info, payload, extra) and, with `decode`, its image as pixels (a JPEG
   // decoded whole to RGB or gray; a raw image as it is, CHW planes
-  // interleaved to HWC). OutOfRangeError naming the index and size() past the
-  // end; DataLossError naming the shard, offset and record for damage. On
-  // error `out` holds no record.
+  // interleaved to HWC; with fields, every image field). For a dataset with
+  // fields, the record's field values too (RecordBuffer::fields), checked
+  // first. OutOfRangeError naming the index and size() past the end;
+  // DataLossError naming the shard, offset and record for damage (and the
+  // field, when one is to blame: "... record 3 (index 3): disagrees with the
+  // schema: field 'caption': not UTF-8", or "record CRC-32C mismatch"). On
+  // error `out` holds no record. Once `out` has read the largest record
+  // (and images), a read allocates nothing, but for the check of a JSON
+  // field's text (nlohmann's parser makes a few small allocations).
   absl::Status Read(uint64_t index, RecordBuffer* out, bool decode = false) const;
 
   // The index of the first record whose key is `key`, from the record table

@@ -223,7 +223,9 @@ class ShardReader {
 
 // Checks every byte of a shard: header, padding, each block's header and
 // CRC-32C, every record against the index, footer and trailer, and, when
-// `schema` is given, every record against it (CheckRecordAgainstSchema).
+// `schema` is given, every record against it (CheckRecordAgainstSchema; for
+// a schema with fields also each record's own CRC-32C and its fields'
+// content, shardpack/fields.h).
 // Reports every problem it can find (damage to one block does not hide
 // damage to another) and returns the number of records checked. Reads block
 // by block. Each problem is a Damage (shardpack/damage.h): path the file's

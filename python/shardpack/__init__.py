@@ -7,15 +7,16 @@ torch tensors that view its slot. docs/python.md is the guide.
 shardpack.DataLoader (python/shardpack/_dataloader.py) is loaded on first use:
 `import shardpack` imports neither torch nor numpy.
 """
-from shardpack._shardpack import (DataLossError, Dataset, Error, Reader, _BatchRef, __version__,
-                                  contact_sheet)
+from shardpack._shardpack import (DataLossError, Dataset, Error, Reader, Writer, _BatchRef,
+                                  __version__, contact_sheet)
 
 # The classes are defined by the compiled module; they are used from here.
-for _type in (DataLossError, Dataset, Error, Reader, _BatchRef):
+for _type in (DataLossError, Dataset, Error, Reader, Writer, _BatchRef):
     _type.__module__ = "shardpack"
 del _type
 
-__all__ = ["DataLoader", "DataLossError", "Dataset", "Error", "Reader", "contact_sheet", "__version__"]
+__all__ = ["DataLoader", "DataLossError", "Dataset", "Error", "Reader", "Writer", "contact_sheet",
+           "__version__"]
 
 
 def __getattr__(name):

@@ -3,7 +3,8 @@
 The wheel's binaries live in the package (shardpack/bin/), next to the shared
 libraries they were linked with; pip puts these launchers on PATH. Each one
 replaces this Python process with the binary (exec: same pid, signals and exit
-status), so the tool behaves as if it were started directly.
+status), so the tool behaves as if it were started directly; `shardpack parquet`
+alone runs in this process (shardpack/parquet.py).
 """
 import os
 import sys
@@ -22,6 +23,11 @@ def _exec(tool):
 
 
 def shardpack():
+    # `shardpack parquet` runs here, in Python (pyarrow reads Parquet);
+    # every other subcommand is the binary's.
+    if len(sys.argv) > 1 and sys.argv[1] == "parquet":
+        from shardpack.parquet import main
+        sys.exit(main(sys.argv[2:]))
     _exec("shardpack")
 
 

@@ -1,6 +1,5 @@
 #include "datasets/images.h"
 
-#include <png.h>
 #include <sys/stat.h>
 #include <turbojpeg.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/jpeg_fixtures.h"
+#include "tests/testing/png_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -123,23 +123,10 @@ absl::Status PrepareOnly(const TempDir& dir, ImageMode mode, PreparedRecord* rec
   return PrepareOnly(options, record);
 }
 
-// A PNG of `channels` (1 gray, 3 RGB, 4 RGBA) flat at `value`, written by
-// libpng's simplified API.
+// A PNG of `channels` (1 gray, 3 RGB, 4 RGBA) flat at `value`.
 std::vector<uint8_t> MakePng(uint32_t width, uint32_t height, int channels, uint8_t value) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = width;
-  image.height = height;
-  image.format = channels == 1   ? PNG_FORMAT_GRAY
-                 : channels == 3 ? PNG_FORMAT_RGB
-                                 : PNG_FORMAT_RGBA;
-  const std::vector<uint8_t> pixels(size_t{width} * height * channels, value);
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_to_memory(&image, nullptr, &size, 0, pixels.data(), 0, nullptr));
-  std::vector<uint8_t> png(size);
-  EXPECT_TRUE(png_image_write_to_memory(&image, png.data(), &size, 0, pixels.data(), 0, nullptr));
-  png.resize(size);
-  return png;
+  return testing::EncodePng(std::vector<uint8_t>(size_t{width} * height * channels, value), width,
+                            height, channels);
 }
 
 // --- The torchvision ImageFolder walk ------------------------------------

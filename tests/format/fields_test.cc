@@ -329,6 +329,34 @@ TEST(FieldsTest, ManifestFieldsThatDisagreeOrCannotHoldAreDamage) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("fields[0].optional: expected boolean")));
 }
 
+// An integer array may name its elements' classes (COCO's category ids of a
+// record's boxes): each element is then checked against them, and the
+// names round-trip through the manifest.
+TEST(FieldsTest, IntegerArraysMayNameTheirClasses) {
+  Field ids = Make("category_ids", FieldType::kArray);
+  ids.dtype = ArrayDType::kI32;
+  ids.shape = {0};
+  ids.classes = {"person", "bicycle", "car"};
+  SP_ASSERT_OK_AND_ASSIGN(Schema schema, MakeSchema({ids}));
+  Manifest m;
+  m.schema = schema;
+  SP_ASSERT_OK_AND_ASSIGN(Manifest back, ParseManifest(SerializeManifest(m), "m"));
+  EXPECT_EQ(back.schema, schema);
+  RecordFields fields(schema);
+  std::vector<int32_t> good = {0, 2, 1}, bad = {0, 3};
+  std::vector<FieldValue> v(1);
+  v[0].present = true;
+  v[0].bytes = {reinterpret_cast<const uint8_t*>(good.data()), good.size() * 4};
+  SP_EXPECT_OK(fields.Build("k", v).status());
+  v[0].bytes = {reinterpret_cast<const uint8_t*>(bad.data()), bad.size() * 4};
+  EXPECT_THAT(fields.Build("k", v).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("field 'category_ids': element 1 is 3, outside its 3 classes")));
+  ids.dtype = ArrayDType::kF32;
+  EXPECT_THAT(MakeSchema({ids}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not of i32 or i64")));
+}
+
 // DatasetWriter writes records with fields into every backend's .shard
 // path; the records read back are the ones written, checked by their CRC.
 TEST(FieldsTest, ADatasetOfFieldsIsWrittenAndReadBack) {

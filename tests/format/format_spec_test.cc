@@ -400,6 +400,17 @@ TEST_F(FormatSpecTest, FieldsRecordDumpIsWhatTheWriterWrites) {
                             << RenderDump(bytes);
 }
 
+// Section 17.4's field types as text: each parses, and renders back as
+// written.
+TEST_F(FormatSpecTest, FieldTypeTextsParseAndRenderUnchanged) {
+  std::vector<SpecLine> block = Block("text field-types");
+  ASSERT_FALSE(block.empty());
+  for (const SpecLine& line : block) {
+    SP_ASSERT_OK_AND_ASSIGN(Field f, ParseFieldTypeText(line.text));
+    EXPECT_EQ(FieldTypeText(f), line.text) << "docs/format.md line " << line.number;
+  }
+}
+
 TEST(FormatSpecCrcTest, CheckValueIsTheOneTheSpecGives) {
   const std::string check = "123456789";
   EXPECT_EQ(Crc32c(Bytes(check)), 0xE3069283u);

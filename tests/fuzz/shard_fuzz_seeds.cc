@@ -4,6 +4,8 @@
 //                              DIR/manifest/*.json  valid manifests
 //                              DIR/lmdb/*.lmdb, DIR/hdf5/*.h5  small LMDB
 //                              and HDF5 shards (both layouts for HDF5)
+//                              DIR/fields/*  records of every field type
+//                              (fields_fuzzer's input, fields_input.h)
 //
 // Shards are small (one to four blocks, under 20 KiB) so the fuzzer runs
 // fast, and cover what the parser must handle: no records, raw HWC and CHW,
@@ -23,6 +25,8 @@
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
 #include "shardpack/shard.h"
+#include "tests/fuzz/fields_input.h"
+#include "tests/testing/field_fixtures.h"
 #include "tests/testing/shard_fixtures.h"
 
 namespace shardpack {
@@ -174,6 +178,23 @@ bool WriteRecordTables(const std::filesystem::path& dir) {
   return true;
 }
 
+// Records of testing::EveryFieldType(): absent optional fields, no and
+// several array rows; checked with their CRC, without it, and recomputed.
+bool WriteFieldsInputs(const std::filesystem::path& dir) {
+  absl::StatusOr<Schema> schema = MakeSchema(testing::EveryFieldType());
+  if (!schema.ok()) return false;
+  RecordFields fields(*schema);
+  for (uint64_t i = 0; i < 6; ++i) {
+    const testing::FieldSample s = testing::SampleOf(
+        i, testing::PatternBytes(i, 20 + i), {Encoding::kJpeg, Layout::kHWC, 3, 4, 3});
+    absl::StatusOr<Record> r = fields.Build(s.key, s.Values());
+    if (!r.ok()) return false;
+    const uint8_t flags = i % 3 == 0 ? fuzz::kCheckCrc : i % 3 == 1 ? fuzz::kRefreshCrc : 0;
+    if (!WriteFile(dir / absl::StrCat("record-", i), fuzz::FieldsInputOf(*r, flags))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 }  // namespace shardpack
 
@@ -190,9 +211,11 @@ int main(int argc, char** argv) {
   fs::create_directories(dir / "lmdb", error);
   fs::create_directories(dir / "hdf5", error);
   fs::create_directories(dir / "record_table", error);
+  fs::create_directories(dir / "fields", error);
   if (error || !shardpack::WriteShards(dir / "shard") ||
       !shardpack::WriteManifests(dir / "manifest") || !shardpack::WriteBackendShards(dir) ||
-      !shardpack::WriteRecordTables(dir / "record_table")) {
+      !shardpack::WriteRecordTables(dir / "record_table") ||
+      !shardpack::WriteFieldsInputs(dir / "fields")) {
     std::fprintf(stderr, "shard_fuzz_seeds: cannot write seeds into %s\n", dir.c_str());
     return 1;
   }

@@ -1,4 +1,4 @@
-// libFuzzer target for a view file's parser (backends/view_spec.h) and the
+// libFuzzer target for a view file's parser (dataset/view_spec.h) and the
 // key glob. A bad view is an InvalidArgumentError whose message starts with
 // the file's name; nothing crashes or throws. A view that parses holds what
 // the parser promises: datasets and lists not empty, ranges ordered, a
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "backends/view_spec.h"
+#include "dataset/view_spec.h"
 
 namespace {
 
@@ -26,7 +26,7 @@ void Expect(bool ok, std::string_view what, std::string_view detail = {}) {
   std::abort();
 }
 
-void CheckSpec(const shardpack::backends::ViewSpec& spec) {
+void CheckSpec(const shardpack::dataset::ViewSpec& spec) {
   Expect(!spec.datasets.empty(), "no dataset accepted");
   if (spec.classes) Expect(!spec.classes->names.empty(), "empty class list accepted");
   if (spec.indices) {
@@ -51,8 +51,8 @@ void CheckSpec(const shardpack::backends::ViewSpec& spec) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<shardpack::backends::ViewSpec> spec =
-      shardpack::backends::ParseViewSpec(text, kName);
+  absl::StatusOr<shardpack::dataset::ViewSpec> spec =
+      shardpack::dataset::ParseViewSpec(text, kName);
   if (spec.ok()) {
     CheckSpec(*spec);
   } else {
@@ -64,9 +64,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t nul = text.find('\0');
   const std::string_view glob = text.substr(0, nul);
   const std::string_view key = nul == std::string_view::npos ? text : text.substr(nul + 1);
-  (void)shardpack::backends::GlobMatch(glob, key);
-  Expect(shardpack::backends::GlobMatch("*", key), "'*' does not match a key");
+  (void)shardpack::dataset::GlobMatch(glob, key);
+  Expect(shardpack::dataset::GlobMatch("*", key), "'*' does not match a key");
   // Every byte of a glob matches itself ('*' the run of itself, '?' one byte).
-  Expect(shardpack::backends::GlobMatch(key, key), "a glob does not match its own text");
+  Expect(shardpack::dataset::GlobMatch(key, key), "a glob does not match its own text");
   return 0;
 }

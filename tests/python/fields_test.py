@@ -128,12 +128,10 @@ class FieldsTest(unittest.TestCase):
                 self.assertIsNone(batch["mask"][j])
 
     def test_fields_selects_what_is_decoded_and_delivered(self):
-        self.assertEqual([(f["name"], f["type"], f["optional"])
-                          for f in self.reader().schema["fields"]],
-                         [("photo", "image", False), ("caption", "string", False),
-                          ("boxes", "array", False), ("tag", "label", False),
-                          ("mask", "image", True), ("meta", "json", True),
-                          ("tokens", "array", False)])
+        self.assertEqual(self.reader().fields,
+                         {"photo": "raw:rgb", "caption": "string", "boxes": "f32[n,4]",
+                          "tag": "label", "mask": "raw:gray?", "meta": "json?",
+                          "tokens": "i32[n]"})
         reader = self.reader(fields=["tag", "caption"], transform="rrc:32")
         batch = next(iter(reader))
         self.assertEqual(set(batch), {"caption", "tag", "__labels__"})

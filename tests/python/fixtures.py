@@ -1,8 +1,10 @@
 """Datasets for the Python tests, made at test time with the project's tools.
 
-ctest passes the tools' paths: SHARDPACK_TOOL (the shardpack CLI) and
+ctest passes the tools' paths: SHARDPACK_TOOL (the shardpack CLI),
 MAKE_DEMO_DATA (datasets/make_demo_data, CIFAR-shaped demo scenes whose label
-shows in the picture, so a small CNN can learn them). Nothing is checked in.
+shows in the picture, so a small CNN can learn them) and MAKE_FIELDS_DATASET
+(tests/testing/make_fields_dataset: records of every field type). Nothing is
+checked in.
 """
 import importlib
 import os
@@ -38,6 +40,19 @@ def make_cifar_dataset(parent, records, name="ds", block_size="64KiB", shard_rec
         cmd += ["--shard-records", str(shard_records)]
     if not shuffle:
         cmd += ["--no-shuffle"]
+    subprocess.run(cmd, check=True)
+    return out
+
+
+def make_fields_dataset(parent, records, name="fields", backend="shard", shard_records=None):
+    """Writes `records` records of every field type (tests/testing/field_fixtures.h:
+    photo, caption, boxes, category, mask, meta, embedding, blob, tokens) into
+    parent/name."""
+    out = os.path.join(parent, name)
+    cmd = [os.environ["MAKE_FIELDS_DATASET"], out, "--records", str(records),
+           "--backend", backend]
+    if shard_records:
+        cmd += ["--shard-records", str(shard_records)]
     subprocess.run(cmd, check=True)
     return out
 

@@ -492,9 +492,9 @@ TEST_F(FieldBatchTest, AMixtureOfOtherFieldsIsRefusedNamingTheField) {
   o.sources = {{pa, 1, 0, 0}, {pb, 1, 0, 0}};
   EXPECT_THAT(Reader::Open(o).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("has field 2 'boxes' (array f32 [0, 5]), sources[0] ('" + pa +
-                                 "') field 2 'boxes' (array f32 [0, 4]): a mixture's sources have "
-                                 "the same fields")));
+                       HasSubstr("has field 2 'boxes' (f32[n,5]), sources[0] ('" + pa +
+                                 "') field 2 'boxes' (f32[n,4]): a mixture's sources have the "
+                                 "same fields")));
   // The same fields mix, each source's values in its batches.
   o.sources = {{pa, 1, 0, 0}, {WriteDataset(dir_, "c", a, 4, MakeEveryType), 1, 0, 0}};
   SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));

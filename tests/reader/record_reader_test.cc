@@ -12,6 +12,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/dataset.h"
+#include "shardpack/reader.h"
+#include "shardpack/storage.h"
 #include "tests/testing/jpeg_fixtures.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -279,6 +281,84 @@ TEST(RecordReaderViewTest, AViewReadsItsSelectionRelabelled) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("no record has the key")));
   EXPECT_THAT((*reader)->Read(12, &buffer),
               StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("record 12 is past the end (12")));
+}
+
+// The record indices of one epoch of a Reader, in the order it gives them.
+std::vector<uint64_t> EpochOrder(const ReaderOptions& o) {
+  std::vector<uint64_t> order;
+  auto reader = Reader::Open(o);
+  EXPECT_THAT(reader, IsOk());
+  if (!reader.ok()) return order;
+  for (;;) {
+    absl::StatusOr<Batch> batch = (*reader)->Next();
+    if (absl::IsOutOfRange(batch.status())) break;
+    EXPECT_THAT(batch, IsOk());
+    if (!batch.ok()) break;
+    for (int i = 0; i < batch->size(); ++i) order.push_back(batch->record_index(i));
+  }
+  return order;
+}
+
+TEST(SharedStorageTest, ReadersOfALocalDatasetShareOneHandle) {
+  testing::TempDir dir;
+  const std::vector<OwnedRecord> records = RawRecords(30);
+  Write(dir.path().string(), records);
+  auto storage = Storage::Open();
+  ASSERT_THAT(storage, IsOk());
+  ReaderOptions o;
+  o.path = dir.path().string();
+  o.batch_size = 4;
+  o.threads = 2;
+  const std::vector<uint64_t> alone = EpochOrder(o);
+  EXPECT_EQ(alone.size(), 28u);
+  o.storage = *storage;
+  // Two readers at once, and a record reader, through the one handle.
+  auto other = Reader::Open(o);
+  ASSERT_THAT(other, IsOk());
+  EXPECT_EQ(EpochOrder(o), alone);
+  RecordReaderOptions ro;
+  ro.storage = *storage;
+  auto records_reader = RecordReader::Open(dir.path().string(), ro);
+  ASSERT_THAT(records_reader, IsOk());
+  ExpectAllRecords(**records_reader, records);
+  auto batch = (*other)->Next();
+  ASSERT_THAT(batch, IsOk());
+  EXPECT_EQ(batch->record_index(0), alone[0]);
+  // The handle may go first: the readers hold what they read through.
+  storage->reset();
+  EXPECT_THAT((*other)->Next(), IsOk());
+  RecordBuffer buffer;
+  EXPECT_THAT((*records_reader)->Read(29, &buffer), IsOk());
+}
+
+TEST(SharedStorageTest, CacheOptionsBesideAHandleAreRefusedNamingBoth) {
+  testing::TempDir dir;
+  Write(dir.path().string(), RawRecords(10));
+  auto storage = Storage::Open({.cache_dir = dir.Join("cache"), .cache_bytes = 1 << 20});
+  ASSERT_THAT(storage, IsOk());
+  const auto refused = StatusIs(absl::StatusCode::kInvalidArgument,
+                                AllOf(HasSubstr("storage"), HasSubstr("cache_dir"),
+                                      HasSubstr("cache_bytes")));
+  for (auto [cache_dir, cache_bytes] : {std::pair<std::string, int64_t>{dir.Join("c"), -1},
+                                        {"", 0},
+                                        {"", int64_t{1} << 30}}) {
+    ReaderOptions o;
+    o.path = dir.path().string();
+    o.storage = *storage;
+    o.cache_dir = cache_dir;
+    o.cache_bytes = cache_bytes;
+    EXPECT_THAT(Reader::Open(o), refused) << cache_dir << " " << cache_bytes;
+    RecordReaderOptions ro;
+    ro.storage = *storage;
+    ro.cache_dir = cache_dir;
+    ro.cache_bytes = cache_bytes;
+    EXPECT_THAT(RecordReader::Open(dir.path().string(), ro), refused);
+  }
+  // The handle's own options are checked as the readers' cache_dir is.
+  EXPECT_THAT(Storage::Open({.cache_dir = "s3://bucket/cache"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("s3://bucket/cache")));
+  EXPECT_THAT(Storage::Open({.cache_dir = std::string("/tmp/a\0b", 8)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cache_dir '")));
 }
 
 }  // namespace

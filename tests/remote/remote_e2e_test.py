@@ -377,7 +377,7 @@ class ReplacedDatasetTest(RemoteTest):
         self.assertEqual(digests(first), self.local_digests())
         state, first_fingerprint = first.state_dict(), first.fingerprint
         # A reader of the same URL and cache opened while this one lives
-        # shares its dataset (remote/remote_dataset.h, OpenDataset): let it go.
+        # shares its dataset (remote/storage.h, Storage::OpenRemoteDataset): let it go.
         del first
         gc.collect()
         for name in S.files:

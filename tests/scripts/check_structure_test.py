@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Tests of scripts/check-structure: which spellings of a call of the
-operating system it flags, and that common/ and the allowlist pass."""
+operating system it flags, that common/ and the allowlist pass, and which
+includes break the layering."""
 import importlib.machinery
 import importlib.util
 import os
@@ -78,6 +79,33 @@ class TreeTest(unittest.TestCase):
                                      'thread_local int* scoped = nullptr;\n}\n'})
             self.assertEqual(run.returncode, 1, path)
             self.assertIn(f'{path}:2: thread_local', run.stdout)
+
+    def test_backends_and_remote_include_neither_each_other_nor_the_dataset_layer(self):
+        # Storage (backends/) and object stores (remote/) sit side by side on
+        # format/; the dataset layer (dataset/) sits on both.
+        for path, ns, include in (('backends/a.cc', 'backends', 'remote/storage.h'),
+                                  ('backends/a.h', 'backends', 'dataset/open_path.h'),
+                                  ('remote/a.cc', 'remote', 'backends/shard_gate.h'),
+                                  ('remote/a.h', 'remote', 'dataset/view.h')):
+            run = self.run_on({path: f'#include "{include}"\n'
+                                     f'namespace shardpack::{ns} {{\n}}\n'})
+            self.assertEqual(run.returncode, 1, path)
+            self.assertIn(f'{path}:1: includes {include}: the layers go one way', run.stdout)
+
+    def test_includes_of_lower_layers_and_public_headers_pass(self):
+        run = self.run_on({
+            'backends/a.cc': '#include "format/file_system.h"\n#include "common/errors.h"\n'
+                             '#include "shardpack/file.h"\n#include "absl/status/status.h"\n'
+                             'namespace shardpack::backends {\n}\n',
+            'dataset/a.cc': '#include "backends/shard_gate.h"\n#include "remote/storage.h"\n'
+                            'namespace shardpack::dataset {\n}\n',
+            'remote/a.cc': '// not backends/: #include "backends/store.h" in a comment\n'
+                           '#include "format/file_system.h"\nnamespace shardpack::remote {\n}\n'})
+        self.assertEqual(run.returncode, 0, run.stdout)
+
+    def test_every_library_has_its_layer(self):
+        for library in checker.LIBRARIES:
+            self.assertIn(library, checker.MAY_INCLUDE[library], library)
 
     def test_every_allowlist_entry_says_why(self):
         for path, why in checker.OS_CALL_ALLOWED.items():

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/open_path.h"
+#include "dataset/open_path.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardpack/reader.h"
@@ -203,13 +203,13 @@ TEST_F(NamedPathTest, FileCutInsideTheShardMagic) {
 // The one opener both use: what it resolved, and codes that mean something.
 TEST_F(NamedPathTest, OpenerSaysWhatThePathIs) {
   for (Backend b : kBackends) {
-    SP_ASSERT_OK_AND_ASSIGN(backends::NamedPath ds, backends::OpenNamedPath(Dataset(b)));
-    EXPECT_EQ(ds.kind, backends::PathKind::kDataset);
+    SP_ASSERT_OK_AND_ASSIGN(dataset::NamedPath ds, dataset::OpenNamedPath(Dataset(b)));
+    EXPECT_EQ(ds.kind, dataset::PathKind::kDataset);
     EXPECT_EQ(ds.backend(), b);
     EXPECT_EQ(ds.shard_paths, std::vector<std::string>{Shard(b)});
     EXPECT_TRUE(ds.checksummed());
-    SP_ASSERT_OK_AND_ASSIGN(backends::NamedPath lone, backends::OpenNamedPath(Shard(b)));
-    EXPECT_EQ(lone.kind, backends::PathKind::kLoneShard);
+    SP_ASSERT_OK_AND_ASSIGN(dataset::NamedPath lone, dataset::OpenNamedPath(Shard(b)));
+    EXPECT_EQ(lone.kind, dataset::PathKind::kLoneShard);
     EXPECT_EQ(lone.backend(), b);
     EXPECT_EQ(lone.directory, Dataset(b));
     EXPECT_EQ(lone.shard_paths, std::vector<std::string>{Shard(b)});
@@ -228,7 +228,7 @@ TEST_F(NamedPathTest, OpenerSaysWhatThePathIs) {
            {"missing", Code::kNotFound},        {"bare", Code::kNotFound},
            {"env", Code::kUnimplemented},       {"fifo", Code::kFailedPrecondition},
            {"empty", Code::kInvalidArgument},   {"text.h5", Code::kInvalidArgument}}) {
-    EXPECT_THAT(backends::OpenNamedPath(Path(name)),
+    EXPECT_THAT(dataset::OpenNamedPath(Path(name)),
                 testing::StatusIs(code, HasSubstr(Path(name))))
         << name;
   }

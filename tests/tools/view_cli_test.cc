@@ -11,11 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "backends/view.h"
+#include "dataset/view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/backends/view_fixtures.h"
+#include "tests/dataset/view_fixtures.h"
 #include "tests/testing/cli_expect.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
@@ -45,7 +45,7 @@ class ViewCliTest : public ::testing::Test {
 };
 
 TEST_F(ViewCliTest, LsNumbersRecordsInTheViewWithTheirDatasetAndRecord) {
-  SP_ASSERT_OK_AND_ASSIGN(backends::DatasetView view, backends::OpenView(View()));
+  SP_ASSERT_OK_AND_ASSIGN(dataset::DatasetView view, dataset::OpenView(View()));
   ASSERT_EQ(view.records, 45u);  // 40 + 20 of classes 7 and 2, less a quarter held out
   testing::RunResult r = RunTool({SHARDDUMP_PATH, "ls", View()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -57,7 +57,7 @@ TEST_F(ViewCliTest, LsNumbersRecordsInTheViewWithTheirDatasetAndRecord) {
     EXPECT_EQ(col[0], absl::StrCat(i));
     // Relabelled: n00000007 is 0, n00000002 is 1, in the order named.
     EXPECT_EQ(col[2], col[1].starts_with("n00000007/") ? "0" : "1") << lines[i];
-    const auto [dataset, record] = view.Locate(backends::ViewRecordBase(view, i));
+    const auto [dataset, record] = view.Locate(dataset::ViewRecordBase(view, i));
     EXPECT_EQ(col[6], absl::StrCat(dataset)) << lines[i];
     EXPECT_EQ(col[7], absl::StrCat(record)) << lines[i];
   }

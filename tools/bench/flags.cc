@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "codec/contact_sheet.h"
+#include "common/size.h"
 #include "common/status_macros.h"
 #include "reader/option_table.h"
 #include "tools/common/cli.h"
@@ -95,7 +96,7 @@ absl::StatusOr<MixSource> ParseSource(const std::string& text) {
   if (m.path.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": no PATH"));
   if (key == "choose") {
     const std::optional<uint64_t> n =
-        cli::ParseWholeNumber(value, 1, std::numeric_limits<uint64_t>::max());
+        common::ParseWholeNumber(value, 1, std::numeric_limits<uint64_t>::max());
     if (!n) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": choose '", value, "' is not a whole number in 1..2^64-1"));

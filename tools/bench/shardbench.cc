@@ -13,10 +13,10 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "backends/open_path.h"
 #include "common/errors.h"
 #include "common/os.h"
 #include "common/status_macros.h"
+#include "dataset/open_path.h"
 #include "reader/pipeline.h"
 #include "remote/storage.h"
 #include "shardpack/file.h"
@@ -90,10 +90,10 @@ absl::Status RunReferences(const BenchOptions& options, const std::vector<std::s
 struct DatasetFiles {
   std::vector<std::string> local;
   uint64_t bytes = 0;
-  std::vector<backends::NamedPath> remote;
+  std::vector<dataset::NamedPath> remote;
   size_t shards() const {
     size_t n = local.size();
-    for (const backends::NamedPath& r : remote) n += r.shard_paths.size();
+    for (const dataset::NamedPath& r : remote) n += r.shard_paths.size();
     return n;
   }
 };
@@ -108,7 +108,7 @@ absl::Status AddFiles(const ReaderOptions& ro, const std::string& path, DatasetF
   }
   SP_ASSIGN_OR_RETURN(std::shared_ptr<remote::Storage> storage,
                       remote::Storage::Make(ro.cache_dir, ro.cache_bytes));
-  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path, storage));
+  SP_ASSIGN_OR_RETURN(dataset::NamedPath named, dataset::OpenNamedPath(path, storage));
   for (const ShardEntry& e : named.manifest.shards) d->bytes += e.bytes;
   d->remote.push_back(std::move(named));
   return absl::OkStatus();

@@ -230,24 +230,11 @@ int UsageError(std::string_view tool, const absl::Status& status) {
   return kExitUsage;
 }
 
-std::optional<uint64_t> ParseWholeNumber(std::string_view text, uint64_t min, uint64_t max) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(), absl::ascii_isdigit)) {
-    return std::nullopt;
-  }
-  while (text.size() > 1 && text.front() == '0') text.remove_prefix(1);
-  uint64_t value = 0;
-  if (!absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &value) || value < min ||
-      value > max) {
-    return std::nullopt;
-  }
-  return value;
-}
-
 CLI::Validator WholeNumberIn(uint64_t min, uint64_t max) {
   const std::string range = RangeText(min, max);
   return CLI::Validator(
       [min, max, range](std::string& text) -> std::string {
-        const std::optional<uint64_t> value = ParseWholeNumber(text, min, max);
+        const std::optional<uint64_t> value = common::ParseWholeNumber(text, min, max);
         if (!value) return absl::StrCat("'", text, "' is not a whole number in ", range);
         text = absl::StrCat(*value);  // decimal, so that CLI11 cannot read it as octal
         return "";

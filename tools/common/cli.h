@@ -107,11 +107,8 @@ int ParseCommandLine(std::string_view tool, CLI::App& app, int argc, char** argv
 // Gives `app` the --version flag every tool has, printing "<tool> <version>".
 void AddVersionFlag(CLI::App& app, std::string_view tool);
 
-// `text` as a whole number in [min, max]: decimal digits alone (leading
-// zeros allowed, no sign, no space); nullopt for anything else. The one
-// reading of a number typed on a command line, also inside a flag's value
-// ("64x64", "3/8").
-std::optional<uint64_t> ParseWholeNumber(std::string_view text, uint64_t min, uint64_t max);
+// common::ParseWholeNumber (common/size.h) reads a number typed on a command
+// line, also inside a flag's value ("64x64", "3/8").
 
 // A CLI11 transform for a whole-number flag bound to any integer type: the
 // value must be decimal digits alone, within [min, max] (max at most the

@@ -1,4 +1,7 @@
-// sharddump extract: selected records' images as files, plus labels.tsv.
+// sharddump extract: selected records' images as files, plus labels.tsv;
+// for a dataset with fields, every field of each record as a file named as
+// WebDataset names a sample's members ("<index>_<key>.<field>.<ext>"), each
+// record checked first (format/record_check.h).
 //
 // File names are made from the record's index and its key with every byte
 // outside [A-Za-z0-9._-] replaced, so no key can name a path: there is no
@@ -17,12 +20,14 @@
 #include "common/os.h"
 #include "common/posix_io.h"
 #include "common/status_macros.h"
+#include "format/record_check.h"
 #include "shardpack/file.h"
 #include "tools/common/cli.h"
 #include "tools/common/escape.h"
 #include "tools/common/progress_line.h"
 #include "tools/dump/commands.h"
 #include "tools/dump/extract_names.h"
+#include "tools/dump/field_render.h"
 #include "tools/dump/opened_dataset.h"
 #include "tools/dump/record_pixels.h"
 #include "tools/dump/selection.h"
@@ -41,6 +46,7 @@ struct ImageFile {
 };
 
 ImageFile ImageFileOf(const Record& r, std::vector<uint8_t>* buffer) {
+  // A record's image, or an image field's (the same rules: docs/cli.md).
   if (r.image.encoding == Encoding::kJpeg) return {"jpg", "", r.payload};
   std::span<const uint8_t> pixels = Interleaved(r, buffer);
   const bool has_pixels = r.image.RawBytes() != 0;
@@ -57,6 +63,7 @@ class Extractor {
   Extractor(const OpenedDataset& ds, std::string output, const common::DirFd& dir,
             bool overwrite, bool verbose)
       : ds_(ds),
+        check_(ds.manifest().schema),
         output_(std::move(output)),
         dir_(dir),
         overwrite_(overwrite),
@@ -65,15 +72,26 @@ class Extractor {
     tsv_ = "file\tindex\tkey\tlabels\tclasses\tshape\n";
   }
 
-  absl::Status Write(uint64_t index, const Record& r) {
-    ImageFile image = ImageFileOf(r, &buffer_);
-    std::string name = ExtractFileName(index, digits_, r.key, image.extension);
-    SP_RETURN_IF_ERROR(WriteFileIn(name, image.header, image.body));
+  // Record `local` of the shard at `shard_path` (dataset index `index`),
+  // which lives at `loc`.
+  absl::Status Write(uint64_t index, const Record& r, std::string_view shard_path, uint64_t local,
+                     const backends::RecordLocation& loc) {
+    std::string name;
+    if (check_.has_fields()) {
+      if (absl::Status s = check_.Check(r); !s.ok()) {
+        return absl::DataLossError(
+            absl::StrCat(RecordWhere(shard_path, loc, local), ": ", s.message()));
+      }
+      SP_ASSIGN_OR_RETURN(name, WriteFields(index, r.key));
+    } else {
+      ImageFile image = ImageFileOf(r, &buffer_);
+      name = ExtractFileName(index, digits_, r.key, image.extension);
+      SP_RETURN_IF_ERROR(WriteFile(name, image.header, image.body));
+    }
     absl::StrAppend(&tsv_, name, "\t", index, "\t", cli::EscapeText(r.key), "\t",
                     LabelsText(r.labels), "\t", ClassNames(r.labels), "\t", ShapeText(r.image),
                     "\n");
     ++count_;
-    if (verbose_) cli::PrintLine(stderr, absl::StrCat("wrote ", output_, "/", name));
     return absl::OkStatus();
   }
 
@@ -98,6 +116,42 @@ class Extractor {
       names.push_back(named ? cli::EscapeText(fields[i].classes[static_cast<size_t>(v)]) : "-");
     }
     return absl::StrJoin(names, ",");
+  }
+
+  absl::Status WriteFile(const std::string& name, std::string_view header,
+                         std::span<const uint8_t> body) {
+    SP_RETURN_IF_ERROR(WriteFileIn(name, header, body));
+    if (verbose_) cli::PrintLine(stderr, absl::StrCat("wrote ", output_, "/", name));
+    return absl::OkStatus();
+  }
+
+  // Every present field of the record Check just passed, a file each;
+  // returns the first image field's file name ("-" when it has none).
+  absl::StatusOr<std::string> WriteFields(uint64_t index, std::string_view key) {
+    std::string first_image = "-";
+    const std::vector<Field>& fields = check_.fields();
+    for (size_t i = 0; i < fields.size(); ++i) {
+      const Field& f = fields[i];
+      const FieldValue& v = check_.values()[i];
+      if (!v.present) continue;
+      std::string header, extension(FieldFileExtension(f.type));
+      std::span<const uint8_t> body = v.bytes;
+      if (f.type == FieldType::kImage) {
+        ImageFile image = ImageFileOf(Record{key, {}, v.image, v.bytes, {}}, &buffer_);
+        header = std::move(image.header);
+        extension = std::move(image.extension);
+        body = image.body;
+      } else if (f.type == FieldType::kArray) {
+        header = NpyHeader(f, v.rows);
+      } else if (f.type == FieldType::kLabel) {
+        header = absl::StrCat(v.label);
+      }
+      const std::string name =
+          ExtractFileName(index, digits_, key, absl::StrCat(f.name, ".", extension));
+      SP_RETURN_IF_ERROR(WriteFile(name, header, body));
+      if (f.type == FieldType::kImage && first_image == "-") first_image = name;
+    }
+    return first_image;
   }
 
   // Creates `name` in DIR afresh: O_EXCL | O_NOFOLLOW make sure the new file
@@ -125,6 +179,7 @@ class Extractor {
   }
 
   const OpenedDataset& ds_;
+  format::RecordCheck check_;  // of a dataset with fields: each record, its values
   const std::string output_;
   const common::DirFd& dir_;  // output_, open
   const bool overwrite_;
@@ -157,9 +212,10 @@ absl::Status ExtractRange(const OpenedDataset& ds, IndexRange range, Extractor* 
     SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const uint64_t first = ds.first_record(k);
     SP_RETURN_IF_ERROR(shard->Scan(part.begin - first, part.end - first,
-                                   [&](uint64_t i, const Record& r) {
+                                   [&](uint64_t i, const Record& r,
+                                       const backends::RecordLocation& loc) {
                                      progress->Add(r.payload.size(), 1);
-                                     return x->Write(first + i, r);
+                                     return x->Write(first + i, r, shard->path(), i, loc);
                                    }));
   }
   return absl::OkStatus();
@@ -182,10 +238,11 @@ absl::Status ExtractIndexes(const OpenedDataset& ds, const std::vector<uint64_t>
       open_k = k;
     }
     SP_RETURN_IF_ERROR(
-        shard->Scan(local, local + 1, [&](uint64_t, const Record& r) {
-          progress->Add(r.payload.size(), 1);
-          return x->Write(index, r);
-        }));
+        shard->Scan(local, local + 1,
+                    [&](uint64_t i, const Record& r, const backends::RecordLocation& loc) {
+                      progress->Add(r.payload.size(), 1);
+                      return x->Write(index, r, shard->path(), i, loc);
+                    }));
   }
   return absl::OkStatus();
 }
@@ -196,11 +253,12 @@ absl::Status ExtractKey(const OpenedDataset& ds, std::string_view key, Extractor
     SP_ASSIGN_OR_RETURN(std::unique_ptr<backends::ShardScanner> shard, ds.OpenShard(k));
     const uint64_t first = ds.first_record(k);
     SP_RETURN_IF_ERROR(
-        shard->Scan(0, shard->size(), [&](uint64_t i, const Record& r) {
-          progress->Add(r.payload.size(), 1);
-          if (r.key != key) return absl::OkStatus();
-          return x->Write(first + i, r);
-        }));
+        shard->Scan(0, shard->size(),
+                    [&](uint64_t i, const Record& r, const backends::RecordLocation& loc) {
+                      progress->Add(r.payload.size(), 1);
+                      if (r.key != key) return absl::OkStatus();
+                      return x->Write(first + i, r, shard->path(), i, loc);
+                    }));
   }
   if (x->count() == 0) {
     return absl::NotFoundError(

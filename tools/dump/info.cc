@@ -126,6 +126,26 @@ double Ratio(const backends::StorageStats& s) {
 
 std::string CrcText(uint32_t crc) { return absl::StrFormat("%08x", crc); }
 
+// A field's type text (shardpack/fields.h) without the "?" of optional
+// fields, which info shows in a column of its own.
+std::string TypeText(Field f) {
+  f.optional = false;
+  return FieldTypeText(f);
+}
+
+// The declared fields, or a classic schema's implicit ones; null without a
+// schema.
+Json DeclaredFieldsJson(const OpenedDataset& ds) {
+  if (!ds.has_schema()) return nullptr;
+  Json fields = Json::array();
+  for (const Field& f : FieldsOf(ds.manifest().schema)) {
+    Json j = {{"name", f.name}, {"type", TypeText(f)}, {"optional", f.optional}};
+    if (f.type == FieldType::kLabel) j["classes"] = f.classes.size();
+    fields.push_back(std::move(j));
+  }
+  return fields;
+}
+
 Json PackJson(const OpenedDataset& ds) {
   if (!ds.has_schema()) return nullptr;
   Json pack = Json::parse(ds.manifest().pack_json, nullptr, /*allow_exceptions=*/false);
@@ -152,6 +172,7 @@ Json InfoJson(const OpenedDataset& ds, Facts* f) {
   j["stored_bytes"] = f->storage.stored_bytes;
   j["compression_ratio"] = Ratio(f->storage);
   j["schema"] = ds.has_schema() ? SchemaJson(ds.manifest().schema) : Json(nullptr);
+  j["fields"] = DeclaredFieldsJson(ds);
   const LabelField* first = FieldOf(ds, 0);
   j["classes"] = first != nullptr ? Json(first->classes) : Json::array();
   j["labels"] = Json::array();
@@ -247,6 +268,7 @@ std::string SpreadText(std::vector<T>* v, bool with_mean) {
 }
 
 std::string ShardTableText(const Facts& f);
+std::string FieldTableText(const Schema& schema);
 std::string HistogramsText(const OpenedDataset& ds, const Facts& f);
 
 // The shards' layouts: the one they share, else each with its count.
@@ -316,7 +338,22 @@ std::string InfoText(const OpenedDataset& ds, Facts* f) {
   Line(&out, "width", SpreadText(&f->widths, false));
   Line(&out, "height", SpreadText(&f->heights, false));
   Line(&out, "bytes/record", SpreadText(&f->payload_bytes, true));
-  return out + ShardTableText(*f) + HistogramsText(ds, *f);
+  return out + FieldTableText(m.schema) + ShardTableText(*f) + HistogramsText(ds, *f);
+}
+
+// A dataset with fields: one line each (name, type, optional, classes of a
+// label field). Nothing for a classic dataset, whose schema line says all.
+std::string FieldTableText(const Schema& schema) {
+  if (schema.fields.empty()) return "";
+  std::string out = absl::StrCat("\nfields\n", absl::StrFormat("  %-20s %-20s %-8s  %s\n", "name",
+                                                               "type", "optional", "classes"));
+  for (const Field& f : schema.fields) {
+    const std::string classes =
+        f.type == FieldType::kLabel ? absl::StrCat(f.classes.size()) : std::string("-");
+    absl::StrAppend(&out, absl::StrFormat("  %-20s %-20s %-8s  %s\n", f.name, TypeText(f),
+                                          f.optional ? "yes" : "no", classes));
+  }
+  return out;
 }
 
 std::string ShardTableText(const Facts& f) {

@@ -6,11 +6,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "backends/open_path.h"
 #include "backends/shard_gate.h"
-#include "backends/view.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "dataset/open_path.h"
+#include "dataset/view.h"
 #include "remote/object_store.h"
 #include "shardpack/dataset.h"
 #include "tools/dump/shard_check.h"
@@ -38,8 +38,8 @@ absl::Status MissingShard(const std::string& path, size_t k) {
 
 absl::StatusOr<OpenedDataset> OpenedDataset::Open(const std::string& path, ShardPolicy policy) {
   OpenedDataset ds;
-  absl::StatusOr<backends::NamedPath> named = backends::OpenNamedPath(path);
-  if (!named.ok() && backends::IsViewFile(path).value_or(false)) {
+  absl::StatusOr<dataset::NamedPath> named = dataset::OpenNamedPath(path);
+  if (!named.ok() && dataset::IsViewFile(path).value_or(false)) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": a view file; this command takes a dataset or shard (ls, show and verify take "
               "views; shardpack convert materializes one)"));

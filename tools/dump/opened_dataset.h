@@ -17,8 +17,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "backends/open_path.h"
 #include "backends/record_scan.h"
+#include "dataset/open_path.h"
 #include "shardpack/damage.h"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
@@ -49,7 +49,7 @@ class OpenedDataset {
     kCheckLater,
   };
 
-  // Opens PATH: whatever backends::OpenNamedPath resolves it to (a dataset
+  // Opens PATH: whatever dataset::OpenNamedPath resolves it to (a dataset
   // directory or its manifest.json, of any backend, or one shard file of any
   // backend, a "lone shard": the manifest is made up from its index or
   // metadata and has_manifest() is false). Errors are one line naming PATH.
@@ -57,7 +57,7 @@ class OpenedDataset {
 
   // What PATH opened to (for a lone `.shard` file, with its one shard entry
   // made up from its index).
-  const backends::NamedPath& named() const { return named_; }
+  const dataset::NamedPath& named() const { return named_; }
   const std::string& path() const { return named_.path; }
   // The dataset directory (for a lone shard, the directory holding it).
   const std::string& directory() const { return named_.directory; }
@@ -101,7 +101,7 @@ class OpenedDataset {
   absl::Status LoadLoneShardIndex(ShardPolicy policy);
   void CountRecords();
 
-  backends::NamedPath named_;
+  dataset::NamedPath named_;
   std::string lone_version_;            // the lone shard's format version
   std::vector<uint64_t> first_record_;  // num_shards() + 1 entries
 };

@@ -9,16 +9,16 @@
 
 namespace shardpack::dump {
 
-absl::StatusOr<std::optional<backends::DatasetView>> OpenIfView(const std::string& path) {
-  absl::StatusOr<bool> is_view = backends::IsViewFile(path);
+absl::StatusOr<std::optional<dataset::DatasetView>> OpenIfView(const std::string& path) {
+  absl::StatusOr<bool> is_view = dataset::IsViewFile(path);
   if (!is_view.ok() || !*is_view) return std::nullopt;
-  SP_ASSIGN_OR_RETURN(backends::DatasetView view, backends::OpenView(path));
+  SP_ASSIGN_OR_RETURN(dataset::DatasetView view, dataset::OpenView(path));
   return view;
 }
 
-absl::StatusOr<OpenedView> OpenedView::Open(backends::DatasetView view) {
+absl::StatusOr<OpenedView> OpenedView::Open(dataset::DatasetView view) {
   OpenedView opened(std::move(view));
-  const backends::DatasetView& v = opened.view_;
+  const dataset::DatasetView& v = opened.view_;
   for (size_t d = 0; d < v.datasets.size(); ++d) {
     SP_ASSIGN_OR_RETURN(OpenedDataset ds, OpenedDataset::Open(v.datasets[d]->path,
                                                               OpenedDataset::ShardPolicy::kRequireAll));
@@ -36,8 +36,8 @@ absl::StatusOr<OpenedView> OpenedView::Open(backends::DatasetView view) {
 
 absl::Status OpenedView::Scan(uint64_t begin, uint64_t end, ViewRecordVisitor visit) const {
   if (begin >= end) return absl::OkStatus();
-  const uint64_t base_begin = backends::ViewRecordBase(view_, begin);
-  const uint64_t base_end = backends::ViewRecordBase(view_, end - 1) + 1;
+  const uint64_t base_begin = dataset::ViewRecordBase(view_, begin);
+  const uint64_t base_end = dataset::ViewRecordBase(view_, end - 1) + 1;
   uint64_t index = begin;
   for (size_t d = 0; d < datasets_.size(); ++d) {
     const uint64_t first = view_.first_record[d];
@@ -66,7 +66,7 @@ absl::Status OpenedView::ScanDataset(size_t d, uint64_t begin, uint64_t end, uin
           if (!view_.Selected(first + record)) return absl::OkStatus();
           Record mapped = r;
           mapped.labels = view_.MapLabels(r.labels);
-          return visit(ViewRecordPlace{(*index)++, d, record, k, at}, mapped);
+          return visit(ViewRecordPlace{(*index)++, d, record, k, at, r.labels}, mapped);
         }));
   }
   return absl::OkStatus();

@@ -1,5 +1,5 @@
 // What ls, show and verify work on when PATH names a view file
-// (backends/view.h): the view, resolved, and each of its datasets opened as
+// (dataset/view.h): the view, resolved, and each of its datasets opened as
 // an OpenedDataset, with the view's records read in view order.
 #ifndef SHARDPACK_TOOLS_DUMP_OPENED_VIEW_H_
 #define SHARDPACK_TOOLS_DUMP_OPENED_VIEW_H_
@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/record_scan.h"
-#include "backends/view.h"
+#include "dataset/view.h"
 #include "tools/dump/opened_dataset.h"
 
 namespace shardpack::dump {
@@ -24,6 +24,7 @@ struct ViewRecordPlace {
   uint64_t record = 0;   // the record's index in that dataset
   size_t shard = 0;      // the shard of that dataset holding it
   backends::RecordLocation location;
+  Labels stored_labels;  // the record's labels as stored (the view may map them)
 };
 
 // Told each view record with its labels as the view gives them (label_map
@@ -35,9 +36,9 @@ class OpenedView {
   // The view at `path`, which OpenView resolved (is_view), its datasets
   // opened with every shard required. An error naming a dataset whose
   // record count changed since the view resolved.
-  static absl::StatusOr<OpenedView> Open(backends::DatasetView view);
+  static absl::StatusOr<OpenedView> Open(dataset::DatasetView view);
 
-  const backends::DatasetView& view() const { return view_; }
+  const dataset::DatasetView& view() const { return view_; }
   const std::string& path() const { return view_.path; }
   uint64_t records() const { return view_.records; }
   const OpenedDataset& dataset(size_t d) const { return datasets_[d]; }
@@ -47,18 +48,18 @@ class OpenedView {
   absl::Status Scan(uint64_t begin, uint64_t end, ViewRecordVisitor visit) const;
 
  private:
-  explicit OpenedView(backends::DatasetView view) : view_(std::move(view)) {}
+  explicit OpenedView(dataset::DatasetView view) : view_(std::move(view)) {}
   absl::Status ScanDataset(size_t d, uint64_t begin, uint64_t end, uint64_t* index,
                            ViewRecordVisitor visit) const;
 
-  backends::DatasetView view_;
+  dataset::DatasetView view_;
   std::vector<OpenedDataset> datasets_;
 };
 
 // OpenView's result when PATH is a view file; nullopt for anything else
 // (a dataset or shard, or a path that does not open: the commands' own
 // opener then says what is wrong).
-absl::StatusOr<std::optional<backends::DatasetView>> OpenIfView(const std::string& path);
+absl::StatusOr<std::optional<dataset::DatasetView>> OpenIfView(const std::string& path);
 
 }  // namespace shardpack::dump
 

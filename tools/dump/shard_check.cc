@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/record_scan.h"
 #include "backends/shard_gate.h"
+#include "format/record_check.h"
 #include "shardpack/file.h"
 #include "shardpack/shard.h"
 
@@ -76,10 +77,12 @@ ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
   check.index_ok = true;
   check.records = (*scanner)->size();
   uint64_t next = 0;
+  std::optional<format::RecordCheck> record_check;
+  if (schema != nullptr) record_check.emplace(*schema);
   absl::Status s = (*scanner)->Scan(0, check.records, [&](uint64_t i, const Record& r) {
     next = i + 1;
-    if (schema == nullptr) return absl::OkStatus();
-    if (absl::Status agrees = CheckRecordAgainstSchema(r, *schema); !agrees.ok()) {
+    if (!record_check.has_value()) return absl::OkStatus();
+    if (absl::Status agrees = record_check->Check(r); !agrees.ok()) {
       check.problems.push_back(Problem(
           path, absl::DataLossError(absl::StrCat(path, " record ", i, ": ", agrees.message())), i));
     }

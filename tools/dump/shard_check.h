@@ -16,8 +16,9 @@
 namespace shardpack::dump {
 
 // VerifyShard over the mapped file (each record checked against `schema`
-// when given, in the same pass), plus the index's record count. A URL is read
-// through `storage` (a dataset's, backends::NamedPath::storage).
+// when given, in the same pass: format/record_check.h), plus the index's
+// record count. A URL is read through `storage` (a dataset's,
+// dataset::NamedPath::storage).
 ShardCheck CheckShardFile(const std::string& path, const Schema* schema,
                           remote::Storage* storage);
 
@@ -28,7 +29,8 @@ ShardCheck CheckShardFile(const std::string& path, const Schema* schema,
 // key; an HDF5 row's offsets, image info and shape agree). A file that does
 // not match its entry is not opened: liblmdb and libhdf5 trust their files,
 // and damaged ones can crash them. One without an entry is vetted first.
-// With `schema`, every record is checked against it in the same scan. A URL
+// With `schema`, every record is checked against it in the same scan
+// (format/record_check.h: with fields, its own CRC-32C and content too). A URL
 // is checked in its local copy, made through `storage`.
 ShardCheck CheckBackendShardFile(const std::string& path, Backend backend,
                                  const std::optional<ShardEntry>& expected,

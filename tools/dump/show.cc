@@ -1,5 +1,7 @@
 // sharddump show: a contact sheet of stored records (codec/contact_sheet.h),
-// each tile captioned with the record's index, labels and class name.
+// each tile captioned with the record's index, labels and class name. A
+// record with fields shows its first image field (the record's payload); a
+// record where that optional field is absent gets an empty tile.
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -63,7 +65,7 @@ class SheetFiller {
  public:
   // `path` names the records in messages; `schema` gives the class names.
   SheetFiller(const std::string& path, const Schema& schema, codec::ContactSheet* sheet)
-      : path_(path), sheet_(sheet) {
+      : path_(path), sheet_(sheet), may_lack_image_(!schema.fields.empty()) {
     for (const LabelField& field : schema.labels) {
       std::vector<std::string> names;
       for (const std::string& name : field.classes) names.push_back(cli::EscapeText(name));
@@ -72,7 +74,13 @@ class SheetFiller {
   }
 
   absl::Status Add(uint64_t index, const Record& r) {
-    absl::StatusOr<codec::PixelView> pixels = RecordPixels(r, &decoder_, &buffer_);
+    // An absent first image field leaves a raw 0x0x0 payload (docs/format.md
+    // 17.2): one pixel of the sheet's background fills the tile.
+    static constexpr uint8_t kBlank = codec::kSheetBackground;
+    absl::StatusOr<codec::PixelView> pixels =
+        may_lack_image_ && r.image.encoding == Encoding::kRaw && r.image.channels == 0
+            ? codec::PixelView{&kBlank, 1, 1, 1}
+            : RecordPixels(r, &decoder_, &buffer_);
     absl::Status s = pixels.status();
     if (s.ok()) {
       const std::span<const int64_t> labels(r.labels.begin(), r.labels.end());
@@ -93,7 +101,18 @@ class SheetFiller {
   codec::JpegDecoder decoder_;
   std::vector<uint8_t> buffer_;
   size_t next_ = 0;
+  const bool may_lack_image_;  // a dataset with fields
 };
+
+// A dataset with fields but no image field has nothing to show.
+absl::Status CheckHasImage(const std::string& path, const Schema& schema) {
+  if (schema.fields.empty()) return absl::OkStatus();
+  for (const Field& f : schema.fields) {
+    if (f.type == FieldType::kImage) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": its records have no image field to show"));
+}
 
 // Visits the (ascending) indexes, one Scan per run of consecutive ones.
 absl::Status FillSheet(const OpenedDataset& ds, const std::vector<uint64_t>& indexes,
@@ -145,8 +164,9 @@ absl::Status WriteSheet(const ShowOptions& options, const codec::ContactSheet& s
   return absl::OkStatus();
 }
 
-absl::Status ShowView(const ShowOptions& options, backends::DatasetView view) {
+absl::Status ShowView(const ShowOptions& options, dataset::DatasetView view) {
   SP_ASSIGN_OR_RETURN(OpenedView opened, OpenedView::Open(std::move(view)));
+  SP_RETURN_IF_ERROR(CheckHasImage(opened.path(), opened.view().schema));
   SP_ASSIGN_OR_RETURN(std::vector<uint64_t> indexes, SelectIndexes(options, opened.records()));
   SP_ASSIGN_OR_RETURN(codec::ContactSheet sheet,
                       codec::ContactSheet::Create(indexes.size(), {options.tile, options.columns}));
@@ -161,10 +181,11 @@ absl::Status RunShow(const ShowOptions& options) {
   SP_RETURN_IF_ERROR(cli::CheckLocalPath("-o", options.output, cli::LocalPath::kOutput));
   SP_RETURN_IF_ERROR(codec::CheckSheetPath(options.output));
   SP_RETURN_IF_ERROR(cli::CheckOutputFile(options.output, options.overwrite));
-  SP_ASSIGN_OR_RETURN(std::optional<backends::DatasetView> view, OpenIfView(options.path));
+  SP_ASSIGN_OR_RETURN(std::optional<dataset::DatasetView> view, OpenIfView(options.path));
   if (view) return ShowView(options, std::move(*view));
   SP_ASSIGN_OR_RETURN(OpenedDataset ds,
                       OpenedDataset::Open(options.path, OpenedDataset::ShardPolicy::kRequireAll));
+  SP_RETURN_IF_ERROR(CheckHasImage(ds.path(), ds.manifest().schema));
   SP_ASSIGN_OR_RETURN(std::vector<uint64_t> indexes, SelectIndexes(options, ds.records()));
   SP_ASSIGN_OR_RETURN(codec::ContactSheet sheet,
                       codec::ContactSheet::Create(indexes.size(), {options.tile, options.columns}));

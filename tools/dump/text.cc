@@ -8,6 +8,12 @@
 
 namespace shardpack::dump {
 
+std::string RecordWhere(std::string_view path, const backends::RecordLocation& loc,
+                        uint64_t record) {
+  if (!loc.has_offset) return absl::StrCat(common::AsAbsl(path), ": record ", record);
+  return absl::StrCat(common::AsAbsl(path), " @", loc.Text(), ": record ", record);
+}
+
 std::string LabelsText(const Labels& labels) {
   if (labels.empty()) return "-";
   return absl::StrJoin(labels.begin(), labels.end(), ",");

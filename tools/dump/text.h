@@ -9,11 +9,17 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "backends/record_scan.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/manifest.h"
 #include "shardpack/record.h"
 
 namespace shardpack::dump {
+
+// Where record `record` of the shard at `path` lives, as messages say it:
+// "PATH @OFFSET: record N" (a `.shard` record), "PATH: record N" (LMDB, HDF5).
+std::string RecordWhere(std::string_view path, const backends::RecordLocation& loc,
+                        uint64_t record);
 
 // Insertion-ordered, so documents read in the order docs/cli.md lists them.
 using Json = nlohmann::ordered_json;

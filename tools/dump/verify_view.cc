@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/view.h"
 #include "common/status_macros.h"
+#include "dataset/view.h"
 #include "shardpack/manifest.h"
 #include "tools/common/cli.h"
 #include "tools/common/escape.h"
@@ -18,7 +18,7 @@ namespace {
 // The view resolved, as a line and a JSON object; counts one problem when
 // it does not.
 void ResolveView(const std::string& path, std::string* text, Json* json, size_t* problems) {
-  absl::StatusOr<backends::DatasetView> view = backends::OpenView(path);
+  absl::StatusOr<dataset::DatasetView> view = dataset::OpenView(path);
   Json& j = *json;
   if (!view.ok()) {
     ++*problems;
@@ -39,7 +39,7 @@ void ResolveView(const std::string& path, std::string* text, Json* json, size_t*
 }  // namespace
 
 absl::Status VerifyView(const VerifyOptions& options) {
-  SP_ASSIGN_OR_RETURN(std::vector<std::string> paths, backends::ViewDatasetPaths(options.path));
+  SP_ASSIGN_OR_RETURN(std::vector<std::string> paths, dataset::ViewDatasetPaths(options.path));
   std::string text;
   Json json = {{"path", options.path}, {"datasets", Json::array()}};
   size_t problems = 0;

@@ -1,4 +1,4 @@
-// shardpack convert VIEW -o OUT: a view (backends/view.h) materialized as a
+// shardpack convert VIEW -o OUT: a view (dataset/view.h) materialized as a
 // dataset: only its records, in view order, labels relabelled, the view's
 // schema; one output shard per input shard that holds any of them. The
 // pack record keeps the view's canonical text and fingerprint under "view".
@@ -8,15 +8,15 @@
 #include "absl/strings/str_cat.h"
 #include "backends/shard_gate.h"
 #include "backends/store.h"
-#include "backends/view.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "dataset/view.h"
 #include "shardpack/dataset.h"
 #include "tools/common/progress_line.h"
-#include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
-#include "tools/pack/pack_identity.h"
 #include "tools/pack/path_overlap.h"
+#include "writer/output_dir.h"
+#include "writer/pack_identity.h"
 
 namespace shardpack::pack {
 namespace {
@@ -30,33 +30,34 @@ constexpr size_t kMaxRecordedSelection = size_t{1} << 20;
 // The output's identity: o.pack, or that of the view's one dataset, or an
 // empty one for many; each distinct dataset in "converted_from" (once,
 // however many times the view names it), the view in "view".
-absl::StatusOr<PackIdentity> ViewIdentity(const backends::DatasetView& view,
-                                          const ConvertOptions& o) {
-  std::vector<ConvertedInput> from;
-  std::optional<PackIdentity> first;
-  std::set<const backends::NamedPath*> seen;
+absl::StatusOr<writer::PackIdentity> ViewIdentity(const dataset::DatasetView& view,
+                                                  const ConvertOptions& o) {
+  std::vector<writer::ConvertedInput> from;
+  std::optional<writer::PackIdentity> first;
+  std::set<const dataset::NamedPath*> seen;
   for (const auto& d : view.datasets) {
     if (!seen.insert(d.get()).second) continue;
-    SP_ASSIGN_OR_RETURN(PackIdentity pack, PackIdentity::FromJson(d->manifest.pack_json, d->path));
+    SP_ASSIGN_OR_RETURN(writer::PackIdentity pack,
+                        writer::PackIdentity::FromJson(d->manifest.pack_json, d->path));
     from.push_back({d->path, d->manifest.backend, pack.ToJsonValue()});
     if (!first) first = std::move(pack);
   }
-  PackIdentity pack = o.pack ? *o.pack : from.size() == 1 ? *first : PackIdentity();
+  writer::PackIdentity pack = o.pack ? *o.pack : from.size() == 1 ? *first : writer::PackIdentity();
   pack.converted_from = std::move(from);
   pack.converted_by = "shardpack " SHARDPACK_VERSION;
   pack.extra["view"] = {{"path", view.path},
                         {"fingerprint", FormatFingerprint(view.fingerprint)}};
   if (view.canonical.size() <= kMaxRecordedSelection) {
-    pack.extra["view"]["selection"] = PackJson::parse(view.canonical);
+    pack.extra["view"]["selection"] = writer::PackJson::parse(view.canonical);
   }
   return pack;
 }
 
 // Writes the selected records of dataset d, one output shard per input
 // shard that holds any.
-absl::Status WriteDataset(const backends::DatasetView& view, size_t d, DatasetWriter& writer,
+absl::Status WriteDataset(const dataset::DatasetView& view, size_t d, DatasetWriter& writer,
                           cli::ProgressLine& progress) {
-  const backends::NamedPath& named = *view.datasets[d];
+  const dataset::NamedPath& named = *view.datasets[d];
   uint64_t base = view.first_record[d];
   for (size_t k = 0; k < named.shard_paths.size(); ++k) {
     const std::string& path = named.shard_paths[k];
@@ -81,16 +82,16 @@ absl::Status WriteDataset(const backends::DatasetView& view, size_t d, DatasetWr
 }  // namespace
 
 absl::StatusOr<Manifest> ConvertView(const std::string& path, const ConvertOptions& o) {
-  SP_ASSIGN_OR_RETURN(const backends::DatasetView view, backends::OpenView(path));
+  SP_ASSIGN_OR_RETURN(const dataset::DatasetView view, dataset::OpenView(path));
   std::vector<InputPath> apart = {{path}};
   for (const auto& d : view.datasets) apart.push_back({d->path});
   SP_RETURN_IF_ERROR(CheckOutputApartFromInputs(o.output, apart));
-  SP_ASSIGN_OR_RETURN(const PackIdentity pack, ViewIdentity(view, o));
+  SP_ASSIGN_OR_RETURN(const writer::PackIdentity pack, ViewIdentity(view, o));
   uint64_t largest = 0;
   for (const auto& d : view.datasets) {
     for (const ShardEntry& s : d->manifest.shards) largest = std::max(largest, s.records);
   }
-  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
+  SP_ASSIGN_OR_RETURN(auto out, writer::OutputDir::Create(o.output, o.overwrite));
   SP_ASSIGN_OR_RETURN(auto writer,
                       CreateConvertWriter(o, out->staging(), view.schema, largest, pack));
   cli::ProgressLine progress("convert", 0, view.records, "records", !o.quiet,

@@ -6,9 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/jpeg_probe.h"
+#include "common/size.h"
 #include "datasets/images.h"
 #include "tools/common/cli.h"
 #include "tools/pack/scheduler_part.h"
+#include "writer/compression.h"
 
 namespace shardpack::pack {
 namespace {
@@ -20,8 +22,8 @@ std::pair<std::optional<uint64_t>, std::optional<uint64_t>> SplitPair(std::strin
                                                                       uint64_t max) {
   const size_t at = text.find(sep);
   if (at == std::string_view::npos) return {};
-  return {cli::ParseWholeNumber(text.substr(0, at), min, max),
-          cli::ParseWholeNumber(text.substr(at + 1), min, max)};
+  return {common::ParseWholeNumber(text.substr(0, at), min, max),
+          common::ParseWholeNumber(text.substr(at + 1), min, max)};
 }
 
 std::string MessageOf(const absl::Status& s) { return s.ok() ? "" : std::string(s.message()); }
@@ -36,38 +38,6 @@ absl::Status ParsePart(const std::string& text, uint32_t* index, uint32_t* count
   }
   *index = static_cast<uint32_t>(*i - 1);
   *count = static_cast<uint32_t>(*n);
-  return absl::OkStatus();
-}
-
-absl::Status ParseCompress(const std::string& text, ShardWriterOptions* shard) {
-  if (text == "none") {
-    shard->compression = Compression::kNone;
-    return absl::OkStatus();
-  }
-  // "zstd", or "zstd:" and a whole number with an optional minus sign.
-  std::string_view level = text;
-  bool ok = level.starts_with("zstd");
-  level.remove_prefix(ok ? 4 : 0);
-  int value = ShardWriterOptions{}.zstd_level;
-  if (ok && !level.empty()) {
-    ok = level.starts_with(':');
-    level.remove_prefix(ok ? 1 : 0);
-    const bool negative = level.starts_with('-');
-    level.remove_prefix(negative ? 1 : 0);
-    const int64_t bound = negative ? -int64_t{kMinZstdLevel} : int64_t{kMaxZstdLevel};
-    const std::optional<uint64_t> magnitude =
-        cli::ParseWholeNumber(level, 0, static_cast<uint64_t>(bound));
-    ok = ok && magnitude.has_value();
-    if (ok) value = static_cast<int>(negative ? -int64_t(*magnitude) : int64_t(*magnitude));
-  }
-  if (!ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "' is not a compression: none, or zstd[:LEVEL] with LEVEL in ",
-                     kMinZstdLevel, "..", kMaxZstdLevel, " (default ",
-                     ShardWriterOptions{}.zstd_level, ")"));
-  }
-  shard->compression = Compression::kZstd;
-  shard->zstd_level = value;
   return absl::OkStatus();
 }
 
@@ -91,7 +61,7 @@ std::string CheckPart(const std::string& text) {
 
 std::string CheckCompress(const std::string& text) {
   ShardWriterOptions shard;
-  return MessageOf(ParseCompress(text, &shard));
+  return MessageOf(writer::ParseCompress(text, &shard));
 }
 
 std::string CheckRawSize(const std::string& text) {

@@ -13,20 +13,10 @@
 
 namespace shardpack::pack {
 
-// zstd's own range of levels (ZSTD_minCLevel() .. ZSTD_maxCLevel() of
-// libzstd 1.5; negative levels trade ratio for speed): zstd would clamp a
-// level outside it in silence.
-inline constexpr int kMinZstdLevel = -131072;
-inline constexpr int kMaxZstdLevel = 22;
-
-// --part "I/N" with 1 <= I <= N <= kMaxParts into a 0-based index and a
-// count. InvalidArgumentError "'3/2' is not a part I/N with 1 <= I <= N <=
-// 4294967295" otherwise.
+// --part "I/N" with 1 <= I <= N <= kMaxParts (shardpack/writer.h) into a
+// 0-based index and a count. InvalidArgumentError "'3/2' is not a part I/N
+// with 1 <= I <= N <= 4294967295" otherwise.
 absl::Status ParsePart(const std::string& text, uint32_t* index, uint32_t* count);
-
-// --compress "none", "zstd" (level 3) or "zstd:LEVEL" with LEVEL in
-// kMinZstdLevel..kMaxZstdLevel into `shard`'s compression and level.
-absl::Status ParseCompress(const std::string& text, ShardWriterOptions* shard);
 
 // --size "WxH" of --mode raw: each side in 1..65500 (codec::kMaxJpegSide)
 // and W x H at most datasets::ImageOptions' max_pixels (2^28): the limits
@@ -35,7 +25,7 @@ absl::Status ParseRawSize(const std::string& text, uint32_t* width, uint32_t* he
 
 // CLI11 checks: "" when the text parses, else the parser's message.
 std::string CheckPart(const std::string& text);  // also takes "auto"
-std::string CheckCompress(const std::string& text);
+std::string CheckCompress(const std::string& text);  // writer::ParseCompress
 std::string CheckRawSize(const std::string& text);
 
 }  // namespace shardpack::pack

@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "backends/open_path.h"
 #include "backends/shard_gate.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "dataset/open_path.h"
 #include "format/record_table.h"
 #include "shardpack/dataset.h"
 #include "tools/pack/pack.h"
@@ -17,7 +17,7 @@ namespace {
 
 // Adds shard k's records to `table`, checking each carries one label per
 // field and the shard holds what its entry says.
-absl::Status ScanShard(const backends::NamedPath& named, size_t k,
+absl::Status ScanShard(const dataset::NamedPath& named, size_t k,
                        format::RecordTableBuilder* table) {
   const std::string& path = named.shard_paths[k];
   SP_ASSIGN_OR_RETURN(auto scanner, backends::OpenShardScanner(path, named.backend(),
@@ -39,7 +39,7 @@ absl::Status ScanShard(const backends::NamedPath& named, size_t k,
 }  // namespace
 
 absl::StatusOr<IndexResult> Index(const std::string& path) {
-  SP_ASSIGN_OR_RETURN(backends::NamedPath named, backends::OpenNamedPath(path));
+  SP_ASSIGN_OR_RETURN(dataset::NamedPath named, dataset::OpenNamedPath(path));
   if (!named.has_manifest()) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": a lone shard has no manifest to list a record table in (name its dataset)"));

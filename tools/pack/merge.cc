@@ -10,11 +10,11 @@
 #include "format/record_table.h"
 #include "shardpack/dataset.h"
 #include "shardpack/file.h"
-#include "tools/pack/output_dir.h"
 #include "tools/pack/pack.h"
-#include "tools/pack/pack_identity.h"
 #include "tools/pack/part_check.h"
 #include "tools/pack/path_overlap.h"
+#include "writer/output_dir.h"
+#include "writer/pack_identity.h"
 
 namespace shardpack::pack {
 namespace {
@@ -38,9 +38,9 @@ std::string SkippedLines(const std::string& part) {
 
 // The merged dataset's identity: that of the parts (they are equal but for
 // "part") without "part", and "merged": by which tool, from which parts.
-PackIdentity MergedIdentity(const std::vector<const PartDataset*>& sorted) {
-  PackIdentity pack = sorted.front()->pack.WithoutPart();
-  MergeRecord merged{"shardpack " SHARDPACK_VERSION, sorted.front()->count, {}};
+writer::PackIdentity MergedIdentity(const std::vector<const PartDataset*>& sorted) {
+  writer::PackIdentity pack = sorted.front()->pack.WithoutPart();
+  writer::MergeRecord merged{"shardpack " SHARDPACK_VERSION, sorted.front()->count, {}};
   for (const PartDataset* p : sorted) {
     merged.parts.push_back({p->index, p->path, p->manifest.records(), p->manifest.shards.size()});
   }
@@ -70,7 +70,7 @@ absl::StatusOr<std::optional<RecordTableEntry>> MergeRecordTables(
 
 absl::StatusOr<Manifest> LinkParts(const std::vector<const PartDataset*>& sorted,
                                    const MergeOptions& o) {
-  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite));
+  SP_ASSIGN_OR_RETURN(auto out, writer::OutputDir::Create(o.output, o.overwrite));
   Manifest merged = sorted.front()->manifest;
   merged.version_minor = kManifestMinorVersion;
   merged.shards.clear();
@@ -112,8 +112,10 @@ absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& paths, const M
   SP_ASSIGN_OR_RETURN(std::vector<const PartDataset*> sorted, CheckParts(parts));
   MergeResult result;
   result.parts = sorted.size();
-  // ReadPart checked that it is there.
-  result.fingerprint = sorted.front()->pack.input->fingerprint;
+  // ReadPart checked that one of them is there.
+  const writer::PackIdentity& pack = sorted.front()->pack;
+  if (pack.input) result.fingerprint = pack.input->fingerprint;
+  if (pack.job) result.job = *pack.job;
   for (const PartDataset* p : sorted) {
     result.records += p->manifest.records();
     result.shards += p->manifest.shards.size();

@@ -2,70 +2,41 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "shardpack/file.h"
 #include "tools/common/progress_line.h"
 #include "tools/pack/ordered_pipeline.h"
-#include "tools/pack/output_dir.h"
-#include "tools/pack/pack_identity.h"
+#include "writer/compression.h"
+#include "writer/output_dir.h"
+#include "writer/pack_identity.h"
+#include "writer/skipped_list.h"
 
 namespace shardpack::pack {
 namespace {
 
-std::string CompressionName(const ShardWriterOptions& o) {
-  return o.compression == Compression::kZstd ? absl::StrCat("zstd:", o.zstd_level) : "none";
-}
-
-PackIdentity IdentityOf(const datasets::Source& source, const PackOptions& o) {
-  PackIdentity p;
+writer::PackIdentity IdentityOf(const datasets::Source& source, const PackOptions& o) {
+  writer::PackIdentity p;
   p.tool = "shardpack " SHARDPACK_VERSION;
-  p.source = PackJson::parse(source.ParamsJson(), nullptr, false);
+  p.source = writer::PackJson::parse(source.ParamsJson(), nullptr, false);
   p.shuffle = o.shuffle;
   p.seed = o.seed;
   // What merge checks: which part of how many, and of which input.
-  p.part = PackPart{o.part_index + uint64_t{1}, o.part_count};
-  p.input = PackInput{source.size(), source.input_bytes(), source.input_fingerprint()};
+  p.part = writer::PackPart{o.part_index + uint64_t{1}, o.part_count};
+  p.input = writer::PackInput{source.size(), source.input_bytes(), source.input_fingerprint()};
   // The shape of the pack order: parts packed by a shardpack with another
   // order (an older one has no "order") must not be merged as one.
-  p.order = o.order_shape;
+  p.order = writer::PackOrder{o.order_shape.chunk_items, o.order_shape.window_chunks};
   p.shard_max_bytes = o.writer.shard_max_bytes;
   p.shard_max_records = o.writer.shard_max_records;
   p.format = o.writer.backend;
   if (o.writer.backend == Backend::kShard) {
     p.block_size = o.writer.shard.block_size;
-    p.compression = CompressionName(o.writer.shard);
+    p.compression = writer::CompressionName(o.writer.shard);
   }
   p.on_error = o.on_error;
   return p;
-}
-
-// Tabs, newlines and backslashes escaped, so each skipped input is one line.
-std::string TsvField(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-absl::Status WriteSkipped(const std::string& dir, const std::vector<datasets::Skipped>& skipped) {
-  std::string text = "path\treason\n";
-  for (const datasets::Skipped& s : skipped) {
-    absl::StrAppend(&text, TsvField(s.path), "\t", TsvField(s.reason), "\n");
-  }
-  return WriteFileAtomically((std::filesystem::path(dir) / "skipped.tsv").string(), text);
 }
 
 // The skipped.tsv entry for a bad item: the reason without the path that
@@ -127,8 +98,8 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
   if (!source.schema().labels.empty()) summary.classes = source.schema().labels[0].classes.size();
   summary.bytes_in = source.input_bytes();
 
-  const PackIdentity identity = IdentityOf(source, o);
-  SP_ASSIGN_OR_RETURN(auto out, OutputDir::Create(o.output, o.overwrite,
+  const writer::PackIdentity identity = IdentityOf(source, o);
+  SP_ASSIGN_OR_RETURN(auto out, writer::OutputDir::Create(o.output, o.overwrite,
                                                   o.retry_replaces ? &identity : nullptr));
   DatasetWriterOptions w = o.writer;
   w.directory = out->staging();
@@ -175,7 +146,7 @@ absl::StatusOr<PackSummary> Pack(const datasets::Source& source, const PackOptio
   progress.Finish();
   SP_RETURN_IF_ERROR(run);
   SP_ASSIGN_OR_RETURN(Manifest manifest, writer->Finish());
-  SP_RETURN_IF_ERROR(WriteSkipped(out->staging(), summary.skipped_inputs));
+  SP_RETURN_IF_ERROR(writer::WriteSkippedList(out->staging(), summary.skipped_inputs));
   SP_RETURN_IF_ERROR(out->Publish(manifest));
 
   summary.records = manifest.records();

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backends/open_path.h"
+#include "dataset/open_path.h"
 #include "datasets/source.h"
 #include "shardpack/dataset.h"
-#include "tools/pack/pack_identity.h"
 #include "tools/pack/part_order.h"
+#include "writer/pack_identity.h"
 
 namespace shardpack::pack {
 
@@ -83,11 +83,13 @@ struct MergeResult {
   size_t parts = 0;
   uint64_t records = 0;
   size_t shards = 0;
-  std::string fingerprint;  // the parts' input fingerprint
+  std::string fingerprint;  // the parts' input fingerprint ("" for a Writer's parts)
+  std::string job;          // a Writer's parts' job ("" for a pack's parts)
   Manifest manifest;        // the merged dataset's (not with check_only)
 };
 
-// Makes one dataset of the parts 1..N of one pack, given in any order.
+// Makes one dataset of the parts 1..N of one pack (or of one Writer job,
+// shardpack/writer.h), given in any order.
 // Before anything is written, every part is checked (ReadPart, CheckParts:
 // part_check.h): a missing, duplicated or foreign part, other input, seed,
 // option or N is a FailedPreconditionError naming the part and what differs.
@@ -101,9 +103,9 @@ absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& parts, const M
 
 // A dataset directory (manifest.json), or one LMDB or HDF5 shard file whose
 // manifest is made up from its metadata (a plain h5py images/labels file
-// included), as backends::OpenNamedPath resolves it; a lone `.shard` file,
+// included), as dataset::OpenNamedPath resolves it; a lone `.shard` file,
 // which has no schema, is refused. Errors name the path.
-absl::StatusOr<backends::NamedPath> OpenInputDataset(const std::string& path);
+absl::StatusOr<dataset::NamedPath> OpenInputDataset(const std::string& path);
 
 struct ConvertOptions {
   std::string output;
@@ -115,7 +117,7 @@ struct ConvertOptions {
   DatasetWriterOptions writer;
   // The output's identity, to which "converted_from" and "converted_by"
   // are added; nullopt: that of the one input, or an empty one for many.
-  std::optional<PackIdentity> pack;
+  std::optional<writer::PackIdentity> pack;
 };
 
 // Converts `inputs` (datasets, in order) into one dataset of o.backend:
@@ -123,7 +125,7 @@ struct ConvertOptions {
 // and (for one input) its pack parameters plus a "converted_from" entry.
 // An output that is an input, holds one or lies inside one is refused
 // (InvalidArgumentError naming both) before anything is written.
-// An input that is a view file (backends/view.h) must be the only one; it
+// An input that is a view file (dataset/view.h) must be the only one; it
 // is materialized by ConvertView.
 absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const ConvertOptions& o);
 
@@ -131,11 +133,9 @@ absl::StatusOr<Manifest> Convert(const std::vector<std::string>& inputs, const C
 // compression, o.backend, `schema`, `pack`; no manifest (the output folder
 // publishes it), no shard larger than `largest` records, a shard closed by
 // FinishShard at each input shard's end.
-absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(const ConvertOptions& o,
-                                                                    const std::string& staging,
-                                                                    const Schema& schema,
-                                                                    uint64_t largest,
-                                                                    const PackIdentity& pack);
+absl::StatusOr<std::unique_ptr<DatasetWriter>> CreateConvertWriter(
+    const ConvertOptions& o, const std::string& staging, const Schema& schema, uint64_t largest,
+    const writer::PackIdentity& pack);
 
 // A view file materialized as a dataset of o.backend: the records it
 // selects, in view order, labels as the view gives them, the view's

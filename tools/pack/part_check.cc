@@ -34,16 +34,19 @@ absl::Status Damaged(std::string_view message) {
 // the types and part's bounds): part and input, and no more records than
 // its share of the input's items.
 absl::Status CheckPartFields(PartDataset* p) {
-  const PackIdentity& pack = p->pack;
+  const writer::PackIdentity& pack = p->pack;
   if (pack.merged) return NotAPart(p->path, "it is a merged dataset, not a part");
-  if (!pack.part || !pack.input) {
+  if (!pack.part || (!pack.input && !pack.job)) {
     return NotAPart(p->path,
                     "its manifest's \"pack\" records no part {index, count} and input "
                     "(a conversion of many datasets, or packed by an older shardpack): pack it "
-                    "again with --part");
+                    "again with --part (a Writer: give it part and job)");
   }
   p->index = pack.part->index;
   p->count = pack.part->count;
+  // A Writer's part has no input listing to hold it to a share: its job and
+  // options are compared (ComparePart), its records are what it wrote.
+  if (!pack.input) return absl::OkStatus();
   const uint64_t n = pack.input->items;
   const uint64_t share = PartBegin(n, p->index, static_cast<uint32_t>(p->count)) -
                          PartBegin(n, p->index - 1, static_cast<uint32_t>(p->count));
@@ -82,11 +85,12 @@ absl::Status ComparePart(const PartDataset& ref, const PartDataset& p) {
     return absl::FailedPreconditionError(
         absl::StrCat(PartName(p), ": schema differs from that of ", PartName(ref)));
   }
-  const std::optional<PackDifference> d =
-      FirstDifference(p.pack, ref.pack, PackComparison::kAsParts);
+  const std::optional<writer::PackDifference> d =
+      writer::FirstDifference(p.pack, ref.pack, writer::PackComparison::kAsParts);
   if (!d) return absl::OkStatus();
   const std::string what = d->field.starts_with("input") ? "was packed from other input than"
-                                                         : "was packed with other parameters than";
+                           : d->field == "job"            ? "belongs to another write (job) than"
+                                                          : "was packed with other parameters than";
   return absl::FailedPreconditionError(absl::StrCat(PartName(p), " ", what, " ", PartName(ref),
                                                     ": ", d->field, " is ", d->first, ", not ",
                                                     d->second));
@@ -131,7 +135,8 @@ absl::StatusOr<PartDataset> ReadPart(const std::string& path) {
   PartDataset p;
   p.path = path;
   SP_ASSIGN_OR_RETURN(p.manifest, ReadManifest(path));
-  absl::StatusOr<PackIdentity> pack = PackIdentity::FromJson(p.manifest.pack_json, path);
+  absl::StatusOr<writer::PackIdentity> pack =
+      writer::PackIdentity::FromJson(p.manifest.pack_json, path);
   if (!pack.ok()) {
     const absl::string_view message = pack.status().message();
     return Damaged({message.data(), message.size()});

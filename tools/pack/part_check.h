@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "shardpack/manifest.h"
-#include "tools/pack/pack_identity.h"
+#include "writer/pack_identity.h"
 
 namespace shardpack::pack {
 
@@ -17,22 +17,23 @@ namespace shardpack::pack {
 struct PartDataset {
   std::string path;
   Manifest manifest;
-  PackIdentity pack;  // the manifest's "pack" object
+  writer::PackIdentity pack;  // the manifest's "pack" object
   uint64_t index = 0;  // 1-based
   uint64_t count = 0;
 };
 
 // Reads and checks one part: its manifest parses; its "pack" object parses
 // as a PackIdentity (so part.index is in 1..part.count, part.count in
-// 1..2^32-1) that has a part and an input, and no "merged"; it holds no
-// more records than its share of the input's items; each shard file is a
+// 1..2^32-1) that has a part and an input (a pack's part) or a job (a
+// Writer's part), and no "merged"; a pack's part holds no more records than
+// its share of the input's items; each shard file is a
 // regular file of the size the manifest says (one lstat each: no bytes are
 // read). FailedPreconditionError naming the path and what is wrong.
 absl::StatusOr<PartDataset> ReadPart(const std::string& path);
 
 // Checks that `parts` (any order) are parts 1..N of one pack: one N, one
 // schema, and identities equal as parts (PackComparison::kAsParts: so input
-// fingerprint, seed, every option and the tool version match); then that
+// fingerprint or job, seed, every option and the tool version match); then that
 // each index 1..N is given exactly once. The first difference is a
 // FailedPreconditionError naming both parts and what differs. Returns the
 // parts sorted by index.

@@ -5,16 +5,13 @@
 
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "shardpack/writer.h"  // kMaxParts
 
 namespace shardpack::pack {
-
-// The most parts a pack may have (PackOptions::part_count is 32 bits).
-inline constexpr uint64_t kMaxParts = std::numeric_limits<uint32_t>::max();
 
 struct SchedulerPart {
   uint32_t index = 0;  // 0-based

@@ -41,11 +41,7 @@ absl::StatusOr<format::RecordTable> LoadRecordTable(const NamedPath& dataset) {
   return format::RecordTable::Parse(*file, *dataset.manifest.record_table, dataset.manifest);
 }
 
-absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys,
-                               RecordMetaVisitor visit) {
-  if (dataset.has_manifest() && dataset.manifest.record_table.has_value()) {
-    return FromTable(dataset, need_keys, visit);
-  }
+absl::Status ForEachRecord(const NamedPath& dataset, RecordVisitor visit) {
   const size_t fields = dataset.manifest.schema.labels.size();
   const bool check_fields = dataset.schema_known();
   uint64_t first = 0;
@@ -64,11 +60,21 @@ absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys,
         return absl::DataLossError(absl::StrCat(path, ": record ", i, " has ", r.labels.size(),
                                                 " labels, the schema ", fields, " label fields"));
       }
-      return visit(first + i, r.labels, need_keys ? r.key : std::string_view());
+      return visit(first + i, r);
     }));
     first += scanner->size();
   }
   return absl::OkStatus();
+}
+
+absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys,
+                               RecordMetaVisitor visit) {
+  if (dataset.has_manifest() && dataset.manifest.record_table.has_value()) {
+    return FromTable(dataset, need_keys, visit);
+  }
+  return ForEachRecord(dataset, [&](uint64_t i, const Record& r) {
+    return visit(i, r.labels, need_keys ? r.key : std::string_view());
+  });
 }
 
 }  // namespace shardpack::dataset

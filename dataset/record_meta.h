@@ -1,5 +1,6 @@
 // Each record's labels and key, without its image: what a view's class and
-// where conditions select on (dataset/view.h).
+// where conditions select on (dataset/view.h); and, for conditions on field
+// values, each record whole.
 //
 // From the dataset's record table (records.idx, docs/format.md section 16)
 // when its manifest lists one: no record is read. Otherwise one scan
@@ -32,6 +33,13 @@ using RecordMetaVisitor =
 // wrong), a record whose label count differs from the schema's label
 // fields (DataLossError).
 absl::Status ForEachRecordMeta(const NamedPath& dataset, bool need_keys, RecordMetaVisitor visit);
+
+// Visits every record of `dataset` in index order, read whole through the
+// record scan (backends/record_scan.h), a shard at a time: what a view's
+// conditions on field values read (no record table holds them). The record
+// is valid for the call only. Errors as ForEachRecordMeta's.
+using RecordVisitor = absl::FunctionRef<absl::Status(uint64_t, const Record&)>;
+absl::Status ForEachRecord(const NamedPath& dataset, RecordVisitor visit);
 
 // The record table `dataset`'s manifest lists, read through its storage (a
 // remote dataset's is fetched whole and checked), as RecordTable::Load says.

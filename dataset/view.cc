@@ -20,6 +20,7 @@
 #include "dataset/view_select.h"
 #include "dataset/view_spec.h"
 #include "nlohmann/json.hpp"
+#include "shardpack/fields.h"
 #include "shardpack/file.h"
 
 namespace shardpack::dataset {
@@ -111,6 +112,17 @@ std::string SchemaDifference(const Schema& a, const Schema& b) {
       }
     }
   }
+  const std::vector<Field> fa = FieldsOf(a), fb = FieldsOf(b);
+  for (size_t i = 0; i < std::max(fa.size(), fb.size()); ++i) {
+    if (i < fa.size() && i < fb.size() && fa[i] == fb[i]) continue;
+    auto say = [i](const std::vector<Field>& f) {
+      return i < f.size() ? absl::StrCat("field ", i, " '", Excerpt(f[i].name), "' ",
+                                         FieldTypeText(f[i]))
+                          : absl::StrCat("no field ", i);
+    };
+    const bool classes = i < fa.size() && i < fb.size() && say(fa) == say(fb);
+    return absl::StrCat(say(fa), " vs ", say(fb), classes ? " (other class names)" : "");
+  }
   return "";
 }
 
@@ -192,6 +204,18 @@ Json SelectionJson(const ResolvedSelection& s, const ViewSpec& spec, const Schem
     }
     if (s.key_prefix) w["key_prefix"] = *s.key_prefix;
     if (s.key_glob) w["key_glob"] = *s.key_glob;
+    if (!s.strings.empty()) {
+      const std::vector<Field> fields = FieldsOf(base);
+      Json strings = Json::array();
+      for (const ResolvedSelection::StringTest& t : s.strings) {
+        Json c = {{"field", fields[static_cast<size_t>(t.field)].name}};
+        if (t.in) c["in"] = *t.in;
+        if (t.prefix) c["prefix"] = *t.prefix;
+        if (t.glob) c["glob"] = *t.glob;
+        strings.push_back(std::move(c));
+      }
+      w["strings"] = std::move(strings);
+    }
     j["where"] = std::move(w);
   }
   if (s.split) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <span>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "dataset/record_meta.h"
+#include "shardpack/fields.h"
 
 namespace shardpack::dataset {
 namespace {
@@ -126,6 +128,38 @@ absl::Status ResolveWhereLabels(const ViewSpec::Where& w, const Schema& schema,
   return absl::OkStatus();
 }
 
+absl::Status ResolveStrings(const std::vector<ViewSpec::StringCondition>& conditions,
+                            const Schema& schema, const std::string& file,
+                            ResolvedSelection* sel) {
+  const std::vector<Field> fields = FieldsOf(schema);
+  std::string strings;
+  for (const Field& f : fields) {
+    if (f.type == FieldType::kString) absl::StrAppend(&strings, strings.empty() ? "" : ", ", f.name);
+  }
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    const ViewSpec::StringCondition& c = conditions[i];
+    const std::string at = absl::StrCat("where.strings[", i, "].field");
+    auto it = std::find_if(fields.begin(), fields.end(),
+                           [&](const Field& f) { return f.name == c.field; });
+    const std::string known =
+        absl::StrCat(" (the datasets' string fields: ", strings.empty() ? "none" : strings, ")");
+    if (it == fields.end()) {
+      return FieldError(file, at, absl::StrCat("no field '", Excerpt(c.field), "'", known));
+    }
+    if (it->type != FieldType::kString) {
+      return FieldError(file, at, absl::StrCat("field '", it->name, "' is ", FieldTypeText(*it),
+                                               ", not a string", known));
+    }
+    ResolvedSelection::StringTest t{static_cast<int>(it - fields.begin()), c.in, c.prefix, c.glob};
+    if (t.in) {
+      std::sort(t.in->begin(), t.in->end());
+      t.in->erase(std::unique(t.in->begin(), t.in->end()), t.in->end());
+    }
+    sel->strings.push_back(std::move(t));
+  }
+  return absl::OkStatus();
+}
+
 void ClearRange(std::vector<uint64_t>& bits, uint64_t begin, uint64_t end) {
   for (uint64_t r = begin; r < end && r % 64 != 0; ++r) bits[r / 64] &= ~(uint64_t{1} << (r % 64));
   uint64_t r = (begin + 63) / 64 * 64;
@@ -199,9 +233,47 @@ bool KeepRecord(const ResolvedSelection& s, const std::vector<int64_t>& class_ma
   return !s.key_glob || GlobMatch(*s.key_glob, key);
 }
 
+// Whether the field values of a record pass every string test (an absent
+// value passes none).
+bool KeepValues(const ResolvedSelection& s, std::span<const FieldValue> values) {
+  for (const ResolvedSelection::StringTest& t : s.strings) {
+    const FieldValue& v = values[static_cast<size_t>(t.field)];
+    if (!v.present) return false;
+    const std::string_view text(reinterpret_cast<const char*>(v.bytes.data()), v.bytes.size());
+    if (t.in && !std::binary_search(t.in->begin(), t.in->end(), text)) return false;
+    if (t.prefix && !text.starts_with(*t.prefix)) return false;
+    if (t.glob && !GlobMatch(*t.glob, text)) return false;
+  }
+  return true;
+}
+
+// The string tests' pass: every record read whole, its field section
+// decoded (and its CRC checked) against the schema.
+absl::Status SelectByValues(const ResolvedSelection& s, const std::vector<int64_t>& class_map,
+                            size_t d, DatasetView* view, std::vector<uint64_t>& bits) {
+  const NamedPath& dataset = *view->datasets[d];
+  const uint64_t first = view->first_record[d];
+  const RecordFields fields(view->schema);
+  std::vector<FieldValue> values(fields.fields().size());
+  return ForEachRecord(dataset, [&](uint64_t i, const Record& r) {
+    if (absl::Status st = fields.Decode(r, values, /*check_crc=*/true); !st.ok()) {
+      return absl::DataLossError(absl::StrCat(dataset.path, ": record ", i, " (key '",
+                                              Excerpt(r.key), "'): ", st.message()));
+    }
+    if (!KeepRecord(s, class_map, r.labels, r.key) || !KeepValues(s, values)) {
+      Clear(bits, first + i);
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::Status SelectByMeta(const ResolvedSelection& s, const std::vector<int64_t>& class_map,
                           DatasetView* view, std::vector<uint64_t>& bits) {
   for (size_t d = 0; d < view->datasets.size(); ++d) {
+    if (s.needs_records()) {
+      SP_RETURN_IF_ERROR(SelectByValues(s, class_map, d, view, bits));
+      continue;
+    }
     const uint64_t first = view->first_record[d];
     const uint64_t end = d + 1 < view->first_record.size() ? view->first_record[d + 1]
                                                            : view->base_records;
@@ -242,6 +314,7 @@ absl::StatusOr<ResolvedSelection> ResolveSelection(const ViewSpec& spec, const S
     sel.key_prefix = spec.where->key_prefix;
     sel.key_glob = spec.where->key_glob;
     if (spec.where->labels) SP_RETURN_IF_ERROR(ResolveWhereLabels(*spec.where, schema, file, &sel));
+    SP_RETURN_IF_ERROR(ResolveStrings(spec.where->strings, schema, file, &sel));
   }
   sel.split = spec.split;
   return sel;

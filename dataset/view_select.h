@@ -39,16 +39,30 @@ struct ResolvedSelection {
   std::vector<int64_t> where_labels;     // sorted, distinct
   std::optional<std::string> key_prefix;
   std::optional<std::string> key_glob;
+  // where.strings, resolved: the field's index in FieldsOf(schema), the
+  // values of `in` sorted and distinct.
+  struct StringTest {
+    int field = -1;
+    std::optional<std::vector<std::string>> in;
+    std::optional<std::string> prefix;
+    std::optional<std::string> glob;
+  };
+  std::vector<StringTest> strings;
   std::optional<ViewSpec::Split> split;
 
-  bool needs_meta() const { return class_field >= 0 || where_field >= 0 || needs_keys(); }
+  bool needs_meta() const {
+    return class_field >= 0 || where_field >= 0 || needs_keys() || needs_records();
+  }
+  // Field values are in no record table: each record is read whole.
+  bool needs_records() const { return !strings.empty(); }
   bool needs_keys() const { return key_prefix.has_value() || key_glob.has_value(); }
 };
 
 // Resolves class names, label values and indices against `schema` and
 // `base_records`. InvalidArgumentError "<file>: <field>: ..." naming a
 // label field or class that does not exist, a label outside a field's
-// classes, an index or range past the end.
+// classes, an index or range past the end, a string condition on a field
+// that does not exist or is not a string.
 absl::StatusOr<ResolvedSelection> ResolveSelection(const ViewSpec& spec, const Schema& schema,
                                                    uint64_t base_records, const std::string& file);
 
@@ -56,7 +70,8 @@ absl::StatusOr<ResolvedSelection> ResolveSelection(const ViewSpec& spec, const S
 // view->label_map and view->schema's relabelled field. Reads each record's
 // labels (and keys) once when the selection needs them. Precondition:
 // view->datasets, first_record, base_records and schema (the datasets') are
-// set.
+// set. A record whose fields disagree with the schema (when string
+// conditions read them) is a DataLossError naming the dataset and record.
 absl::Status ApplySelection(const ResolvedSelection& sel, DatasetView* view);
 
 }  // namespace shardpack::dataset

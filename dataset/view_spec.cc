@@ -161,9 +161,37 @@ absl::StatusOr<std::vector<ViewSpec::LabelValue>> ParseLabelValues(const Fields&
   return out;
 }
 
+// where.strings: [{"field": NAME, "in": [...], "prefix": P, "glob": G}, ...],
+// each condition with at least one of in, prefix and glob.
+absl::StatusOr<std::vector<ViewSpec::StringCondition>> ParseStringConditions(
+    const Fields& where, const std::string& file) {
+  SP_ASSIGN_OR_RETURN(const Json* list, where.List("strings"));
+  std::vector<ViewSpec::StringCondition> out;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json& v = (*list)[i];
+    const std::string at = absl::StrCat("strings[", i, "]");
+    if (!v.is_object()) {
+      return where.Error(at, absl::StrCat("expected an object, found ", Kind(v)));
+    }
+    Fields c(v, file, where.Path(at));
+    SP_RETURN_IF_ERROR(c.OnlyKeys({"field", "in", "prefix", "glob"}));
+    ViewSpec::StringCondition cond;
+    SP_ASSIGN_OR_RETURN(const Json* field, c.Get("field", &Json::is_string, "a string"));
+    cond.field = field->get<std::string>();
+    if (c.Find("in") != nullptr) {
+      SP_ASSIGN_OR_RETURN(cond.in, Strings(c, "in", /*distinct=*/false));
+    }
+    SP_ASSIGN_OR_RETURN(cond.prefix, c.OptString("prefix"));
+    SP_ASSIGN_OR_RETURN(cond.glob, c.OptString("glob"));
+    if (!cond.in && !cond.prefix && !cond.glob) return c.Error("", "no test (in, prefix or glob)");
+    out.push_back(std::move(cond));
+  }
+  return out;
+}
+
 absl::StatusOr<ViewSpec::Where> ParseWhere(const Json& j, const std::string& file) {
   Fields f(j, file, "where");
-  SP_RETURN_IF_ERROR(f.OnlyKeys({"labels", "key_prefix", "key_glob"}));
+  SP_RETURN_IF_ERROR(f.OnlyKeys({"labels", "key_prefix", "key_glob", "strings"}));
   ViewSpec::Where w;
   SP_ASSIGN_OR_RETURN(w.key_prefix, f.OptString("key_prefix"));
   SP_ASSIGN_OR_RETURN(w.key_glob, f.OptString("key_glob"));
@@ -174,8 +202,11 @@ absl::StatusOr<ViewSpec::Where> ParseWhere(const Json& j, const std::string& fil
     SP_ASSIGN_OR_RETURN(w.field, lf.OptString("field"));
     SP_ASSIGN_OR_RETURN(w.labels, ParseLabelValues(lf));
   }
-  if (!w.labels && !w.key_prefix && !w.key_glob) {
-    return f.Error("", "no condition (labels, key_prefix or key_glob)");
+  if (f.Find("strings") != nullptr) {
+    SP_ASSIGN_OR_RETURN(w.strings, ParseStringConditions(f, file));
+  }
+  if (!w.labels && !w.key_prefix && !w.key_glob && w.strings.empty()) {
+    return f.Error("", "no condition (labels, key_prefix, key_glob or strings)");
   }
   return w;
 }

@@ -41,11 +41,20 @@ struct ViewSpec {
     int64_t label = 0;
     std::optional<std::string> name;
   };
+  // An element of where.strings: a string field's value, tested by every
+  // test given (at least one).
+  struct StringCondition {
+    std::string field;
+    std::optional<std::vector<std::string>> in;  // the value is one of these
+    std::optional<std::string> prefix;
+    std::optional<std::string> glob;             // GlobMatch, over the whole value
+  };
   struct Where {
     std::optional<std::string> field;  // of labels; default: the first label field
     std::optional<std::vector<LabelValue>> labels;
     std::optional<std::string> key_prefix;
     std::optional<std::string> key_glob;
+    std::vector<StringCondition> strings;  // empty: none
   };
   struct Split {
     uint64_t seed = 0;

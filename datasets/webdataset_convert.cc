@@ -126,6 +126,11 @@ absl::StatusOr<int64_t> ParseLabel(ByteSpan data) {
   return v;
 }
 
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenTar(const WebDatasetOptions& options,
+                                                         const std::string& tar) {
+  return options.open ? options.open(tar) : OpenPosixFile(tar);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<WebDatasetColumn>> InferWebDatasetColumns(
@@ -135,7 +140,7 @@ absl::StatusOr<std::vector<WebDatasetColumn>> InferWebDatasetColumns(
   absl::flat_hash_set<std::string> drop;
   for (const std::string& d : options.drop) drop.insert(absl::AsciiStrToLower(d));
   const std::string& tar = options.tars[0];
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(tar));
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenTar(options, tar));
   TarStream stream(*file);
   TarSamples samples(&stream);
   TarSample sample;
@@ -280,7 +285,7 @@ absl::Status ConvertWebDataset(const WebDatasetOptions& options,
   SampleValues values(columns, options, std::move(images));
   TarSample sample;
   for (const std::string& tar : options.tars) {
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(tar));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenTar(options, tar));
     TarStream stream(*file);
     TarSamples samples(&stream);
     while (true) {

@@ -21,21 +21,30 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardpack/fields.h"
+#include "shardpack/file.h"
 #include "shardpack/writer.h"
 
 namespace shardpack::datasets {
 
+// Opens a tar by its name.
+using TarOpener =
+    std::function<absl::StatusOr<std::unique_ptr<RandomAccessFile>>(const std::string&)>;
+
 struct WebDatasetOptions {
-  std::vector<std::string> tars;     // local tar files, in record order
+  std::vector<std::string> tars;     // tar files, in record order
   std::vector<std::string> fields;   // "EXT=NAME" or "EXT=NAME:TYPE"
   std::vector<std::string> drop;     // extensions left out
   uint64_t infer_samples = 1000;     // of the first tar, to infer the fields from
+  // How a tar is opened (`shardpack webdataset` opens a URL through the
+  // object store: remote/object_file.h); empty: a local file, OpenPosixFile.
+  TarOpener open;
   ImageConverterOptions images;
 };
 

@@ -116,6 +116,7 @@ namespace {
 struct Pending {
   TransferJob job;
   absl::Status* status = nullptr;
+  int64_t* object_size = nullptr;  // a range request's: RangeRequest::object_size
   int attempts = 0;
   Clock::time_point first{}, next{};
   std::string cause;  // why the last attempt failed
@@ -262,6 +263,7 @@ void HttpStore::Fetch(std::span<RangeRequest> requests) {
     p.job.offset = r.offset;
     p.job.dst = r.dst;
     p.status = &r.status;
+    p.object_size = &r.object_size;
   }
   Run(*s);
   GiveBack(std::move(s));
@@ -375,7 +377,10 @@ void HttpStore::Reap(Session& s, size_t* running) {
     --*running;
     s.idle.push_back(t);
     bytes_.fetch_add(t->body_bytes(), std::memory_order_relaxed);
-    Finish(s, t->request, t->Judge(code));
+    const Verdict verdict = t->Judge(code);
+    int64_t* size = s.pending[t->request].object_size;
+    if (verdict.kind == Verdict::kDone && size != nullptr) *size = t->object_size();
+    Finish(s, t->request, verdict);
   }
 }
 

@@ -72,6 +72,9 @@ class Transfer {
   Verdict Judge(CURLcode code) const;
 
   uint64_t body_bytes() const { return got_; }
+  // The object's whole size, when the answer's Content-Range said it; -1
+  // otherwise.
+  int64_t object_size() const { return range_total_; }
 
   // The index of the request this transfer serves, for its owner.
   size_t request = 0;

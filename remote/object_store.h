@@ -47,6 +47,9 @@ struct RangeRequest {
   uint64_t offset = 0;
   std::span<uint8_t> dst;   // exactly dst.size() bytes are wanted
   absl::Status status;      // set by Fetch
+  // Set by Fetch when the answer says it (an HTTP 206's Content-Range
+  // total): the object's whole size. -1 otherwise.
+  int64_t object_size = -1;
 };
 
 // What a store did, for stats and benchmarks.

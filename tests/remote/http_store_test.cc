@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "remote/object_file.h"
 #include "tests/remote/fault_proxy.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
@@ -48,6 +49,7 @@ class HttpStoreTest : public ::testing::Test {
           .write(reinterpret_cast<const char*>(object_.data()), object_.size());
     }
     std::ofstream(dir_->Join("data/small.json")) << "{\"hello\": 1}";
+    std::ofstream(dir_->Join("data/empty"));
     proxy_ = new Proxy({"--serve", dir_->path().string()});
   }
   static void TearDownTestSuite() {
@@ -104,6 +106,46 @@ class HttpStoreTest : public ::testing::Test {
 testing::TempDir* HttpStoreTest::dir_ = nullptr;
 std::vector<uint8_t> HttpStoreTest::object_;
 Proxy* HttpStoreTest::proxy_ = nullptr;
+
+TEST_F(HttpStoreTest, ARangeAnswerSaysTheObjectsSize) {
+  auto store = Open(DataUrl());
+  ASSERT_NE(store, nullptr);
+  std::vector<uint8_t> dst(10);
+  RangeRequest r{.object = "obj", .offset = 1000, .dst = dst, .status = {}};
+  store->Fetch({&r, 1});
+  SP_ASSERT_OK(r.status);
+  EXPECT_EQ(r.object_size, static_cast<int64_t>(kObjectBytes));
+}
+
+// An object read as a file (remote/object_file.h): its size from the first
+// answer, reads split in pieces fetched together, a read past the end and a
+// missing object refused naming the URL.
+TEST_F(HttpStoreTest, AnObjectReadAsAFileInPieces) {
+  std::shared_ptr<ObjectStore> store = Open(DataUrl());
+  ASSERT_NE(store, nullptr);
+  SP_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RandomAccessFile> file,
+                          OpenObjectFile(store, "obj", /*piece_bytes=*/64 << 10));
+  EXPECT_EQ(file->name(), DataUrl() + "obj");
+  EXPECT_EQ(file->size(), kObjectBytes);
+  const uint64_t requests = store->stats().requests;
+  std::vector<uint8_t> dst(600 << 10);
+  SP_ASSERT_OK(file->ReadExact(12345, dst));
+  EXPECT_TRUE(std::equal(dst.begin(), dst.end(), object_.begin() + 12345));
+  EXPECT_EQ(store->stats().requests - requests, (dst.size() + (64 << 10) - 1) / (64 << 10));
+  std::vector<uint8_t> last(10);
+  SP_ASSERT_OK(file->ReadExact(kObjectBytes - 10, last));
+  EXPECT_TRUE(std::equal(last.begin(), last.end(), object_.end() - 10));
+  EXPECT_THAT(file->ReadExact(kObjectBytes - 5, last),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(DataUrl() + "obj @" + std::to_string(kObjectBytes - 5)),
+                             HasSubstr("passes the end of the object"))));
+  EXPECT_THAT(OpenObjectFile(store, "nope.tar"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr(DataUrl() + "nope.tar")));
+  EXPECT_THAT(OpenObjectFile(store, "empty"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr(DataUrl() + "empty")));
+  EXPECT_THAT(OpenObjectUrl(DataUrl(), Fast()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("names a folder")));
+}
 
 TEST_F(HttpStoreTest, GetsAWholeObjectWithinItsLimit) {
   auto store = Open(proxy_->origin() + "/data");

@@ -16,6 +16,7 @@ one on purpose.
 import contextlib
 import gc
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -600,6 +601,73 @@ class CliTest(RemoteTest):
                     self.assertEqual(a.read(), b.read(), (name, shard))
             r = shardpack.Reader(f"{out}-{name}", **READER)
             self.assertEqual(digests(r), self.local_digests(), name)
+
+
+class WebDatasetTest(RemoteTest):
+    """`shardpack webdataset` on tars in an object store (s3:// and https://,
+    a brace range of URLs) writes the shards it writes from the same tars on
+    disk; a tar cut short or missing is an error naming its URL."""
+
+    @classmethod
+    def setUpClass(cls):
+        import tarfile
+        cls.dir = os.path.join(S.root, "wds")
+        os.makedirs(cls.dir, exist_ok=True)
+
+        def add(tar, name, data):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+        for t in range(2):
+            with tarfile.open(os.path.join(cls.dir, f"{t:04d}.tar"), "w") as tar:
+                for i in range(40 * t, 40 * t + 40):
+                    add(tar, f"s/{i:05d}.txt", f"caption {i}: café".encode())
+                    add(tar, f"s/{i:05d}.cls", str(i % 7).encode())
+                    add(tar, f"s/{i:05d}.bin", bytes((i * 31 + k) % 251 for k in range(3000 + i)))
+        with open(os.path.join(cls.dir, "0000.tar"), "rb") as f:
+            whole = f.read()
+        with open(os.path.join(cls.dir, "cut.tar"), "wb") as f:
+            f.write(whole[:len(whole) // 2 + 100])
+        S.s3.upload(BUCKET, "wds", cls.dir)
+        cls.local = os.path.join(S.tmp, "wds-local")
+        cls.pack(os.path.join(cls.dir, "{0000..0001}.tar"), cls.local)
+
+    @staticmethod
+    def pack(tars, out, ok=True):
+        p = subprocess.run([os.environ["SHARDPACK_TOOL"], "webdataset", tars, "-o", out,
+                            "--shard-records", "30", "-q"], capture_output=True, text=True,
+                           timeout=120)
+        if ok:
+            assert p.returncode == 0, p.stderr
+        return p
+
+    def test_tars_at_urls_pack_as_the_same_tars_on_disk(self):
+        for name, url in (("s3", f"s3://{BUCKET}/wds/"), ("https", S.nginx.url + "wds/")):
+            out = os.path.join(S.tmp, f"wds-{name}")
+            self.pack(url + "{0000..0001}.tar", out)
+            shards = sorted(f for f in os.listdir(self.local) if f.endswith(".shard"))
+            self.assertGreater(len(shards), 1)
+            self.assertEqual(shards, sorted(f for f in os.listdir(out) if f.endswith(".shard")))
+            for shard in shards:
+                with open(os.path.join(out, shard), "rb") as a, \
+                        open(os.path.join(self.local, shard), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), (name, shard))
+            ds = shardpack.Dataset(out)
+            self.assertEqual(len(ds), 80)
+            self.assertEqual(ds[57]["txt"], "caption 57: café")
+
+    def test_a_tar_cut_short_or_missing_at_a_url_is_named(self):
+        for url in (f"s3://{BUCKET}/wds/", S.nginx.url + "wds/"):
+            out = os.path.join(S.tmp, "wds-bad")
+            p = self.pack(url + "cut.tar", out, ok=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(url + "cut.tar @", p.stderr)
+            self.assertFalse(os.path.exists(out))
+            p = self.pack(url + "{0000..0002}.tar", out, ok=False)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(url + "0002.tar", p.stderr)
+            self.assertFalse(os.path.exists(out))
 
 
 class SecretTest(RemoteTest):

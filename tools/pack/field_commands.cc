@@ -8,10 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/errors.h"
+#include "common/redact.h"
 #include "common/status_macros.h"
 #include "datasets/coco.h"
 #include "datasets/coco_convert.h"
 #include "nlohmann/json.hpp"
+#include "remote/object_file.h"
+#include "remote/object_store.h"
 #include "shardpack/file.h"
 #include "shardpack/writer.h"
 #include "tools/common/cli.h"
@@ -134,16 +137,27 @@ int RunWebDataset(FieldCommands& c) {
     absl::StatusOr<std::vector<std::string>> names = ExpandBraces(pattern);
     if (!names.ok()) return cli::UsageError(kTool, names.status());
     for (std::string& n : *names) {
-      if (absl::Status s = cli::CheckLocalPath("TAR", n, cli::LocalPath::kInput, "webdataset");
-          !s.ok()) {
-        return cli::Fail(kTool, s);
+      // A tar in an object store is opened as the conversion reaches it.
+      if (!remote::IsUrl(n)) {
+        if (absl::Status s = cli::CheckLocalPath("TAR", n, cli::LocalPath::kInput, "webdataset");
+            !s.ok()) {
+          return cli::Fail(kTool, s);
+        }
+        if (absl::Status s = cli::CheckInputExists(n); !s.ok()) return cli::Fail(kTool, s);
       }
-      if (absl::Status s = cli::CheckInputExists(n); !s.ok()) return cli::Fail(kTool, s);
       c.wds.tars.push_back(std::move(n));
     }
   }
+  c.wds.open = [](const std::string& tar) -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> {
+    if (remote::IsUrl(tar)) return remote::OpenObjectUrl(tar, remote::FetchOptions{});
+    return OpenPosixFile(tar);
+  };
   c.wds.images.jpeg_quality = f.convert_quality;
-  nlohmann::ordered_json source{{"kind", "webdataset"}, {"tars", c.tar_patterns},
+  // The manifest records where the samples came from, never a secret a
+  // URL carried (common/redact.h).
+  std::vector<std::string> tars;
+  for (const std::string& pattern : c.tar_patterns) tars.push_back(common::RedactUrl(pattern));
+  nlohmann::ordered_json source{{"kind", "webdataset"}, {"tars", tars},
                                 {"fields", c.wds.fields}, {"drop", c.wds.drop}};
   auto options = ToWriterOptions(f, source.dump());
   if (!options.ok()) return cli::UsageError(kTool, options.status());

@@ -3,7 +3,14 @@
 // index) in the same random order, side by side in one run.
 //
 //   record_access_bench make DIR --records N --record-bytes B [--no-record-table]
+//                            [--fields | --fields-as-extra] [--caption-bytes C]
 //   record_access_bench run DIR [--reads N] [--runs 5] [--cold] [--mmap] [--threads T]
+//
+// --fields writes records with fields (an image, a caption of C bytes, a
+// label), which every read checks (record CRC-32C, field section, UTF-8);
+// --fields-as-extra writes the same bytes as a classic dataset whose extra
+// bytes are that field section, which a read hands out unchecked: the two
+// side by side measure the cost of the check (docs/benchmarks.md).
 //
 // --cold drops the shard files from the page cache (posix_fadvise
 // POSIX_FADV_DONTNEED) before every timed run of either side. Prints each
@@ -25,32 +32,73 @@
 #include "common/status_macros.h"
 #include "format/shard_layout.h"
 #include "shardpack/dataset.h"
+#include "shardpack/fields.h"
 #include "shardpack/records.h"
 #include "shardpack/shard.h"
 
 namespace shardpack::bench {
 namespace {
 
+enum class Kind { kClassic, kFields, kFieldsAsExtra };
+
+struct MakeFlags {
+  std::string dir;
+  uint64_t records = 0;
+  uint32_t bytes = 110000;
+  uint32_t caption_bytes = 80;
+  bool table = true;
+  Kind kind = Kind::kClassic;
+};
+
+// The schema of --fields: the image, a caption, a label.
+absl::StatusOr<Schema> FieldsSchema(const ImageInfo& image) {
+  std::vector<Field> fields(3);
+  fields[0].name = "image";
+  fields[0].type = FieldType::kImage;
+  fields[0].image = image;
+  fields[1].name = "caption";
+  fields[1].type = FieldType::kString;
+  fields[2].name = "label";
+  fields[2].type = FieldType::kLabel;
+  return MakeSchema(std::move(fields));
+}
+
 // Raw records of `bytes` bytes (1 x bytes/3 x 3 pixels, or 32 x 32 x 3),
-// pattern pixels, keys "r/<i>", labels i % 1000.
-absl::Status Make(const std::string& dir, uint64_t records, uint32_t bytes, bool table) {
-  std::filesystem::create_directories(dir);
+// pattern pixels, keys "r/<i>", labels i % 1000; with fields, a caption of
+// ASCII letters.
+absl::Status Make(const MakeFlags& f) {
+  std::filesystem::create_directories(f.dir);
   DatasetWriterOptions o;
-  o.directory = dir;
-  o.schema.image = {Encoding::kRaw, Layout::kHWC, bytes == 3072 ? 32u : 1u,
-                    bytes == 3072 ? 32u : bytes / 3, 3};
+  o.directory = f.dir;
+  const ImageInfo image = {Encoding::kRaw, Layout::kHWC, f.bytes == 3072 ? 32u : 1u,
+                           f.bytes == 3072 ? 32u : f.bytes / 3, 3};
+  o.schema.image = image;
   o.schema.labels = {{"label", {}}};
-  o.record_table = table;
+  o.record_table = f.table;
+  SP_ASSIGN_OR_RETURN(const Schema fields_schema, FieldsSchema(image));
+  if (f.kind == Kind::kFields) o.schema = fields_schema;
+  RecordFields fields(fields_schema);
   SP_ASSIGN_OR_RETURN(auto writer, DatasetWriter::Create(o));
-  std::vector<uint8_t> pixels(o.schema.image.RawBytes());
+  std::vector<uint8_t> pixels(image.RawBytes());
+  std::string caption(f.caption_bytes, 'a');
   uint64_t x = 88172645463325252ULL;
-  for (uint64_t i = 0; i < records; ++i) {
+  for (uint64_t i = 0; i < f.records; ++i) {
     for (size_t j = 0; j + 8 <= pixels.size(); j += 8) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       std::memcpy(&pixels[j], &x, 8);
     }
+    for (size_t j = 0; j < caption.size(); ++j) caption[j] = static_cast<char>('a' + (x >> j) % 26);
     const std::string key = absl::StrCat("r/", i);
-    Record r{key, {static_cast<int64_t>(i % 1000)}, o.schema.image, pixels, {}};
+    Record r{key, {static_cast<int64_t>(i % 1000)}, image, pixels, {}};
+    if (f.kind != Kind::kClassic) {
+      FieldValue values[3];
+      for (FieldValue& v : values) v.present = true;
+      values[0].image = image;
+      values[0].bytes = pixels;
+      values[1].bytes = {reinterpret_cast<const uint8_t*>(caption.data()), caption.size()};
+      values[2].label = static_cast<int64_t>(i % 1000);
+      SP_ASSIGN_OR_RETURN(r, fields.Build(key, values));
+    }
     SP_RETURN_IF_ERROR(writer->Add(r));
   }
   return writer->Finish().status();
@@ -172,9 +220,10 @@ absl::Status Run(const RunFlags& f) {
                  raw_rates.back(), api_rates.back());
   }
   const double r = Median(raw_rates), a = Median(api_rates);
-  std::printf("%s: %zu records, %u B each (largest), %s, %d thread(s), %s\n", f.dir.c_str(),
-              raw.spans.size(), raw.largest, f.cold ? "cold cache" : "page cache", f.threads,
-              f.mmap ? "mmap" : "pread");
+  std::printf("%s: %zu records, %u B each (largest), %s, %s, %d thread(s), %s\n", f.dir.c_str(),
+              raw.spans.size(), raw.largest,
+              reader->fields().empty() ? "no fields" : "fields (each read checked)",
+              f.cold ? "cold cache" : "page cache", f.threads, f.mmap ? "mmap" : "pread");
   std::printf("median of %d runs: raw pread %.0f records/s, RecordReader %.0f records/s, "
               "ratio %.2f\n", f.runs, r, a, a / r);
   return absl::OkStatus();
@@ -187,15 +236,19 @@ int main(int argc, char** argv) {
   using namespace shardpack::bench;
   CLI::App app{"Records by index against raw pread of the same records"};
   app.require_subcommand(1);
-  std::string make_dir;
-  uint64_t records = 0;
-  uint32_t bytes = 110000;
+  MakeFlags m;
   CLI::App* make = app.add_subcommand("make", "Write a dataset of raw records");
-  make->add_option("dir", make_dir)->required();
-  make->add_option("--records", records)->required();
-  make->add_option("--record-bytes", bytes, "3072 for CIFAR's 32x32x3");
-  bool no_table = false;
+  make->add_option("dir", m.dir)->required();
+  make->add_option("--records", m.records)->required();
+  make->add_option("--record-bytes", m.bytes, "3072 for CIFAR's 32x32x3");
+  make->add_option("--caption-bytes", m.caption_bytes, "With --fields: the caption's bytes");
+  bool no_table = false, with_fields = false, as_extra = false;
   make->add_flag("--no-record-table", no_table, "Write no records.idx (to measure its cost)");
+  CLI::Option* fields_flag =
+      make->add_flag("--fields", with_fields, "Records with fields (image, caption, label)");
+  make->add_flag("--fields-as-extra", as_extra,
+                 "The same bytes as a classic dataset (the field section as extra bytes)")
+      ->excludes(fields_flag);
   RunFlags f;
   CLI::App* run = app.add_subcommand("run", "Time both sides");
   run->add_option("dir", f.dir)->required();
@@ -205,7 +258,9 @@ int main(int argc, char** argv) {
   run->add_flag("--cold", f.cold, "Drop the files from the page cache before each run");
   run->add_flag("--mmap", f.mmap, "RecordReaderOptions::mmap");
   CLI11_PARSE(app, argc, argv);
-  absl::Status s = make->parsed() ? Make(make_dir, records, bytes, !no_table) : Run(f);
+  m.table = !no_table;
+  m.kind = with_fields ? Kind::kFields : as_extra ? Kind::kFieldsAsExtra : Kind::kClassic;
+  absl::Status s = make->parsed() ? Make(m) : Run(f);
   if (!s.ok()) {
     std::fprintf(stderr, "record_access_bench: %s\n", std::string(s.message()).c_str());
     return 1;

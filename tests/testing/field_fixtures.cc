@@ -7,14 +7,6 @@
 namespace shardpack::testing {
 namespace {
 
-Field Make(std::string name, FieldType type, bool optional = false) {
-  Field f;
-  f.name = std::move(name);
-  f.type = type;
-  f.optional = optional;
-  return f;
-}
-
 ByteSpan Bytes(std::string_view s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
@@ -26,24 +18,32 @@ ByteSpan Bytes(const std::vector<T>& v) {
 
 }  // namespace
 
+Field MakeField(std::string name, FieldType type, bool optional) {
+  Field f;
+  f.name = std::move(name);
+  f.type = type;
+  f.optional = optional;
+  return f;
+}
+
 std::vector<Field> EveryFieldType() {
   std::vector<Field> f;
-  f.push_back(Make("photo", FieldType::kImage));
+  f.push_back(MakeField("photo", FieldType::kImage));
   f.back().image.encoding = Encoding::kJpeg;
-  f.push_back(Make("caption", FieldType::kString));
-  f.push_back(Make("boxes", FieldType::kArray));
+  f.push_back(MakeField("caption", FieldType::kString));
+  f.push_back(MakeField("boxes", FieldType::kArray));
   f.back().dtype = ArrayDType::kF32;
   f.back().shape = {0, 4};
-  f.push_back(Make("category", FieldType::kLabel));
+  f.push_back(MakeField("category", FieldType::kLabel));
   f.back().classes = {"cat", "dog", "bird"};
-  f.push_back(Make("mask", FieldType::kImage, true));
+  f.push_back(MakeField("mask", FieldType::kImage, true));
   f.back().image = {Encoding::kRaw, Layout::kHWC, 0, 0, 1};
-  f.push_back(Make("meta", FieldType::kJson, true));
-  f.push_back(Make("embedding", FieldType::kArray));
+  f.push_back(MakeField("meta", FieldType::kJson, true));
+  f.push_back(MakeField("embedding", FieldType::kArray));
   f.back().dtype = ArrayDType::kF16;
   f.back().shape = {4};
-  f.push_back(Make("blob", FieldType::kBytes));
-  f.push_back(Make("tokens", FieldType::kArray, true));
+  f.push_back(MakeField("blob", FieldType::kBytes));
+  f.push_back(MakeField("tokens", FieldType::kArray, true));
   f.back().dtype = ArrayDType::kI32;
   f.back().shape = {0};
   return f;

@@ -22,7 +22,7 @@ namespace shardpack {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::MakeField;
+using testing::FieldOf;
 using testing::StatusIs;
 
 ByteSpan Bytes(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
@@ -32,20 +32,20 @@ ByteSpan Bytes(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.
 // embedding [4] f16.
 std::vector<Field> DetectionFields() {
   std::vector<Field> f;
-  f.push_back(MakeField("photo", FieldType::kImage));
+  f.push_back(FieldOf("photo", FieldType::kImage));
   f.back().image.encoding = Encoding::kJpeg;
-  f.push_back(MakeField("caption", FieldType::kString));
-  f.push_back(MakeField("boxes", FieldType::kArray));
+  f.push_back(FieldOf("caption", FieldType::kString));
+  f.push_back(FieldOf("boxes", FieldType::kArray));
   f.back().dtype = ArrayDType::kF32;
   f.back().shape = {0, 4};
-  f.push_back(MakeField("category", FieldType::kLabel));
+  f.push_back(FieldOf("category", FieldType::kLabel));
   f.back().classes = {"cat", "dog", "bird"};
-  f.push_back(MakeField("mask", FieldType::kImage));
+  f.push_back(FieldOf("mask", FieldType::kImage));
   f.back().optional = true;
   f.back().image = {Encoding::kRaw, Layout::kHWC, 0, 0, 1};
-  f.push_back(MakeField("meta", FieldType::kJson));
+  f.push_back(FieldOf("meta", FieldType::kJson));
   f.back().optional = true;
-  f.push_back(MakeField("embedding", FieldType::kArray));
+  f.push_back(FieldOf("embedding", FieldType::kArray));
   f.back().dtype = ArrayDType::kF16;
   f.back().shape = {4};
   return f;
@@ -88,9 +88,9 @@ Schema DetectionSchema() {
 }
 
 TEST(FieldsTest, AnImageAndLabelsMakeAClassicSchema) {
-  std::vector<Field> fields = {MakeField("image", FieldType::kImage),
-                               MakeField("fine", FieldType::kLabel),
-                               MakeField("coarse", FieldType::kLabel)};
+  std::vector<Field> fields = {FieldOf("image", FieldType::kImage),
+                               FieldOf("fine", FieldType::kLabel),
+                               FieldOf("coarse", FieldType::kLabel)};
   fields[0].image = {Encoding::kRaw, Layout::kHWC, 32, 32, 3};
   fields[1].classes = {"a", "b"};
   SP_ASSERT_OK_AND_ASSIGN(Schema schema, MakeSchema(fields));
@@ -106,15 +106,15 @@ TEST(FieldsTest, AnImageAndLabelsMakeAClassicSchema) {
 
 TEST(FieldsTest, DeclarationsThatCannotHoldAreRefusedNamingTheField) {
   auto refused = [](std::vector<Field> fields) { return MakeSchema(std::move(fields)).status(); };
-  std::vector<Field> twice = {MakeField("a", FieldType::kString),
-                              MakeField("a", FieldType::kBytes)};
+  std::vector<Field> twice = {FieldOf("a", FieldType::kString),
+                              FieldOf("a", FieldType::kBytes)};
   EXPECT_THAT(refused(twice), StatusIs(absl::StatusCode::kInvalidArgument,
                                        HasSubstr("field 'a': declared twice")));
   for (std::string bad : std::vector<std::string>{"", "__key__", "a b", "caption\n", std::string(65, 'x')}) {
-    EXPECT_THAT(refused({MakeField(bad, FieldType::kString)}),
+    EXPECT_THAT(refused({FieldOf(bad, FieldType::kString)}),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("field name"))) << bad;
   }
-  Field array = MakeField("boxes", FieldType::kArray);
+  Field array = FieldOf("boxes", FieldType::kArray);
   EXPECT_THAT(refused({array}), StatusIs(absl::StatusCode::kInvalidArgument,
                                          HasSubstr("field 'boxes': an array needs 1 to 8")));
   array.shape = {0, 0};
@@ -124,16 +124,16 @@ TEST(FieldsTest, DeclarationsThatCannotHoldAreRefusedNamingTheField) {
   EXPECT_THAT(refused({array}), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4 GiB")));
   std::vector<Field> many;
   for (int i = 0; i <= kMaxFields; ++i) {
-    many.push_back(MakeField("f" + std::to_string(i), FieldType::kBytes));
+    many.push_back(FieldOf("f" + std::to_string(i), FieldType::kBytes));
   }
   EXPECT_THAT(refused(many), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("65 fields")));
   std::vector<Field> labels;
   for (int i = 0; i <= kMaxLabels; ++i) {
-    labels.push_back(MakeField("l" + std::to_string(i), FieldType::kLabel));
+    labels.push_back(FieldOf("l" + std::to_string(i), FieldType::kLabel));
   }
   EXPECT_THAT(refused(labels), StatusIs(absl::StatusCode::kInvalidArgument,
                                         HasSubstr("more than 8 label fields")));
-  Field label = MakeField("l", FieldType::kLabel);
+  Field label = FieldOf("l", FieldType::kLabel);
   label.classes = {"ok", "\xff"};
   EXPECT_THAT(refused({label}), StatusIs(absl::StatusCode::kInvalidArgument,
                                          HasSubstr("class 1 is not UTF-8")));

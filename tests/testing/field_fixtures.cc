@@ -18,32 +18,24 @@ ByteSpan Bytes(const std::vector<T>& v) {
 
 }  // namespace
 
-Field MakeField(std::string name, FieldType type, bool optional) {
-  Field f;
-  f.name = std::move(name);
-  f.type = type;
-  f.optional = optional;
-  return f;
-}
-
 std::vector<Field> EveryFieldType() {
   std::vector<Field> f;
-  f.push_back(MakeField("photo", FieldType::kImage));
+  f.push_back(FieldOf("photo", FieldType::kImage));
   f.back().image.encoding = Encoding::kJpeg;
-  f.push_back(MakeField("caption", FieldType::kString));
-  f.push_back(MakeField("boxes", FieldType::kArray));
+  f.push_back(FieldOf("caption", FieldType::kString));
+  f.push_back(FieldOf("boxes", FieldType::kArray));
   f.back().dtype = ArrayDType::kF32;
   f.back().shape = {0, 4};
-  f.push_back(MakeField("category", FieldType::kLabel));
+  f.push_back(FieldOf("category", FieldType::kLabel));
   f.back().classes = {"cat", "dog", "bird"};
-  f.push_back(MakeField("mask", FieldType::kImage, true));
+  f.push_back(FieldOf("mask", FieldType::kImage, true));
   f.back().image = {Encoding::kRaw, Layout::kHWC, 0, 0, 1};
-  f.push_back(MakeField("meta", FieldType::kJson, true));
-  f.push_back(MakeField("embedding", FieldType::kArray));
+  f.push_back(FieldOf("meta", FieldType::kJson, true));
+  f.push_back(FieldOf("embedding", FieldType::kArray));
   f.back().dtype = ArrayDType::kF16;
   f.back().shape = {4};
-  f.push_back(MakeField("blob", FieldType::kBytes));
-  f.push_back(MakeField("tokens", FieldType::kArray, true));
+  f.push_back(FieldOf("blob", FieldType::kBytes));
+  f.push_back(FieldOf("tokens", FieldType::kArray, true));
   f.back().dtype = ArrayDType::kI32;
   f.back().shape = {0};
   return f;

@@ -30,9 +30,6 @@ enum SampleField : int {
   kSampleFields
 };
 
-// A field of `type` named `name`, its other members at their defaults.
-Field MakeField(std::string name, FieldType type, bool optional = false);
-
 // photo, caption, boxes, category, mask, meta, embedding, blob, tokens.
 std::vector<Field> EveryFieldType();
 

@@ -36,8 +36,12 @@ void CheckSpec(const shardpack::dataset::ViewSpec& spec) {
     }
   }
   if (spec.where) {
-    Expect(spec.where->labels || spec.where->key_prefix || spec.where->key_glob,
+    Expect(spec.where->labels || spec.where->key_prefix || spec.where->key_glob ||
+               !spec.where->strings.empty(),
            "where without a condition accepted");
+    for (const auto& c : spec.where->strings) {
+      Expect(c.in || c.prefix || c.glob, "a string condition without a test accepted");
+    }
     if (spec.where->labels) Expect(!spec.where->labels->empty(), "empty label list accepted");
   }
   if (spec.split) {

@@ -114,6 +114,12 @@ class FieldExamplesTest(unittest.TestCase):
         self.assertRegex(out, r"check passed: loss [\d.]+ -> [\d.]+; every caption named its "
                               r"image's color \(40 batches\)")
 
+    def test_detection_boxes_follow_the_crop_and_flip(self):
+        out = self.example("detection.py", "--records", "128", "--steps", "8")
+        self.assertIn("3 classes", out)
+        self.assertRegex(out, r"check passed: \d+ of \d+ boxes where their rectangles are, "
+                              r"[1-9]\d* of them in flipped samples")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

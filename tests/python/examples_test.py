@@ -120,6 +120,11 @@ class FieldExamplesTest(unittest.TestCase):
         self.assertRegex(out, r"check passed: \d+ of \d+ boxes where their rectangles are, "
                               r"[1-9]\d* of them in flipped samples")
 
+    def test_segmentation_masks_follow_their_photos(self):
+        out = self.example("segmentation.py", "--records", "128", "--steps", "8")
+        self.assertRegex(out, r"check passed: \d+ of \d+ class regions where the photo shows them "
+                              r"\([1-9]\d* flipped samples\); masks hold only their class ids")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

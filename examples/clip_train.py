@@ -21,7 +21,6 @@ PYTHONPATH=build/python /usr/bin/python3 examples/clip_train.py --out DIR ...)
 own image: the color the caption names is the color the cropped image holds,
 for every sample of every batch (tests/python/examples_test.py runs it).
 """
-import argparse
 import os
 import time
 import zlib
@@ -31,6 +30,8 @@ import shardpack
 import torch
 from torch import nn
 import torch.nn.functional as F
+
+from fields_example import arguments, batches
 
 COLORS = {"red": (220, 40, 40), "green": (40, 200, 60), "blue": (40, 70, 230),
           "yellow": (230, 210, 40)}
@@ -127,14 +128,8 @@ def check_pairs(images, captions):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", required=True, help="folder for the dataset (made if missing)")
-    p.add_argument("--records", type=int, default=512)
-    p.add_argument("--steps", type=int, default=200)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--threads", type=int, default=2, help="reader transform threads")
-    p.add_argument("--check", action="store_true", help="assert the loss fell and the pairs match")
-    args = p.parse_args()
+    args = arguments(__doc__, records=512, steps=200,
+                     check="assert the loss fell and the pairs match").parse_args()
 
     torch.manual_seed(0)
     path = write_dataset(os.path.join(args.out, "clip"), args.records)
@@ -153,25 +148,19 @@ def main():
     params = [*image_encoder.parameters(), *text_encoder.parameters(), logit_scale]
     opt = torch.optim.Adam(params, lr=3e-3)
 
-    losses, step, epoch, start = [], 0, 0, time.perf_counter()
-    while step < args.steps:
-        reader.set_epoch(epoch)
-        for batch in reader:
-            images, captions = batch["image"], batch["caption"]  # [B, 3, S, S]; B str
-            if args.check:
-                check_pairs(images, captions)
-            loss = clip_loss(image_encoder(images), text_encoder(captions), logit_scale)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-            step += 1
-            if step % 20 == 0 or step == args.steps:
-                print(f"step {step:3d}  epoch {epoch}  loss {np.mean(losses[-20:]):.3f}  "
-                      f"(chance: ln {len(captions)} = {np.log(len(captions)):.3f})", flush=True)
-            if step == args.steps:
-                break
-        epoch += 1
+    losses, start = [], time.perf_counter()
+    for step, epoch, batch in batches(reader, args.steps):
+        images, captions = batch["image"], batch["caption"]  # [B, 3, S, S]; B str
+        if args.check:
+            check_pairs(images, captions)
+        loss = clip_loss(image_encoder(images), text_encoder(captions), logit_scale)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        if step % 20 == 0 or step == args.steps:
+            print(f"step {step:3d}  epoch {epoch}  loss {np.mean(losses[-20:]):.3f}  "
+                  f"(chance: ln {len(captions)} = {np.log(len(captions)):.3f})", flush=True)
     print(f"done: {step} steps in {time.perf_counter() - start:.1f} s", flush=True)
 
     # Zero-shot, CLIP's way: which of these captions does the model pick for each

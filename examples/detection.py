@@ -22,12 +22,13 @@ PYTHONPATH=build/python /usr/bin/python3 examples/detection.py --out DIR ...)
 the moved box is where its rectangle is in the output image (within 2 px),
 flipped samples included (tests/python/examples_test.py runs it).
 """
-import argparse
 import os
 
 import numpy as np
 import shardpack
 import torch
+
+from fields_example import arguments, batches
 
 CLASSES = ("red", "green", "blue")
 COLORS = np.array([(220, 40, 40), (40, 200, 60), (40, 70, 230)], np.float32)
@@ -109,14 +110,9 @@ def check(batch, boxes, ids, s):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", help="folder for the dataset (made if missing)")
+    p = arguments(__doc__, records=256, steps=8, check="assert the boxes follow the crop",
+                  out_required=False)
     p.add_argument("--dataset", help="read this dataset (e.g. `shardpack coco`'s) instead")
-    p.add_argument("--records", type=int, default=256)
-    p.add_argument("--steps", type=int, default=8, help="batches to read")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--threads", type=int, default=2, help="reader transform threads")
-    p.add_argument("--check", action="store_true", help="assert the boxes follow the crop")
     args = p.parse_args()
     if (args.out is None) == (args.dataset is None):
         p.error("give --out DIR (to write a dataset) or --dataset PATH")
@@ -131,28 +127,22 @@ def main():
     print(f"{path}: {reader.records} records, fields {reader.fields}, "
           f"{len(classes)} classes", flush=True)
 
-    step, epoch, seen, checked, flipped = 0, 0, 0, 0, 0
-    while step < args.steps:
-        reader.set_epoch(epoch)
-        for batch in reader:
-            values, offsets = batch["boxes"]          # float32 [n, 4], int64 [B + 1]
-            ids = batch["category_ids"][0]            # int32 [n], the same offsets
-            boxes, s = boxes_in_output(batch, values, offsets)
-            kept = ((boxes[:, 2] - boxes[:, 0] >= 1) & (boxes[:, 3] - boxes[:, 1] >= 1))
-            if args.check:
-                c, f = check(batch, boxes, ids, s)
-                seen, checked, flipped = seen + len(boxes), checked + c, flipped + f
-            print(f"batch {step}: {len(values)} boxes, {int(kept.sum())} left by the crops; "
-                  f"images {tuple(batch['image'].shape)}", flush=True)
-            if step == 0:
-                for k in torch.nonzero(kept).flatten()[:4].tolist():
-                    print(f"  sample {int(s[k])}: {classes[ids[k]]} at "
-                          f"{[round(v, 1) for v in boxes[k].tolist()]}"
-                          f"{' (flipped)' if batch['__flip__'][s[k]] else ''}")
-            step += 1
-            if step == args.steps:
-                break
-        epoch += 1
+    seen = checked = flipped = 0
+    for step, epoch, batch in batches(reader, args.steps):
+        values, offsets = batch["boxes"]          # float32 [n, 4], int64 [B + 1]
+        ids = batch["category_ids"][0]            # int32 [n], the same offsets
+        boxes, s = boxes_in_output(batch, values, offsets)
+        kept = ((boxes[:, 2] - boxes[:, 0] >= 1) & (boxes[:, 3] - boxes[:, 1] >= 1))
+        if args.check:
+            c, f = check(batch, boxes, ids, s)
+            seen, checked, flipped = seen + len(boxes), checked + c, flipped + f
+        print(f"batch {step} (epoch {epoch}): {len(values)} boxes, {int(kept.sum())} left by "
+              f"the crops; images {tuple(batch['image'].shape)}", flush=True)
+        if step == 1:
+            for k in torch.nonzero(kept).flatten()[:4].tolist():
+                print(f"  sample {int(s[k])}: {classes[ids[k]]} at "
+                      f"{[round(v, 1) for v in boxes[k].tolist()]}"
+                      f"{' (flipped)' if batch['__flip__'][s[k]] else ''}")
 
     if args.check:
         # Most boxes stay visible (the crop keeps 8% to 100% of the image).

@@ -20,7 +20,6 @@ on that class's color in the photo (IoU > 0.9 off the edges between colors)
 and that the mask holds only the class ids written into that record
 (tests/python/examples_test.py runs it).
 """
-import argparse
 import os
 
 import numpy as np
@@ -28,6 +27,8 @@ import shardpack
 import torch
 from torch import nn
 import torch.nn.functional as F
+
+from fields_example import arguments, batches
 
 CLASSES = ("background", "disc", "square", "triangle")
 COLORS = np.array([(128, 128, 128), (220, 40, 40), (40, 200, 60), (40, 70, 230)], np.float32)
@@ -95,14 +96,8 @@ def check(batch):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", required=True, help="folder for the dataset (made if missing)")
-    p.add_argument("--records", type=int, default=256)
-    p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--threads", type=int, default=2, help="reader transform threads")
-    p.add_argument("--check", action="store_true", help="assert each mask lines up with its photo")
-    args = p.parse_args()
+    args = arguments(__doc__, records=256, steps=30,
+                     check="assert each mask lines up with its photo").parse_args()
 
     torch.manual_seed(0)
     path = write_dataset(os.path.join(args.out, "segmentation"), args.records)
@@ -119,28 +114,22 @@ def main():
                         nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
                         nn.Conv2d(16, len(CLASSES), 1))
     opt = torch.optim.Adam(net.parameters(), lr=1e-2)
-    step, epoch, regions, checked, flipped = 0, 0, 0, 0, 0
-    while step < args.steps:
-        reader.set_epoch(epoch)
-        for batch in reader:
-            photo, mask = batch["photo"], batch["mask"]   # float32 [B, 3, S, S], uint8 [B, 1, S, S]
-            if args.check:
-                r, c = check(batch)
-                regions, checked = regions + r, checked + c
-                flipped += int(batch["__flip__"].sum())
-            logits = net(photo)
-            loss = F.cross_entropy(logits, mask[:, 0].long())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            step += 1
-            if step % 10 == 0 or step == args.steps:
-                accuracy = (logits.argmax(1) == mask[:, 0]).float().mean()
-                print(f"step {step:3d}  epoch {epoch}  loss {loss.item():.3f}  "
-                      f"pixel accuracy {accuracy:.3f}", flush=True)
-            if step == args.steps:
-                break
-        epoch += 1
+    regions = checked = flipped = 0
+    for step, epoch, batch in batches(reader, args.steps):
+        photo, mask = batch["photo"], batch["mask"]   # float32 [B, 3, S, S], uint8 [B, 1, S, S]
+        if args.check:
+            r, c = check(batch)
+            regions, checked = regions + r, checked + c
+            flipped += int(batch["__flip__"].sum())
+        logits = net(photo)
+        loss = F.cross_entropy(logits, mask[:, 0].long())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % 10 == 0 or step == args.steps:
+            accuracy = (logits.argmax(1) == mask[:, 0]).float().mean()
+            print(f"step {step:3d}  epoch {epoch}  loss {loss.item():.3f}  "
+                  f"pixel accuracy {accuracy:.3f}", flush=True)
 
     if args.check:
         assert checked >= regions // 2 and flipped > 0, \

@@ -89,7 +89,8 @@ py::dict FieldTypes(const std::vector<Field>& fields) {
 py::dict FieldClasses(const std::vector<Field>& fields) {
   py::dict d;
   for (const Field& f : fields) {
-    if (f.type != FieldType::kLabel) continue;
+    // A label's, and an i32 / i64 array's that names its elements' classes.
+    if (f.type != FieldType::kLabel && f.classes.empty()) continue;
     py::list classes;
     for (const std::string& c : f.classes) classes.append(py::str(c));
     d[py::str(f.name)] = classes;

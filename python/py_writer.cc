@@ -45,7 +45,8 @@ schema: a dict of field name -> type, in record order: "jpeg", "raw",
 "raw:HxWxC", "raw:gray", "raw:rgb" (images), "label" (class names through
 classes={"name": [...]}), "string", "bytes", "json", or an array
 "DTYPE[DIMS]" (DTYPE u8 i32 i64 f16 f32 f64; e.g. "f32[n,4]", n a first
-dimension that varies); "?" at the end for an optional field.
+dimension that varies; an i32 or i64 one may name its elements' classes
+too); "?" at the end for an optional field.
 part=(i, n) with job="name": part i of n of a write on many machines, which
 `shardpack merge` makes one dataset of. on_error="skip" leaves a bad sample
 out and lists it in w.skipped and OUT/skipped.tsv. metadata: a dict of
@@ -492,9 +493,18 @@ std::vector<Field> FieldsArg(py::handle schema, py::handle classes) {
     const std::string n = StrArg(name, "a classes key");
     auto it =
         std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.name == n; });
-    if (it == fields.end() || it->type != FieldType::kLabel) {
-      RaiseError(PyExc_ValueError, absl::StrCat("classes['", common::Excerpt(n),
-                                                "']: the schema has no label field of that name"));
+    // A label names its values' classes; so may an i32 / i64 array its
+    // elements' (COCO's category ids: docs/format.md, 17.4).
+    const bool takes_classes =
+        it != fields.end() &&
+        (it->type == FieldType::kLabel ||
+         (it->type == FieldType::kArray &&
+          (it->dtype == ArrayDType::kI32 || it->dtype == ArrayDType::kI64)));
+    if (!takes_classes) {
+      RaiseError(PyExc_ValueError,
+                 absl::StrCat("classes['", common::Excerpt(n),
+                              "']: the schema has no field of that name that takes class names "
+                              "(a label, or an i32 or i64 array)"));
     }
     const std::string at = absl::StrCat("classes['", common::Excerpt(n), "']");
     if (PyUnicode_Check(names.ptr()) || !PySequence_Check(names.ptr())) {

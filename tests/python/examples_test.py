@@ -7,6 +7,10 @@ test of elastic resume: 4 ranks (torchrun, gloo on loopback) read 4 steps
 and save, 3 ranks resume and finish the epoch, and the records of both jobs
 are checked to come exactly once. Skipped (exit 77)
 without torch; train_loop runs regardless.
+
+The examples of datasets of fields (FieldExamplesTest) each write their own
+small dataset into a temporary folder and run with --check, which asserts
+what the example shows (its docstring says what).
 """
 import os
 import re
@@ -85,6 +89,41 @@ class ExamplesTest(fixtures.DatasetTest):
         self.assertIn("job 1: 4 ranks, 4 steps of 10, state of every rank equal: True", p.stdout)
         self.assertIn("job 2: 3 ranks, [8, 8, 8] steps; records: 800 before, 1200 after; "
                       "exactly once: True; all but 0 of 2000: True", p.stdout)
+
+
+NEEDS_TORCH = "torch is not importable (Debian: python3-torch)"
+
+
+@unittest.skipIf(torch is None, NEEDS_TORCH)
+class FieldExamplesTest(unittest.TestCase):
+    """The examples of datasets of fields, each on the data it writes (no class dataset)."""
+
+    def setUp(self):
+        self.tmp = fixtures.TempDir()
+        self.addCleanup(self.tmp.cleanup)
+
+    def example(self, name, *args):
+        p = run(sys.executable, os.path.join(EXAMPLES, name), "--out", self.tmp.path,
+                "--threads", "1", "--check", *args)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        return p.stdout
+
+    def test_clip_train_captions_match_images_and_loss_falls(self):
+        out = self.example("clip_train.py", "--records", "256", "--steps", "40")
+        self.assertRegex(out, r"clip: 256 records, fields \{'image': 'jpeg', 'caption': 'string'\}")
+        self.assertRegex(out, r"check passed: loss [\d.]+ -> [\d.]+; every caption named its "
+                              r"image's color \(40 batches\)")
+
+    def test_detection_boxes_follow_the_crop_and_flip(self):
+        out = self.example("detection.py", "--records", "128", "--steps", "8")
+        self.assertIn("3 classes", out)
+        self.assertRegex(out, r"check passed: \d+ of \d+ boxes where their rectangles are, "
+                              r"[1-9]\d* of them in flipped samples")
+
+    def test_segmentation_masks_follow_their_photos(self):
+        out = self.example("segmentation.py", "--records", "128", "--steps", "8")
+        self.assertRegex(out, r"check passed: \d+ of \d+ class regions where the photo shows them "
+                              r"\([1-9]\d* flipped samples\); masks hold only their class ids")
 
 
 if __name__ == "__main__":

@@ -249,6 +249,24 @@ class WriterTest(unittest.TestCase):
                              ["00000001\tfield 'caption': must be a str, not int",
                               "00000002\tfield 'meta': not valid JSON"])
 
+    def test_class_names_of_an_int_array(self):
+        # An i32 / i64 array may name its elements' classes (docs/format.md,
+        # 17.4), as `shardpack coco`'s category_ids do: the Writer takes them
+        # and Dataset.classes gives them back.
+        schema = {"image": "raw:gray", "boxes": "f32[n,4]", "category_ids": "i32[n]"}
+        with shardpack.Writer(self.out(), schema,
+                              classes={"category_ids": ["cat", "dog", "bird"]}) as w:
+            w.write({"image": pixels(4, 4, c=1), "boxes": np.zeros((2, 4), np.float32),
+                     "category_ids": np.array([2, 0], np.int32)})
+            with self.assertRaisesRegex(ValueError, r"field 'category_ids': element 0 is 3, "
+                                                    r"outside its 3 classes \(0\.\.2\)"):
+                w.write({"image": pixels(4, 4, c=1), "boxes": np.zeros((1, 4), np.float32),
+                         "category_ids": np.array([3], np.int32)})
+        ds = shardpack.Dataset(self.out())
+        self.assertEqual(ds.classes, {"category_ids": ["cat", "dog", "bird"]})
+        self.assertEqual(ds[0]["category_ids"].tolist(), [2, 0])
+        self.assertEqual(len(ds), 1)
+
     def test_bad_arguments_are_one_line_errors(self):
         for kwargs, error, message in [
                 ({"schema": {"x": "f32[n"}}, ValueError, "field 'x': type 'f32[n' is not one of"),
@@ -263,7 +281,12 @@ class WriterTest(unittest.TestCase):
                  "compression applies to the shard format only"),
                 ({"block_size": 0}, ValueError, "block_size 0 is out of range"),
                 ({"shard_max_bytes": "lots"}, ValueError, "shard_max_bytes 'lots' is out of range"),
-                ({"classes": {"caption": ["a"]}}, ValueError, "no label field of that name"),
+                ({"classes": {"caption": ["a"]}}, ValueError,
+                 "classes['caption']: the schema has no field of that name that takes class "
+                 "names (a label, or an i32 or i64 array)"),
+                ({"classes": {"boxes": ["a"]}}, ValueError,
+                 "classes['boxes']: the schema has no field of that name that takes class "
+                 "names (a label, or an i32 or i64 array)"),
                 ({"metadata": [1]}, TypeError, "metadata must be a dict"),
                 ({"metdata": {}}, TypeError, "unexpected keyword argument 'metdata'")]:
             args = dict({"schema": SCHEMA}, **kwargs)

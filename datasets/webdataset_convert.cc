@@ -135,7 +135,7 @@ absl::StatusOr<std::vector<WebDatasetColumn>> InferWebDatasetColumns(
   absl::flat_hash_set<std::string> drop;
   for (const std::string& d : options.drop) drop.insert(absl::AsciiStrToLower(d));
   const std::string& tar = options.tars[0];
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(tar));
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenMappedFile(tar));
   TarStream stream(*file);
   TarSamples samples(&stream);
   TarSample sample;
@@ -164,6 +164,7 @@ absl::StatusOr<std::vector<WebDatasetColumn>> InferWebDatasetColumns(
       ++s.samples;
     }
   }
+  SP_RETURN_IF_ERROR(file->CheckIntact());
   if (n == 0) return absl::InvalidArgumentError(absl::StrCat(tar, ": no WebDataset samples"));
   for (const auto& [ext, o] : overrides) {
     if (!index.contains(ext)) {
@@ -280,7 +281,7 @@ absl::Status ConvertWebDataset(const WebDatasetOptions& options,
   SampleValues values(columns, options, std::move(images));
   TarSample sample;
   for (const std::string& tar : options.tars) {
-    SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenPosixFile(tar));
+    SP_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, OpenMappedFile(tar));
     TarStream stream(*file);
     TarSamples samples(&stream);
     while (true) {
@@ -290,9 +291,12 @@ absl::Status ConvertWebDataset(const WebDatasetOptions& options,
       absl::Status filled = values.Fill(sample, samples);
       SP_RETURN_IF_ERROR(filled.ok() ? writer->Write(sample.key, values.values())
                                      : writer->Reject(sample.key, filled));
+      // The writer has copied the sample: were its bytes the tar's?
+      SP_RETURN_IF_ERROR(file->CheckIntact());
       ++stats->samples;
       if (progress) progress(*stats);
     }
+    SP_RETURN_IF_ERROR(file->CheckIntact());  // the end was not a truncation read as zeros
   }
   return absl::OkStatus();
 }

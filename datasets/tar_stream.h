@@ -1,6 +1,7 @@
 // The members of a tar file, read in order from a RandomAccessFile through
 // one buffer (so a member costs no system call of its own: the file is read
-// in large sequential pieces). POSIX ustar, GNU long names ('L') and pax
+// in large sequential pieces), or, when the file is memory (a mapped file,
+// RandomAccessFile::data()), viewed where they lie, copied nowhere. POSIX ustar, GNU long names ('L') and pax
 // extended headers ('x': path, size) are understood, as Python's tarfile and
 // GNU tar write them, so every tar WebDataset reads is read here.
 //
@@ -37,7 +38,8 @@ struct TarMember {
 class TarStream {
  public:
   // `window` bytes are read at a time (the buffer grows for a member, or a
-  // marked run of members, that does not fit).
+  // marked run of members, that does not fit); unused for a file that is
+  // memory.
   explicit TarStream(const RandomAccessFile& file, size_t window = size_t{8} << 20);
 
   const std::string& name() const { return file_.name(); }
@@ -50,7 +52,9 @@ class TarStream {
   absl::StatusOr<bool> Next(TarMember* member);
 
   // The bytes of a member returned by Next at or after the KeepFrom offset:
-  // valid until the next call of Next or KeepFrom.
+  // valid until the next call of Next or KeepFrom (of a file that is memory:
+  // as long as the file). Of a mapped file, the caller checks the file's
+  // CheckIntact() after using them.
   ByteSpan Data(const TarMember& member) const;
 
   // Keeps the bytes of the file from `offset` (a member's header, at or

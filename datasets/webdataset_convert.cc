@@ -128,7 +128,7 @@ absl::StatusOr<int64_t> ParseLabel(ByteSpan data) {
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenTar(const WebDatasetOptions& options,
                                                          const std::string& tar) {
-  return options.open ? options.open(tar) : OpenPosixFile(tar);
+  return options.open ? options.open(tar) : OpenMappedFile(tar);
 }
 
 }  // namespace
@@ -169,6 +169,7 @@ absl::StatusOr<std::vector<WebDatasetColumn>> InferWebDatasetColumns(
       ++s.samples;
     }
   }
+  SP_RETURN_IF_ERROR(file->CheckIntact());
   if (n == 0) return absl::InvalidArgumentError(absl::StrCat(tar, ": no WebDataset samples"));
   for (const auto& [ext, o] : overrides) {
     if (!index.contains(ext)) {
@@ -295,9 +296,12 @@ absl::Status ConvertWebDataset(const WebDatasetOptions& options,
       absl::Status filled = values.Fill(sample, samples);
       SP_RETURN_IF_ERROR(filled.ok() ? writer->Write(sample.key, values.values())
                                      : writer->Reject(sample.key, filled));
+      // The writer has copied the sample: were its bytes the tar's?
+      SP_RETURN_IF_ERROR(file->CheckIntact());
       ++stats->samples;
       if (progress) progress(*stats);
     }
+    SP_RETURN_IF_ERROR(file->CheckIntact());  // the end was not a truncation read as zeros
   }
   return absl::OkStatus();
 }

@@ -43,7 +43,8 @@ struct WebDatasetOptions {
   std::vector<std::string> drop;     // extensions left out
   uint64_t infer_samples = 1000;     // of the first tar, to infer the fields from
   // How a tar is opened (`shardpack webdataset` opens a URL through the
-  // object store: remote/object_file.h); empty: a local file, OpenPosixFile.
+  // object store: remote/object_file.h); empty: a local file, mapped
+  // (OpenMappedFile: the tar is read in place).
   TarOpener open;
   ImageConverterOptions images;
 };

@@ -8,10 +8,16 @@ webdataset.py would hide the webdataset package) and calls:
     VERSION = "1.0.2"            # the package's __version__, read at import
     SETTINGS = "..."             # the documented fastest settings used, one line
 
+    KINDS = ("cifar", "imagefolder", "caption")   # optional: the kinds the
+                                 # module runs; default ("cifar", "imagefolder");
+                                 # the harness makes any other an Unsupported row
+
     def convert(kind, src, out_dir, workers) -> None
         # kind "cifar": src is a CIFAR-10 binary file (3073-byte records:
         #   1 label byte, 3072 planar RGB bytes), class-sorted;
-        # kind "imagefolder": src is an ImageFolder root (class dirs of .jpg).
+        # kind "imagefolder": src is an ImageFolder root (class dirs of .jpg);
+        # kind "caption": the same with a caption beside each image
+        #   (CLASS/NAME.txt beside CLASS/NAME.jpg, UTF-8; caption_items).
         # Writes the peer's own format into out_dir (which exists, empty) with
         # the peer's own tool, using `workers` processes or threads where the
         # tool has that knob.
@@ -23,6 +29,8 @@ webdataset.py would hide the webdataset package) and calls:
         # standard augmentation (cifar: pad-4 random crop + random flip;
         # imagefolder: RandomResizedCrop(224) + flip), shuffled with `seed`,
         # `workers` threads or worker processes (the peer's own knob).
+        # kind "caption": (images, labels, captions) batches, the images as
+        # imagefolder's, captions a list of str (the sample's caption).
 
     DEVICE_LOADER = True         # optional: loader(..., device="cuda") puts the
                                  # images on that GPU itself (peer_bench.py
@@ -104,6 +112,22 @@ def imagefolder_items(root):
         folder = os.path.join(root, name)
         for f in sorted(os.listdir(folder)):
             items.append((os.path.join(folder, f), label))
+    return items
+
+
+DEFAULT_KINDS = ("cifar", "imagefolder")
+
+
+def caption_items(root):
+    """An ImageFolder root with a caption beside each image (CLASS/NAME.txt
+    beside CLASS/NAME.jpg) -> sorted [(jpeg path, label, caption str)]."""
+    items = []
+    for path, label in imagefolder_items(root):
+        stem, ext = os.path.splitext(path)
+        if ext != ".jpg":
+            continue
+        with open(stem + ".txt", encoding="utf-8") as f:
+            items.append((path, label, f.read()))
     return items
 
 

@@ -10,11 +10,14 @@ Python; the subcommands:
   peer_bench.py child-resume PEER KIND OUT_DIR BATCH_SIZE WORKERS SEED
       The exact-resume check (bench/peers/peer_resume.py), once per peer.
   peer_bench.py gen-imagefolder ROOT [--images N] [--classes C] [--noise S]
+      [--captions]
       An ImageNet-like ImageFolder: N JPEGs (default 20,000) over C classes
       (default 100), 500x375, quality 90, 4:2:0 (Pillow): smooth random
       content (a 16x12 random image upscaled, bicubic) plus Gaussian noise
       of sigma S (default 8: ~60 KB a file; ~20: ~110 KB, ImageNet's mean).
-  peer_bench.py run --kind cifar --src FILE --work DIR [--peers a,b,...]
+      --captions: a caption of 60 bytes beside each (CLASS/NAME.txt), words
+      drawn from a small vocabulary: the input of --kind caption.
+  peer_bench.py run --kind cifar|imagefolder|caption --src FILE --work DIR [--peers a,b,...]
       [--workers 1,2] [--repeats N] [--batch-size B] [--seed S] [--out FILE]
       Converts SRC with every peer (timed, peak RSS of the process tree,
       bytes on disk), then --repeats rounds of loader runs (each peer, each
@@ -89,7 +92,7 @@ def gen_cifar(args):
 
 
 def _jpeg_files(job):
-    root, classes, noise, start, stop = job
+    root, classes, noise, captions, start, stop = job
     import io
     import numpy as np
     from PIL import Image
@@ -105,6 +108,25 @@ def _jpeg_files(job):
         image.save(out, "JPEG", quality=90)
         with open(os.path.join(folder, f"img{i:07d}.jpg"), "wb") as f:
             f.write(out.getvalue())
+        if captions:
+            with open(os.path.join(folder, f"img{i:07d}.txt"), "w", encoding="utf-8") as f:
+                f.write(_caption(rng, i % classes))
+
+
+CAPTION_BYTES = 60
+_WORDS = ("a photo of the small large red green blue old new bright dark cat dog car tree "
+          "house boat bird on in near under beside with a park street field river at dusk "
+          "morning").split()
+
+
+def _caption(rng, label):
+    """A caption of CAPTION_BYTES ASCII bytes: words drawn by `rng`, then the class."""
+    tail = f" class {label:03d}"
+    words = []
+    while len(" ".join(words)) < CAPTION_BYTES - len(tail):
+        words.append(_WORDS[int(rng.integers(len(_WORDS)))])
+    return (" ".join(words)[:CAPTION_BYTES - len(tail)].rstrip().ljust(
+        CAPTION_BYTES - len(tail), ".") + tail)
 
 
 def gen_imagefolder(args):
@@ -112,20 +134,29 @@ def gen_imagefolder(args):
     for c in range(args.classes):
         os.makedirs(os.path.join(args.root, f"class{c:03d}"), exist_ok=True)
     step = 500
-    jobs = [(args.root, args.classes, args.noise, a, min(a + step, args.images))
+    jobs = [(args.root, args.classes, args.noise, args.captions, a, min(a + step, args.images))
             for a in range(0, args.images, step)]
     with multiprocessing.Pool(os.cpu_count()) as pool:
         pool.map(_jpeg_files, jobs)
-    total = sum(os.path.getsize(f) for f in files_under(args.root))
+    total = sum(os.path.getsize(f) for f in files_under(args.root) if f.endswith(".jpg"))
     print(f"peer_bench.py: {args.root}: {args.images} JPEGs in {args.classes} classes, "
           f"{total / args.images / 1e3:.0f} KB each on average", file=sys.stderr)
 
 
 # ---- Children ------------------------------------------------------------------------------
 
+def check_kind(peer, kind):
+    """Unsupported when the module does not run `kind` (peer_api: KINDS)."""
+    from peer_api import DEFAULT_KINDS
+    if kind not in getattr(peer, "KINDS", DEFAULT_KINDS):
+        raise Unsupported(f"no {kind} kind in bench/peers/peer_{peer.NAME}.py "
+                          f"(it runs {', '.join(getattr(peer, 'KINDS', DEFAULT_KINDS))})")
+
+
 def child_convert(args):
     try:
         peer = load_peer(args.peer)
+        check_kind(peer, args.kind)
         start = time.perf_counter()
         peer.convert(args.kind, args.src, args.out_dir, args.workers)
         seconds = time.perf_counter() - start
@@ -178,10 +209,22 @@ def _consumer(device):
     return consume
 
 
+def _read_captions(peer, captions, n):
+    """What a training loop does with a batch's captions (tokenizes them):
+    reads every one; their characters. TypeError unless one str a sample."""
+    captions = list(captions)
+    if len(captions) != n or not all(isinstance(c, str) for c in captions):
+        raise TypeError(f"peer {peer}: the captions of a batch of {n} are "
+                        f"{type(captions[0]).__name__ if captions else 'none'} x {len(captions)}, "
+                        "not one str a sample")
+    return sum(len(c) for c in captions)
+
+
 def child_load(args):
     import numpy as np
     try:
         peer = load_peer(args.peer)
+        check_kind(peer, args.kind)
         consume = _consumer(args.device)
         opened = time.perf_counter()
         if args.device != "cpu" and getattr(peer, "DEVICE_LOADER", False):
@@ -195,18 +238,22 @@ def child_load(args):
         entropies = []
         shape = None
         sink = 0
+        caption_chars = 0
         for epoch in range(args.epochs):
             if epoch > 0 and hasattr(loader, "set_epoch"):
                 loader.set_epoch(epoch)
             start = time.perf_counter()
             images_seen = 0
             batches = 0
-            for images, labels in loader:
+            for batch in loader:
+                images, labels = batch[0], batch[1]
                 try:
                     batch_shape, y, fold = consume(images, labels)
                 except TypeError as e:
                     raise TypeError(f"peer {args.peer}: {e}") from None
                 y = y.astype(np.int64).reshape(-1)
+                if args.kind == "caption":
+                    caption_chars += _read_captions(args.peer, batch[2], len(y))
                 if first_batch_s is None:
                     first_batch_s = time.perf_counter() - opened
                     shape = batch_shape
@@ -229,6 +276,7 @@ def child_load(args):
         "shuffle_entropy": statistics.mean(entropies) if entropies else None,
         "batch_shape": shape,
         "xor_fold": f"{sink & (2**64 - 1):016x}",
+        "caption_chars": caption_chars,
     }
     print(json.dumps(out))
 
@@ -472,7 +520,9 @@ def run(args):
     print(table)
 
 
-def _delivery(device):
+def _delivery(device, kind):
+    if kind == "caption":
+        return _delivery(device, "") + ", every caption read (one str a sample)"
     if device == "cpu":
         return "batches consumed on the CPU (every byte read)"
     return (f"batches delivered to {device} (by the peer where it can, else a host "
@@ -506,7 +556,7 @@ def make_table(info, results):
                  f"{info.get('load_end', 0):.1f} at the end); batch "
                  f"{info['batch_size']}; medians of {info['repeats']} rounds, peer order "
                  f"rotated each round; cold cache by {info['cold']}; "
-                 f"{_delivery(info.get('device', 'cpu'))}. Ratios are "
+                 f"{_delivery(info.get('device', 'cpu'), info['kind'])}. Ratios are "
                  "shardpack / peer (throughput: > 1 is shardpack faster; time, bytes, "
                  "memory: < 1 is shardpack smaller).")
     lines.append("")
@@ -587,8 +637,9 @@ def main():
     p.add_argument("--images", type=int, default=20000)
     p.add_argument("--classes", type=int, default=100)
     p.add_argument("--noise", type=float, default=8)
+    p.add_argument("--captions", action="store_true")
     p = sub.add_parser("run")
-    p.add_argument("--kind", choices=["cifar", "imagefolder"], default="cifar")
+    p.add_argument("--kind", choices=["cifar", "imagefolder", "caption"], default="cifar")
     p.add_argument("--src", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--peers", default=ALL_PEERS)

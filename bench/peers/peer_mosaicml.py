@@ -3,8 +3,8 @@ streaming.MDSWriter, read from the local directory with StreamingDataset
 (shuffle=True, its default py1e algorithm, batch_size given) and its
 StreamingDataLoader, the augmentation in get_item, as its docs show."""
 
-from peer_api import (cifar_augment, imagefolder_items, read_cifar, rrc_augment,
-                      torchvision_shim, worker_rng)
+from peer_api import (caption_items, cifar_augment, imagefolder_items, read_cifar,
+                      rrc_augment, torchvision_shim, worker_rng)
 
 torchvision_shim()
 import streaming  # noqa: E402  (after the shim: it imports torchvision)
@@ -12,13 +12,22 @@ from streaming import MDSWriter, StreamingDataLoader, StreamingDataset  # noqa: 
 
 NAME = "mosaicml-streaming"
 VERSION = streaming.__version__
-SETTINGS = ("MDSWriter(columns ndarray:uint8:32,32,3 or the JPEG file as bytes + int, "
+KINDS = ("cifar", "imagefolder", "caption")
+SETTINGS = ("MDSWriter(columns ndarray:uint8:32,32,3 or the JPEG file as bytes + int "
+            "(+ str: the caption), "
             "no compression, size_limit 64 MB, one writer: W unused); "
             "StreamingDataset(local, shuffle=True, shuffle_algo=py1e, "
             "shuffle_seed, batch_size=B) + StreamingDataLoader(num_workers=W)")
 
 
 def convert(kind, src, out_dir, workers):
+    if kind == "caption":
+        columns = {"x": "bytes", "y": "int", "t": "str"}
+        with MDSWriter(out=out_dir, columns=columns) as out:
+            for path, label, caption in caption_items(src):
+                with open(path, "rb") as f:
+                    out.write({"x": f.read(), "y": label, "t": caption})
+        return
     if kind == "imagefolder":
         # "bytes", not "jpeg": MDS's jpeg encoding re-encodes a PIL image;
         # this keeps the same bytes as every other peer.
@@ -45,7 +54,9 @@ class _Augmented(StreamingDataset):
         sample = super().get_item(idx)
         if self._rng is None:
             self._rng = worker_rng(self._seed)
-        augment = rrc_augment if self._kind == "imagefolder" else cifar_augment
+        augment = cifar_augment if self._kind == "cifar" else rrc_augment
+        if self._kind == "caption":
+            return augment(sample["x"], self._rng), sample["y"], sample["t"]
         return augment(sample["x"], self._rng), sample["y"]
 
 

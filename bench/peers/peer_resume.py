@@ -28,7 +28,7 @@ def _batches(loader, n):
     out = []
     it = iter(loader)
     for _ in range(n):
-        images, labels = next(it)
+        images, labels = next(it)[:2]  # a caption batch's captions follow
         x = images.numpy() if hasattr(images, "numpy") else np.asarray(images)
         y = labels.numpy() if hasattr(labels, "numpy") else np.asarray(labels)
         out.append((y.astype(np.int64).reshape(-1).tolist(),

@@ -10,16 +10,18 @@ import os
 import numpy as np
 import webdataset as wds
 
-from peer_api import (cifar_augment, imagefolder_items, read_cifar, rrc_augment,
-                      worker_rng)
+from peer_api import (caption_items, cifar_augment, imagefolder_items, read_cifar,
+                      rrc_augment, worker_rng)
 
 NAME = "webdataset"
 VERSION = wds.__version__
+KINDS = ("cifar", "imagefolder", "caption")
 SHARD_RECORDS = 5000  # 10 shards of 50,000 records
 SHARD_FILES = 1000    # 20 shards of 20,000 JPEGs
 MIN_SHARDS = 8        # its docs: at least as many shards as workers, on small inputs too
 SETTINGS = (f"ShardWriter(maxcount={SHARD_RECORDS} CIFAR records of raw HWC pixel bytes, or "
-            f"{SHARD_FILES} JPEGs as their file bytes; at least {MIN_SHARDS} shards) + cls; "
+            f"{SHARD_FILES} JPEGs as their file bytes; at least {MIN_SHARDS} shards) + cls "
+            "(+ txt: the caption); "
             "WebDataset(shardshuffle=100, seed) .shuffle(5000) .map(decode + augment) "
             ".batched(B) in the workers, "
             "WebLoader(batch_size=None, num_workers=W)")
@@ -27,6 +29,15 @@ SETTINGS = (f"ShardWriter(maxcount={SHARD_RECORDS} CIFAR records of raw HWC pixe
 
 def convert(kind, src, out_dir, workers):
     pattern = os.path.join(out_dir, "shard-%06d.tar")
+    if kind == "caption":
+        items = caption_items(src)
+        maxcount = min(SHARD_FILES, -(-len(items) // MIN_SHARDS))
+        with wds.ShardWriter(pattern, maxcount=maxcount, verbose=0) as sink:
+            for i, (path, label, caption) in enumerate(items):
+                with open(path, "rb") as f:
+                    sink.write({"__key__": f"{i:08d}", "jpg": f.read(), "cls": label,
+                                "txt": caption})
+        return
     if kind == "imagefolder":
         items = imagefolder_items(src)
         maxcount = min(SHARD_FILES, -(-len(items) // MIN_SHARDS))
@@ -50,6 +61,9 @@ def _sample(kind, seed):
         nonlocal rng
         if rng is None:
             rng = worker_rng(seed)
+        if kind == "caption":
+            raw, cls, txt = sample
+            return rrc_augment(raw, rng), int(cls), txt.decode("utf-8")
         raw, cls = sample
         if kind == "imagefolder":
             return rrc_augment(raw, rng), int(cls)
@@ -64,7 +78,8 @@ def loader(kind, out_dir, batch_size, workers, seed):
         raise FileNotFoundError(f"{out_dir}: no shard-*.tar")
     dataset = (wds.WebDataset(shards, shardshuffle=100, seed=seed)
                .shuffle(5000, seed=seed)
-               .to_tuple("jpg" if kind == "imagefolder" else "u8", "cls")
+               .to_tuple(*{"cifar": ("u8", "cls"), "imagefolder": ("jpg", "cls"),
+                           "caption": ("jpg", "cls", "txt")}[kind])
                .map(_sample(kind, seed))
                .batched(batch_size, partial=False))
     return wds.WebLoader(dataset, batch_size=None, num_workers=workers)

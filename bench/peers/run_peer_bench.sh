@@ -5,7 +5,7 @@
 #
 #   bench/peers/run_peer_bench.sh [--dir DIR] [--repeats N] [--records N]
 #       [--out FILE] [--keep] [--peers a,b,...] [--workers 1,2]
-#       [--drop-all-caches] [--kind cifar|imagefolder|both] [--images N]
+#       [--drop-all-caches] [--kind cifar|imagefolder|caption|both] [--images N]
 #       [--classes C] [--noise S] [--batch-size B] [--device cpu|cuda]
 #       [--timeout S]
 #
@@ -17,6 +17,10 @@
 #    --kind imagefolder: an ImageFolder of --images JPEGs (default 20,000)
 #    in --classes classes (default 100), 500x375 q90 (peer_bench.py
 #    gen-imagefolder; --noise 20 makes them ~110 KB, ImageNet's size).
+#    --kind caption: the same JPEGs, each with a caption of 60 bytes beside
+#    it (gen-imagefolder --captions); the loaders deliver the captions with
+#    the images and labels (the peers that have no caption kind are rows
+#    that say so).
 # 3. Each peer converts it with its own tool (timed, peak RSS of the process
 #    tree, bytes on disk); then --repeats rounds (default 3), the peers' order
 #    rotated each round, of loader runs at 1 and 2 workers (taskset -c 0 and
@@ -26,10 +30,11 @@
 #    images/s, the first epoch's, the time from open to the first batch, the
 #    peak RSS of the process tree, the label entropy of the first 10 batches.
 # --peers: default all nine: shardpack,webdataset,mosaicml,litdata,ffcv,dali,
-#   spdl,torchdata,grain.
+#   spdl,torchdata,grain; for --kind caption the three that have that kind:
+#   shardpack,webdataset,mosaicml.
 # --out: the markdown table (also printed); default DIR/peer-bench/table.md,
 #   with --kind both DIR/peer-bench/table-KIND.md.
-# --batch-size: default 512 for cifar, 128 for imagefolder.
+# --batch-size: default 512 for cifar, 128 for imagefolder and caption.
 # --device cuda: every batch delivered to the GPU (shardpack's GPU staging,
 #   DALI's mixed decoder, else a host copy with torch); needs a CUDA torch in
 #   the venv, so on a GPU machine that has one, point SHARDPACK_PEERS_PYTHON
@@ -48,7 +53,7 @@ records=50000
 out=""
 keep=0
 parse_bench_args "$@"
-peers=shardpack,webdataset,mosaicml,litdata,ffcv,dali,spdl,torchdata,grain
+peers=""
 workers=1,2
 drop_all=()
 kind=cifar
@@ -76,14 +81,19 @@ while [[ $# -gt 0 ]]; do
 done
 
 case "$kind" in
-  cifar|imagefolder) kinds=("$kind") ;;
+  cifar|imagefolder|caption) kinds=("$kind") ;;
   both) kinds=(cifar imagefolder) ;;
-  *) echo "run_peer_bench.sh: --kind $kind: cifar, imagefolder or both" >&2; exit 2 ;;
+  *) echo "run_peer_bench.sh: --kind $kind: cifar, imagefolder, caption or both" >&2; exit 2 ;;
 esac
+if [[ -z $peers ]]; then
+  peers=shardpack,webdataset,mosaicml,litdata,ffcv,dali,spdl,torchdata,grain
+  [[ $kind == caption ]] && peers=shardpack,webdataset,mosaicml
+fi
 work="$dir/peer-bench"
 fragment="${SHARDPACK_CIFAR_FRAGMENT:-$root/../shared/data/cifar10-fragment/data_batch_1.bin}"
 cleanup() {
-  if [[ $keep -eq 0 ]]; then rm -rf "$work/src" "$work/cifar/ds" "$work/imagefolder/ds"; fi
+  if [[ $keep -eq 0 ]]; then rm -rf "$work/src" "$work/cifar/ds" "$work/imagefolder/ds" \
+    "$work/caption/ds"; fi
 }
 trap cleanup EXIT
 
@@ -106,15 +116,17 @@ for k in "${kinds[@]}"; do
     "$python" "$bench" gen-cifar "$src" --records "$records" \
       "${fragment_args[@]+"${fragment_args[@]}"}"
   else
-    src="$work/src/imagefolder"
+    src="$work/src/$k"
+    captions=()
+    [[ $k == caption ]] && captions=(--captions)
     rm -rf "$src"
     "$python" "$bench" gen-imagefolder "$src" --images "$images" --classes "$classes" \
-      --noise "$noise"
+      --noise "$noise" "${captions[@]+"${captions[@]}"}"
   fi
   table="${out:-$work/table.md}"
   [[ ${#kinds[@]} -gt 1 ]] && table="${table%.md}-$k.md"
   bs="$batch_size"
-  [[ -z $bs ]] && { bs=512; [[ $k == imagefolder ]] && bs=128; }
+  [[ -z $bs ]] && { bs=512; [[ $k != cifar ]] && bs=128; }
   rm -rf "$work/$k"
   "$python" "$bench" run --kind "$k" --src "$src" --work "$work/$k" --peers "$peers" \
     --workers "$workers" --repeats "$repeats" --batch-size "$bs" --out "$table" \

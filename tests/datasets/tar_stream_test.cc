@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,10 +72,33 @@ std::string Pax(std::string_view key, std::string_view value) {
   return std::to_string(len) + record;
 }
 
-// Every member, name and bytes, read through a small window.
+// A file read only through ReadExact (data() null, as a pread file's), so
+// that TarStream reads it through its window rather than viewing memory.
+class PreadOnlyFile : public RandomAccessFile {
+ public:
+  explicit PreadOnlyFile(const std::string& bytes) : memory_(NewMemoryFile("t.tar", Bytes(bytes))) {}
+  const std::string& name() const override { return memory_->name(); }
+  uint64_t size() const override { return memory_->size(); }
+  absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override {
+    return memory_->ReadExact(offset, dst);
+  }
+
+ private:
+  std::unique_ptr<RandomAccessFile> memory_;
+};
+
+// The file `tar` is read from: through a window of `window` bytes, or, for
+// kInPlace, as memory (a mapped file's way: members viewed where they lie).
+constexpr size_t kInPlace = 0;
+std::unique_ptr<RandomAccessFile> TarFile(const std::string& tar, size_t window) {
+  if (window == kInPlace) return NewMemoryFile("t.tar", Bytes(tar));
+  return std::make_unique<PreadOnlyFile>(tar);
+}
+
+// Every member, name and bytes, read through a small window (or in place).
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Members(const std::string& tar,
                                                                          size_t window = 512) {
-  auto file = NewMemoryFile("t.tar", Bytes(tar));
+  auto file = TarFile(tar, window);
   TarStream stream(*file, window);
   std::vector<std::pair<std::string, std::string>> out;
   TarMember m;
@@ -97,7 +122,7 @@ TEST(TarStreamTest, MembersOfEveryHeaderKindReadAsTarWroteThem) {
       .Add("short", "{\"a\":1}")
       .Add("deep/dir/0003.cls", "3", '0', /*ustar_prefix=*/true)
       .Add("link.jpg", "", '2');
-  for (size_t window : {512, 4096, 1 << 20}) {
+  for (size_t window : {kInPlace, size_t{512}, size_t{4096}, size_t{1} << 20}) {
     SP_ASSERT_OK_AND_ASSIGN(auto members, Members(b.Finish(), window));
     ASSERT_EQ(members.size(), 4u) << window;
     EXPECT_EQ(members[0], std::make_pair(std::string("dir/0001.txt"), std::string("a caption")));
@@ -107,11 +132,23 @@ TEST(TarStreamTest, MembersOfEveryHeaderKindReadAsTarWroteThem) {
     EXPECT_EQ(members[3], std::make_pair(std::string("deep/dir/0003.cls"), std::string("3")));
   }
   // The file's end at a header boundary ends the archive as zero blocks do.
-  SP_ASSERT_OK_AND_ASSIGN(auto unterminated, Members(b.bytes()));
-  EXPECT_EQ(unterminated.size(), 4u);
+  for (size_t window : {kInPlace, size_t{512}}) {
+    SP_ASSERT_OK_AND_ASSIGN(auto unterminated, Members(b.bytes(), window));
+    EXPECT_EQ(unterminated.size(), 4u);
+  }
 }
 
-TEST(TarStreamTest, DamageIsToldWithTheFileAndOffset) {
+// The same damage, the same error, whether the tar is read through the
+// window or viewed in place.
+class TarDamageTest : public ::testing::TestWithParam<size_t> {
+ protected:
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Members(const std::string& tar) {
+    return datasets::Members(tar, GetParam());
+  }
+};
+INSTANTIATE_TEST_SUITE_P(ReadOrInPlace, TarDamageTest, ::testing::Values(size_t{512}, kInPlace));
+
+TEST_P(TarDamageTest, DamageIsToldWithTheFileAndOffset) {
   const std::string good = TarBuilder().Add("a.txt", "hello").Add("b.txt", "world").Finish();
   std::string flipped = good;
   flipped[512 + 512 + 3] ^= 1;  // b.txt's header name
@@ -179,23 +216,27 @@ TEST(WebDatasetTest, ConsecutiveMembersOfOneKeyMakeASample) {
   b.Add("README", "not a sample").Add("s/0002.jpg", std::string(3000, 'j'));
   b.Add("s/0002.txt", "caption 2").Add("s/0003.jpg", "J3");
   const std::string tar = b.Finish();
-  auto file = NewMemoryFile("t.tar", Bytes(tar));
-  TarStream stream(*file, 1024);
-  TarSamples samples(&stream);
-  TarSample s;
-  std::vector<std::string> seen;
-  while (true) {
-    SP_ASSERT_OK_AND_ASSIGN(bool more, samples.Next(&s));
-    if (!more) break;
-    std::string line = s.key + ":";
-    for (size_t i = 0; i < s.size; ++i) {
-      line += " " + s.files[i].ext + "=" + Text(samples.Data(s.files[i])).substr(0, 9);
+  for (size_t window : {size_t{1024}, kInPlace}) {
+    auto file = TarFile(tar, window);
+    TarStream stream(*file, window);
+    TarSamples samples(&stream);
+    TarSample s;
+    std::vector<std::string> seen;
+    while (true) {
+      SP_ASSERT_OK_AND_ASSIGN(bool more, samples.Next(&s));
+      if (!more) break;
+      std::string line = s.key + ":";
+      for (size_t i = 0; i < s.size; ++i) {
+        line += " " + s.files[i].ext + "=" + Text(samples.Data(s.files[i])).substr(0, 9);
+      }
+      seen.push_back(line);
     }
-    seen.push_back(line);
+    EXPECT_THAT(seen, ::testing::ElementsAre("s/0001: jpg=J1 txt=caption 1 cls=3",
+                                             "s/0002: jpg=jjjjjjjjj txt=caption 2",
+                                             "s/0003: jpg=J3"))
+        << window;
   }
-  EXPECT_THAT(seen, ::testing::ElementsAre("s/0001: jpg=J1 txt=caption 1 cls=3",
-                                           "s/0002: jpg=jjjjjjjjj txt=caption 2",
-                                           "s/0003: jpg=J3"));
+  TarSample s;
   const std::string twice = TarBuilder().Add("k.jpg", "a").Add("k.JPG", "b").Finish();
   auto file2 = NewMemoryFile("t.tar", Bytes(twice));
   TarStream stream2(*file2);

@@ -150,7 +150,7 @@ int RunWebDataset(FieldCommands& c) {
   }
   c.wds.open = [](const std::string& tar) -> absl::StatusOr<std::unique_ptr<RandomAccessFile>> {
     if (remote::IsUrl(tar)) return remote::OpenObjectUrl(tar, remote::FetchOptions{});
-    return OpenPosixFile(tar);
+    return OpenMappedFile(tar);
   };
   c.wds.images.jpeg_quality = f.convert_quality;
   // The manifest records where the samples came from, never a secret a

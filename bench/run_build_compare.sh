@@ -2,7 +2,9 @@
 # Two builds of shardpack side by side on the same datasets, for a change that
 # should move no figure (a refactor): the reader's steady images/s on CIFAR
 # (raw, --transform none and cifar-train) and on JPEGs (rrc:224), each run
-# alternating between the builds, median of --repeats, and the ratio
+# alternating between the builds (which goes first alternating too; each run
+# long enough, about a second, that a scheduler's hiccup is not the figure),
+# median of --repeats, and the ratio
 # AFTER / BEFORE.
 #
 #   bench/run_build_compare.sh BEFORE_BUILD AFTER_BUILD [--repeats N] [--dir DIR] [--keep]
@@ -34,13 +36,13 @@ mkdir -p "$work"
 [[ -n "${keep:-}" ]] || trap 'rm -rf "$work"' EXIT
 "$after/datasets/make_demo_data" "$work/src" --cifar-records 50000 --images-per-class 200 \
   --classes 10 > /dev/null
-"$after/tools/shardpack" cifar "$work/src/cifar/data_batch_1.bin" -o "$work/cifar" -q
+"$after/tools/shardpack" cifar "$work"/src/cifar/data_batch_*.bin -o "$work/cifar" -q
 "$after/tools/shardpack" images "$work/src/images" -o "$work/jpeg" -q
 
 # case NAME DATASET FLAGS...
 cases=(
-  "cifar-none|$work/cifar|--transform none --epochs 5"
-  "cifar-train|$work/cifar|--transform cifar-train --epochs 3"
+  "cifar-none|$work/cifar|--transform none --epochs 20"
+  "cifar-train|$work/cifar|--transform cifar-train --epochs 20"
   "jpeg-rrc224|$work/jpeg|--transform rrc:224 --epochs 2"
 )
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -54,10 +56,16 @@ for c in "${cases[@]}"; do
   IFS='|' read -r name ds flags <<< "$c"
   b=() a=()
   for ((i = 0; i < repeats; i++)); do
+    # which build goes first alternates: the second of a pair runs on a
+    # warmer machine (page cache, clocks)
     # shellcheck disable=SC2086
-    b+=("$(rate "$before" "$ds" $flags)")
-    # shellcheck disable=SC2086
-    a+=("$(rate "$after" "$ds" $flags)")
+    if ((i % 2 == 0)); then
+      b+=("$(rate "$before" "$ds" $flags)")
+      a+=("$(rate "$after" "$ds" $flags)")
+    else
+      a+=("$(rate "$after" "$ds" $flags)")
+      b+=("$(rate "$before" "$ds" $flags)")
+    fi
   done
   mb=$(printf '%s\n' "${b[@]}" | median)
   ma=$(printf '%s\n' "${a[@]}" | median)

@@ -31,7 +31,7 @@ class ObjectFile final : public RandomAccessFile {
     pieces.reserve((dst.size() + piece_bytes_ - 1) / piece_bytes_);
     for (uint64_t at = 0; at < dst.size(); at += piece_bytes_) {
       const uint64_t n = std::min<uint64_t>(piece_bytes_, dst.size() - at);
-      pieces.push_back({.object = object_, .offset = offset + at, .dst = dst.subspan(at, n)});
+      pieces.push_back({.object = object_, .offset = offset + at, .dst = dst.subspan(at, n), .status = {}});
     }
     store_->Fetch(pieces);
     for (const RangeRequest& p : pieces) SP_RETURN_IF_ERROR(p.status);
@@ -51,7 +51,7 @@ class ObjectFile final : public RandomAccessFile {
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenObjectFile(
     std::shared_ptr<ObjectStore> store, std::string object, uint64_t piece_bytes) {
   uint8_t first = 0;
-  RangeRequest probe{.object = object, .offset = 0, .dst = std::span<uint8_t>(&first, 1)};
+  RangeRequest probe{.object = object, .offset = 0, .dst = std::span<uint8_t>(&first, 1), .status = {}};
   store->Fetch(std::span<RangeRequest>(&probe, 1));
   SP_RETURN_IF_ERROR(probe.status);
   if (probe.object_size < 1) {

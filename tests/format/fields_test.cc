@@ -334,7 +334,7 @@ TEST(FieldsTest, ManifestFieldsThatDisagreeOrCannotHoldAreDamage) {
 // record's boxes): each element is then checked against them, and the
 // names round-trip through the manifest.
 TEST(FieldsTest, IntegerArraysMayNameTheirClasses) {
-  Field ids = Make("category_ids", FieldType::kArray);
+  Field ids = FieldOf("category_ids", FieldType::kArray);
   ids.dtype = ArrayDType::kI32;
   ids.shape = {0};
   ids.classes = {"person", "bicycle", "car"};

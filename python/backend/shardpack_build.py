@@ -166,6 +166,11 @@ def _metadata(version):
     return (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {version}\nSummary: {SUMMARY}\n"
             "Requires-Python: >=3.9\nProvides-Extra: numpy\n"
             'Requires-Dist: numpy; extra == "numpy"\n'
+            # shardpack parquet: the pyarrow API it uses (ParquetFile,
+            # iter_batches, pyarrow.types) is that of every pyarrow since
+            # 14; the tests run the one tests/python/requirements-torch.txt pins.
+            "Provides-Extra: parquet\n"
+            'Requires-Dist: pyarrow>=14; extra == "parquet"\n'
             f"Description-Content-Type: text/markdown\n\n{readme}")
 
 

@@ -21,7 +21,8 @@ A column holding nulls makes an optional field ("?"); a null is an absent
 value. `--field NAME=TYPE` overrides a column's type (any type text of
 shardpack.Writer), `--drop NAME` leaves a column out; any other column type
 (a map, a timestamp, a decimal, a struct that is not an image) is refused
-naming it. Needs pyarrow (pip install 'shardpack[parquet]', which pins it).
+naming it. Needs pyarrow (pip install 'shardpack[parquet]': pyarrow >= 14; the tests
+pin the version they run, tests/python/requirements-torch.txt).
 """
 import argparse
 import json

@@ -133,7 +133,11 @@ class MissingTools(unittest.TestCase):
         dist_info = p.stdout.strip()
         self.assertRegex(dist_info, r"^shardpack-[0-9.]+\.dist-info$")
         with open(os.path.join(self.tmp, dist_info, "METADATA"), encoding="utf-8") as f:
-            self.assertIn("Name: shardpack\n", f.read())
+            metadata = f.read()
+        self.assertIn("Name: shardpack\n", metadata)
+        # what `shardpack parquet` tells a user to install
+        self.assertIn("Provides-Extra: parquet\n", metadata)
+        self.assertIn('Requires-Dist: pyarrow>=14; extra == "parquet"\n', metadata)
         self.assertTrue(os.path.exists(os.path.join(self.tmp, dist_info, "entry_points.txt")))
 
     def test_requirements_are_empty(self):

@@ -79,6 +79,7 @@ step "4. the Python suite against the installed package"
 export SHARDPACK_TOOL="$venv/bin/shardpack" SHARDBENCH_TOOL="$venv/bin/shardbench"
 export MAKE_DEMO_DATA="$build/datasets/make_demo_data" TRAIN_LOOP="$build/examples/train_loop"
 export MAKE_FIELDS_DATASET="$build/tests/testing/make_fields_dataset"
+export MAKE_BOX_DATASET="$build/tests/testing/make_box_dataset"
 export SHARDPACK_EXAMPLES="$root/examples" OMP_NUM_THREADS=1
 unset PYTHONPATH
 # python_suite PYTHON SITE [PYTHONPATH]: every test script, under PYTHON, importing

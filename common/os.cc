@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -115,6 +117,17 @@ size_t PageSize() {
 uint64_t PhysicalMemoryBytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   return pages <= 0 ? 0 : static_cast<uint64_t>(pages) * PageSize();
+}
+
+uint64_t RandomSeed() {
+  uint64_t seed = 0;
+  if (::getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == static_cast<ssize_t>(sizeof(seed))) {
+    return seed;
+  }
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return (static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec)) ^
+         (static_cast<uint64_t>(::getpid()) << 32);
 }
 
 absl::StatusOr<bool> IsMemoryFileSystem(const std::string& path) {

@@ -109,6 +109,14 @@ size_t PageSize();
 // The machine's physical memory in bytes (sysconf), 0 when unknown.
 uint64_t PhysicalMemoryBytes();
 
+// 64 bits from the kernel's random source (getrandom(2)), for seeds that must
+// differ between processes (retry jitter), never for the reader's stream,
+// which is a pure function of its seed (common/rng.h). Thread-safe. Where
+// getrandom fails, the time and the pid. std::random_device would do, but in
+// the wheel, whose libstdc++ is linked statically, it needs glibc 2.36's
+// arc4random, above manylinux_2_34 (docs/python.md, "The manylinux wheel").
+uint64_t RandomSeed();
+
 // Whether the file system holding `path` keeps its files in memory (tmpfs,
 // ramfs). "statfs <path>: ..." when it cannot be asked.
 absl::StatusOr<bool> IsMemoryFileSystem(const std::string& path);

@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "common/check.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "common/posix_open.h"
 #include "common/redact.h"
 #include "common/status_macros.h"
@@ -225,8 +226,7 @@ std::unique_ptr<Session> HttpStore::TakeSession() {
       return s;
     }
   }
-  std::random_device seed;
-  return std::make_unique<Session>(seed());
+  return std::make_unique<Session>(common::RandomSeed());
 }
 
 void HttpStore::GiveBack(std::unique_ptr<Session> session) {

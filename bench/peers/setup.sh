@@ -5,8 +5,8 @@
 #    (scripts/python-env --requirements ... --venv ...: the same checks as
 #    build/venv-torch, torch 2.13.0's CPU build only);
 # 3. FFCV, built from its sdist (bench/peers/requirements-ffcv.txt);
-# 4. shardpack's own cp311 wheel (scripts/wheel, its CMake build kept in
-#    build/peers-wheel), installed with --no-index --no-deps.
+# 4. shardpack's own cp311 manylinux wheel (scripts/wheel, its CMake build
+#    kept in build/wheel-cp311-*), installed with --no-index --no-deps.
 # Prints the venv's python.
 #
 #   bench/peers/setup.sh
@@ -28,8 +28,7 @@ if ! cmp -s "$ffcv" "$venv/requirements-ffcv.txt"; then
   "$venv/bin/python" -m pip check >&2
   cp "$ffcv" "$venv/requirements-ffcv.txt"
 fi
-scripts/wheel --python "$venv/bin/python" --out build/peers-dist --build-dir build/peers-wheel >&2
-wheel=$(ls build/peers-dist/shardpack-*-cp311-cp311-linux_x86_64.whl)
+wheel=$(scripts/wheel --python "$venv/bin/python" --out build/peers-dist)
 "$venv/bin/python" -m pip install --no-input --no-index --no-deps --force-reinstall \
   "$wheel" >"$venv/shardpack-install.log" 2>&1 ||
   { cat "$venv/shardpack-install.log" >&2; echo "setup.sh: installing $wheel failed" >&2; exit 1; }

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -97,6 +98,14 @@ TEST(OsTest, MemoryAdviceWidensToPagesAndIgnoresFailure) {
   common::AdviseMemory(bytes.data(), 0, common::MemoryAdvice::kDontNeed);
   common::AdviseFile(-1, 0, 0, common::FileAdvice::kSequential);  // EBADF, ignored
   EXPECT_EQ(bytes[5], 0);
+}
+
+TEST(OsTest, RandomSeedsDifferFromCallToCall) {
+  // HTTP retry jitter of two sessions must not move in step; 64 random bits
+  // repeat among a few draws with probability ~2^-58.
+  std::set<uint64_t> seeds;
+  for (int i = 0; i < 8; ++i) seeds.insert(common::RandomSeed());
+  EXPECT_EQ(seeds.size(), 8u);
 }
 
 TEST(OsTest, RedirectToMemoryFileKeepsTheNumberAndDropsTheFile) {

@@ -116,5 +116,39 @@ TEST_F(RecordTableCliTest, VerifyReportsTableThatDisagreesWithRecords) {
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("record 4 ")));
 }
 
+// The shards' records are compared with the table by the threads that check
+// the shards: whatever the thread count, the report lists the first
+// mismatches in dataset order, at most ten, as one pass after the shards'
+// did.
+TEST_F(RecordTableCliTest, TableMismatchesInEveryShardAreReportedInOrderWhateverTheThreads) {
+  Manifest m = *ReadManifest(Out("ds"));
+  ASSERT_EQ(m.shards.size(), 3u);
+  auto right = format::RecordTable::Load(Out("ds"), m);
+  ASSERT_THAT(right, IsOk());
+  format::RecordTableBuilder wrong(1);
+  // Records 14, 15, 29, 30 and 31 disagree: the ends of shards 0 and 1,
+  // the starts of shards 1 and 2 (15 records a shard).
+  for (uint64_t i = 0; i < 40; ++i) {
+    const bool bad = i == 14 || i == 15 || i == 29 || i == 30 || i == 31;
+    const int64_t label = right->label(i, 0) + (bad ? 1 : 0);
+    wrong.Add({&label, 1}, right->key(i));
+  }
+  auto entry = format::WriteRecordTable(wrong, Out("ds"));
+  ASSERT_THAT(entry, IsOk());
+  m.record_table = *entry;
+  ASSERT_THAT(WriteManifest(Out("ds"), m), IsOk());
+  for (const char* threads : {"1", "2", "3"}) {
+    RunResult r = testing::RunTool(SHARDDUMP_PATH, {"verify", Out("ds"), "-q", "--threads", threads});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    size_t at = 0;
+    for (uint64_t i : {14, 15, 29, 30, 31}) {
+      const size_t found = r.out.find(absl::StrCat("records.idx: record ", i, " ('"), at);
+      ASSERT_NE(found, std::string::npos) << threads << " threads, record " << i << ":\n" << r.out;
+      at = found;
+    }
+    EXPECT_THAT(r.out, ::testing::Not(HasSubstr("records.idx: record 16 ")));
+  }
+}
+
 }  // namespace
 }  // namespace shardpack

@@ -50,13 +50,54 @@ struct ShardOutcome {
   std::optional<uint32_t> crc32c;  // when every byte was read
   uint64_t decoded = 0;
   std::vector<Problem> problems;
+  // The shard's records against the record table (when it passed its own
+  // checks): the mismatches, or why the comparison could not run.
+  std::vector<Problem> table_problems;
+  absl::Status table_status;
 };
+
+// The record table a manifest lists, loaded before the shards are checked
+// so that each worker compares its shard's records with it in the same
+// parallel pass (as a serial pass after the shards' it made verify take
+// twice as long).
+struct TableCheck {
+  std::string path;
+  absl::StatusOr<format::RecordTable> table;
+};
+
+// Record-table mismatches reported before the rest are counted only.
+constexpr int kMaxTableProblems = 10;
+
+// Shard k's records against the table: each one's labels and key.
+absl::Status CompareTable(const OpenedDataset& ds, size_t k, const format::RecordTable& table,
+                          const std::string& table_path, std::vector<Problem>* problems) {
+  SP_ASSIGN_OR_RETURN(auto shard, ds.OpenShard(k));
+  const uint64_t first = ds.first_record(k);
+  return shard->Scan(0, shard->size(), [&](uint64_t i, const Record& r) {
+    const uint64_t index = first + i;
+    bool same = index < table.records() && table.key(index) == r.key &&
+                r.labels.size() == table.label_fields();
+    for (int f = 0; same && f < r.labels.size(); ++f) same = table.label(index, f) == r.labels[f];
+    if (!same && problems->size() < kMaxTableProblems) {
+      Problem p;
+      p.path = table_path;
+      p.index = index;
+      p.message = absl::StrCat(table_path, ": record ", index, " ('",
+                               common::AsAbsl(common::Excerpt(r.key)),
+                               "') has other labels or another key in the record table "
+                               "(`shardpack index` rebuilds it)");
+      problems->push_back(std::move(p));
+    }
+    return absl::OkStatus();
+  });
+}
 
 class Verifier {
  public:
-  Verifier(const OpenedDataset& ds, const VerifyOptions& options)
+  Verifier(const OpenedDataset& ds, const VerifyOptions& options, const TableCheck* table)
       : ds_(ds),
         options_(options),
+        table_(table),
         progress_("verify", TotalBytes(ds), ds.num_shards(), "shards", !options.common.quiet) {}
 
   // Checks every shard with `threads` threads; outcomes() then holds them.
@@ -88,6 +129,7 @@ class Verifier {
 
   const OpenedDataset& ds_;
   const VerifyOptions& options_;
+  const TableCheck* table_;  // null: the manifest lists no record table
   cli::ProgressLine progress_;
   std::vector<ShardOutcome> outcomes_;
 };
@@ -123,6 +165,9 @@ void Verifier::CheckOne(size_t k, JpegChecker* jpeg) {
     out.problems.push_back(At(k, d.record, d.offset, d.message()));
   }
   if (ds_.has_manifest() && check.opened) CompareWithManifest(k, check, &out);
+  if (table_ != nullptr && table_->table.ok() && check.index_ok && out.problems.empty()) {
+    out.table_status = CompareTable(ds_, k, *table_->table, table_->path, &out.table_problems);
+  }
   uint64_t added = 0;
   if (jpeg != nullptr && check.index_ok) added = Decode(k, jpeg, &out);
   progress_.Add(out.bytes - std::min(out.bytes, added), 1);
@@ -206,53 +251,34 @@ uint64_t Verifier::Decode(size_t k, JpegChecker* jpeg, ShardOutcome* out) {
   return payload_bytes;
 }
 
-// Record-table mismatches reported before the rest are counted only.
-constexpr int kMaxTableProblems = 10;
-
-// Shard k's records against the table: each one's labels and key.
-absl::Status CompareTable(const OpenedDataset& ds, size_t k, const format::RecordTable& table,
-                          const std::string& table_path, std::vector<Problem>* problems) {
-  SP_ASSIGN_OR_RETURN(auto shard, ds.OpenShard(k));
-  const uint64_t first = ds.first_record(k);
-  return shard->Scan(0, shard->size(), [&](uint64_t i, const Record& r) {
-    const uint64_t index = first + i;
-    bool same = index < table.records() && table.key(index) == r.key &&
-                r.labels.size() == table.label_fields();
-    for (int f = 0; same && f < r.labels.size(); ++f) same = table.label(index, f) == r.labels[f];
-    if (!same && problems->size() < kMaxTableProblems) {
-      Problem p;
-      p.path = table_path;
-      p.index = index;
-      p.message = absl::StrCat(table_path, ": record ", index, " ('",
-                               common::AsAbsl(common::Excerpt(r.key)),
-                               "') has other labels or another key in the record table "
-                               "(`shardpack index` rebuilds it)");
-      problems->push_back(std::move(p));
-    }
-    return absl::OkStatus();
-  });
+// The record table a manifest lists; nullopt when it lists none.
+std::optional<TableCheck> LoadTable(const OpenedDataset& ds) {
+  const Manifest& m = ds.manifest();
+  if (!ds.has_manifest() || !m.record_table.has_value()) return std::nullopt;
+  return TableCheck{(std::filesystem::path(ds.directory()) / m.record_table->path).string(),
+                    dataset::LoadRecordTable(ds.named())};
 }
 
-// The record table, when the manifest lists one: its own checks (size,
-// CRC-32C, counts, offsets, slots), then every record's labels and key
-// against the shards. Run once the shards passed: a damaged shard is
-// reported once, as such.
-void CheckRecordTable(const OpenedDataset& ds, std::vector<Problem>* problems) {
-  const Manifest& m = ds.manifest();
-  if (!ds.has_manifest() || !m.record_table.has_value()) return;
-  const std::string path = (std::filesystem::path(ds.directory()) / m.record_table->path).string();
+// The record table's problems: its own checks (size, CRC-32C, counts,
+// offsets, slots), then the shards' records against it (each worker's, in
+// shard order, at most kMaxTableProblems). Reported only when every shard
+// passed: a damaged shard is reported once, as such.
+void ReportRecordTable(const TableCheck& t, const std::vector<ShardOutcome>& outcomes,
+                       std::vector<Problem>* problems) {
   auto fail = [&](const absl::Status& s) {
     Problem p;
-    p.path = path;
+    p.path = t.path;
     p.offset = common::ErrorOffset(s).value_or(0);
     p.message = std::string(s.message());
     problems->push_back(std::move(p));
   };
-  absl::StatusOr<format::RecordTable> table = dataset::LoadRecordTable(ds.named());
-  if (!table.ok()) return fail(table.status());
+  if (!t.table.ok()) return fail(t.table.status());
   std::vector<Problem> found;
-  for (size_t k = 0; k < ds.num_shards(); ++k) {
-    if (absl::Status s = CompareTable(ds, k, *table, path, &found); !s.ok()) return fail(s);
+  for (const ShardOutcome& o : outcomes) {
+    if (!o.table_status.ok()) return fail(o.table_status);
+    for (const Problem& p : o.table_problems) {
+      if (found.size() < kMaxTableProblems) found.push_back(p);
+    }
   }
   problems->insert(problems->end(), found.begin(), found.end());
 }
@@ -345,7 +371,8 @@ absl::StatusOr<VerifyResult> VerifyDataset(const VerifyOptions& options) {
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   threads = std::clamp<int>(threads, 1, std::max<int>(1, static_cast<int>(ds.num_shards())));
 
-  Verifier verifier(ds, options);
+  const std::optional<TableCheck> table = LoadTable(ds);
+  Verifier verifier(ds, options, table ? &*table : nullptr);
   SP_RETURN_IF_ERROR(verifier.Run(threads));
   verifier.FinishProgress();
 
@@ -358,7 +385,7 @@ absl::StatusOr<VerifyResult> VerifyDataset(const VerifyOptions& options) {
     if (!o.problems.empty()) ++report.bad_shards;
     report.problems.insert(report.problems.end(), o.problems.begin(), o.problems.end());
   }
-  if (report.problems.empty()) CheckRecordTable(ds, &report.problems);
+  if (report.problems.empty() && table) ReportRecordTable(*table, verifier.outcomes(), &report.problems);
   for (const std::string& name : ds.UnlistedShardFiles()) {
     Problem p;
     p.path = (std::filesystem::path(ds.directory()) / name).string();

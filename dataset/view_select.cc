@@ -6,6 +6,7 @@
 #include <span>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "common/rng.h"
@@ -136,13 +137,13 @@ absl::Status ResolveStrings(const std::vector<ViewSpec::StringCondition>& condit
   for (const Field& f : fields) {
     if (f.type == FieldType::kString) absl::StrAppend(&strings, strings.empty() ? "" : ", ", f.name);
   }
+  const std::string known =
+      absl::StrCat(" (the datasets' string fields: ", strings.empty() ? "none" : strings, ")");
   for (size_t i = 0; i < conditions.size(); ++i) {
     const ViewSpec::StringCondition& c = conditions[i];
     const std::string at = absl::StrCat("where.strings[", i, "].field");
     auto it = std::find_if(fields.begin(), fields.end(),
                            [&](const Field& f) { return f.name == c.field; });
-    const std::string known =
-        absl::StrCat(" (the datasets' string fields: ", strings.empty() ? "none" : strings, ")");
     if (it == fields.end()) {
       return FieldError(file, at, absl::StrCat("no field '", Excerpt(c.field), "'", known));
     }
@@ -247,45 +248,48 @@ bool KeepValues(const ResolvedSelection& s, std::span<const FieldValue> values) 
   return true;
 }
 
+// Told, for record i of the dataset being walked, whether the selection
+// keeps it; clears its bit when not. The one place a walk's index meets
+// the bitmap: an index past the dataset's share of it is an error.
+using KeepFn = absl::FunctionRef<absl::Status(uint64_t i, bool keep)>;
+
 // The string tests' pass: every record read whole, its field section
 // decoded (and its CRC checked) against the schema.
 absl::Status SelectByValues(const ResolvedSelection& s, const std::vector<int64_t>& class_map,
-                            size_t d, DatasetView* view, std::vector<uint64_t>& bits) {
-  const NamedPath& dataset = *view->datasets[d];
-  const uint64_t first = view->first_record[d];
-  const RecordFields fields(view->schema);
+                            const NamedPath& dataset, const Schema& schema, KeepFn keep) {
+  const RecordFields fields(schema);
   std::vector<FieldValue> values(fields.fields().size());
   return ForEachRecord(dataset, [&](uint64_t i, const Record& r) {
     if (absl::Status st = fields.Decode(r, values, /*check_crc=*/true); !st.ok()) {
       return absl::DataLossError(absl::StrCat(dataset.path, ": record ", i, " (key '",
                                               Excerpt(r.key), "'): ", st.message()));
     }
-    if (!KeepRecord(s, class_map, r.labels, r.key) || !KeepValues(s, values)) {
-      Clear(bits, first + i);
-    }
-    return absl::OkStatus();
+    return keep(i, KeepRecord(s, class_map, r.labels, r.key) && KeepValues(s, values));
   });
 }
 
 absl::Status SelectByMeta(const ResolvedSelection& s, const std::vector<int64_t>& class_map,
                           DatasetView* view, std::vector<uint64_t>& bits) {
   for (size_t d = 0; d < view->datasets.size(); ++d) {
-    if (s.needs_records()) {
-      SP_RETURN_IF_ERROR(SelectByValues(s, class_map, d, view, bits));
-      continue;
-    }
+    const NamedPath& dataset = *view->datasets[d];
     const uint64_t first = view->first_record[d];
     const uint64_t end = d + 1 < view->first_record.size() ? view->first_record[d + 1]
                                                            : view->base_records;
+    auto keep = [&](uint64_t i, bool kept) -> absl::Status {
+      if (first + i >= end) {
+        return absl::DataLossError(absl::StrCat(dataset.path, ": holds more than the ",
+                                                end - first, " records its manifest lists"));
+      }
+      if (!kept) Clear(bits, first + i);
+      return absl::OkStatus();
+    };
+    if (s.needs_records()) {
+      SP_RETURN_IF_ERROR(SelectByValues(s, class_map, dataset, view->schema, keep));
+      continue;
+    }
     SP_RETURN_IF_ERROR(ForEachRecordMeta(
-        *view->datasets[d], s.needs_keys(),
-        [&](uint64_t i, const Labels& labels, std::string_view key) {
-          if (first + i >= end) {
-            return absl::DataLossError(absl::StrCat(view->datasets[d]->path, ": holds more than the ",
-                                                    end - first, " records its manifest lists"));
-          }
-          if (!KeepRecord(s, class_map, labels, key)) Clear(bits, first + i);
-          return absl::OkStatus();
+        dataset, s.needs_keys(), [&](uint64_t i, const Labels& labels, std::string_view key) {
+          return keep(i, KeepRecord(s, class_map, labels, key));
         }));
   }
   return absl::OkStatus();

@@ -149,6 +149,12 @@ absl::StatusOr<const uint8_t*> TarStream::Bytes(uint64_t offset, uint64_t n,
   // fifth of `shardpack webdataset`'s time (docs/benchmarks.md).
   if (const uint8_t* base = file_.data()) return base + offset;
   const uint64_t start = std::min(keep_from_, offset);
+  if (offset + n - start > kMaxTarBufferBytes) {
+    return common::DataLossAt(
+        file_.name(), offset,
+        absl::StrCat(AsAbsl(what), " of ", n, " bytes is more than the ", kMaxTarBufferBytes,
+                     " bytes a tar read through a buffer may hold at once"));
+  }
   const uint64_t end = std::min(file_size, std::max(offset + n, offset + window_));
   uint64_t kept = 0;
   if (start >= buffer_start_ && start < buffer_end_) {

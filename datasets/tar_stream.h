@@ -34,6 +34,13 @@ struct TarMember {
   uint64_t size = 0;
 };
 
+// A file read through the buffer (data() null: an object in a store) keeps
+// at most this much of itself resident at once: a member, or a run of kept
+// members, larger than this is refused (DataLossError naming the file and
+// offset) rather than allocated, whatever size the file claims. A mapped
+// file's members are viewed in place and take no buffer.
+inline constexpr uint64_t kMaxTarBufferBytes = uint64_t{1} << 30;
+
 // Not thread-safe. The file must outlive the stream.
 class TarStream {
  public:

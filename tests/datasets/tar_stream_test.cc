@@ -3,6 +3,7 @@
 #include "datasets/tar_stream.h"
 
 #include <cstdio>
+#include <utility>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -183,6 +184,38 @@ TEST_P(TarDamageTest, DamageIsToldWithTheFileAndOffset) {
 
 // Base-256 sizes (GNU, for members of 8 GiB and more) are read; a negative
 // one is damage.
+// A file of 3 GiB as an object store may claim to be: its first block a
+// tar header, zeros after it; nothing of it is held in memory.
+class ClaimedSizeFile : public RandomAccessFile {
+ public:
+  explicit ClaimedSizeFile(std::string head) : head_(std::move(head)) {}
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return uint64_t{3} << 30; }
+  absl::Status ReadExact(uint64_t offset, std::span<uint8_t> dst) const override {
+    for (size_t i = 0; i < dst.size(); ++i) {
+      dst[i] = offset + i < head_.size() ? static_cast<uint8_t>(head_[offset + i]) : 0;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string head_;
+  std::string name_ = "s3://b/huge.tar";
+};
+
+TEST(TarStreamTest, AMemberPastTheBufferBoundIsRefusedNotAllocated) {
+  std::string head = TarBuilder().Add("big.bin", "").bytes();
+  std::snprintf(&head[124], 12, "%011llo", static_cast<unsigned long long>(uint64_t{2} << 30));
+  TarBuilder::Seal(head);
+  ClaimedSizeFile file(head);
+  TarStream stream(file, 512);
+  TarMember m;
+  EXPECT_THAT(stream.Next(&m),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       ::testing::AllOf(HasSubstr("s3://b/huge.tar @512"),
+                                        HasSubstr("2147483648 bytes is more than the 1073741824"))));
+}
+
 TEST(TarStreamTest, BaseTwoFiftySixSizes) {
   std::string tar = TarBuilder().Add("a.txt", "hello").Finish();
   std::memset(&tar[124], 0, 12);

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "datasets/input_file.h"
 #include "shardpack/file.h"
 #include "shardpack/record.h"
 
@@ -38,8 +39,9 @@ struct TarMember {
 // at most this much of itself resident at once: a member, or a run of kept
 // members, larger than this is refused (DataLossError naming the file and
 // offset) rather than allocated, whatever size the file claims. A mapped
-// file's members are viewed in place and take no buffer.
-inline constexpr uint64_t kMaxTarBufferBytes = uint64_t{1} << 30;
+// file's members are viewed in place and take no buffer. The bound is the
+// largest input file the converters take (a member is one).
+inline constexpr uint64_t kMaxTarBufferBytes = kMaxInputFileBytes;
 
 // Not thread-safe. The file must outlive the stream.
 class TarStream {

@@ -25,29 +25,62 @@ if(NOT SHARDPACK_FUZZ)
   pkg_check_modules(URING IMPORTED_TARGET liburing)
   find_package(Threads REQUIRED)
 
-  # CUDA is optional: AUTO turns it on when a toolkit is found.
+  # CUDA is optional and never linked: the copy engine loads the driver
+  # (libcuda.so.1) at run time (reader/cuda/driver.h), so every build stages
+  # to a GPU where there is one. What needs the toolkit is the finish kernel,
+  # compiled by nvcc into a fatbin the reader embeds (reader/CMakeLists.txt),
+  # and the staging benchmark (CUDA runtime, bench/CMakeLists.txt).
+  # SHARDPACK_HAVE_CUDA: nvcc found; AUTO turns it on when there is one.
   set(SHARDPACK_HAVE_CUDA OFF)
   if(NOT SHARDPACK_CUDA STREQUAL "OFF")
     if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
       set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
     endif()
-    include(CheckLanguage)
-    check_language(CUDA)
-    if(CMAKE_CUDA_COMPILER)
-      find_package(CUDAToolkit)
+    if(NOT CMAKE_CUDA_COMPILER)
+      find_program(CMAKE_CUDA_COMPILER nvcc)
     endif()
-    if(CUDAToolkit_FOUND)
+    if(CMAKE_CUDA_COMPILER)
+      execute_process(COMMAND ${CMAKE_CUDA_COMPILER} --version OUTPUT_VARIABLE nvcc_version
+                      RESULT_VARIABLE nvcc_failed)
+      execute_process(COMMAND ${CMAKE_CUDA_COMPILER} --list-gpu-code OUTPUT_VARIABLE nvcc_codes)
+    endif()
+    if(CMAKE_CUDA_COMPILER AND NOT nvcc_failed AND nvcc_version MATCHES "release ([0-9]+)\\.([0-9]+)")
       set(SHARDPACK_HAVE_CUDA ON)
-      # Turing, Ampere and Hopper machine code, plus Hopper PTX for newer GPUs.
-      if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-        set(CMAKE_CUDA_ARCHITECTURES 75-real 80-real 90)
+      math(EXPR SHARDPACK_CUDA_VERSION "${CMAKE_MATCH_1} * 1000 + ${CMAKE_MATCH_2} * 10")
+      # Machine code for each GPU generation this nvcc knows, from Turing (75)
+      # on, and PTX of the oldest for GPUs newer than the list.
+      set(SHARDPACK_CUDA_ARCHITECTURES "75;80;86;89;90;100;120" CACHE STRING
+          "GPU architectures of the finish kernel's machine code (those nvcc knows are kept)")
+      set(SHARDPACK_CUDA_GENCODE "")
+      set(oldest "")
+      foreach(arch IN LISTS SHARDPACK_CUDA_ARCHITECTURES)
+        if(nvcc_codes MATCHES "sm_${arch}\n")
+          list(APPEND SHARDPACK_CUDA_GENCODE -gencode arch=compute_${arch},code=sm_${arch})
+          if(NOT oldest)
+            set(oldest ${arch})
+          endif()
+        endif()
+      endforeach()
+      if(NOT oldest)
+        message(FATAL_ERROR "${CMAKE_CUDA_COMPILER} knows none of SHARDPACK_CUDA_ARCHITECTURES "
+                            "(${SHARDPACK_CUDA_ARCHITECTURES})")
       endif()
-      # CMake 3.25 knows no CUDA20 flags for nvcc; the kernels need only 17.
-      set(CMAKE_CUDA_STANDARD 17)
-      enable_language(CUDA)
+      list(APPEND SHARDPACK_CUDA_GENCODE -gencode arch=compute_${oldest},code=compute_${oldest})
+      # The benchmark's consumer kernel uses the runtime: the toolkit, not in a wheel.
+      if(NOT SHARDPACK_WHEEL)
+        find_package(CUDAToolkit)
+        if(CUDAToolkit_FOUND)
+          if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+            set(CMAKE_CUDA_ARCHITECTURES ${oldest})
+          endif()
+          # CMake 3.25 knows no CUDA20 flags for nvcc; the kernels need only 17.
+          set(CMAKE_CUDA_STANDARD 17)
+          enable_language(CUDA)
+        endif()
+      endif()
     elseif(SHARDPACK_CUDA STREQUAL "ON")
-      message(FATAL_ERROR "SHARDPACK_CUDA=ON but no CUDA toolkit was found")
+      message(FATAL_ERROR "SHARDPACK_CUDA=ON but no nvcc was found (set CMAKE_CUDA_COMPILER)")
     endif()
   endif()
-  message(STATUS "shardpack: CUDA ${SHARDPACK_HAVE_CUDA}, io_uring ${URING_FOUND}")
+  message(STATUS "shardpack: CUDA kernels ${SHARDPACK_HAVE_CUDA} ${SHARDPACK_CUDA_VERSION}, io_uring ${URING_FOUND}")
 endif()

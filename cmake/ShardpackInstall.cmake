@@ -16,9 +16,6 @@ target_link_libraries(shardpack_all INTERFACE shardpack::reader shardpack::forma
 
 set(shardpack_libraries shardpack_common shardpack_format shardpack_remote shardpack_codec shardpack_backends
     shardpack_dataset shardpack_reader shardpack_all)
-if(SHARDPACK_HAVE_CUDA)
-  list(APPEND shardpack_libraries shardpack_finish_kernel)
-endif()
 # The Writer (shardpack/writer.h): shardpack::writer, in shardpack::shardpack too.
 list(APPEND shardpack_libraries shardpack_writer)
 target_link_libraries(shardpack_all INTERFACE shardpack::writer)
@@ -44,10 +41,11 @@ set(SHARDPACK_PC_REQUIRES_URING "")
 if(URING_FOUND)
   set(SHARDPACK_PC_REQUIRES_URING " liburing")
 endif()
-set(SHARDPACK_PC_CUDA_LIBS "")
-if(SHARDPACK_HAVE_CUDA)
-  set(SHARDPACK_PC_CUDA_LIBS " -lshardpack_finish_kernel -L${CUDAToolkit_LIBRARY_DIR} -lcudart")
-endif()
+# dlopen (common/shared_library.h): in libc from glibc 2.34, in libdl before.
+set(SHARDPACK_PC_DL_LIBS "")
+foreach(lib IN LISTS CMAKE_DL_LIBS)
+  string(APPEND SHARDPACK_PC_DL_LIBS " -l${lib}")
+endforeach()
 # The .pc file finds the prefix from its own place (${pcfiledir}).
 file(RELATIVE_PATH SHARDPACK_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/shardpack.pc.in ${PROJECT_BINARY_DIR}/shardpack.pc @ONLY)

@@ -57,15 +57,6 @@ void FinishOnHost(const FinishParams& p, int n, const uint8_t* src, void* dst) {
   }
 }
 
-#if !defined(SHARDPACK_HAVE_CUDA)
-absl::StatusOr<std::unique_ptr<CopyEngine>> MakeCudaCopyEngine(int, void*) {
-  return absl::UnavailableError("shardpack was built without CUDA (SHARDPACK_CUDA=OFF or no toolkit)");
-}
-absl::Status CopyDeviceToHost(void*, const void*, size_t) {
-  return absl::UnimplementedError("shardpack was built without CUDA");
-}
-#endif
-
 int DeviceBuffersFor(int requested, uint64_t batch_bytes) {
   if (requested != kAutoDeviceBuffers) return requested;
   constexpr uint64_t kBufferBytes = uint64_t{32} << 20;

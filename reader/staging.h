@@ -78,7 +78,7 @@ class CopyEngine {
   virtual absl::Status Init(int buffers, size_t in_bytes, size_t out_bytes,
                             const FinishParams& finish) = 0;
   virtual void* buffer(int b) = 0;  // device address of buffer b
-  virtual void* event(int b) = 0;   // cudaEvent_t after b's last work, or null
+  virtual void* event(int b) = 0;   // the CUevent (cudaEvent_t) after b's last work, or null
   // Queues the copy of `bytes` from `src` (HostAlloc memory) into buffer b,
   // then the finish of `samples` samples if enabled. `done(arg)` follows
   // once the copy completed (`src` is free again). One thread issues.
@@ -92,8 +92,9 @@ class CopyEngine {
   virtual void Released(int /*b*/) {}
 };
 
-// The CUDA engine on `device`, or the reason there is none (CUDA not built
-// in, no driver, no such device). `consumer_stream` as in ReaderOptions.
+// The CUDA engine on `device` (reader/cuda/: the driver loaded at run time),
+// or the reason there is none (no driver, too old a driver, no such device).
+// `consumer_stream` as in ReaderOptions.
 absl::StatusOr<std::unique_ptr<CopyEngine>> MakeCudaCopyEngine(int device, void* consumer_stream);
 
 // Reader::Open with the GPU staging copying through `engine` (tests: a fake
@@ -101,8 +102,8 @@ absl::StatusOr<std::unique_ptr<CopyEngine>> MakeCudaCopyEngine(int device, void*
 // engine, Reader::Open itself.
 absl::StatusOr<std::unique_ptr<Reader>> OpenReaderWithEngine(const ReaderOptions& options,
                                                              std::unique_ptr<CopyEngine> engine);
-// Copies `bytes` of device memory to the host (tests); Unimplemented without CUDA.
-absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes);
+// Copies `bytes` of device memory of `device` to the host (tests).
+absl::Status CopyDeviceToHost(int device, void* dst, const void* src, size_t bytes);
 
 // The device buffers for ReaderOptions::device_buffers `requested` and
 // device batches of `batch_bytes`: `requested`, or for kAutoDeviceBuffers 3,

@@ -1,4 +1,8 @@
+// The finish kernel (reader/cuda/finish_kernel.h), compiled by nvcc into the
+// fatbin the build embeds; nothing here runs on the host.
 #include <cuda_fp16.h>
+
+#include <cstdint>
 
 #include "reader/cuda/finish_kernel.h"
 
@@ -9,8 +13,8 @@ namespace {
 // 32 x 3 contiguous bytes), writes one value per channel. Explicit roundings,
 // no FMA contraction, so the CPU reference (FinishOnHost) is bit-identical.
 template <bool kHalf, bool kNchw>
-__global__ void FinishKernel(FinishArgs a, const uint8_t* __restrict__ src,
-                             void* __restrict__ dst, size_t pixels) {
+__device__ __forceinline__ void Finish(const FinishArgs& a, const uint8_t* __restrict__ src,
+                                       void* __restrict__ dst, size_t pixels) {
   const size_t plane = size_t(a.height) * a.width;
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   for (size_t p = size_t(blockIdx.x) * blockDim.x + threadIdx.x; p < pixels; p += stride) {
@@ -29,25 +33,16 @@ __global__ void FinishKernel(FinishArgs a, const uint8_t* __restrict__ src,
 }
 
 }  // namespace
-
-cudaError_t LaunchFinish(const FinishArgs& args, int n, const uint8_t* src, void* dst,
-                         cudaStream_t stream) {
-  const size_t pixels = size_t(n) * args.height * args.width;
-  if (pixels == 0) return cudaSuccess;
-  constexpr int kThreads = 256;
-  // Enough blocks to fill any current GPU; the grid-stride loop does the rest.
-  const unsigned blocks = static_cast<unsigned>(
-      pixels / kThreads + 1 < 4096 ? pixels / kThreads + 1 : 4096);
-  if (args.half && args.nchw) {
-    FinishKernel<true, true><<<blocks, kThreads, 0, stream>>>(args, src, dst, pixels);
-  } else if (args.half) {
-    FinishKernel<true, false><<<blocks, kThreads, 0, stream>>>(args, src, dst, pixels);
-  } else if (args.nchw) {
-    FinishKernel<false, true><<<blocks, kThreads, 0, stream>>>(args, src, dst, pixels);
-  } else {
-    FinishKernel<false, false><<<blocks, kThreads, 0, stream>>>(args, src, dst, pixels);
-  }
-  return cudaGetLastError();
-}
-
 }  // namespace shardpack::reader
+
+// C names, so that the engine finds them in the module (FinishKernelName).
+#define SHARDPACK_FINISH_KERNEL(name, half, nchw)                                          \
+  extern "C" __global__ void name(shardpack::reader::FinishArgs a,                           \
+                                  const uint8_t* __restrict__ src, void* __restrict__ dst, \
+                                  size_t pixels) {                                         \
+    shardpack::reader::Finish<half, nchw>(a, src, dst, pixels);                            \
+  }
+SHARDPACK_FINISH_KERNEL(shardpack_finish_f32_nhwc, false, false)
+SHARDPACK_FINISH_KERNEL(shardpack_finish_f32_nchw, false, true)
+SHARDPACK_FINISH_KERNEL(shardpack_finish_f16_nhwc, true, false)
+SHARDPACK_FINISH_KERNEL(shardpack_finish_f16_nchw, true, true)

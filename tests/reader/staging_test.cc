@@ -545,7 +545,7 @@ void ExpectDeviceMatchesHost(ReaderOptions o, DeviceDType dtype, OutputLayout la
     ASSERT_TRUE(g.on_device());
     ASSERT_NE(g.device_event(), nullptr);
     std::vector<uint8_t> got(g.image_bytes()), want(g.image_bytes());
-    SP_ASSERT_OK(CopyDeviceToHost(got.data(), g.device_images(), got.size()));
+    SP_ASSERT_OK(CopyDeviceToHost(0, got.data(), g.device_images(), got.size()));
     if (p.enabled) {
       FinishOnHost(p, h.size(), static_cast<const uint8_t*>(h.images()), want.data());
     } else {

@@ -10,7 +10,9 @@ WHEEL: the repaired wheel; RELEASE_PYTHON: the Python of build/venv-release
 is manylinux_2_34 and `auditwheel show` agrees; no ELF file asks for a glibc
 or C++ runtime symbol version newer than that policy allows; the metadata has
 the extras and the three tools; the wheel's version, shardpack.__version__ and
-each tool's --version are CMakeLists.txt's project VERSION.
+each tool's --version are CMakeLists.txt's project VERSION; nothing links or
+bundles a CUDA library, and the module carries the driver's name and, where
+nvcc built it, the finish kernel.
 """
 import email.parser
 import os
@@ -147,6 +149,22 @@ class Wheel(unittest.TestCase):
         libs = [n for n in self.names if n.startswith("shardpack.libs/")]
         self.assertTrue(libs)
         self.assertFalse([n for n in libs if "libstdc++" in n or "libgcc_s" in n], libs)
+
+    def test_no_cuda_library_is_linked_or_bundled(self):
+        # One wheel for CPU and GPU machines: the driver is dlopen'ed when a
+        # device is asked for (docs/reader.md, "The driver, loaded at run time").
+        self.assertFalse([n for n in self.names if re.search(r"/lib(cuda|cudart|nvrtc)\b", n)])
+        for path in elf_files(self.tree):
+            needed = subprocess.run(["objdump", "-p", path], capture_output=True, text=True,
+                                    check=True).stdout
+            self.assertNotRegex(needed, r"NEEDED\s+lib(cuda|cudart|nvrtc)\b", path)
+        module = next(p for p in elf_files(os.path.join(self.tree, "shardpack"))
+                      if p.endswith(".so"))
+        with open(module, "rb") as f:
+            image = f.read()
+        self.assertIn(b"libcuda.so.1", image)
+        if os.path.exists("/usr/local/cuda/bin/nvcc"):  # built with the finish kernel
+            self.assertIn(b"shardpack_finish_f16_nchw", image)
 
     def test_metadata_extras_and_tools(self):
         self.assertEqual(self.metadata["Name"], "shardpack")

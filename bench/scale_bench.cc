@@ -20,6 +20,13 @@
 //       bytes, and per plan its build time, bytes per record of the share at
 //       rest and while built (as the reader reports them), and the peak RSS
 //       the build added (measured: VmHWM after resetting it).
+//   scale_bench table DIR --records N [--memory BYTES]
+//       Builds the record table of N records (CIFAR-like keys,
+//       "data_batch_K.bin/NNNNN...", one label) as a pack does and writes
+//       DIR/records.idx: prints, as JSON, the seconds, the table's bytes,
+//       whether the builder spilled and the peak RSS above the start. --memory
+//       is the builder's bound (default RecordTableBuilder's). The file is
+//       removed after.
 #include <malloc.h>
 
 #include <chrono>
@@ -32,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "datasets/demo.h"
+#include "format/record_table.h"
 #include "reader/dataset_units.h"
 #include "reader/epoch_plan.h"
 #include "shardpack/dataset.h"
@@ -191,6 +199,35 @@ int Plan(const std::string& dir, int world_size, int batch_size, uint64_t shuffl
   return 0;
 }
 
+int Table(const std::string& dir, uint64_t records, uint64_t memory) {
+  std::filesystem::create_directories(dir);
+  const long long rss0 = ProcStatus("VmRSS:");
+  ResetPeakRss();
+  auto t = Clock::now();
+  shardpack::format::RecordTableBuilder builder(1, dir, memory);
+  absl::Status s;
+  std::string key;
+  for (uint64_t i = 0; i < records && s.ok(); ++i) {
+    key = absl::StrCat("data_batch_", i % 5 + 1, ".bin/", absl::Dec(i / 5, absl::kZeroPad5));
+    const int64_t label = static_cast<int64_t>(i % 10);
+    s = builder.Add({&label, 1}, key);
+  }
+  const double add_s = Since(t);
+  absl::StatusOr<shardpack::RecordTableEntry> entry =
+      s.ok() ? shardpack::format::WriteRecordTable(builder, dir) : s;
+  if (!entry.ok()) {
+    std::fprintf(stderr, "scale_bench: %s\n", std::string(entry.status().message()).c_str());
+    return 1;
+  }
+  std::printf("{\"records\": %llu, \"memory_bound\": %llu, \"spilled\": %s, \"add_s\": %.2f,"
+              " \"total_s\": %.2f, \"table_bytes\": %llu, \"peak_rss_above_start\": %lld}\n",
+              (unsigned long long)records, (unsigned long long)memory,
+              builder.spilled() ? "true" : "false", add_s, Since(t),
+              (unsigned long long)entry->bytes, ProcStatus("VmHWM:") - rss0);
+  std::filesystem::remove(std::filesystem::path(dir) / entry->path);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,7 +258,13 @@ int main(int argc, char** argv) {
   plan->add_option("--batch-size", batch_size)->check(CLI::Range(1, 1 << 20));
   plan->add_option("--shuffle-bytes", shuffle_bytes);
   plan->add_option("--epochs", epochs)->check(CLI::Range(1, 100));
+  uint64_t memory = shardpack::format::RecordTableBuilder::kDefaultMemoryBytes;
+  CLI::App* table = app.add_subcommand("table", "build a record table of N records");
+  table->add_option("dir", dir)->required();
+  table->add_option("--records", records)->required()->check(CLI::PositiveNumber);
+  table->add_option("--memory", memory)->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
+  if (table->parsed()) return Table(dir, records, memory);
   if (gen->parsed() || cifar->parsed() || images->parsed()) {
     auto t = Clock::now();
     absl::Status s = gen->parsed()     ? Generate(dir, records, height, width, channels)

@@ -323,6 +323,24 @@ absl::StatusOr<UniqueFd> CreateNewFile(const std::string& path) {
   return fd;
 }
 
+absl::StatusOr<UniqueFd> CreateScratchFile(const std::string& dir) {
+  constexpr const char* what = "create a scratch file in";
+  UniqueFd fd(open(dir.c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0600));
+  if (fd.get() >= 0) return fd;
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    return ErrnoError(what, dir, errno);
+  }
+  for (int attempt = 0;; ++attempt) {
+    const std::string path = FreshPartialName(absl::StrCat(dir, "/.scratch"));
+    fd = UniqueFd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd.get() >= 0) {
+      unlink(path.c_str());
+      return fd;
+    }
+    if (errno != EEXIST || attempt == 8) return ErrnoError(what, dir, errno);
+  }
+}
+
 absl::StatusOr<std::vector<DirectoryEntry>> ListDirectory(const std::string& dir) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return ErrnoError("list", dir, errno);

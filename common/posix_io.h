@@ -166,6 +166,12 @@ bool NamesOpenFile(const std::string& path, int fd);
 // 0644): never an existing file, never through a link. "create <path>: ...".
 absl::StatusOr<UniqueFd> CreateNewFile(const std::string& path);
 
+// A file with no name in `dir`, for reading and writing: scratch space that
+// vanishes when the descriptor is closed, or the process ends, whatever
+// happens (O_TMPFILE; where the file system lacks it, a fresh name unlinked
+// at once). "create a scratch file in <dir>: ...".
+absl::StatusOr<UniqueFd> CreateScratchFile(const std::string& dir);
+
 // One entry of a directory; `mode` is lstat's: a symbolic link is a link.
 struct DirectoryEntry {
   std::string name;

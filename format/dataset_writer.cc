@@ -51,7 +51,7 @@ class DatasetWriter::Impl {
  public:
   explicit Impl(DatasetWriterOptions options)
       : options_(std::move(options)),
-        table_(static_cast<int>(options_.schema.labels.size())) {
+        table_(static_cast<int>(options_.schema.labels.size()), options_.directory) {
     manifest_.backend = options_.backend;
     manifest_.schema = options_.schema;
     manifest_.pack_json = options_.pack_json;
@@ -67,7 +67,9 @@ class DatasetWriter::Impl {
     }
     if (sink_ == nullptr) SP_RETURN_IF_ERROR(OpenShard());
     SP_RETURN_IF_ERROR(sink_->Add(record));
-    if (options_.record_table) table_.Add({record.labels.begin(), record.labels.end()}, record.key);
+    if (options_.record_table) {
+      SP_RETURN_IF_ERROR(table_.Add({record.labels.begin(), record.labels.end()}, record.key));
+    }
     ++records_;
     bool full = (options_.shard_max_records != 0 &&
                  sink_->records() >= options_.shard_max_records) ||

@@ -12,9 +12,10 @@
 //   then     keys: K bytes, zero padding to a multiple of 8
 //   then     hash slots: S x {u64 key hash, u64 record}; an empty slot is
 //            {0, 2^64 - 1}. S is a power of two > N; a key's probe starts at
-//            hash & (S - 1) and goes up by one slot (wrapping) until its
-//            record or an empty slot. Records are inserted in index order, so
-//            of records with equal keys the lowest index is found first.
+//            hash & (S - 1), its home slot, and goes up by one slot
+//            (wrapping) until its record or an empty slot. Of records with
+//            equal keys the lowest index comes first on the probe, so it is
+//            found first.
 //
 // Header:
 //   0  u8[8] magic 89 'S' 'P' 'R' 'T' 'B' 0d 0a
@@ -31,6 +32,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -60,35 +62,58 @@ uint64_t KeyHash(std::string_view key);
 // Hash slots for N records: the smallest power of two >= N + N / 2 + 1.
 uint64_t RecordTableSlots(uint64_t records);
 
-// Collects every record's labels and key as records are added (appending to
-// growing arrays: no allocation per record once they have grown) and writes
-// the table. Not thread-safe.
+class TableOut;  // record_table_builder.cc
+
+// Collects every record's labels and key as records are added and writes
+// the table, in memory bounded by `memory_bytes` at any record count. The
+// four sections that grow with the records (labels, key offsets, keys, key
+// hashes) stay in memory until they reach memory_bytes (about 40 bytes a
+// record with short keys: 1.6 million records at the default), then go on
+// into scratch files in `spill_directory` (common::CreateScratchFile:
+// unnamed, gone with the builder whatever happens). Write places the hash
+// slots by sorting the records by home slot, within the same bound: in
+// memory while they fit, else as sorted runs in a scratch file merged
+// twice (docs/format.md, section 16, "How the writer places records"). Not
+// thread-safe.
 class RecordTableBuilder {
  public:
+  static constexpr uint64_t kDefaultMemoryBytes = uint64_t{64} << 20;
   // Precondition: 0 <= label_fields <= kMaxLabels.
-  explicit RecordTableBuilder(int label_fields);
+  RecordTableBuilder(int label_fields, std::string spill_directory,
+                     uint64_t memory_bytes = kDefaultMemoryBytes);
+  ~RecordTableBuilder();
+  RecordTableBuilder(const RecordTableBuilder&) = delete;
+  RecordTableBuilder& operator=(const RecordTableBuilder&) = delete;
+
   // Precondition: labels.size() == label_fields (the caller checked the
-  // record against its schema). Memory: 8 bytes per label, 8 per record and
-  // the key's bytes; Write() takes 8 bytes per hash slot more (1.5 to 3 per
-  // record) while it runs.
-  void Add(std::span<const int64_t> labels, std::string_view key);
-  uint64_t records() const { return key_offsets_.size() - 1; }
+  // record against its schema). Fails only when a scratch file cannot be
+  // written ("<spill_directory>: ...").
+  absl::Status Add(std::span<const int64_t> labels, std::string_view key);
+  uint64_t records() const { return records_; }
+  // Whether the records went to scratch files (more than memory_bytes).
+  bool spilled() const { return spilled_; }
   // Writes the whole table to `file` (not synced). The entry's path is left
-  // empty; bytes and crc32c are filled in.
-  absl::StatusOr<RecordTableEntry> Write(WritableFile* file) const;
+  // empty; bytes and crc32c are filled in. Once: the builder is spent after.
+  absl::StatusOr<RecordTableEntry> Write(WritableFile* file);
 
  private:
-  std::string_view Key(uint64_t r) const;
-  std::vector<uint64_t> Slots() const;
+  class Section;
+  class SortedSlots;
+  absl::Status Spill();
+  absl::Status WriteSlots(TableOut& out);
+
   int fields_;
-  std::vector<int64_t> labels_;
-  std::vector<uint64_t> key_offsets_{0};
-  std::string keys_;
+  std::string spill_directory_;
+  uint64_t memory_bytes_;
+  uint64_t records_ = 0;
+  uint64_t key_bytes_ = 0;
+  bool spilled_ = false;
+  std::unique_ptr<Section> labels_, offsets_, keys_, hashes_;
 };
 
 // Writes `builder`'s table as `directory`/records.idx, atomically (an
 // AtomicFile, committed), and returns its manifest entry.
-absl::StatusOr<RecordTableEntry> WriteRecordTable(const RecordTableBuilder& builder,
+absl::StatusOr<RecordTableEntry> WriteRecordTable(RecordTableBuilder& builder,
                                                   const std::string& directory);
 
 // A loaded record table. The file is read whole into memory (not mapped)
@@ -121,6 +146,7 @@ class RecordTable {
   absl::Status CheckHeader();
   absl::Status CheckKeys() const;
   absl::Status CheckSlots() const;
+  absl::Status CheckProbes() const;
   uint64_t U64(uint64_t offset) const;
 
   std::string name_;

@@ -155,6 +155,33 @@ absl::Status RecordTable::CheckSlots() const {
     return DataLossAt(name_, slots_at_, absl::StrCat(filled, " slots filled for ", records_,
                                                      " records"));
   }
+  return CheckProbes();
+}
+
+// Every record is where Find looks for it: no empty slot between its home
+// slot and its own on the probe (wrapping). One pass from an empty slot
+// (there is one: slots > records), counting the filled slots since.
+absl::Status RecordTable::CheckProbes() const {
+  const uint64_t mask = slots_ - 1;
+  auto record_at = [&](uint64_t s) { return U64(slots_at_ + kRecordTableSlotSize * s + 8); };
+  uint64_t empty = 0;
+  while (record_at(empty) != kEmptySlot) ++empty;
+  uint64_t run = 0;
+  for (uint64_t k = 1; k < slots_; ++k) {
+    const uint64_t s = (empty + k) & mask;
+    const uint64_t r = record_at(s);
+    if (r == kEmptySlot) {
+      run = 0;
+      continue;
+    }
+    const uint64_t home = U64(slots_at_ + kRecordTableSlotSize * s) & mask;
+    if (((s - home) & mask) > run) {
+      return DataLossAt(name_, slots_at_ + kRecordTableSlotSize * s,
+                        absl::StrCat("slot ", s, ": record ", r, " lies past an empty slot on its "
+                                     "probe from slot ", home, " (a lookup would miss it)"));
+    }
+    ++run;
+  }
   return absl::OkStatus();
 }
 

@@ -2,6 +2,7 @@
 // damage a DataLossError naming the file and offset.
 #include "format/record_table.h"
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -173,6 +174,22 @@ TEST(RecordTableTest, HostileFilesAreDataLossNamingFileAndOffset) {
          }
        },
        "names record 99 past the end"},
+      {"record moved past an empty slot",
+       [](std::string* b) {
+         auto* p = reinterpret_cast<uint8_t*>(b->data());
+         const uint64_t slots = RecordTableSlots(12), mask = slots - 1;
+         const size_t at = b->size() - kRecordTableSlotSize * slots;
+         auto slot = [&](uint64_t s) { return p + at + kRecordTableSlotSize * s; };
+         auto empty = [&](uint64_t s) { return common::LoadLE<uint64_t>(slot(s) + 8) == kEmptySlot; };
+         uint64_t home = 0;  // a record at its home slot
+         while (empty(home) || (common::LoadLE<uint64_t>(slot(home)) & mask) != home) ++home;
+         uint64_t to = 0;  // an empty slot: the record goes there, its home is emptied
+         while (!empty(to)) ++to;
+         std::memcpy(slot(to), slot(home), kRecordTableSlotSize);
+         common::StoreLE<uint64_t>(slot(home), 0);
+         common::StoreLE<uint64_t>(slot(home) + 8, kEmptySlot);
+       },
+       "lies past an empty slot on its probe from slot"},
       {"hash not the key's",
        [](std::string* b) {
          const size_t slots_at = b->size() - kRecordTableSlotSize * RecordTableSlots(12);
@@ -244,9 +261,9 @@ TEST(RecordTableTest, ManifestEntryIsChecked) {
 // a broken precondition ends the process there, naming the condition.
 TEST(RecordTableDeathTest, BrokenPreconditionEndsTheProcessWhereChecksRun) {
 #ifdef SHARDPACK_DEBUG_CHECKS
-  EXPECT_DEATH(RecordTableBuilder(kMaxLabels + 1),
+  EXPECT_DEATH(RecordTableBuilder(kMaxLabels + 1, "."),
                "shardpack: check failed: label_fields >= 0 && label_fields <= kMaxLabels "
-               "\\(.*record_table.cc:[0-9]+\\)");
+               "\\(.*record_table_builder.cc:[0-9]+\\)");
 #else
   GTEST_SKIP() << "SP_DCHECK is off in this build (CMAKE_BUILD_TYPE Release or "
                   "SHARDPACK_DEBUG_CHECKS=OFF)";

@@ -165,10 +165,12 @@ bool WriteManifests(const fs::path& dir) {
 bool WriteRecordTables(const std::filesystem::path& dir) {
   int n = 0;
   for (auto [records, fields] : {std::pair{0, 0}, {1, 1}, {40, 2}}) {
-    format::RecordTableBuilder builder(fields);
+    format::RecordTableBuilder builder(fields, dir.string());
     for (int i = 0; i < records; ++i) {
       const int64_t labels[2] = {i % 10, -i};
-      builder.Add({labels, static_cast<size_t>(fields)}, absl::StrCat("key/", i % 30));
+      if (!builder.Add({labels, static_cast<size_t>(fields)}, absl::StrCat("key/", i % 30)).ok()) {
+        return false;
+      }
     }
     std::string bytes;
     auto file = NewStringWritableFile("seed", &bytes);

@@ -100,10 +100,10 @@ TEST_F(RecordTableCliTest, VerifyReportsTableThatDisagreesWithRecords) {
   Manifest m = *ReadManifest(Out("ds"));
   auto right = format::RecordTable::Load(Out("ds"), m);
   ASSERT_THAT(right, IsOk());
-  format::RecordTableBuilder wrong(1);
+  format::RecordTableBuilder wrong(1, Out("ds"));
   for (uint64_t i = 0; i < 40; ++i) {
     const int64_t label = right->label(i, 0) + (i == 3 ? 1 : 0);
-    wrong.Add({&label, 1}, right->key(i));
+    ASSERT_THAT(wrong.Add({&label, 1}, right->key(i)), IsOk());
   }
   const std::string key3(right->key(3));
   auto entry = format::WriteRecordTable(wrong, Out("ds"));
@@ -125,13 +125,13 @@ TEST_F(RecordTableCliTest, TableMismatchesInEveryShardAreReportedInOrderWhatever
   ASSERT_EQ(m.shards.size(), 3u);
   auto right = format::RecordTable::Load(Out("ds"), m);
   ASSERT_THAT(right, IsOk());
-  format::RecordTableBuilder wrong(1);
+  format::RecordTableBuilder wrong(1, Out("ds"));
   // Records 14, 15, 29, 30 and 31 disagree: the ends of shards 0 and 1,
   // the starts of shards 1 and 2 (15 records a shard).
   for (uint64_t i = 0; i < 40; ++i) {
     const bool bad = i == 14 || i == 15 || i == 29 || i == 30 || i == 31;
     const int64_t label = right->label(i, 0) + (bad ? 1 : 0);
-    wrong.Add({&label, 1}, right->key(i));
+    ASSERT_THAT(wrong.Add({&label, 1}, right->key(i)), IsOk());
   }
   auto entry = format::WriteRecordTable(wrong, Out("ds"));
   ASSERT_THAT(entry, IsOk());

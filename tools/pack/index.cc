@@ -31,8 +31,7 @@ absl::Status ScanShard(const dataset::NamedPath& named, size_t k,
       return absl::DataLossError(absl::StrCat(path, " record ", i, ": ", r.labels.size(),
                                               " labels, the schema has ", fields, " fields"));
     }
-    table->Add({r.labels.begin(), r.labels.end()}, r.key);
-    return absl::OkStatus();
+    return table->Add({r.labels.begin(), r.labels.end()}, r.key);
   });
 }
 
@@ -51,7 +50,8 @@ absl::StatusOr<IndexResult> Index(const std::string& path) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": a shard is named ", kRecordTableFileName));
   }
-  format::RecordTableBuilder table(static_cast<int>(manifest.schema.labels.size()));
+  format::RecordTableBuilder table(static_cast<int>(manifest.schema.labels.size()),
+                                  named.directory);
   for (size_t k = 0; k < manifest.shards.size(); ++k) {
     SP_RETURN_IF_ERROR(ScanShard(named, k, &table));
   }

@@ -54,7 +54,7 @@ writer::PackIdentity MergedIdentity(const std::vector<const PartDataset*>& sorte
 absl::StatusOr<std::optional<RecordTableEntry>> MergeRecordTables(
     const std::vector<const PartDataset*>& sorted, const std::string& staging) {
   const int fields = static_cast<int>(sorted.front()->manifest.schema.labels.size());
-  format::RecordTableBuilder merged(fields);
+  format::RecordTableBuilder merged(fields, staging);
   std::vector<int64_t> labels(fields);
   for (const PartDataset* p : sorted) {
     if (!p->manifest.record_table.has_value()) return std::nullopt;
@@ -62,7 +62,7 @@ absl::StatusOr<std::optional<RecordTableEntry>> MergeRecordTables(
                         format::RecordTable::Load(p->path, p->manifest));
     for (uint64_t r = 0; r < table.records(); ++r) {
       for (int f = 0; f < fields; ++f) labels[f] = table.label(r, f);
-      merged.Add(labels, table.key(r));
+      SP_RETURN_IF_ERROR(merged.Add(labels, table.key(r)));
     }
   }
   return format::WriteRecordTable(merged, staging);

@@ -100,6 +100,23 @@ TEST(OsTest, MemoryAdviceWidensToPagesAndIgnoresFailure) {
   EXPECT_EQ(bytes[5], 0);
 }
 
+// A scratch file is unnamed from the start: its folder shows nothing, and
+// what is written can be read back.
+TEST(OsTest, ScratchFilesHaveNoName) {
+  testing::TempDir dir;
+  auto fd = common::CreateScratchFile(dir.path().string());
+  ASSERT_THAT(fd, testing::IsOk());
+  const uint8_t data[3] = {1, 2, 3};
+  ASSERT_THAT(common::WriteFull(fd->get(), "scratch", data), testing::IsOk());
+  uint8_t back[3] = {};
+  ASSERT_THAT(common::PreadFull(fd->get(), "scratch", 0, back), testing::IsOk());
+  EXPECT_EQ(back[2], 3);
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+  EXPECT_THAT(common::CreateScratchFile(dir.Join("missing")),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("create a scratch file in " + dir.Join("missing"))));
+}
+
 TEST(OsTest, RandomSeedsDifferFromCallToCall) {
   // HTTP retry jitter of two sessions must not move in step; 64 random bits
   // repeat among a few draws with probability ~2^-58.

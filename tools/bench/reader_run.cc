@@ -110,6 +110,7 @@ absl::StatusOr<ReaderRun> RunReader(const BenchOptions& options, AtomicFile* ord
   run.records = reader->records();
   run.batches_per_epoch = reader->batches_per_epoch();
   run.ring_slots = reader->ring_slots();
+  run.io_engine = std::string(IoEngineName(reader->io_engine()));
   run.sources = reader->sources();
   const bool timed = options.seconds > 0;
   const uint64_t epochs = static_cast<uint64_t>(std::max(options.epochs, 0));

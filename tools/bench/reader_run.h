@@ -30,6 +30,7 @@ struct ReaderRun {
   double consume_s = 0;            // of `seconds`, the consumer reading the batches
   double cpu_s = 0;                // user + system CPU time of the process over `seconds`
   int ring_slots = 0;              // Reader::ring_slots()
+  std::string io_engine;           // Reader::io_engine(): what --io auto chose
   std::string device = "host";     // where the batches were delivered: "host", "cuda:N"
   // The same after the first BenchOptions::warmup_batches batches were
   // consumed: zero when the run had no more batches than that.

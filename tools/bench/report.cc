@@ -156,9 +156,9 @@ void PrintText(std::FILE* out, const Report& r) {
   const ReaderStats& s = run.stats;
   PrintDatasetText(out, r);
   absl::FPrintF(out,
-                "run            transform %s, io %s, threads %d, batch %d, shuffle %s, "
+                "run            transform %s, io %s%s, threads %d, batch %d, shuffle %s, "
                 "ring %d, to %s, %d cpus, load %.2f\n",
-                r.transform, r.io, r.threads, r.batch_size, r.shuffle ? "on" : "off",
+                r.transform, r.io, r.io == run.io_engine ? "" : " (" + run.io_engine + ")", r.threads, r.batch_size, r.shuffle ? "on" : "off",
                 run.ring_slots, run.device, r.cpus, r.load_avg_1m);
   absl::FPrintF(out, "images/s       %.0f\n", r.images_per_s());
   absl::FPrintF(out,
@@ -242,6 +242,7 @@ void PrintJson(std::FILE* out, const Report& r) {
   j["steady_cpu_us_per_image"] = r.steady_cpu_us_per_image();
   j["steady_cores_used"] = r.steady_cores_used();
   j["ring_slots"] = run.ring_slots;
+  j["io_engine"] = run.io_engine;
   j["consumer_busy_s"] = run.consume_s;
   j["output_bytes"] = run.output_bytes;
   j["bytes_read"] = s.bytes_read;

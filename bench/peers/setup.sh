@@ -4,7 +4,9 @@
 # 2. CPython 3.11 with every peer of bench/peers/requirements.txt pinned
 #    (scripts/python-env --requirements ... --venv ...: the same checks as
 #    build/venv-torch, torch 2.13.0's CPU build only);
-# 3. FFCV, built from its sdist (bench/peers/requirements-ffcv.txt);
+# 3. FFCV, built from its sdist (bench/peers/requirements-ffcv.txt), with
+#    the two of its dependencies that PyPI has only as sdists (assertpy,
+#    fastargs: pure Python); everything else only as wheels;
 # 4. shardpack's own cp311 manylinux wheel (scripts/wheel, its CMake build
 #    kept in build/wheel-cp311-*), installed with --no-index --no-deps.
 # Prints the venv's python.
@@ -20,7 +22,7 @@ scripts/python-env --requirements bench/peers/requirements.txt --venv "$venv" >/
 ffcv=bench/peers/requirements-ffcv.txt
 if ! cmp -s "$ffcv" "$venv/requirements-ffcv.txt"; then
   echo "setup.sh: building and installing $ffcv (ffcv from its sdist)" >&2
-  "$venv/bin/python" -m pip install --no-input --only-binary=:all: --no-binary=ffcv \
+  "$venv/bin/python" -m pip install --no-input --only-binary=:all: --no-binary=ffcv,assertpy,fastargs \
     --constraint bench/peers/requirements.txt --constraint "$ffcv" -r "$ffcv" \
     >"$venv/ffcv-install.log" 2>&1 ||
     { tail -20 "$venv/ffcv-install.log" >&2

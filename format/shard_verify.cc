@@ -18,8 +18,10 @@ namespace {
 
 class Verifier {
  public:
-  Verifier(const RandomAccessFile& file, const Schema* schema, ShardVerifyResult* result)
-      : file_(file), result_(result) {
+  using OnRecord = absl::FunctionRef<void(uint64_t, const Record&)>;
+  Verifier(const RandomAccessFile& file, const Schema* schema, ShardVerifyResult* result,
+           std::optional<OnRecord> on_record)
+      : file_(file), result_(result), on_record_(on_record) {
     if (schema != nullptr) check_.emplace(*schema);
   }
 
@@ -41,6 +43,7 @@ class Verifier {
   // it has fields; none: records are not checked against a schema.
   std::optional<format::RecordCheck> check_;
   ShardVerifyResult* result_;
+  std::optional<OnRecord> on_record_;  // each record that passed its checks
   std::vector<uint8_t> buffer_;
   BlockDecoder decoder_;
   uint32_t crc_ = 0;
@@ -93,8 +96,10 @@ void Verifier::CheckBlock(const ShardIndex& index, size_t b, uint64_t end) {
       continue;
     }
     ++result_->records;
-    if (!check_.has_value()) continue;
-    if (absl::Status agrees = check_->Check(*record); !agrees.ok()) {
+    absl::Status agrees = check_.has_value() ? check_->Check(*record) : absl::OkStatus();
+    if (agrees.ok()) {
+      if (on_record_.has_value()) (*on_record_)(info.first_record + i, *record);
+    } else {
       // At the record's bytes when they lie in the file (an uncompressed
       // block), else at its block.
       const std::span<const uint8_t> bytes = view->record_bytes(i);
@@ -132,7 +137,14 @@ void Verifier::Run() {
 
 ShardVerifyResult VerifyShard(const RandomAccessFile& file, const Schema* schema) {
   ShardVerifyResult result;
-  Verifier(file, schema, &result).Run();
+  Verifier(file, schema, &result, std::nullopt).Run();
+  return result;
+}
+
+ShardVerifyResult VerifyShard(const RandomAccessFile& file, const Schema* schema,
+                              absl::FunctionRef<void(uint64_t, const Record&)> on_record) {
+  ShardVerifyResult result;
+  Verifier(file, schema, &result, on_record).Run();
   return result;
 }
 

@@ -239,6 +239,12 @@ struct ShardVerifyResult {
   bool ok() const { return problems.empty(); }
 };
 ShardVerifyResult VerifyShard(const RandomAccessFile& file, const Schema* schema = nullptr);
+// The same, handing each record that passed its checks to `on_record`
+// (its index in the shard, the record) in the same pass, in order: a record
+// table is compared with the records there (sharddump verify) without a
+// second read of the shard. The record's views live for the call.
+ShardVerifyResult VerifyShard(const RandomAccessFile& file, const Schema* schema,
+                              absl::FunctionRef<void(uint64_t, const Record&)> on_record);
 
 }  // namespace shardpack
 

@@ -119,7 +119,7 @@ absl::StatusOr<std::unique_ptr<backends::ShardScanner>> OpenedDataset::OpenShard
   return shard;
 }
 
-ShardCheck OpenedDataset::CheckShard(size_t k) const {
+ShardCheck OpenedDataset::CheckShard(size_t k, const RecordVisitor* on_record) const {
   const std::string path = ShardPath(k);
   if (!Exists(path)) {
     ShardCheck check;
@@ -127,7 +127,11 @@ ShardCheck OpenedDataset::CheckShard(size_t k) const {
     return check;
   }
   const Schema* schema = has_schema() ? &manifest().schema : nullptr;
-  if (manifest().backend == Backend::kShard) return CheckShardFile(path, schema, named_.storage.get());
+  if (manifest().backend == Backend::kShard) {
+    ShardCheck check = CheckShardFile(path, schema, named_.storage.get(), on_record);
+    check.visited = on_record != nullptr && check.opened;
+    return check;
+  }
   return CheckBackendShardFile(path, manifest().backend, named_.ExpectedEntry(k), schema,
                                named_.storage.get());
 }

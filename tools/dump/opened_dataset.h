@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/record_scan.h"
@@ -26,6 +27,10 @@
 
 namespace shardpack::dump {
 
+// Sees each record of a `.shard` file that passed its checks, during the
+// check's own pass: its index in the shard and the record.
+using RecordVisitor = absl::FunctionRef<void(uint64_t, const Record&)>;
+
 // What CheckShard found in one shard's bytes (not compared with a manifest).
 struct ShardCheck {
   bool opened = false;                 // the file exists and could be opened
@@ -35,6 +40,7 @@ struct ShardCheck {
   uint64_t bytes = 0;                  // size of the file
   bool crc_valid = false;              // every byte was read: file_crc32c is exact
   uint32_t file_crc32c = 0;            // CRC-32C of the whole file
+  bool visited = false;                // CheckShard's on_record saw the records
   std::vector<Damage> problems;        // record: index in the shard
 };
 
@@ -89,8 +95,10 @@ class OpenedDataset {
 
   // Checks every byte of shard k (checksums, index, padding) and, when the
   // schema is known, every record against it, in one pass. A missing or
-  // unreadable file is a problem, not an error.
-  ShardCheck CheckShard(size_t k) const;
+  // unreadable file is a problem, not an error. `on_record` sees the records
+  // of a `.shard` backend's shard in that pass (check_visited then true);
+  // other backends' checks ignore it.
+  ShardCheck CheckShard(size_t k, const RecordVisitor* on_record = nullptr) const;
 
   // Files in the dataset directory that look like shards of this backend
   // but that the manifest does not list (names relative to directory()).

@@ -20,7 +20,7 @@ Damage Problem(const std::string& path, absl::Status status,
 }  // namespace
 
 ShardCheck CheckShardFile(const std::string& path, const Schema* schema,
-                          remote::Storage* storage) {
+                          remote::Storage* storage, const RecordVisitor* on_record) {
   ShardCheck check;
   auto file = backends::OpenShardBytes(path, storage);
   if (!file.ok()) {
@@ -29,7 +29,8 @@ ShardCheck CheckShardFile(const std::string& path, const Schema* schema,
   }
   check.opened = true;
   check.bytes = (*file)->size();
-  ShardVerifyResult result = VerifyShard(**file, schema);
+  ShardVerifyResult result =
+      on_record != nullptr ? VerifyShard(**file, schema, *on_record) : VerifyShard(**file, schema);
   // VerifyShard leaves bytes at 0 when it could not load the index; it
   // reported why.
   if (result.bytes != 0) {

@@ -18,9 +18,10 @@ namespace shardpack::dump {
 // VerifyShard over the mapped file (each record checked against `schema`
 // when given, in the same pass: format/record_check.h), plus the index's
 // record count. A URL is read through `storage` (a dataset's,
-// dataset::NamedPath::storage).
+// dataset::NamedPath::storage). `on_record`, when given, sees each record
+// that passed its checks in that pass (VerifyShard's overload).
 ShardCheck CheckShardFile(const std::string& path, const Schema* schema,
-                          remote::Storage* storage);
+                          remote::Storage* storage, const RecordVisitor* on_record = nullptr);
 
 // What `sharddump verify` checks in an LMDB or HDF5 shard, which carry no
 // checksums of their own: the size and CRC-32C of the whole file (compared

@@ -68,26 +68,36 @@ struct TableCheck {
 // Record-table mismatches reported before the rest are counted only.
 constexpr int kMaxTableProblems = 10;
 
-// Shard k's records against the table: each one's labels and key.
-absl::Status CompareTable(const OpenedDataset& ds, size_t k, const format::RecordTable& table,
-                          const std::string& table_path, std::vector<Problem>* problems) {
+// Records against the table, each one's labels and key: the first
+// kMaxTableProblems mismatches named in `problems`.
+struct TableComparer {
+  const format::RecordTable* table;
+  const std::string* table_path;
+  std::vector<Problem>* problems;
+
+  void operator()(uint64_t index, const Record& r) const {
+    bool same = index < table->records() && table->key(index) == r.key &&
+                r.labels.size() == table->label_fields();
+    for (int f = 0; same && f < r.labels.size(); ++f) same = table->label(index, f) == r.labels[f];
+    if (same || problems->size() >= kMaxTableProblems) return;
+    Problem p;
+    p.path = *table_path;
+    p.index = index;
+    p.message = absl::StrCat(*table_path, ": record ", index, " ('",
+                             common::AsAbsl(common::Excerpt(r.key)),
+                             "') has other labels or another key in the record table "
+                             "(`shardpack index` rebuilds it)");
+    problems->push_back(std::move(p));
+  }
+};
+
+// Shard k's records against the table, in a scan of their own: for the
+// backends whose check (CheckShard) does not hand the records over.
+absl::Status CompareTable(const OpenedDataset& ds, size_t k, const TableComparer& compare) {
   SP_ASSIGN_OR_RETURN(auto shard, ds.OpenShard(k));
   const uint64_t first = ds.first_record(k);
   return shard->Scan(0, shard->size(), [&](uint64_t i, const Record& r) {
-    const uint64_t index = first + i;
-    bool same = index < table.records() && table.key(index) == r.key &&
-                r.labels.size() == table.label_fields();
-    for (int f = 0; same && f < r.labels.size(); ++f) same = table.label(index, f) == r.labels[f];
-    if (!same && problems->size() < kMaxTableProblems) {
-      Problem p;
-      p.path = table_path;
-      p.index = index;
-      p.message = absl::StrCat(table_path, ": record ", index, " ('",
-                               common::AsAbsl(common::Excerpt(r.key)),
-                               "') has other labels or another key in the record table "
-                               "(`shardpack index` rebuilds it)");
-      problems->push_back(std::move(p));
-    }
+    compare(first + i, r);
     return absl::OkStatus();
   });
 }
@@ -157,7 +167,17 @@ absl::Status Verifier::Run(int threads) {
 void Verifier::CheckOne(size_t k, JpegChecker* jpeg) {
   ShardOutcome& out = outcomes_[k];
   out.path = ds_.ShardPath(k);
-  ShardCheck check = ds_.CheckShard(k);
+  // The records are compared with the table in the check's own pass where
+  // it hands them over (.shard), else in a scan after it; a damaged shard's
+  // comparison is dropped (the damage is what it reports).
+  std::optional<TableComparer> comparer;
+  if (table_ != nullptr && table_->table.ok()) {
+    comparer = TableComparer{&*table_->table, &table_->path, &out.table_problems};
+  }
+  const uint64_t first = ds_.first_record(k);
+  const auto visit = [&](uint64_t i, const Record& r) { (*comparer)(first + i, r); };
+  const RecordVisitor visitor = visit;
+  ShardCheck check = ds_.CheckShard(k, comparer ? &visitor : nullptr);
   out.records = check.records;
   out.bytes = check.bytes;
   if (check.crc_valid) out.crc32c = check.file_crc32c;
@@ -165,8 +185,10 @@ void Verifier::CheckOne(size_t k, JpegChecker* jpeg) {
     out.problems.push_back(At(k, d.record, d.offset, d.message()));
   }
   if (ds_.has_manifest() && check.opened) CompareWithManifest(k, check, &out);
-  if (table_ != nullptr && table_->table.ok() && check.index_ok && out.problems.empty()) {
-    out.table_status = CompareTable(ds_, k, *table_->table, table_->path, &out.table_problems);
+  if (!out.problems.empty() || !check.index_ok) {
+    out.table_problems.clear();
+  } else if (comparer && !check.visited) {
+    out.table_status = CompareTable(ds_, k, *comparer);
   }
   uint64_t added = 0;
   if (jpeg != nullptr && check.index_ok) added = Decode(k, jpeg, &out);

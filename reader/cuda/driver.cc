@@ -74,8 +74,10 @@ absl::StatusOr<CudaDriver> Load() {
     return absl::UnavailableError(s.message());
   }
   // Loaded for the life of the process: the driver's own threads and the
-  // consumer's CUDA work may outlive any reader.
-  new common::SharedLibrary(*std::move(lib));
+  // consumer's CUDA work may outlive any reader. Held by a static, never
+  // closed (Load runs once).
+  static const common::SharedLibrary* const kept = new common::SharedLibrary(*std::move(lib));
+  (void)kept;
   return d;
 }
 

@@ -73,11 +73,9 @@ absl::StatusOr<CudaDriver> Load() {
   if (absl::Status s = CudaCheck(d, d.Init(0), "cuInit"); !s.ok()) {
     return absl::UnavailableError(s.message());
   }
-  // Loaded for the life of the process: the driver's own threads and the
-  // consumer's CUDA work may outlive any reader. Held by a static, never
-  // closed (Load runs once).
-  static const common::SharedLibrary* const kept = new common::SharedLibrary(*std::move(lib));
-  (void)kept;
+  // Kept with the entry points, which live as long as the process: the
+  // driver's own threads and the consumer's CUDA work may outlive any reader.
+  d.library = std::make_shared<common::SharedLibrary>(*std::move(lib));
   return d;
 }
 

@@ -12,11 +12,13 @@
 #define SHARDPACK_READER_CUDA_DRIVER_H_
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/shared_library.h"
 
 namespace shardpack::reader {
 
@@ -39,6 +41,7 @@ inline constexpr int kOldestCudaDriver = 11000;
 
 // The entry points, each filled from the symbol named beside it.
 struct CudaDriver {
+  std::shared_ptr<common::SharedLibrary> library;  // libcuda.so.1, never closed
   int version = 0;  // cuDriverGetVersion: 12040 is CUDA 12.4
   CUresult (*GetErrorName)(CUresult, const char**);                      // cuGetErrorName
   CUresult (*GetErrorString)(CUresult, const char**);                    // cuGetErrorString

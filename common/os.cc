@@ -10,10 +10,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "common/posix_open.h"
+#include "common/status_macros.h"
+#include "common/unique_fd.h"
 
 namespace shardpack::common {
 namespace {
@@ -135,6 +140,27 @@ absl::StatusOr<bool> IsMemoryFileSystem(const std::string& path) {
   if (::statfs(path.c_str(), &st) != 0) return ErrnoError("statfs", path, errno);
   const auto type = static_cast<uint32_t>(st.f_type);
   return type == uint32_t{TMPFS_MAGIC} || type == uint32_t{RAMFS_MAGIC};
+}
+
+absl::StatusOr<uint64_t> ResidentBytes(const std::string& path) {
+  uint64_t size = 0;
+  SP_ASSIGN_OR_RETURN(int raw, OpenRegularFile(path, 0, &size));
+  UniqueFd fd(raw);
+  constexpr uint64_t kWindow = uint64_t{1} << 30;
+  const uint64_t page = PageSize();
+  std::vector<unsigned char> pages(kWindow / page);
+  uint64_t resident = 0;
+  for (uint64_t at = 0; at < size; at += kWindow) {
+    const size_t n = static_cast<size_t>(std::min(kWindow, size - at));
+    void* map = ::mmap(nullptr, n, PROT_READ, MAP_SHARED, fd.get(), static_cast<off_t>(at));
+    if (map == MAP_FAILED) return ErrnoError("map", path, errno);
+    const int r = ::mincore(map, n, pages.data());
+    const int err = errno;
+    ::munmap(map, n);
+    if (r != 0) return ErrnoError("mincore", path, err);
+    for (size_t i = 0; i < (n + page - 1) / page; ++i) resident += pages[i] & 1;
+  }
+  return resident * page;
 }
 
 void AdviseMemory(const void* p, size_t n, MemoryAdvice advice) {

@@ -121,6 +121,13 @@ uint64_t RandomSeed();
 // ramfs). "statfs <path>: ..." when it cannot be asked.
 absl::StatusOr<bool> IsMemoryFileSystem(const std::string& path);
 
+// The bytes of the regular file `path` in the page cache now, in whole
+// pages (mincore(2) over a read-only mapping, a window of up to 1 GiB at a
+// time; the last page counts whole): what a read would copy from memory
+// instead of waiting for a device. "<what> <path>: ..." when it cannot be
+// opened or mapped.
+absl::StatusOr<uint64_t> ResidentBytes(const std::string& path);
+
 // madvise(2) advice: hints, whose failure changes only speed.
 enum class MemoryAdvice {
   kWillNeed,   // read the pages in now

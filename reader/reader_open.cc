@@ -184,7 +184,8 @@ absl::Status Reader::Impl::OpenDatasetOrMixture() {
     if (view) mixed.sources = {{std::exchange(mixed.path, ""), 0, 1.0, 0}};
   }
   if (mixed.sources.empty()) {
-    SP_ASSIGN_OR_RETURN(dataset_, reader::OpenStreamDataset(options_.path, options_.io, storage_));
+    SP_ASSIGN_OR_RETURN(dataset_, reader::OpenStreamDataset(options_.path, options_.io, storage_,
+                                                            options_.shuffle_bytes));
     schema_ = dataset_.manifest().schema;
     fingerprint_ = reader::MemberFingerprint(dataset_.members[0], dataset_.units());
     planner_ = std::make_unique<reader::DatasetPlanner>(dataset_.units(), plan_);

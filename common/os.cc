@@ -148,7 +148,8 @@ absl::StatusOr<uint64_t> ResidentBytes(const std::string& path) {
   UniqueFd fd(raw);
   constexpr uint64_t kWindow = uint64_t{1} << 30;
   const uint64_t page = PageSize();
-  std::vector<unsigned char> pages(kWindow / page);
+  // One byte a page of the largest window: the work is the file's, not 1 GiB's.
+  std::vector<unsigned char> pages((std::min(kWindow, size) + page - 1) / page);
   uint64_t resident = 0;
   for (uint64_t at = 0; at < size; at += kWindow) {
     const size_t n = static_cast<size_t>(std::min(kWindow, size - at));

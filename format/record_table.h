@@ -104,11 +104,12 @@ class RecordTableBuilder {
 
   int fields_;
   std::string spill_directory_;
+  std::string scratch_name_;  // the scratch files, in messages
   uint64_t memory_bytes_;
+  std::unique_ptr<Section> labels_, offsets_, keys_, hashes_;
   uint64_t records_ = 0;
   uint64_t key_bytes_ = 0;
   bool spilled_ = false;
-  std::unique_ptr<Section> labels_, offsets_, keys_, hashes_;
 };
 
 // Writes `builder`'s table as `directory`/records.idx, atomically (an

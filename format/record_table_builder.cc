@@ -87,13 +87,6 @@ struct HomeOrder {
   }
 };
 
-// A section of the scratch file `fd` (named `name` in messages) from byte
-// `at`: [at, at + n) into `dst`.
-absl::Status ReadScratch(const common::UniqueFd& fd, const std::string& name, uint64_t at,
-                         std::span<uint8_t> dst) {
-  return common::PreadFull(fd.get(), name, at, dst);
-}
-
 }  // namespace
 
 // Bytes in record order: a vector until the builder spills, then a scratch
@@ -131,7 +124,7 @@ class RecordTableBuilder::Section {
       std::memcpy(dst.data(), memory_.data() + at, dst.size());
       return absl::OkStatus();
     }
-    return ReadScratch(fd_, name_, at, dst);
+    return common::PreadFull(fd_.get(), name_, at, dst);
   }
   absl::Status CopyTo(TableOut& out) const {
     if (fd_.get() < 0) return out.Bytes(memory_.data(), memory_.size());
@@ -241,8 +234,8 @@ class RecordTableBuilder::SortedSlots {
     c.pos = 0;
     c.filled = static_cast<size_t>(n);
     if (n == 0) return absl::OkStatus();
-    SP_RETURN_IF_ERROR(ReadScratch(
-        fd_, name_, c.at * sizeof(SlotEntry),
+    SP_RETURN_IF_ERROR(common::PreadFull(
+        fd_.get(), name_, c.at * sizeof(SlotEntry),
         {reinterpret_cast<uint8_t*>(c.buffer.data()), static_cast<size_t>(n) * sizeof(SlotEntry)}));
     c.at += n;
     return absl::OkStatus();
@@ -263,13 +256,13 @@ RecordTableBuilder::RecordTableBuilder(int label_fields, std::string spill_direc
                                        uint64_t memory_bytes)
     : fields_(label_fields),
       spill_directory_(std::move(spill_directory)),
-      memory_bytes_(memory_bytes) {
+      scratch_name_(absl::StrCat(spill_directory_, "/(scratch of ", kRecordTableFileName, ")")),
+      memory_bytes_(memory_bytes),
+      labels_(std::make_unique<Section>(scratch_name_)),
+      offsets_(std::make_unique<Section>(scratch_name_)),
+      keys_(std::make_unique<Section>(scratch_name_)),
+      hashes_(std::make_unique<Section>(scratch_name_)) {
   SP_DCHECK(label_fields >= 0 && label_fields <= kMaxLabels);
-  const std::string name = absl::StrCat(spill_directory_, "/(scratch of ", kRecordTableFileName, ")");
-  labels_ = std::make_unique<Section>(name);
-  offsets_ = std::make_unique<Section>(name);
-  keys_ = std::make_unique<Section>(name);
-  hashes_ = std::make_unique<Section>(name);
 }
 
 RecordTableBuilder::~RecordTableBuilder() = default;
@@ -366,8 +359,7 @@ class SlotOut {
 
 absl::Status RecordTableBuilder::WriteSlots(TableOut& out) {
   const uint64_t n = records_, slots = RecordTableSlots(n), mask = slots - 1;
-  SortedSlots sorted(mask, memory_bytes_,
-                     absl::StrCat(spill_directory_, "/(scratch of ", kRecordTableFileName, ")"));
+  SortedSlots sorted(mask, memory_bytes_, scratch_name_);
   SP_RETURN_IF_ERROR(sorted.Build(*hashes_, n, spill_directory_));
   hashes_.reset();
   // Sweep 1: how many records wrap past the last slot; the last of them kept.
@@ -378,7 +370,7 @@ absl::Status RecordTableBuilder::WriteSlots(TableOut& out) {
   for (uint64_t i = 0; i < n; ++i) {
     SP_ASSIGN_OR_RETURN(const SlotEntry e, sorted.Next());
     next = std::max(e.hash & mask, next) + 1;
-    tail[i % std::max<uint64_t>(keep, 1)] = e;
+    tail[i % keep] = e;  // keep >= 1: n > 0 here
   }
   const uint64_t wrapped = next > slots ? next - slots : 0;
   SlotOut put(out);

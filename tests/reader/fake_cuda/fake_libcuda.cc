@@ -38,10 +38,10 @@ int EnvInt(const char* name, int otherwise) {
 }
 
 struct Counts {
-  std::atomic<long> device_bytes_blocks{0}, host_blocks{0}, streams{0}, events{0}, modules{0},
+  std::atomic<long> device_blocks{0}, host_blocks{0}, streams{0}, events{0}, modules{0},
       retained{0};
   ~Counts() {
-    const long left[] = {device_bytes_blocks, host_blocks, streams, events, modules, retained};
+    const long left[] = {device_blocks, host_blocks, streams, events, modules, retained};
     const char* names[] = {"device allocations", "host allocations", "streams",
                            "events", "modules", "primary context references"};
     bool leaked = false;
@@ -85,6 +85,18 @@ void Finish(const FinishArgs& a, const uint8_t* src, void* dst, size_t pixels, b
       }
     }
   }
+}
+
+// A stream, event or module: an object of its own, counted until destroyed.
+CUresult NewHandle(void** handle, std::atomic<long>& count) {
+  *handle = new char;
+  ++count;
+  return kSuccess;
+}
+CUresult DeleteHandle(void* handle, std::atomic<long>& count) {
+  delete static_cast<char*>(handle);
+  --count;
+  return kSuccess;
 }
 
 struct Function {
@@ -159,13 +171,13 @@ FAKE cuCtxPopCurrent_v2(void** context) {
 FAKE cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
   NEEDS_CONTEXT;
   *p = reinterpret_cast<uintptr_t>(std::malloc(bytes));
-  ++counts.device_bytes_blocks;
+  ++counts.device_blocks;
   return kSuccess;
 }
 FAKE cuMemFree_v2(CUdeviceptr p) {
   NEEDS_CONTEXT;
   std::free(reinterpret_cast<void*>(p));
-  --counts.device_bytes_blocks;
+  --counts.device_blocks;
   return kSuccess;
 }
 FAKE cuMemHostAlloc(void** p, size_t bytes, unsigned) {
@@ -190,32 +202,12 @@ FAKE cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
   std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
   return kSuccess;
 }
-FAKE cuStreamCreate(void** s, unsigned) {
-  NEEDS_CONTEXT;
-  *s = new char;
-  ++counts.streams;
-  return kSuccess;
-}
-FAKE cuStreamDestroy_v2(void* s) {
-  NEEDS_CONTEXT;
-  delete static_cast<char*>(s);
-  --counts.streams;
-  return kSuccess;
-}
+FAKE cuStreamCreate(void** s, unsigned) { NEEDS_CONTEXT; return NewHandle(s, counts.streams); }
+FAKE cuStreamDestroy_v2(void* s) { NEEDS_CONTEXT; return DeleteHandle(s, counts.streams); }
 FAKE cuStreamSynchronize(void*) { NEEDS_CONTEXT; return kSuccess; }
 FAKE cuStreamWaitEvent(void*, void*, unsigned) { NEEDS_CONTEXT; return kSuccess; }
-FAKE cuEventCreate(void** e, unsigned) {
-  NEEDS_CONTEXT;
-  *e = new char;
-  ++counts.events;
-  return kSuccess;
-}
-FAKE cuEventDestroy_v2(void* e) {
-  NEEDS_CONTEXT;
-  delete static_cast<char*>(e);
-  --counts.events;
-  return kSuccess;
-}
+FAKE cuEventCreate(void** e, unsigned) { NEEDS_CONTEXT; return NewHandle(e, counts.events); }
+FAKE cuEventDestroy_v2(void* e) { NEEDS_CONTEXT; return DeleteHandle(e, counts.events); }
 FAKE cuEventRecord(void*, void*) { NEEDS_CONTEXT; return kSuccess; }
 FAKE cuEventQuery(void*) { return kSuccess; }
 FAKE cuEventSynchronize(void*) { return kSuccess; }
@@ -224,16 +216,9 @@ FAKE cuModuleLoadData(void** module, const void* image) {
   uint32_t magic = 0;
   std::memcpy(&magic, image, 4);
   if (magic != 0xBA55ED50u) return kInvalidImage;  // a fatbin's header
-  *module = new char;
-  ++counts.modules;
-  return kSuccess;
+  return NewHandle(module, counts.modules);
 }
-FAKE cuModuleUnload(void* module) {
-  NEEDS_CONTEXT;
-  delete static_cast<char*>(module);
-  --counts.modules;
-  return kSuccess;
-}
+FAKE cuModuleUnload(void* module) { NEEDS_CONTEXT; return DeleteHandle(module, counts.modules); }
 FAKE cuModuleGetFunction(const void** f, void*, const char* name) {
   NEEDS_CONTEXT;
   for (const Function& k : kFunctions) {

@@ -4,7 +4,9 @@
 // apart.
 #include "common/os.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,6 +100,45 @@ TEST(OsTest, MemoryAdviceWidensToPagesAndIgnoresFailure) {
   common::AdviseMemory(bytes.data(), 0, common::MemoryAdvice::kDontNeed);
   common::AdviseFile(-1, 0, 0, common::FileAdvice::kSequential);  // EBADF, ignored
   EXPECT_EQ(bytes[5], 0);
+}
+
+// ResidentBytes counts what the page cache holds: a file just read is all
+// there (its last page whole); dropped (fsynced, then POSIX_FADV_DONTNEED),
+// it is not, except on a file system that keeps files in memory. What is
+// not a regular file is refused, named.
+TEST(OsTest, ResidentBytesFollowThePageCache) {
+  testing::TempDir dir;
+  const std::string path = dir.Join("f");
+  const std::string bytes(3 * 1024 * 1024 + 100, 'x');
+  std::ofstream(path, std::ios::binary) << bytes;
+  std::ifstream(path, std::ios::binary).ignore(bytes.size() + 1);
+  const uint64_t page = common::PageSize();
+  auto resident = common::ResidentBytes(path);
+  ASSERT_THAT(resident, testing::IsOk());
+  EXPECT_EQ(*resident, (bytes.size() + page - 1) / page * page);
+  std::ofstream(dir.Join("empty"));
+  resident = common::ResidentBytes(dir.Join("empty"));
+  ASSERT_THAT(resident, testing::IsOk());
+  EXPECT_EQ(*resident, 0u);
+  EXPECT_THAT(common::ResidentBytes(dir.Join("missing")),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr(dir.Join("missing"))));
+  ASSERT_EQ(mkfifo(dir.Join("fifo").c_str(), 0600), 0);
+  EXPECT_THAT(common::ResidentBytes(dir.Join("fifo")),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr(dir.Join("fifo") + ": a FIFO, not a regular file")));
+  EXPECT_THAT(common::ResidentBytes(dir.path().string()),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not a regular file")));
+  auto in_memory = common::IsMemoryFileSystem(path);
+  ASSERT_THAT(in_memory, testing::IsOk());
+  if (*in_memory) GTEST_SKIP() << dir.path() << " is in memory: nothing to drop";
+  const int fd = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fdatasync(fd), 0);  // dirty pages are not dropped
+  common::AdviseFile(fd, 0, 0, common::FileAdvice::kDontNeed);
+  close(fd);
+  resident = common::ResidentBytes(path);
+  ASSERT_THAT(resident, testing::IsOk());
+  EXPECT_LT(*resident, bytes.size() / 2) << "the kernel kept the pages it was told to drop";
 }
 
 // A scratch file is unnamed from the start: its folder shows nothing, and

@@ -110,31 +110,37 @@ class OrderBuilder {
                                      units_[share_.pieces[piece].unit].first_record + r);
   }
 
-  // Pieces that fit the budget: a uniform permutation. A counting sort of
-  // the refs on ~8-key buckets of the draw's top bits, then each bucket
-  // sorted by its keys, drawn again: 10 bytes a record of scratch (the refs
-  // and the counts) instead of a 16-byte key per record.
+  // Pieces that fit the budget: a uniform permutation (after the ramp,
+  // RampFloors). A counting sort of the refs on ~8-key buckets of the key's
+  // top bits, then each bucket sorted by its keys, drawn again: 10 bytes a
+  // record of scratch (the refs and the counts), not 16-byte keys.
   template <typename Emit>
   uint64_t Uniform(Emit& emit) {
     const uint32_t pieces = static_cast<uint32_t>(share_.pieces.size());
     const int bits = std::max(1, static_cast<int>(std::bit_width(share_.records / 8)));
     const int shift = 64 - bits;
+    // The ramp: piece i's keys uniform in [floor[i], 2^64).
+    const std::vector<uint64_t> floors = RampFloors(units_, share_, o_.batch_size);
+    auto key_of = [&](uint32_t i, uint32_t r) {
+      const uint64_t u = DrawFor(i, r);
+      return floors.empty() || floors[i] == 0 ? u : floors[i] + common::Below(u, -floors[i]);
+    };
     std::vector<uint64_t> next((size_t{1} << bits) + 1, 0);
     for (uint32_t i = 0; i < pieces; ++i) {
-      ForEachInPiece(units_, share_, i, [&](uint32_t r) { ++next[(DrawFor(i, r) >> shift) + 1]; });
+      ForEachInPiece(units_, share_, i, [&](uint32_t r) { ++next[(key_of(i, r) >> shift) + 1]; });
     }
     for (size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
     std::vector<SampleRef> refs(share_.records);
     for (uint32_t i = 0; i < pieces; ++i) {
       ForEachInPiece(units_, share_, i,
-                     [&](uint32_t r) { refs[next[DrawFor(i, r) >> shift]++] = {i, r}; });
+                     [&](uint32_t r) { refs[next[key_of(i, r) >> shift]++] = {i, r}; });
     }
     // next[b] is now the end of bucket b.
     std::vector<Keyed> bucket;
     auto emit_sorted = [&](size_t begin, size_t end) {
       bucket.clear();
       for (size_t p = begin; p < end; ++p) {
-        bucket.push_back({DrawFor(refs[p].piece, refs[p].index), refs[p]});
+        bucket.push_back({key_of(refs[p].piece, refs[p].index), refs[p]});
       }
       std::sort(bucket.begin(), bucket.end(), KeyedLess());
       for (const Keyed& k : bucket) {
@@ -146,7 +152,7 @@ class OrderBuilder {
       if (!emit_sorted(begin, next[b])) break;
     }
     return refs.capacity() * sizeof(SampleRef) + next.capacity() * sizeof(uint64_t) +
-           bucket.capacity() * sizeof(Keyed);
+           bucket.capacity() * sizeof(Keyed) + floors.capacity() * sizeof(uint64_t);
   }
 
   // The jittered sort, k pieces at a time: piece i's keys lie in
@@ -245,21 +251,6 @@ absl::Status CheckSegment(const ReadSegment& s, const PlanOptions& o, size_t i,
 
 }  // namespace
 
-void PadOrder(std::vector<SampleRef>& order, std::vector<Piece>& pieces, uint64_t used,
-              uint64_t share) {
-  order.reserve(used);
-  std::vector<uint32_t> copy_of(pieces.size(), UINT32_MAX);
-  for (uint64_t p = share; p < used; ++p) {
-    SampleRef s = order[p % share];
-    if (copy_of[s.piece] == UINT32_MAX) {
-      copy_of[s.piece] = static_cast<uint32_t>(pieces.size());
-      pieces.push_back(pieces[s.piece]);
-    }
-    s.piece = copy_of[s.piece];
-    order.push_back(s);
-  }
-}
-
 uint64_t PlanBytes(const EpochPlan& plan) {
   return plan.order.capacity() * sizeof(SampleRef) + plan.pieces.capacity() * sizeof(Piece);
 }
@@ -296,7 +287,8 @@ uint64_t PlanMemoryBound(const std::vector<ReadUnit>& units, const PlanOptions& 
       scratch = std::max(scratch, 33 * at_most(2 * fits) + 12);
     }
   }
-  const uint64_t build = used * sizeof(SampleRef) + scratch + pieces * (2 * sizeof(Piece) + 8);
+  // And per piece: the ramp's floor, the load order's index tables.
+  const uint64_t build = used * sizeof(SampleRef) + scratch + pieces * (2 * sizeof(Piece) + 16);
   return at_rest + build;
 }
 
@@ -430,8 +422,8 @@ EpochPlan MakeEpochPlan(const std::vector<ReadUnit>& units, const PlanOptions& o
   } else {
     plan.pieces = std::move(pieces);
   }
-  // Held at once at most: the order, the builder's scratch, both piece
-  // lists and their index tables.
+  // Held at once at most: the order, the builder's scratch (the ramp's
+  // floors among it), both piece lists and their index tables.
   plan.build_bytes = plan.order.capacity() * sizeof(SampleRef) + scratch +
                      piece_capacity * (2 * sizeof(Piece) + 8);
   return plan;

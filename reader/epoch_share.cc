@@ -2,6 +2,7 @@
 #include "reader/epoch_share.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <span>
 
@@ -84,6 +85,49 @@ Share RestShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>&
     g = (g + taken) % rest.count;
   }
   return s;
+}
+
+void PadOrder(std::vector<SampleRef>& order, std::vector<Piece>& pieces, uint64_t used,
+              uint64_t share) {
+  order.reserve(used);
+  std::vector<uint32_t> copy_of(pieces.size(), UINT32_MAX);
+  for (uint64_t p = share; p < used; ++p) {
+    SampleRef s = order[p % share];
+    if (copy_of[s.piece] == UINT32_MAX) {
+      copy_of[s.piece] = static_cast<uint32_t>(pieces.size());
+      pieces.push_back(pieces[s.piece]);
+    }
+    s.piece = copy_of[s.piece];
+    order.push_back(s);
+  }
+}
+
+std::vector<uint64_t> RampFloors(const std::vector<ReadUnit>& units, const Share& share,
+                                 int batch_size) {
+  const double batch = batch_size, first = double(kRampBatches) * batch;
+  if (double(share.records) <= first) return {};
+  // In the fraction x of the key range, the keys below x are
+  // C(x) = sum over admitted pieces j of n_j (x - x_j) / (1 - x_j): piecewise
+  // linear, its slope growing by n_j / (1 - x_j) at each admission. Piece i
+  // is admitted at position p_i = batch * log2(S_i / first), S_i the records
+  // before it (0 while S_i <= first); its floor x_i solves C(x_i) = p_i.
+  std::vector<uint64_t> floors(share.pieces.size(), 0);
+  double before = 0, x = 0, c = 0, slope = 0;
+  for (uint32_t i = 0; i < share.pieces.size(); ++i) {
+    uint64_t n = 0;
+    ForEachInPiece(units, share, i, [&](uint32_t) { ++n; });
+    if (before > first && slope > 0) {
+      const double p = batch * std::log2(before / first);
+      // At most half the key range: every piece keeps most of the epoch.
+      const double next = std::min(0.5, x + std::max(0.0, p - c) / slope);
+      c += (next - x) * slope;
+      x = next;
+      floors[i] = static_cast<uint64_t>(std::ldexp(x, 64));
+    }
+    slope += double(n) / (1 - x);
+    before += double(n);
+  }
+  return floors;
 }
 
 }  // namespace shardpack::reader

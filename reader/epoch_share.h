@@ -60,6 +60,19 @@ Share RestShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>&
                 const std::vector<uint64_t>& cum, const EpochRest& rest, uint64_t share,
                 uint64_t start);
 
+// The ramp of a share ordered by a full permutation (docs/reader.md,
+// "Shuffle"): so that the first batch waits for a few blocks, not for all,
+// piece i's records draw their sort keys uniformly from [floor[i], 2^64)
+// instead of [0, 2^64). The pieces holding the first kRampBatches batches'
+// records have floor 0; after them a piece is admitted where the records
+// admitted reach twice as many every batch, the floors chosen so that the
+// admission falls at that position of the order. Past the last floor every
+// position draws from every record left alike. Empty (no ramp) when the
+// first pieces hold the whole share.
+inline constexpr uint64_t kRampBatches = 8;
+std::vector<uint64_t> RampFloors(const std::vector<ReadUnit>& units, const Share& share,
+                                 int batch_size);
+
 }  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_EPOCH_SHARE_H_

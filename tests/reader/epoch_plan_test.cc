@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "reader/epoch_share.h"
 #include "gtest/gtest.h"
 
 namespace shardpack::reader {
@@ -105,9 +106,10 @@ TEST(EpochPlanTest, PlanHoldsEightBytesAPositionAndBuildsInAWindow) {
 }
 
 // The order is the one epoch_plan.h defines: records sorted by (key, piece,
-// index), the key a uniform draw or, windowed, piece << 32 plus a draw below
-// k << 32. Built here the plain way (every key, one std::sort) for one rank,
-// so a saved state's positions mean the same records however the plan is built.
+// index), the key a uniform draw in [floor, 2^64) (the ramp's floor of its
+// piece, epoch_share.h) or, windowed, piece << 32 plus a draw below k << 32.
+// Built here the plain way (every key, one std::sort) for one rank, so a
+// saved state's positions mean the same records however the plan is built.
 TEST(EpochPlanTest, OrderIsTheSortOfTheDefinedKeys) {
   const uint64_t seed = 5, epoch = 3, per_unit = 700, unit_bytes = 1 << 20;
   auto units = Units(300 * per_unit + 123, per_unit, unit_bytes);
@@ -120,12 +122,19 @@ TEST(EpochPlanTest, OrderIsTheSortOfTheDefinedKeys) {
     std::iota(perm.begin(), perm.end(), 0u);
     common::Shuffle(std::span<uint32_t>(perm), seed, common::kStreamUnits, epoch);
     const uint64_t k = budget / unit_bytes - 2;
+    Share share;
+    for (uint32_t unit : perm) share.pieces.push_back({unit, 0, units[unit].records});
+    share.records = units.size() * per_unit;
+    const std::vector<uint64_t> floors = RampFloors(units, share, o.batch_size);
+    ASSERT_EQ(floors.size(), perm.size());
     std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> keyed;
     for (uint32_t piece = 0; piece < perm.size(); ++piece) {
       const ReadUnit& u = units[perm[piece]];
       for (uint32_t r = 0; r < u.records; ++r) {
         const uint64_t draw = common::Draw(seed, common::kStreamSamples, epoch, u.first_record + r);
-        keyed.emplace_back(windowed ? (uint64_t{piece} << 32) + common::Below(draw, k << 32) : draw,
+        const uint64_t f = floors[piece];
+        keyed.emplace_back(windowed ? (uint64_t{piece} << 32) + common::Below(draw, k << 32)
+                                    : f + (f == 0 ? draw : common::Below(draw, -f)),
                            piece, r);
       }
     }
@@ -134,6 +143,72 @@ TEST(EpochPlanTest, OrderIsTheSortOfTheDefinedKeys) {
     for (const auto& [key, piece, r] : keyed) want.push_back(units[perm[piece]].first_record + r);
     EXPECT_EQ(Records(plan, units), want) << "budget " << budget;
   }
+}
+
+// The ramp (epoch_share.h): a share that fits the budget starts from the
+// blocks holding its first 8 batches' records, then twice as many records
+// every batch, so the first batch waits for a few blocks, not for all of
+// them; past the ramp every position draws from every record left alike.
+TEST(EpochPlanTest, TheFirstBatchesDrawFromTheBlocksLoadedFirst) {
+  const uint32_t per_unit = 300, batch = 100;
+  auto units = Units(500 * per_unit, per_unit, 1 << 20);  // 500 units of 1 MiB
+  for (uint64_t epoch : {0, 1, 7}) {
+    PlanOptions o{true, 11, 0, 1, batch, Remainder::kDrop, uint64_t{1} << 30};
+    EpochPlan plan = MakeEpochPlan(units, o, epoch);
+    ASSERT_FALSE(plan.windowed);
+    // Pieces are in load order (by first use): the records of the pieces a
+    // batch needs, counted up to the batch's end.
+    auto records_loaded_by = [&](uint64_t batches) {
+      uint64_t n = 0;
+      for (const Piece& p : plan.pieces) {
+        if (p.first_use < batches * batch) n += p.end - p.begin;
+      }
+      return n;
+    };
+    // The pieces of 8 batches' records (800) are in at the first position,
+    // and the records admitted double every batch: by the end of batch k,
+    // 8 * 2^k batches' worth, give or take the draws (the floors place an
+    // admission where it falls on average) and the pieces at the edge.
+    for (uint64_t k = 1; k < 7; ++k) {
+      EXPECT_LE(records_loaded_by(k), (10 * batch << k) + 2 * per_unit)
+          << "batch " << k << " epoch " << epoch;
+    }
+    EXPECT_GE(records_loaded_by(1), batch);
+    // Every piece is in soon after the ramp (log2(150,000 / 800) ~ 7.6
+    // batches), long before the epoch's end.
+    EXPECT_EQ(records_loaded_by(60), 500u * per_unit);
+    // Past the ramp, the records of the first pieces are spread evenly: in
+    // each tenth of the rest of the epoch they are the same part of it.
+    std::vector<uint64_t> first_pieces;  // records of the pieces the first batch needs
+    std::vector<bool> early(plan.pieces.size());
+    for (size_t i = 0; i < plan.pieces.size(); ++i) early[i] = plan.pieces[i].first_use < batch;
+    const uint64_t from = 12 * batch, tenth = (plan.order.size() - from) / 10;
+    std::vector<double> part;
+    for (int t = 0; t < 10; ++t) {
+      uint64_t n = 0;
+      for (uint64_t p = from + t * tenth; p < from + (t + 1) * tenth; ++p) n += early[plan.order[p].piece];
+      part.push_back(double(n) / double(tenth));
+    }
+    const double lo = *std::min_element(part.begin(), part.end());
+    const double hi = *std::max_element(part.begin(), part.end());
+    EXPECT_GT(lo, 0.0);
+    EXPECT_LT(hi - lo, 0.5 * hi) << "epoch " << epoch;
+  }
+}
+
+// A share that its first 8 batches cover has no ramp: a plain permutation.
+TEST(EpochPlanTest, ASmallShareHasNoRamp) {
+  auto units = Units(700, 100, 4096);
+  Share share;
+  for (uint32_t u = 0; u < units.size(); ++u) share.pieces.push_back({u, 0, 100});
+  share.records = 700;
+  EXPECT_TRUE(RampFloors(units, share, 100).empty());
+  const std::vector<uint64_t> floors = RampFloors(units, share, 10);
+  ASSERT_EQ(floors.size(), 7u);
+  EXPECT_EQ(floors[0], 0u);
+  EXPECT_TRUE(std::is_sorted(floors.begin(), floors.end()));
+  EXPECT_GT(floors.back(), 0u);
+  EXPECT_LE(floors.back(), uint64_t{1} << 63) << "at most half the key range";
 }
 
 TEST(EpochPlanTest, BatchCountsFollowTheRemainderRule) {

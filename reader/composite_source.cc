@@ -54,6 +54,11 @@ UnitLoad CompositeSource::Wait() {
   return load;
 }
 
+void CompositeSource::Release(uint32_t u) {
+  const uint32_t p = part_of_[u];
+  parts_[p]->Release(u - first_unit_[p]);
+}
+
 uint64_t CompositeSource::bytes_read() const {
   uint64_t n = 0;
   for (const auto& p : parts_) n += p->bytes_read();

@@ -28,6 +28,7 @@ class CompositeSource final : public UnitSource {
   size_t BufferBytes(uint32_t u) const override;
   absl::Status Submit(uint32_t u, uint8_t* buffer) override;
   UnitLoad Wait() override;
+  void Release(uint32_t u) override;
   uint64_t bytes_read() const override;
   uint64_t IndexBytes() const override;
   absl::Status CheckIntact() const override;

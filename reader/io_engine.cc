@@ -161,6 +161,15 @@ class MmapIo final : public QueuedEngine {
   IoEngine engine() const override { return IoEngine::kMmap; }
   size_t max_in_flight() const override { return kMmapInFlight; }
   bool zero_copy() const override { return true; }
+  // Pages at the ends shared with a neighbouring block still in use go too:
+  // file pages, read again from the page cache on the next touch.
+  void Release(uint32_t file, uint64_t offset, uint64_t length) override {
+    if (file >= files_.size() || offset > files_[file]->size() ||
+        length > files_[file]->size() - offset) {
+      return;
+    }
+    common::AdviseMemory(files_[file]->data() + offset, length, common::MemoryAdvice::kDontNeed);
+  }
 
  private:
   // Faults the range in ahead of use (a no-op for pages already resident,

@@ -76,6 +76,11 @@ class BlockIo {
   // Whether Wait() returns views into memory that stays valid for the
   // engine's life (mmap), so buffers need not be allocated.
   virtual bool zero_copy() const = 0;
+  // The loader no longer holds `length` bytes at `offset` of file `file`:
+  // a mapping lets their pages go from the process (they stay in the page
+  // cache, and a later read maps them again), so that what a reader maps
+  // stays within its window. A view of them must not be used after this.
+  virtual void Release(uint32_t /*file*/, uint64_t /*offset*/, uint64_t /*length*/) {}
 };
 
 }  // namespace shardpack::reader

@@ -279,6 +279,7 @@ void Loader::Evict(uint32_t unit) {
   UnitSlot& u = units_[unit];
   if (u.pins.load() != 0 || u.state.load() == UnitSlot::kAbsent || loading_[unit]) return;
   u.state.store(UnitSlot::kAbsent);
+  dataset_->source->Release(unit);
   pool_.Give(u.buffer, u.capacity);
   u.buffer = nullptr;
   u.view = UnitView();

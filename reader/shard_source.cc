@@ -80,6 +80,11 @@ class ShardSource final : public UnitSource {
     return io_->Submit({units_[u].file, block.offset, block.stored_size, buffer, u});
   }
 
+  void Release(uint32_t u) override {
+    const BlockInfo& block = BlockOf(u);
+    io_->Release(units_[u].file, block.offset, block.stored_size);
+  }
+
   UnitLoad Wait() override {
     IoCompletion done = io_->Wait();
     const auto u = static_cast<uint32_t>(done.tag);

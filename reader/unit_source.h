@@ -58,6 +58,9 @@ class UnitSource {
 
   // Bytes read from storage so far.
   virtual uint64_t bytes_read() const = 0;
+  // The loader has let unit `u` go (its view is not used again): a source
+  // that maps its files lets the unit's pages go from the process.
+  virtual void Release(uint32_t /*u*/) {}
 
   // Bytes the source holds to find units and records (indexes, unit
   // tables), for the reader's memory report.

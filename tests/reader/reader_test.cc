@@ -25,6 +25,7 @@
 #include "reader/pipeline.h"
 #include "reader/prefetch.h"
 #include "shardpack/dataset.h"
+#include "tests/testing/mapped_rss.h"
 #include "tests/testing/shard_fixtures.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -552,6 +553,36 @@ TEST_F(ReaderTest, ClassSortedDatasetShuffleQualityWithDefaults) {
 }
 
 // ---- Hostile inputs ------------------------------------------------------
+// A mapped dataset larger than the window is held as the window holds it:
+// the pages of the blocks the loader lets go leave the process (they stay in
+// the page cache), so what the reader maps stays within its budget instead
+// of growing to the whole file over an epoch.
+TEST_F(ReaderTest, AMappedDatasetLargerThanTheWindowStaysWithinIt) {
+  const uint64_t n = 20000;  // 3 KiB records in 1 MiB blocks: 59 MiB
+  const std::string path = MakeDataset(dir_, "ds", n, 32, 10, 1 << 20);
+  const std::string shard = fs::canonical(fs::path(path) / "shard-00000.shard").string();
+  ReaderOptions o = Options(path, 256, 2);
+  o.io = IoEngine::kMmap;
+  o.shuffle_bytes = 8 << 20;
+  o.read_ahead_bytes = 4 << 20;
+  SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
+  uint64_t most = 0, delivered = 0;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (;;) {
+      absl::StatusOr<Batch> batch = reader->Next();
+      if (absl::IsOutOfRange(batch.status())) break;
+      SP_ASSERT_OK(batch.status());
+      delivered += batch->size();
+      most = std::max(most, testing::MappedRssBytes(shard));
+    }
+  }
+  EXPECT_EQ(delivered, 2 * (n / 256) * 256);
+  EXPECT_GT(most, 0u) << "the shard was not mapped";
+  // The budget (window and read-ahead, 12 MiB), the pages a released block
+  // shares with its neighbours, and the shard's index pages.
+  EXPECT_LE(most, uint64_t{14} << 20) << "a mapping that kept every page read";
+}
+
 
 // Rewrites the manifest of the dataset at `path` through `edit`.
 void EditManifest(const std::string& path, const std::function<void(Manifest&)>& edit) {

@@ -150,7 +150,7 @@ std::unique_ptr<PyReader> MakeReader(const py::args& args, const py::kwargs& kwa
 
 constexpr char kReaderDoc[] = R"doc(
 Reader(path, *, batch_size=256, shuffle=True, seed=0, rank=-1, world_size=-1,
-       transform="none", threads=0, ring_slots=0, shuffle_bytes=256 MiB,
+       transform="none", threads=0, ring_slots=0, shuffle_bytes=0,
        read_ahead_bytes=32 MiB, io="auto", remainder="drop", layout="NHWC",
        dtype="uint8", mean=(0, 0, 0), std=(1, 1, 1), on_corrupt="error",
        copy=False, indices=False, output="numpy", device="cpu",
@@ -208,6 +208,9 @@ ring_slots steps before must be freed before the next batch can be built
 into its slot: next() raises shardpack.Error rather than wait if it is not.
 ring_slots=0 (the default): the reader chooses (docs/reader.md,
 ring_slots); the reader's ring_slots property says how many.
+shuffle_bytes=0 (the default): the reader chooses the shuffle's budget, the
+dataset whole when a rank's share is at most 256 MiB, else a 32 MiB window
+(docs/reader.md, Shuffle); the shuffle_bytes property says which.
 copy=True: owned arrays, nothing to release.
 
 rank / world_size: -1 takes RANK / WORLD_SIZE from the environment (as
@@ -295,6 +298,8 @@ PYBIND11_MODULE(_shardpack, m) {
       .def_property_readonly("ring_slots", &PyReader::ring_slots,
                              "Slots of the ring (ring_slots, or what 0 chose): up to\n"
                              "ring_slots - 1 zero-copy batches may be held across next().")
+      .def_property_readonly("shuffle_bytes", &PyReader::shuffle_bytes,
+                             "The shuffle's budget in bytes (shuffle_bytes, or what 0 chose).")
       .def_property_readonly("batches_in_epoch", &PyReader::batches_in_epoch,
                              "Batches of the current epoch on this rank: len(reader), or after\n"
                              "an elastic load_state_dict what the epoch's rest gives.")

@@ -102,6 +102,7 @@ class PyReader {
   const ReaderOptions& options() const { return options_; }
   uint64_t records() const { return core_->reader().records(); }
   int ring_slots() const { return core_->reader().ring_slots(); }
+  uint64_t shuffle_bytes() const { return core_->reader().shuffle_bytes(); }
   // The first label field's class names (empty when the dataset has none).
   py::list Classes() const;
   // The dataset's schema: image encoding, layout and shape, label fields.

@@ -85,11 +85,13 @@ PlanOptions PlanOf(const ReadSegment& segment, uint64_t seed, int rank);
 // resolved, not -1), having delivered `batches` of it.
 ReadSegment SegmentOf(const ReaderOptions& options, uint64_t batches = 0);
 
-// The plan of a reader opened with `options` (reader/reader.cc): rank and
-// world size from RANK / WORLD_SIZE where they are -1, and
+// The plan of a reader opened with `options` on a dataset of `units`
+// (reader/reader.cc): rank and world size from RANK / WORLD_SIZE where they
+// are -1, the shuffle budget chosen where it is kAutoShuffleBytes, and
 // InvalidArgumentError for a bad value or a rank that does not exist. For
 // what plans as the reader does (shardbench --compare-memcpy).
-absl::StatusOr<PlanOptions> ReaderPlanOptions(ReaderOptions options);
+absl::StatusOr<PlanOptions> ReaderPlanOptions(ReaderOptions options,
+                                              const std::vector<ReadUnit>& units);
 
 struct EpochPlan {
   std::vector<Piece> pieces;     // sorted by first_use: the load order

@@ -130,4 +130,14 @@ std::vector<uint64_t> RampFloors(const std::vector<ReadUnit>& units, const Share
   return floors;
 }
 
+uint64_t ChosenShuffleBytes(const std::vector<ReadUnit>& units, int world_size) {
+  uint64_t bytes = 0, largest = 0;
+  for (const ReadUnit& u : units) {
+    bytes += u.bytes;
+    largest = std::max(largest, u.bytes);
+  }
+  const uint64_t share = bytes / static_cast<uint64_t>(std::max(world_size, 1)) + 2 * largest;
+  return share <= kWholeShareBytes ? std::max<uint64_t>(share, 1) : kStreamWindowBytes;
+}
+
 }  // namespace shardpack::reader

@@ -73,6 +73,15 @@ inline constexpr uint64_t kRampBatches = 8;
 std::vector<uint64_t> RampFloors(const std::vector<ReadUnit>& units, const Share& share,
                                  int batch_size);
 
+// kAutoShuffleBytes (shardpack/reader.h): a rank's share of `units` read
+// by `world_size` ranks (its bytes, and a unit at each end it may cut) when
+// that is at most kWholeShareBytes, else kStreamWindowBytes. The window an
+// engine is chosen for (BlockIo::Open) before the units are known:
+// kWholeShareBytes, the most a reader holds whole.
+inline constexpr uint64_t kWholeShareBytes = uint64_t{256} << 20;
+inline constexpr uint64_t kStreamWindowBytes = uint64_t{32} << 20;
+uint64_t ChosenShuffleBytes(const std::vector<ReadUnit>& units, int world_size);
+
 }  // namespace shardpack::reader
 
 #endif  // SHARDPACK_READER_EPOCH_SHARE_H_

@@ -13,9 +13,9 @@ int WorkerThreads(int requested) {
 int RingSlotsFor(int requested, uint64_t batch_bytes, int workers) {
   if (requested != kAutoRingSlots) return requested;
   constexpr uint64_t kRingBytes = uint64_t{32} << 20;
-  const uint64_t small = std::clamp<uint64_t>(kRingBytes / std::max<uint64_t>(batch_bytes, 1), 4, 16);
-  return static_cast<int>(
-      std::min<uint64_t>(std::max<uint64_t>(small, uint64_t(std::max(workers, 1)) + 2), kMaxRingSlots));
+  const uint64_t w = uint64_t(std::max(workers, 1));
+  const uint64_t small = std::clamp<uint64_t>(kRingBytes / std::max<uint64_t>(batch_bytes, 1), 4, w + 4);
+  return static_cast<int>(std::min<uint64_t>(std::max<uint64_t>(small, w + 2), kMaxRingSlots));
 }
 
 Pipeline::Pipeline(const PipelineConfig& config, StreamDataset* dataset, const BatchSpec& spec,

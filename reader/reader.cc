@@ -155,6 +155,7 @@ uint64_t Reader::batches_per_epoch() const { return impl_->batches_per_epoch(); 
 uint64_t Reader::batches_in_epoch() const { return impl_->batches_in_epoch(); }
 uint64_t Reader::records() const { return impl_->records(); }
 int Reader::ring_slots() const { return impl_->ring_slots(); }
+uint64_t Reader::shuffle_bytes() const { return impl_->shuffle_bytes(); }
 uint64_t Reader::fingerprint() const { return impl_->fingerprint(); }
 const Schema& Reader::schema() const { return impl_->schema(); }
 const std::vector<SourceInfo>& Reader::sources() const { return impl_->sources(); }

@@ -79,6 +79,7 @@ class Reader::Impl {
   ReaderStats stats() const;
   uint64_t batches_per_epoch() const { return pipeline_->batches_per_epoch(); }
   int ring_slots() const { return options_.ring_slots; }
+  uint64_t shuffle_bytes() const { return options_.shuffle_bytes; }
   uint64_t batches_in_epoch() const { return epoch_batches_; }
   // The records read from: a view's selected, a mixture's sources' together.
   uint64_t records() const {
@@ -104,6 +105,8 @@ class Reader::Impl {
   // from their cache options), then calls OpenDatasetOrMixture.
   absl::Status OpenSources();
   absl::Status OpenDatasetOrMixture();
+  // kAutoShuffleBytes resolved from the opened dataset's units.
+  void ResolveShuffleBytes();
   // What the reader reads, for messages: the path, or the mixture.
   std::string Describe() const;
   // fields_, transform_ and followers_ for the options the pipeline builds

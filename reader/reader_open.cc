@@ -176,16 +176,29 @@ absl::Status Reader::Impl::OpenSources() {
   return OpenDatasetOrMixture();
 }
 
+// kAutoShuffleBytes: chosen from the dataset's units, before any plan.
+void Reader::Impl::ResolveShuffleBytes() {
+  if (options_.shuffle_bytes != kAutoShuffleBytes) return;
+  options_.shuffle_bytes = reader::ChosenShuffleBytes(dataset_.units(), options_.world_size);
+  plan_.budget_bytes = options_.shuffle_bytes;
+}
+
 absl::Status Reader::Impl::OpenDatasetOrMixture() {
+  // The window the I/O engine is chosen for, before the units are known.
+  const uint64_t window = options_.shuffle_bytes == kAutoShuffleBytes
+                              ? reader::kWholeShareBytes
+                              : options_.shuffle_bytes;
   ReaderOptions mixed = options_;
+  mixed.shuffle_bytes = window;
   if (options_.sources.empty()) {
     SP_ASSIGN_OR_RETURN(const bool view, dataset::IsViewFile(options_.path));
     // A view is read as a mixture of one source, drawn whole each epoch.
     if (view) mixed.sources = {{std::exchange(mixed.path, ""), 0, 1.0, 0}};
   }
   if (mixed.sources.empty()) {
-    SP_ASSIGN_OR_RETURN(dataset_, reader::OpenStreamDataset(options_.path, options_.io, storage_,
-                                                            options_.shuffle_bytes));
+    SP_ASSIGN_OR_RETURN(dataset_,
+                        reader::OpenStreamDataset(options_.path, options_.io, storage_, window));
+    ResolveShuffleBytes();
     schema_ = dataset_.manifest().schema;
     fingerprint_ = reader::MemberFingerprint(dataset_.members[0], dataset_.units());
     planner_ = std::make_unique<reader::DatasetPlanner>(dataset_.units(), plan_);
@@ -195,6 +208,7 @@ absl::Status Reader::Impl::OpenDatasetOrMixture() {
   }
   SP_ASSIGN_OR_RETURN(reader::OpenedMix mix, reader::OpenMix(mixed, storage_));
   dataset_ = std::move(mix.dataset);
+  ResolveShuffleBytes();
   schema_ = std::move(mix.schema);
   fingerprint_ = mix.fingerprint;
   sources_ = std::move(mix.sources);

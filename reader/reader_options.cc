@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "reader/epoch_share.h"
 #include "common/enum_names.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
@@ -205,9 +206,13 @@ absl::Status reader::OptionOutOfRange(std::string_view option, std::string_view 
       absl::StrCat(common::AsAbsl(option), " ", common::Excerpt(value), " is out of range"));
 }
 
-absl::StatusOr<reader::PlanOptions> reader::ReaderPlanOptions(ReaderOptions options) {
+absl::StatusOr<reader::PlanOptions> reader::ReaderPlanOptions(
+    ReaderOptions options, const std::vector<ReadUnit>& units) {
   SP_RETURN_IF_ERROR(CheckOptions(options));
   SP_RETURN_IF_ERROR(ResolveRank(&options));
+  if (options.shuffle_bytes == kAutoShuffleBytes) {
+    options.shuffle_bytes = ChosenShuffleBytes(units, options.world_size);
+  }
   return PlanOptionsOf(options);
 }
 

@@ -201,6 +201,12 @@ inline constexpr int kAutoDeviceBuffers = 0;
 // worker builds a whole batch in a slot of its own), plus device_buffers
 // when staging to a device. Reader::ring_slots() says which.
 inline constexpr int kAutoRingSlots = 0;
+// ReaderOptions::shuffle_bytes' default: a rank's share of the dataset when
+// it is at most 256 MiB (permuted whole, and held across epochs: read once),
+// else 32 MiB (a dataset larger than the window is read again every epoch
+// whatever its size, which then only sets how many blocks each position
+// mixes). Reader::options() says which.
+inline constexpr uint64_t kAutoShuffleBytes = 0;
 inline constexpr int kMaxThreads = 1024;
 // Transform::size and Transform::pad: at most this many pixels.
 inline constexpr int kMaxTransformSize = 8192;
@@ -250,8 +256,9 @@ struct ReaderOptions {
   // Bytes of blocks the shuffle may hold at once (docs/reader.md, Shuffle):
   // a dataset share within it is permuted uniformly; a larger one by a
   // jittered sort that keeps about this many bytes of blocks in use at any
-  // position. Default 256 MiB. Reads ahead are read_ahead_bytes, apart.
-  uint64_t shuffle_bytes = uint64_t{256} << 20;
+  // position. kAutoShuffleBytes (the default) chooses. Reads ahead are
+  // read_ahead_bytes, apart.
+  uint64_t shuffle_bytes = kAutoShuffleBytes;
   uint64_t seed = 0;
   // Distributed reading: this process is `rank` of `world_size`. -1 (the
   // default) takes RANK / WORLD_SIZE from the environment, else 0 / 1.
@@ -578,6 +585,9 @@ class Reader {
   // Slots of the ring: ReaderOptions::ring_slots, or what kAutoRingSlots
   // chose for this batch's bytes. Up to ring_slots() - 1 Batches may be held.
   int ring_slots() const;
+  // The shuffle's budget: ReaderOptions::shuffle_bytes, or what
+  // kAutoShuffleBytes chose for this dataset.
+  uint64_t shuffle_bytes() const;
   // The dataset's schema: its image encoding and shape (when fixed) and its
   // label fields with their class names (LabelField::classes, may be empty).
   // A lone `.shard` file carries none: its schema is made up from its first

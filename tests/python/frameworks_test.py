@@ -128,7 +128,8 @@ class DataLoaderTest(LoaderDataset):
         # the resumed loader goes on with epoch 1, not with an empty epoch.
         for k in (0, 1, 5, 11, 12):
             with self.subTest(k=k):
-                first = self.loader()
+                # Holds up to 12 zero-copy batches at once: a ring that deep.
+                first = self.loader(ring_slots=16)
                 it = iter(first)
                 seen = [next(it) for _ in range(k)]
                 state = json.loads(json.dumps(first.state_dict()))  # plain data

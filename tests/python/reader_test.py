@@ -95,10 +95,20 @@ class ReaderTest(fixtures.DatasetTest):
         # so the labels say the records are whole: 100 of each class.
         self.assertEqual(np.bincount(list(labels.values())).tolist(), [100] * 10)
 
+    def test_shuffle_bytes_is_the_dataset_whole_or_what_was_given(self):
+        shards = sum(os.path.getsize(os.path.join(self.ds, f))
+                     for f in os.listdir(self.ds) if f.endswith(".shard"))
+        chosen = self.reader().shuffle_bytes  # a small dataset: its share whole
+        self.assertGreaterEqual(chosen, shards // 2)
+        self.assertLess(chosen, 256 << 20)
+        self.assertEqual(self.reader(shuffle_bytes=5 << 20).shuffle_bytes, 5 << 20)
+        self.assertEqual(self.reader(copy=True).state_dict()["shuffle_bytes"], chosen)
+
     def test_default_ring_is_deeper_for_small_batches(self):
         r = self.reader(batch_size=16)  # more batches an epoch than slots
         batch_bytes = int(np.prod(r.output_shape))  # uint8
-        self.assertEqual(r.ring_slots, min(16, max(4, (32 << 20) // batch_bytes)))
+        # As many as fit in 32 MiB, 4 to a slot a worker and 4 more (2 threads).
+        self.assertEqual(r.ring_slots, min(2 + 4, max(4, (32 << 20) // batch_bytes)))
         self.assertGreater(r.ring_slots, 4)  # the fixture's batches are small
         held = [next(r) for _ in range(r.ring_slots)]  # ring_slots - 1 held across each call
         with self.assertRaisesRegex(shardpack.Error, "still holds the ring slot"):
@@ -150,7 +160,7 @@ class ReaderTest(fixtures.DatasetTest):
         self.assertEqual(state, {"seed": 7, "epoch": 3, "batch": 4, "fingerprint": r.fingerprint,
                                  "world_size": 1, "batch_size": r.batch_size,
                                  "remainder": "drop", "shuffle": True,
-                                 "shuffle_bytes": 256 << 20, "earlier": []})
+                                 "shuffle_bytes": r.shuffle_bytes, "earlier": []})
         rest = list(r)
         resumed = self.reader(copy=True)
         resumed.load_state_dict(state)
@@ -378,7 +388,7 @@ class InterruptTest(unittest.TestCase):
     # Regression: next() waited in C++ with the GIL released and Python ran
     # no signal handler until the batch came (a wedged reader: never).
     def test_ctrl_c_interrupts_next_within_a_second(self):
-        r = shardpack.Reader(self.ds, batch_size=512, shuffle_bytes=0, read_ahead_bytes=0,
+        r = shardpack.Reader(self.ds, batch_size=512, shuffle_bytes=1, read_ahead_bytes=0,
                              threads=1, rank=0, world_size=1)
         for attempt in range(2):  # again: the first left the reader usable
             timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))

@@ -196,6 +196,18 @@ TEST(EpochPlanTest, TheFirstBatchesDrawFromTheBlocksLoadedFirst) {
   }
 }
 
+// kAutoShuffleBytes: a rank's share whole (and a unit at each end) up to
+// 256 MiB, else a 32 MiB window.
+TEST(EpochPlanTest, TheChosenBudgetIsTheShareWholeOrAStreamWindow) {
+  auto units = Units(100 * 300, 300, 1 << 20);  // 100 units of 1 MiB
+  EXPECT_EQ(ChosenShuffleBytes(units, 1), uint64_t{102} << 20);
+  EXPECT_EQ(ChosenShuffleBytes(units, 4), uint64_t{27} << 20);
+  auto big = Units(300 * 300, 300, 1 << 20);  // 300 MiB
+  EXPECT_EQ(ChosenShuffleBytes(big, 1), kStreamWindowBytes);
+  EXPECT_EQ(ChosenShuffleBytes(big, 2), uint64_t{152} << 20);
+  EXPECT_EQ(ChosenShuffleBytes({}, 1), 1u) << "an empty dataset: at least a byte";
+}
+
 // A share that its first 8 batches cover has no ramp: a plain permutation.
 TEST(EpochPlanTest, ASmallShareHasNoRamp) {
   auto units = Units(700, 100, 4096);
@@ -289,7 +301,10 @@ TEST(EpochPlanTest, ClassSortedCifarIsShuffledWellWithDefaultBudget) {
   const uint64_t n = 50000;
   std::vector<ReadUnit> units = Units(n, 1337, 4 << 20);
   ReaderOptions defaults;
-  PlanOptions o{true, defaults.seed, 0, 1, 256, Remainder::kDrop, defaults.shuffle_bytes};
+  ASSERT_EQ(defaults.shuffle_bytes, kAutoShuffleBytes);
+  const uint64_t chosen = ChosenShuffleBytes(units, 1);
+  EXPECT_EQ(chosen, 50000 / 1337 * (4 << 20) + (4 << 20) + 2 * (4 << 20)) << "the share whole";
+  PlanOptions o{true, defaults.seed, 0, 1, 256, Remainder::kDrop, chosen};
   std::vector<uint64_t> e0 = Records(MakeEpochPlan(units, o, 0), units);
   std::vector<uint64_t> e1 = Records(MakeEpochPlan(units, o, 1), units);
   double h = MeanBatchEntropy(e0, n, 10, 256);

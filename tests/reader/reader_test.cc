@@ -187,26 +187,28 @@ TEST(SpreadPrefetchTest, IssuesEveryLineOfTheRecordEvenlyOverTheSteps) {
   EXPECT_EQ(no_steps.lines_left(), 0u);
 }
 
-// The default ring: 4 slots, or as many up to 16 as fit in 32 MiB, and at
-// least a slot a worker and two more; the holding rule follows the slots
-// chosen.
+// The default ring: 4 slots, or for small batches as many up to a worker
+// and four more as fit in 32 MiB, and at least a slot a worker and two
+// more; the holding rule follows the slots chosen.
 TEST_F(ReaderTest, DefaultRingIsDeeperForSmallBatchesAndHoldsOneFewer) {
-  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 1536 << 10, 2), 16);  // CIFAR, 512 a batch
-  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 4 << 20, 2), 8);
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 1536 << 10, 2), 6);  // CIFAR, 512 a batch
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 1536 << 10, 12), 16);
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 4 << 20, 2), 6);
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 4 << 20, 8), 10);
   EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 10 << 20, 2), 4);
   EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, uint64_t{77} << 20, 2), 4);  // 224x224, 512
   EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, uint64_t{77} << 20, 16), 18);
-  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 1536 << 10, 15), 17);
+  EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 1536 << 10, 15), 19);
   EXPECT_EQ(reader::RingSlotsFor(kAutoRingSlots, 1, 1024), kMaxRingSlots);
   EXPECT_EQ(reader::RingSlotsFor(3, 1, 16), 3);
 
   std::string path = MakeDataset(dir_, "ds", 100, 4, 10);
   ReaderOptions o = Options(path, 5, 2);
   SP_ASSERT_OK_AND_ASSIGN(auto reader, Reader::Open(o));
-  ASSERT_EQ(reader->ring_slots(), 16);
-  // Batch k is built into batch k - 16's slot: 15 held across a call.
+  ASSERT_EQ(reader->ring_slots(), 6);
+  // Batch k is built into batch k - 6's slot: 5 held across a call.
   std::vector<Batch> held;
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < 6; ++i) {
     SP_ASSERT_OK_AND_ASSIGN(Batch b, reader->Next());
     held.push_back(std::move(b));
   }
@@ -215,7 +217,7 @@ TEST_F(ReaderTest, DefaultRingIsDeeperForSmallBatchesAndHoldsOneFewer) {
                                 HasSubstr("epoch 0 batch 0 still holds the ring slot")));
   held.erase(held.begin());
   SP_ASSERT_OK_AND_ASSIGN(Batch next, reader->Next());
-  EXPECT_EQ(next.index(), 16u);
+  EXPECT_EQ(next.index(), 6u);
 
   o.ring_slots = 1;
   EXPECT_THAT(Reader::Open(o).status(),
@@ -552,7 +554,6 @@ TEST_F(ReaderTest, ClassSortedDatasetShuffleQualityWithDefaults) {
   std::printf("label entropy %.4f of log2(10), Spearman %.4f\n", fraction, rho);
 }
 
-// ---- Hostile inputs ------------------------------------------------------
 // A mapped dataset larger than the window is held as the window holds it:
 // the pages of the blocks the loader lets go leave the process (they stay in
 // the page cache), so what the reader maps stays within its budget instead
@@ -583,6 +584,7 @@ TEST_F(ReaderTest, AMappedDatasetLargerThanTheWindowStaysWithinIt) {
   EXPECT_LE(most, uint64_t{14} << 20) << "a mapping that kept every page read";
 }
 
+// ---- Hostile inputs ------------------------------------------------------
 
 // Rewrites the manifest of the dataset at `path` through `edit`.
 void EditManifest(const std::string& path, const std::function<void(Manifest&)>& edit) {

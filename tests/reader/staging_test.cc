@@ -345,7 +345,7 @@ TEST_F(StagingTest, DefaultDepthsFollowTheBatchAndTheStaging) {
   auto log = std::make_shared<FakeLog>();
   log->OpenGate(INT_MAX);
   SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(0)));
-  EXPECT_EQ(reader->ring_slots(), 2 + 16 + 2);  // workers, device buffers (tiny batches), two
+  EXPECT_EQ(reader->ring_slots(), 2 + 16 + 4);  // workers, device buffers (tiny batches), four
   ReadEpoch(*reader, true);
   EXPECT_LE(log->max_in_flight, 16);
   EXPECT_EQ(log->overruns, 0);

@@ -136,9 +136,9 @@ TEST(ShardbenchTest, SteadyFiguresLeaveTheWarmupBatchesOut) {
   EXPECT_EQ(j["steady_samples"], 600 - 5 * 30);
   EXPECT_GT(j["steady_images_per_s"].get<double>(), 0);
   EXPECT_GT(j["steady_cpu_us_per_image"].get<double>(), 0);
-  EXPECT_EQ(j["ring_slots"], 16);  // 30 8x8x3 images a batch, 2 workers: the deepest default
+  EXPECT_EQ(j["ring_slots"], 6);  // 30 8x8x3 images a batch, 2 workers: a slot each and 4 more
   j = run({"--threads", "20"});
-  EXPECT_EQ(j["ring_slots"], 22);  // a slot a worker, and two more
+  EXPECT_EQ(j["ring_slots"], 24);  // a slot a worker, and four more
   j = run({"--warmup", "20", "--ring-slots", "3"});
   EXPECT_EQ(j["steady_samples"], 0);
   EXPECT_EQ(j["steady_images_per_s"], 0);

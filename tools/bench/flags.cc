@@ -176,12 +176,13 @@ void AddFlags(CLI::App* app, Flags* f) {
                   "(default SHARDPACK_CACHE_BYTES, else 16GiB)")
       ->check(cli::SizeIn(0, std::numeric_limits<uint64_t>::max()));
   app->add_option("--shuffle-bytes", f->shuffle_bytes,
-                  "Bytes of blocks held for the shuffle (default 256MiB)")
+                  "Bytes of blocks held for the shuffle (default 0: chosen, the dataset whole "
+                  "up to 256MiB a rank, else 32MiB)")
       ->check(cli::SizeIn(0, kMaxBufferBytes));
   app->add_option("--read-ahead", f->read_ahead, "Bytes of reads in flight (default 32MiB)")
       ->check(cli::SizeIn(0, kMaxBufferBytes));
   app->add_option("--ring-slots", f->ring_slots,
-                  "Batches in flight (default: 4, up to 16 for batches under 8MiB)")
+                  "Batches in flight (default: 4, up to threads + 4 for small batches)")
       ->transform(RangeOf("ring_slots"));
   app->add_option("--warmup", f->warmup,
                   "Batches left out of the steady figures, as the torchvision peers' --warmup "

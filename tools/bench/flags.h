@@ -29,7 +29,7 @@ struct Flags {
   int world_size = -1;  // -1: WORLD_SIZE from the environment, else 1
   uint64_t seed = 0;
   bool shuffle = true;
-  std::string shuffle_bytes = "256MiB";
+  std::string shuffle_bytes = "0";  // chosen
   std::string read_ahead = "32MiB";
   std::string cache_dir;    // --cache-dir: a dataset in an object store's cache ("": default)
   std::string cache_bytes;  // --cache-bytes ("": SHARDPACK_CACHE_BYTES, else 16GiB)

@@ -204,7 +204,7 @@ absl::StatusOr<std::unique_ptr<MemcpyReference>> MemcpyReference::Open(
         std::string(EncodingName(image.encoding)), " images"));
   }
   impl->image_bytes = static_cast<size_t>(bytes);
-  SP_ASSIGN_OR_RETURN(impl->plan, reader::ReaderPlanOptions(options));
+  SP_ASSIGN_OR_RETURN(impl->plan, reader::ReaderPlanOptions(options, impl->dataset.units()));
   return std::unique_ptr<MemcpyReference>(new MemcpyReference(std::move(impl)));
 }
 

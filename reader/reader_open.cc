@@ -76,6 +76,7 @@ absl::Status Reader::Impl::Init(const ReaderOptions& options,
   dtype_ = BatchDType(host, engine_ != nullptr);
   plan_ = PlanOptionsOf(options_);
   SP_RETURN_IF_ERROR(OpenSources());
+  host.shuffle_bytes = options_.shuffle_bytes;  // chosen with the dataset open
   SP_RETURN_IF_ERROR(MakeTransforms(host));
   if (engine_ != nullptr && transform_->shape().sample_bytes == 0) {
     return absl::InvalidArgumentError(

@@ -69,7 +69,7 @@ Share RestShare(const std::vector<ReadUnit>& units, const std::vector<uint32_t>&
 // admission falls at that position of the order. Past the last floor every
 // position draws from every record left alike. Empty (no ramp) when the
 // first pieces hold the whole share.
-inline constexpr uint64_t kRampBatches = 8;
+inline constexpr uint64_t kRampBatches = 2;
 std::vector<uint64_t> RampFloors(const std::vector<ReadUnit>& units, const Share& share,
                                  int batch_size);
 

@@ -146,7 +146,7 @@ TEST(EpochPlanTest, OrderIsTheSortOfTheDefinedKeys) {
 }
 
 // The ramp (epoch_share.h): a share that fits the budget starts from the
-// blocks holding its first 8 batches' records, then twice as many records
+// blocks holding its first kRampBatches batches' records, then twice as many records
 // every batch, so the first batch waits for a few blocks, not for all of
 // them; past the ramp every position draws from every record left alike.
 TEST(EpochPlanTest, TheFirstBatchesDrawFromTheBlocksLoadedFirst) {
@@ -165,24 +165,24 @@ TEST(EpochPlanTest, TheFirstBatchesDrawFromTheBlocksLoadedFirst) {
       }
       return n;
     };
-    // The pieces of 8 batches' records (800) are in at the first position,
-    // and the records admitted double every batch: by the end of batch k,
-    // 8 * 2^k batches' worth, give or take the draws (the floors place an
-    // admission where it falls on average) and the pieces at the edge.
+    // The pieces of kRampBatches batches' records are in at the first
+    // position, and the records admitted double every batch: by the end of
+    // batch k, kRampBatches * 2^k batches' worth, give or take the draws (the
+    // floors place an admission where it falls on average) and the pieces at
+    // the edge.
     for (uint64_t k = 1; k < 7; ++k) {
-      EXPECT_LE(records_loaded_by(k), (10 * batch << k) + 2 * per_unit)
+      EXPECT_LE(records_loaded_by(k), (kRampBatches * batch << k) * 5 / 4 + 2 * per_unit)
           << "batch " << k << " epoch " << epoch;
     }
     EXPECT_GE(records_loaded_by(1), batch);
-    // Every piece is in soon after the ramp (log2(150,000 / 800) ~ 7.6
-    // batches), long before the epoch's end.
+    // Every piece is in soon after the ramp (log2(150,000 / 200) ~ 9.6
+    // batches with kRampBatches 2), long before the epoch's end.
     EXPECT_EQ(records_loaded_by(60), 500u * per_unit);
     // Past the ramp, the records of the first pieces are spread evenly: in
     // each tenth of the rest of the epoch they are the same part of it.
-    std::vector<uint64_t> first_pieces;  // records of the pieces the first batch needs
     std::vector<bool> early(plan.pieces.size());
     for (size_t i = 0; i < plan.pieces.size(); ++i) early[i] = plan.pieces[i].first_use < batch;
-    const uint64_t from = 12 * batch, tenth = (plan.order.size() - from) / 10;
+    const uint64_t from = 20 * batch, tenth = (plan.order.size() - from) / 10;
     std::vector<double> part;
     for (int t = 0; t < 10; ++t) {
       uint64_t n = 0;
@@ -208,13 +208,14 @@ TEST(EpochPlanTest, TheChosenBudgetIsTheShareWholeOrAStreamWindow) {
   EXPECT_EQ(ChosenShuffleBytes({}, 1), 1u) << "an empty dataset: at least a byte";
 }
 
-// A share that its first 8 batches cover has no ramp: a plain permutation.
+// A share that its first kRampBatches batches cover has no ramp: a plain
+// permutation.
 TEST(EpochPlanTest, ASmallShareHasNoRamp) {
   auto units = Units(700, 100, 4096);
   Share share;
   for (uint32_t u = 0; u < units.size(); ++u) share.pieces.push_back({u, 0, 100});
   share.records = 700;
-  EXPECT_TRUE(RampFloors(units, share, 100).empty());
+  EXPECT_TRUE(RampFloors(units, share, 700 / kRampBatches).empty());
   const std::vector<uint64_t> floors = RampFloors(units, share, 10);
   ASSERT_EQ(floors.size(), 7u);
   EXPECT_EQ(floors[0], 0u);

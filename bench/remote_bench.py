@@ -3,7 +3,7 @@
 
   bench/remote_bench.py [--work DIR] [--gb 1] [--rounds 5] [--build-dir build-bench]
                         [--threads 2] [--batch-size 512] [--read-ahead 128MiB] [--http]
-                        [--cases a,b,c] [--keep] [--json-out FILE]
+                        [--cases a,b,c] [--pin] [--keep] [--json-out FILE]
 
 Makes a CIFAR-shaped dataset of about --gb GB (build-bench/bench/make_bench_dataset
 --kind cifar) under --work, serves its folder with Debian's nginx over TLS on a
@@ -21,6 +21,10 @@ case of a round side by side with its reference (which goes first alternates):
   (c) time to the first batch (Open + first batch) from a cold remote
       dataset: empty cache directory, page cache dropped.
   (d) requests per GB: nginx's access log over each (a) remote round.
+
+--pin: nginx (its master and workers) on core 1 and every shardbench, local
+and remote, on core 0 with one thread (taskset), so that the ratio shows the
+reader's own cost rather than two programs sharing two cores.
 
 Prints a table of medians (fastest-slowest), and writes every run to
 --json-out when given. Removes --work's dataset at the end unless --keep.
@@ -56,6 +60,8 @@ def parse_args():
     p.add_argument("--http", action="store_true",
                    help="serve plain HTTP instead of HTTPS (no TLS on either end)")
     p.add_argument("--batch-size", type=int, default=512)
+    p.add_argument("--pin", action="store_true",
+                   help="nginx on core 1, shardbench on core 0 with one thread (taskset)")
     p.add_argument("--cases", default="a,b,c",
                    help="which of the cases to run, comma-separated (default a,b,c; (d) comes "
                         "with a)")
@@ -95,6 +101,18 @@ def drop_page_cache(files):
             os.close(fd)
 
 
+def pin_process_tree(pid, cpus):
+    """taskset every thread of `pid` and of its children (nginx's workers)."""
+    pids = [pid]
+    children = f"/proc/{pid}/task/{pid}/children"
+    if os.path.exists(children):
+        with open(children) as f:
+            pids += [int(c) for c in f.read().split()]
+    for p in pids:
+        subprocess.run(["taskset", "-a", "-p", "-c", cpus, str(p)], check=True,
+                       stdout=subprocess.DEVNULL)
+
+
 class Bench:
     def __init__(self, args, tools, ds, url):
         self.args, self.tools, self.ds, self.url = args, tools, ds, url
@@ -103,8 +121,10 @@ class Bench:
         self.runs = []
 
     def shardbench(self, case, path, *flags):
-        cmd = [self.tools["shardbench"], path, "--transform", "none", "--threads",
-               str(self.args.threads), "--batch-size", str(self.args.batch_size),
+        pin = ["taskset", "-c", "0"] if self.args.pin else []
+        cmd = [*pin, self.tools["shardbench"], path, "--transform", "none", "--threads",
+               "1" if self.args.pin else str(self.args.threads),
+               "--batch-size", str(self.args.batch_size),
                "--read-ahead", self.args.read_ahead, "--json", "-q", *flags]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
@@ -234,7 +254,9 @@ def main():
                         "--kind", "cifar"], check=True, stdout=sys.stderr)
         os.sync()  # written pages are clean, so that dropping them works
         print(f"remote_bench: dataset made in {time.monotonic() - t:.1f} s", file=sys.stderr)
-        with servers.Nginx(root, tls=not args.http, workers="auto") as nginx:
+        with servers.Nginx(root, tls=not args.http, workers=1 if args.pin else "auto") as nginx:
+            if args.pin:
+                pin_process_tree(nginx.proc.pid, "1")
             if nginx.ca_file:
                 os.environ["SHARDPACK_CA_BUNDLE"] = nginx.ca_file
             bench = Bench(args, tools, ds, nginx.url + "ds/")

@@ -111,13 +111,13 @@ absl::StatusOr<BlockView> BlockDecoder::Decode(const ShardIndex& index, size_t b
 
 absl::StatusOr<BlockView> BlockDecoder::DecodeInto(const ShardIndex& index, size_t b,
                                                    std::span<const uint8_t> stored,
-                                                   uint8_t* raw) {
-  return DecodeImpl(index, b, stored, [raw](size_t) { return raw; });
+                                                   uint8_t* raw, bool payload_checked) {
+  return DecodeImpl(index, b, stored, [raw](size_t) { return raw; }, payload_checked);
 }
 
 absl::StatusOr<BlockView> BlockDecoder::DecodeImpl(
     const ShardIndex& index, size_t b, std::span<const uint8_t> stored,
-    absl::FunctionRef<uint8_t*(size_t)> raw_buffer) {
+    absl::FunctionRef<uint8_t*(size_t)> raw_buffer, bool payload_checked) {
   const BlockInfo& info = index.block(b);
   const std::string& name = index.name();
   if (stored.size() != info.stored_size) {
@@ -145,7 +145,7 @@ absl::StatusOr<BlockView> BlockDecoder::DecodeImpl(
                       absl::StrCat("header of block ", b, " disagrees with the index"));
   }
   std::span<const uint8_t> payload = stored.subspan(format::kBlockHeaderSize);
-  if (Crc32c(payload) != info.payload_crc32c) {
+  if (!payload_checked && Crc32c(payload) != info.payload_crc32c) {
     return DataLossAt(name, info.offset + format::kBlockHeaderSize,
                       absl::StrCat("checksum mismatch in block ", b, " (records ",
                                    info.first_record, "..",

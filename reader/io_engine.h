@@ -40,6 +40,10 @@ struct IoCompletion {
   uint64_t tag = 0;
   absl::Status status;            // an error names the file and offset
   std::span<const uint8_t> bytes;  // `length` bytes: in the buffer, or the mapping
+  // The engine checked the bytes already: each block in them against the
+  // shard's index (the remote engine checks every block it fetches or takes
+  // from its cache), so the decoder need not check its payload CRC again.
+  bool checked = false;
 };
 
 // Not thread-safe: one loader thread submits and waits.

@@ -60,7 +60,7 @@ class RemoteIo final : public EngineBase {
   absl::Status Submit(const IoRequest& r) override {
     std::unique_lock<std::mutex> lock(mu_);
     SP_RETURN_IF_ERROR(CheckRequest(r, queue_.size()));
-    queue_.push_back({r, CheckRange(r), false, false});
+    queue_.push_back({r, CheckRange(r), false, false, false});
     if (queue_.back().status.ok() && r.length > 0) {
       ++waiting_;
       lock.unlock();
@@ -78,7 +78,9 @@ class RemoteIo final : public EngineBase {
     Queued q = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    return Complete(q.request, std::move(q.status), q.request.buffer);
+    IoCompletion c = Complete(q.request, std::move(q.status), q.request.buffer);
+    c.checked = c.status.ok() && q.checked;
+    return c;
   }
 
  private:
@@ -87,6 +89,7 @@ class RemoteIo final : public EngineBase {
     absl::Status status;
     bool started;
     bool done;
+    bool checked;  // ReadRemote checked every byte (RemoteRead::checked)
   };
 
   // A fetch thread: rounds of every request waiting, until stopped.
@@ -113,6 +116,7 @@ class RemoteIo final : public EngineBase {
       lock.lock();
       for (size_t i = 0; i < round.size(); ++i) {
         round[i]->status = std::move(reads[i].status);
+        round[i]->checked = reads[i].checked;
         round[i]->done = true;
       }
       done_.notify_all();

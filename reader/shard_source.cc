@@ -93,7 +93,7 @@ class ShardSource final : public UnitSource {
     // Stored bytes first (none when the engine hands out views), then room
     // for the decompressed payload.
     auto view = decoder_.DecodeInto(indexes_[ru.file], ru.block, done.bytes,
-                                    buffers_[u] + RawOffset(BlockOf(u)));
+                                    buffers_[u] + RawOffset(BlockOf(u)), done.checked);
     if (absl::Status intact = io_->file(ru.file).CheckIntact(); !intact.ok()) return {u, intact};
     if (!view.ok()) return {u, view.status()};
     return {u, UnitView(*view)};

@@ -58,6 +58,11 @@ struct RemoteRead {
   // O_DIRECT.
   size_t capacity = 0;
   absl::Status status;  // set by ReadRemote
+  // Set by ReadRemote: every byte of dst was checked, each block in it
+  // against the shard's index (header and payload CRC-32C), the rest against
+  // the shard's checked ends, so a reader's decoder need not check the
+  // blocks again. False for a part of a block and for other objects.
+  bool checked = false;
 };
 
 // Serves every read from memory or the cache where it can and fetches the

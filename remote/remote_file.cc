@@ -225,6 +225,7 @@ bool ShardFile::ServeLocally(RemoteRead& r, Need& need) const {
   if (lo.offset >= tail_at_ && BlockIntact({tail_.data() + (lo.offset - tail_at_),
                                              lo.stored_size}, lo)) {
     std::copy_n(tail_.data() + (lo.offset - tail_at_), lo.stored_size, need.bytes.data());
+    r.checked = need.whole.empty();  // dst is the block, not a part of it
     return true;
   }
   if (!d_->cache().Read(BlockEntry(lo), need.bytes)) return false;
@@ -232,7 +233,8 @@ bool ShardFile::ServeLocally(RemoteRead& r, Need& need) const {
     d_->cache().Drop(BlockEntry(lo));
     return false;
   }
-  return true;  // a partial read's part is copied out by ReadRemote
+  r.checked = need.whole.empty();  // a partial read's part is copied out by ReadRemote
+  return true;
 }
 
 absl::Status ShardFile::Check(const Need& need) const {
@@ -263,6 +265,9 @@ absl::Status ShardFile::Check(const Need& need) const {
           "%s @%d: block failed its CRC-32C check on two fetches", url_, b.offset));
     }
   }
+  // Every byte of dst checked (not a part of a block): the reader's decoder
+  // need not check its blocks again.
+  need.read->checked = need.whole.empty();
   for (size_t i = 0; i < need.blocks; ++i) {
     const BlockInfo& b = first[i];
     const bool in_dst = need.blocks == 1 && need.bytes.data() == need.read->dst.data();
@@ -331,6 +336,7 @@ void ReadRemote(std::span<RemoteRead> reads) {
   std::vector<RemoteFile::Need*> todo;
   for (size_t i = 0; i < reads.size(); ++i) {
     reads[i].status = absl::OkStatus();
+    reads[i].checked = false;
     needs[i].read = &reads[i];
     if (!reads[i].file->ServeLocally(reads[i], needs[i])) todo.push_back(&needs[i]);
   }

@@ -178,14 +178,19 @@ class BlockDecoder {
   // As Decode, but a compressed block is decompressed into `raw`
   // (index.block(b).raw_size bytes, owned by the caller), so the view stays
   // valid for as long as `stored` and `raw` do, whatever the decoder does
-  // next. `raw` is not touched for an uncompressed block.
+  // next. `raw` is not touched for an uncompressed block. `payload_checked`:
+  // the caller has checked the payload's CRC-32C against this index's
+  // (a remote dataset's blocks are, as they are fetched or taken from the
+  // cache), so it is not computed again; the header is checked all the same.
   absl::StatusOr<BlockView> DecodeInto(const ShardIndex& index, size_t b,
-                                       std::span<const uint8_t> stored, uint8_t* raw);
+                                       std::span<const uint8_t> stored, uint8_t* raw,
+                                       bool payload_checked = false);
 
  private:
   absl::StatusOr<BlockView> DecodeImpl(const ShardIndex& index, size_t b,
                                        std::span<const uint8_t> stored,
-                                       absl::FunctionRef<uint8_t*(size_t)> raw_buffer);
+                                       absl::FunctionRef<uint8_t*(size_t)> raw_buffer,
+                                       bool payload_checked = false);
   struct Zstd;
   std::unique_ptr<Zstd> zstd_;
   std::unique_ptr<uint8_t[]> scratch_;  // Decode's output for zstd blocks

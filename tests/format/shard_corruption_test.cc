@@ -249,6 +249,33 @@ TEST_P(ShardCorruptionTest, FixtureIsSmallAndHasSeveralBlocks) {
   }
 }
 
+// DecodeInto's payload_checked: a caller that checked the payload's CRC-32C
+// (the remote engine, as it fetches) spares the decoder the same check; the
+// header is checked all the same. Without it a flipped payload byte is
+// reported; with it the decoder trusts the caller (whose check would have
+// caught the flip) and decodes what it was given.
+TEST_P(ShardCorruptionTest, ACheckedPayloadIsNotCheckedAgainButItsHeaderIs) {
+  const Fixture& f = fixture();
+  auto file = NewMemoryFile(kName, Bytes(f.bytes));
+  SP_ASSERT_OK_AND_ASSIGN(ShardIndex index, ShardIndex::Load(*file));
+  const BlockInfo& b = index.block(0);
+  std::vector<uint8_t> stored(f.bytes.begin() + b.offset, f.bytes.begin() + b.offset + b.stored_size);
+  std::vector<uint8_t> raw(b.raw_size);
+  BlockDecoder decoder;
+  SP_ASSERT_OK(decoder.DecodeInto(index, 0, stored, raw.data(), /*payload_checked=*/true).status());
+  std::vector<uint8_t> payload_flipped = stored;
+  payload_flipped[format::kBlockHeaderSize + 3] ^= 0x10;
+  EXPECT_THAT(decoder.DecodeInto(index, 0, payload_flipped, raw.data()),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("checksum mismatch in block 0")));
+  if (GetParam() == Compression::kNone) {  // a zstd frame may refuse the flip itself
+    EXPECT_TRUE(decoder.DecodeInto(index, 0, payload_flipped, raw.data(), true).ok());
+  }
+  std::vector<uint8_t> header_flipped = stored;
+  header_flipped[9] ^= 0x01;
+  EXPECT_THAT(decoder.DecodeInto(index, 0, header_flipped, raw.data(), true),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("header checksum mismatch")));
+}
+
 // Every byte is under a CRC or a zero-padding check, so every flip is found
 // by VerifyShard; the reader either reports it or, for padding it never
 // reads, returns exactly the original records.

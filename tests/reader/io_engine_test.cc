@@ -123,6 +123,7 @@ class IoEngineTest : public ::testing::TestWithParam<IoEngine> {
       SP_ASSERT_OK(c.status);
       ASSERT_EQ(c.tag, r.tag);
       ASSERT_EQ(c.bytes.size(), r.length);
+      EXPECT_FALSE(c.checked) << "a local engine checks nothing: the decoder must";
       if (!io.zero_copy() && r.length > 0) {
         EXPECT_EQ(c.bytes.data(), r.buffer);
       }

@@ -152,6 +152,9 @@ class RemoteDatasetTest : public ::testing::Test {
     for (size_t i = 0; i < reads.size(); ++i) {
       while (reads[i].file != files[f].get()) ++f;
       SP_EXPECT_OK(reads[i].status);
+      // Fetched, cached or within the tail: checked here, not again by a
+      // reader's decoder (RemoteRead::checked).
+      EXPECT_TRUE(reads[i].checked) << "block at " << reads[i].offset;
       EXPECT_TRUE(std::string(buffers[i].begin(), buffers[i].end()) ==
                   local[f].substr(reads[i].offset, buffers[i].size()))
           << "block at " << reads[i].offset << " of shard " << f;
@@ -345,6 +348,16 @@ TEST_F(RemoteDatasetTest, PartialReadsGetTheirPartOfACheckedBlock) {
       EXPECT_EQ(store->stats().requests, before) << "the second pass fetched";
     }
   }
+  // A part of a block is not a checked block for a decoder; the block is.
+  const BlockInfo& b = index->block(1);
+  std::vector<uint8_t> part(100), block(b.stored_size);
+  std::vector<RemoteRead> reads = {{file->get(), b.offset + 10, part, 0, {}, true},
+                                   {file->get(), b.offset, block, 0, {}, false}};
+  ReadRemote(reads);
+  SP_ASSERT_OK(reads[0].status);
+  SP_ASSERT_OK(reads[1].status);
+  EXPECT_FALSE(reads[0].checked);
+  EXPECT_TRUE(reads[1].checked);
 }
 
 // An object read whole (the record table here; LMDB and HDF5 shards the

@@ -34,6 +34,11 @@ constexpr uint64_t kTailBytes = uint64_t{256} << 10;
 //   [28, 32) CRC-32C of every byte before these four (LE)
 constexpr uint8_t kEndsMagic[8] = {'S', 'P', 'C', 'E', 'N', 'D', 'S', '1'};
 constexpr size_t kEndsTrailerBytes = 32;
+// A footer that starts before the tail (a shard of more than ~60,000
+// records) has the rest fetched once at open and kept beside the ends, up to
+// this much; beyond it (no shard the tools write comes near) ShardIndex::Load
+// fetches it as it reads, as any read of the object.
+constexpr uint64_t kMaxFooterBytes = uint64_t{64} << 20;
 
 // A block as stored: header (magic, CRC) and payload (the footer's CRC).
 bool BlockIntact(std::span<const uint8_t> b, const BlockInfo& info) {
@@ -88,6 +93,15 @@ class ShardFile final : public RemoteFile {
   // The ends' cache entry (kEndsMagic): into head_ and tail_ if it is theirs.
   bool ReadCachedEnds();
   void PutCachedEnds();
+  // The footer's part before the tail (TakeFooter), as its own entry.
+  void PutCachedFooter();
+  // The footer's part before the tail, where the trailer places the footer
+  // there: from the cache, else fetched (one request), then prepended to
+  // tail_, so that every read of the footer is served from memory.
+  absl::Status TakeFooter();
+  // Bytes of tail_ that the ends' entry holds (the rest, before them, is the
+  // footer's entry).
+  size_t TailBytes() const { return static_cast<size_t>(std::min(kTailBytes, size_)); }
 
   std::shared_ptr<RemoteDataset> d_;
   const std::string object_;
@@ -101,6 +115,7 @@ class ShardFile final : public RemoteFile {
   uint64_t tail_from_ = 0;          // [tail_from_, size_) (all while loading)
   std::vector<BlockInfo> blocks_;   // by offset; empty until loaded
   bool cached_ends_ = false;        // head_ and tail_ came from the cache
+  bool footer_fetched_ = false;     // TakeFooter fetched the footer's part
 };
 
 // The head and tail from the cache, else two requests for them.
@@ -126,7 +141,7 @@ void EndsTrailer(std::span<uint8_t> entry, uint64_t size, uint32_t crc, size_t h
 }
 
 bool ShardFile::ReadCachedEnds() {
-  std::vector<uint8_t> entry(head_.size() + tail_.size() + kEndsTrailerBytes);
+  std::vector<uint8_t> entry(head_.size() + TailBytes() + kEndsTrailerBytes);
   if (!d_->cache().Read(Entry("ends"), entry)) return false;
   std::vector<uint8_t> expected(entry.begin(), entry.end());
   EndsTrailer(expected, size_, crc32c_, head_.size(), tail_.size());
@@ -141,20 +156,67 @@ bool ShardFile::ReadCachedEnds() {
 }
 
 void ShardFile::PutCachedEnds() {
-  std::vector<uint8_t> entry(head_.size() + tail_.size() + kEndsTrailerBytes);
+  std::vector<uint8_t> entry(head_.size() + TailBytes() + kEndsTrailerBytes);
   std::copy(head_.begin(), head_.end(), entry.begin());
-  std::copy(tail_.begin(), tail_.end(), entry.begin() + head_.size());
-  EndsTrailer(entry, size_, crc32c_, head_.size(), tail_.size());
+  std::copy(tail_.end() - TailBytes(), tail_.end(), entry.begin() + head_.size());
+  EndsTrailer(entry, size_, crc32c_, head_.size(), TailBytes());
   d_->cache().Put(Entry("ends"), entry);
+}
+
+void ShardFile::PutCachedFooter() {
+  const size_t footer = tail_.size() - TailBytes();
+  std::vector<uint8_t> part(footer + kEndsTrailerBytes);
+  std::copy_n(tail_.begin(), footer, part.begin());
+  EndsTrailer(part, size_, crc32c_, 0, footer);
+  d_->cache().Put(Entry("footer"), part);
+}
+
+absl::Status ShardFile::TakeFooter() {
+  if (tail_.size() < format::kTrailerSize) return absl::OkStatus();
+  const uint8_t* t = tail_.data() + tail_.size() - format::kTrailerSize;
+  // Only a trailer that checks out places the footer; any other is
+  // ShardIndex::Load's to report.
+  if (common::LoadLE<uint32_t>(t + format::kTrailerCrcOffset) !=
+      Crc32c({t, format::kTrailerCrcOffset})) {
+    return absl::OkStatus();
+  }
+  const uint64_t footer = common::LoadLE<uint64_t>(t);
+  if (footer >= tail_at_ || footer < head_.size() || tail_at_ - footer > kMaxFooterBytes) {
+    return absl::OkStatus();
+  }
+  const size_t missing = static_cast<size_t>(tail_at_ - footer);
+  std::vector<uint8_t> part(missing + kEndsTrailerBytes);
+  bool cached = false;
+  if (d_->cache().Read(Entry("footer"), part)) {
+    std::vector<uint8_t> expected(part);
+    EndsTrailer(expected, size_, crc32c_, 0, missing);
+    cached = std::equal(part.end() - kEndsTrailerBytes, part.end(),
+                        expected.end() - kEndsTrailerBytes);
+    if (!cached) d_->cache().Drop(Entry("footer"));
+  }
+  if (!cached) {
+    std::vector<RangeRequest> request = {{object_, footer, {part.data(), missing}, {}}};
+    d_->store().Fetch(request);
+    SP_RETURN_IF_ERROR(request[0].status);
+    footer_fetched_ = true;  // kept once the index checks out
+  }
+  tail_.insert(tail_.begin(), part.begin(), part.begin() + static_cast<ptrdiff_t>(missing));
+  tail_at_ = tail_from_ = footer;
+  return absl::OkStatus();
 }
 
 // The index from the ends (fetched again when cached ones fail it).
 absl::Status ShardFile::Load() {
+  SP_RETURN_IF_ERROR(TakeFooter());
   absl::StatusOr<ShardIndex> index = ShardIndex::Load(*this);
   if (!index.ok() && cached_ends_) {  // a damaged cache entry: dropped, never used
     d_->cache().Drop(Entry("ends"));
+    d_->cache().Drop(Entry("footer"));
+    tail_.erase(tail_.begin(), tail_.end() - TailBytes());
+    tail_at_ = tail_from_ = size_ - tail_.size();
     SP_RETURN_IF_ERROR(FetchEnds());
     cached_ends_ = false;
+    SP_RETURN_IF_ERROR(TakeFooter());
     index = ShardIndex::Load(*this);
   }
   if (!index.ok()) return index.status();
@@ -165,6 +227,7 @@ absl::Status ShardFile::Load() {
   head_end_ = blocks_.empty() ? head_.size() : std::min<uint64_t>(head_.size(), blocks_[0].offset);
   tail_from_ = std::max(tail_at_, index->footer_offset());
   if (!cached_ends_) PutCachedEnds();
+  if (footer_fetched_) PutCachedFooter();
   return absl::OkStatus();
 }
 

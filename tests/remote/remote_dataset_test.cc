@@ -197,6 +197,61 @@ TEST_F(RemoteDatasetTest, SecondPassIsServedByTheCacheWithNoRequest) {
   EXPECT_EQ(store->stats().requests, 1u);
 }
 
+// A shard of more records than the tail's 256 KiB of footer holds: the rest
+// of its footer is fetched once, at open, and kept beside the ends; every
+// later read of the footer (a reader's own index) is served from memory, and
+// a new process takes both from the cache.
+TEST_F(RemoteDatasetTest, AFooterLongerThanTheTailIsFetchedOnce) {
+  const std::string data = dir_.Join("big");
+  fs::create_directories(data);
+  DatasetWriterOptions o;
+  o.directory = data;
+  o.schema.image.encoding = Encoding::kJpeg;
+  o.schema.labels = {{"label", {}}};
+  auto writer = DatasetWriter::Create(o);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (uint64_t i = 0; i < 80000; ++i) {  // 4 bytes of record offset each: 320 KB
+    auto r = testing::JpegLikeRecord(i, 16);
+    r.labels = {static_cast<int64_t>(i % 7)};
+    SP_ASSERT_OK((*writer)->Add(r.record()));
+  }
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, (*writer)->Finish());
+  ASSERT_EQ(m.shards.size(), 1u);
+  const std::string shard = m.shards[0].path;
+  // A third process finds the footer's cache entry damaged: its trailer's
+  // CRC-32C (over the entry) refuses it, and the footer's rest alone is
+  // fetched again, never the damaged bytes used.
+  for (int process = 0; process < 3; ++process) {
+    if (process == 2) {
+      int damaged = 0;
+      for (const auto& e : fs::recursive_directory_iterator(dir_.Join("cache"))) {
+        const std::string name = e.path().filename().string();
+        if (!e.is_regular_file() || name.find("-footer") == std::string::npos) continue;
+        std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(1000);
+        f.put('\x5a');
+        ++damaged;
+      }
+      ASSERT_EQ(damaged, 1);
+    }
+    MemoryStore* store = nullptr;
+    auto d = Open(uint64_t{1} << 30, &store, data);
+    ASSERT_NE(d, nullptr);
+    SP_ASSERT_OK_AND_ASSIGN(auto file, d->OpenFile(shard));
+    // The manifest, then the head and tail and the footer's rest; a second
+    // process: the manifest alone; the third: the manifest and the footer.
+    const uint64_t opened = store->stats().requests;
+    EXPECT_EQ(opened, std::vector<uint64_t>({4, 1, 2})[process]) << "process " << process;
+    for (int load = 0; load < 2; ++load) {
+      SP_ASSERT_OK_AND_ASSIGN(ShardIndex index, ShardIndex::Load(*file));
+      ASSERT_LT(index.footer_offset() + (uint64_t{256} << 10), m.shards[0].bytes)
+          << "the footer fits the tail: no test";
+      EXPECT_EQ(index.num_records(), 80000u);
+    }
+    EXPECT_EQ(store->stats().requests, opened) << "the footer fetched again";
+  }
+}
+
 TEST_F(RemoteDatasetTest, DamagedBlockIsFetchedAgainThenDataLossUncached) {
   MemoryStore* store = nullptr;
   auto d = Open(uint64_t{1} << 30, &store);

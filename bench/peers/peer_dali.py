@@ -10,9 +10,13 @@ imagefolder: DALI reads the folder as it is (convert only names it), with the
   fn.decoders.image_random_crop(device="cpu", RandomResizedCrop's area and
   aspect ranges; DALI's fused decode + crop decodes only the region) ->
   fn.resize(224 x 224) -> fn.flip(horizontal=coin_flip).
-cifar: DALI has no reader for the CIFAR binary, so it is fed with
-  fn.external_source from a memmap of the file (convert only names it),
-  shuffled by a seeded permutation; fn.crop(40 x 40, out_of_bounds_policy=
+cifar: DALI has no reader for the CIFAR binary, so it is fed with its
+  parallel external source (parallel=True, batch mode with batch_info: a
+  picklable callable that returns batch `iteration` of epoch `epoch_idx`
+  from a memmap of the file, shuffled by a seeded permutation) in
+  py_num_workers=workers Python worker processes (forked), so the batches
+  are assembled beside the pipeline, not on the main thread (convert only
+  names the file); fn.crop(40 x 40, out_of_bounds_policy=
   "pad") pads 4 zeros around, then fn.crop_mirror_normalize takes a random
   32 x 32 window (9 positions a side) with a random mirror, uint8 CHW.
 The pipeline runs num_threads=workers CPU threads, prefetch_queue_depth=2
@@ -25,7 +29,6 @@ the CIFAR pixels go to the GPU (.gpu()) before the crops; batches reach
 torch through DALI's DALIGenericIterator, as its PyTorch examples do.
 """
 
-import itertools
 import math
 
 import numpy as np
@@ -45,9 +48,9 @@ except ImportError as e:
 SETTINGS = ("CPU pipeline (device_id=None), num_threads=workers, prefetch_queue_depth=2, "
             "exec_pipelined+exec_async; imagefolder: readers.file(random_shuffle=True, "
             "initial_fill=1024, pad_last_batch=True) -> decoders.image_random_crop(cpu) -> "
-            "resize(224,224) -> flip(coin_flip); cifar: external_source over the binary "
-            "(seeded permutation) -> crop(40,pad) -> crop_mirror_normalize(32, random pos, "
-            "mirror, uint8)")
+            "resize(224,224) -> flip(coin_flip); cifar: parallel external_source over the "
+            "binary (batch_info callable, py_num_workers=workers, fork; seeded permutation) "
+            "-> crop(40,pad) -> crop_mirror_normalize(32, random pos, mirror, uint8)")
 
 
 def convert(kind, src, out_dir, workers):
@@ -82,25 +85,42 @@ def _imagefolder_pipe(root, batch_size, workers, seed, device="cpu"):
     return pipe()
 
 
+class _CifarBatches:
+    """The parallel external source's callback (batch mode, batch_info=True):
+    batch `info.iteration` of epoch `info.epoch_idx`, StopIteration past the
+    epoch's end. Runs in DALI's Python workers; each maps the file itself."""
+
+    def __init__(self, path, n, batch_size, seed):
+        self.path, self.n, self.batch_size, self.seed = path, n, batch_size, seed
+        self.records = self.order = self.epoch = None
+
+    def __call__(self, info):
+        lo = info.iteration * self.batch_size
+        if lo >= self.n:
+            raise StopIteration
+        if self.records is None:
+            self.records = shared.cifar_records(self.path)
+        if self.epoch != info.epoch_idx:
+            self.epoch = info.epoch_idx
+            self.order = np.random.default_rng([self.seed, self.epoch]).permutation(self.n)
+        rows = self.records[np.sort(self.order[lo:lo + self.batch_size])]
+        images, labels = shared.cifar_split(rows)
+        return np.ascontiguousarray(images), labels
+
+
 def _cifar_pipe(path, batch_size, workers, seed, device="cpu"):
-    records = shared.cifar_records(path)
-    n = records.shape[0]
-
-    epochs = itertools.count()
-
-    def source():  # called again for each epoch (cycle="raise")
-        order = np.random.default_rng([seed, next(epochs)]).permutation(n)
-        for lo in range(0, n, batch_size):
-            images, labels = shared.cifar_split(records[np.sort(order[lo:lo + batch_size])])
-            yield np.ascontiguousarray(images), labels
+    n = shared.cifar_records(path).shape[0]
+    source = _CifarBatches(path, n, batch_size, seed)
 
     pad = 32 + 2 * shared.CIFAR_PAD
     positions = [i / (2 * shared.CIFAR_PAD) for i in range(2 * shared.CIFAR_PAD + 1)]
 
     @dali.pipeline_def(batch_size=batch_size, num_threads=workers, device_id=_device_id(device),
-                       seed=seed, prefetch_queue_depth=2)
+                       seed=seed, prefetch_queue_depth=2, py_num_workers=workers,
+                       py_start_method="fork")
     def pipe():
-        images, labels = fn.external_source(source=source, num_outputs=2, cycle="raise",
+        images, labels = fn.external_source(source=source, num_outputs=2, batch=True,
+                                            batch_info=True, parallel=True,
                                             layout=["CHW", ""],
                                             dtype=[types.UINT8, types.INT64])
         if device != "cpu":
@@ -149,7 +169,7 @@ class _Loader:
                 yield batch["images"], batch["labels"].reshape(-1)
             return
         if self.kind == "cifar":
-            # external_source's generator ends the epoch: run until StopIteration
+            # the source's StopIteration ends the epoch: run until the pipeline raises it
             # (prefetching has already met it), then reset for the next one.
             while True:
                 try:

@@ -6,7 +6,11 @@ batch_size).pipe(collate).add_sink(buffer).build(num_threads=N), with
 N = workers threads in one process (SPDL's model: the work releases the GIL).
 
 cifar: the source yields shuffled index batches; the pipe gathers the records
-  from a memmap of the binary and augments them (pad-4 crop + flip).
+  from a memmap of the binary and augments them (pad-4 crop + flip) in a
+  ProcessPoolExecutor of `workers` processes (spawned; SPDL's multi-process
+  model for work that holds the GIL, as numpy's fancy indexing of small
+  arrays does: as threads, 2 workers ran slower than 1), the batches coming
+  back pickled.
 imagefolder: the source yields shuffled (path, label); the pipe demuxes the
   JPEG (spdl.io.demux_image, which gives the size), then decodes it through an
   FFmpeg filter graph doing the RandomResizedCrop(224) + flip
@@ -15,6 +19,8 @@ imagefolder: the source yields shuffled (path, label); the pipe demuxes the
   them); without them the kind is Unsupported with the import error.
 """
 
+import concurrent.futures
+import multiprocessing
 import os
 
 import numpy as np
@@ -32,7 +38,8 @@ except ImportError as e:
     spdl = None
     VERSION = f"not installed ({e})"
 
-SETTINGS = ("PipelineBuilder: source (shuffled) -> pipe(load+augment, concurrency=workers) -> "
+SETTINGS = ("PipelineBuilder: source (shuffled) -> pipe(load+augment, concurrency=workers; "
+            "cifar: executor=ProcessPoolExecutor(workers, spawn)) -> "
             "aggregate(batch_size) / collate -> add_sink(buffer_size=2*workers), build("
             "num_threads=workers); imagefolder: spdl.io demux_image + decode_packets with an "
             "FFmpeg filter crop,scale=224:224:flags=bilinear,hflip,format=rgb24")
@@ -71,6 +78,27 @@ def _jpeg_op(seed):
     return load
 
 
+class _CifarLoad:
+    """Gathers and augments one index batch; picklable, for the worker
+    processes: each maps the binary itself the first time."""
+
+    def __init__(self, path):
+        self.path, self.records = path, None
+
+    def __getstate__(self):
+        return {"path": self.path}
+
+    def __setstate__(self, state):
+        self.path, self.records = state["path"], None
+
+    def __call__(self, item):
+        if self.records is None:
+            self.records = shared.cifar_records(self.path)
+        draw, idx = item
+        images, labels = shared.cifar_split(self.records[idx])
+        return shared.cifar_augment_batch(images, np.random.default_rng(draw)), labels
+
+
 def _collate(samples):
     return (np.stack([s[0] for s in samples]), np.asarray([s[1] for s in samples], np.int64))
 
@@ -92,21 +120,20 @@ def loader(kind, out_dir, batch_size, workers, seed):
     src = shared.read_source(out_dir)
     rng = np.random.default_rng(seed)
     if kind == "cifar":
-        records = shared.cifar_records(src)
+        n = shared.cifar_records(src).shape[0]
+        load = _CifarLoad(src)
+        executor = concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
         def source():
-            order = rng.permutation(records.shape[0])
+            order = rng.permutation(n)
             for lo in range(0, len(order), batch_size):
                 yield int(rng.integers(1 << 62)), np.sort(order[lo:lo + batch_size])
 
-        def load(item):
-            draw, idx = item
-            images, labels = shared.cifar_split(records[idx])
-            return shared.cifar_augment_batch(images, np.random.default_rng(draw)), labels
-
         def build():
             return (spdl.pipeline.PipelineBuilder().add_source(source())
-                    .pipe(load, concurrency=workers, output_order="completion")
+                    .pipe(load, concurrency=workers, executor=executor,
+                          output_order="completion")
                     .add_sink(2 * workers).build(num_threads=workers))
     else:
         _need_io()

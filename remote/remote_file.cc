@@ -90,11 +90,15 @@ class ShardFile final : public RemoteFile {
   bool FromEnds(const RemoteRead& r) const;
   // The blocks [first, last) that [offset, offset + n) overlaps.
   std::pair<size_t, size_t> BlocksOver(uint64_t offset, uint64_t n) const;
-  // The ends' cache entry (kEndsMagic): into head_ and tail_ if it is theirs.
+  // A cache entry of parts of the object (kEndsMagic): `head` and `tail`
+  // bytes and the trailer binding them to the object. Read into `entry`
+  // (head + tail + trailer bytes) when the cache holds it intact, else
+  // dropped: false.
+  bool ReadCachedPart(std::string_view what, std::span<uint8_t> entry, size_t head, size_t tail);
+  void PutCachedPart(std::string_view what, std::span<const uint8_t> head,
+                     std::span<const uint8_t> tail);
+  // The ends' entry ("ends"): into head_ and tail_ if it is theirs.
   bool ReadCachedEnds();
-  void PutCachedEnds();
-  // The footer's part before the tail (TakeFooter), as its own entry.
-  void PutCachedFooter();
   // The footer's part before the tail, where the trailer places the footer
   // there: from the cache, else fetched (one request), then prepended to
   // tail_, so that every read of the footer is served from memory.
@@ -140,35 +144,34 @@ void EndsTrailer(std::span<uint8_t> entry, uint64_t size, uint32_t crc, size_t h
   common::StoreLE<uint32_t>(t + 28, Crc32c(entry.first(entry.size() - 4)));
 }
 
-bool ShardFile::ReadCachedEnds() {
-  std::vector<uint8_t> entry(head_.size() + TailBytes() + kEndsTrailerBytes);
-  if (!d_->cache().Read(Entry("ends"), entry)) return false;
+bool ShardFile::ReadCachedPart(std::string_view what, std::span<uint8_t> entry, size_t head,
+                               size_t tail) {
+  if (!d_->cache().Read(Entry(what), entry)) return false;
   std::vector<uint8_t> expected(entry.begin(), entry.end());
-  EndsTrailer(expected, size_, crc32c_, head_.size(), tail_.size());
+  EndsTrailer(expected, size_, crc32c_, head, tail);
   if (!std::equal(entry.end() - kEndsTrailerBytes, entry.end(),
                   expected.end() - kEndsTrailerBytes)) {
-    d_->cache().Drop(Entry("ends"));  // torn, damaged, or another object's
+    d_->cache().Drop(Entry(what));  // torn, damaged, or another object's
     return false;
   }
-  std::copy_n(entry.begin(), head_.size(), head_.begin());
-  std::copy_n(entry.begin() + head_.size(), tail_.size(), tail_.begin());
   return true;
 }
 
-void ShardFile::PutCachedEnds() {
-  std::vector<uint8_t> entry(head_.size() + TailBytes() + kEndsTrailerBytes);
-  std::copy(head_.begin(), head_.end(), entry.begin());
-  std::copy(tail_.end() - TailBytes(), tail_.end(), entry.begin() + head_.size());
-  EndsTrailer(entry, size_, crc32c_, head_.size(), TailBytes());
-  d_->cache().Put(Entry("ends"), entry);
+void ShardFile::PutCachedPart(std::string_view what, std::span<const uint8_t> head,
+                              std::span<const uint8_t> tail) {
+  std::vector<uint8_t> entry(head.size() + tail.size() + kEndsTrailerBytes);
+  std::copy(head.begin(), head.end(), entry.begin());
+  std::copy(tail.begin(), tail.end(), entry.begin() + head.size());
+  EndsTrailer(entry, size_, crc32c_, head.size(), tail.size());
+  d_->cache().Put(Entry(what), entry);
 }
 
-void ShardFile::PutCachedFooter() {
-  const size_t footer = tail_.size() - TailBytes();
-  std::vector<uint8_t> part(footer + kEndsTrailerBytes);
-  std::copy_n(tail_.begin(), footer, part.begin());
-  EndsTrailer(part, size_, crc32c_, 0, footer);
-  d_->cache().Put(Entry("footer"), part);
+bool ShardFile::ReadCachedEnds() {
+  std::vector<uint8_t> entry(head_.size() + TailBytes() + kEndsTrailerBytes);
+  if (!ReadCachedPart("ends", entry, head_.size(), TailBytes())) return false;
+  std::copy_n(entry.begin(), head_.size(), head_.begin());
+  std::copy_n(entry.begin() + head_.size(), tail_.size(), tail_.begin());
+  return true;
 }
 
 absl::Status ShardFile::TakeFooter() {
@@ -186,15 +189,7 @@ absl::Status ShardFile::TakeFooter() {
   }
   const size_t missing = static_cast<size_t>(tail_at_ - footer);
   std::vector<uint8_t> part(missing + kEndsTrailerBytes);
-  bool cached = false;
-  if (d_->cache().Read(Entry("footer"), part)) {
-    std::vector<uint8_t> expected(part);
-    EndsTrailer(expected, size_, crc32c_, 0, missing);
-    cached = std::equal(part.end() - kEndsTrailerBytes, part.end(),
-                        expected.end() - kEndsTrailerBytes);
-    if (!cached) d_->cache().Drop(Entry("footer"));
-  }
-  if (!cached) {
+  if (!ReadCachedPart("footer", part, 0, missing)) {
     std::vector<RangeRequest> request = {{object_, footer, {part.data(), missing}, {}}};
     d_->store().Fetch(request);
     SP_RETURN_IF_ERROR(request[0].status);
@@ -226,8 +221,12 @@ absl::Status ShardFile::Load() {
   // tail holds them all) are read and checked as blocks.
   head_end_ = blocks_.empty() ? head_.size() : std::min<uint64_t>(head_.size(), blocks_[0].offset);
   tail_from_ = std::max(tail_at_, index->footer_offset());
-  if (!cached_ends_) PutCachedEnds();
-  if (footer_fetched_) PutCachedFooter();
+  // The ends' entry holds the head and the last TailBytes() of tail_; the
+  // footer's, what TakeFooter put before them.
+  const std::span<const uint8_t> tail(tail_);
+  const size_t footer = tail_.size() - TailBytes();
+  if (!cached_ends_) PutCachedPart("ends", head_, tail.subspan(footer));
+  if (footer_fetched_) PutCachedPart("footer", {}, tail.first(footer));
   return absl::OkStatus();
 }
 

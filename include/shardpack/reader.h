@@ -205,7 +205,7 @@ inline constexpr int kAutoRingSlots = 0;
 // it is at most 256 MiB (permuted whole, and held across epochs: read once),
 // else 32 MiB (a dataset larger than the window is read again every epoch
 // whatever its size, which then only sets how many blocks each position
-// mixes). Reader::options() says which.
+// mixes). Reader::shuffle_bytes() says which.
 inline constexpr uint64_t kAutoShuffleBytes = 0;
 inline constexpr int kMaxThreads = 1024;
 // Transform::size and Transform::pad: at most this many pixels.

@@ -256,12 +256,10 @@ uint64_t PlanBytes(const EpochPlan& plan) {
 }
 
 uint64_t PlanMemoryBound(const std::vector<ReadUnit>& units, const PlanOptions& o) {
-  uint64_t records = 0, bytes = 0, largest = 0;
+  uint64_t records = 0;
   double density = 0;  // the most records a byte of a unit holds
   for (const ReadUnit& u : units) {
     records += u.records;
-    bytes += u.bytes;
-    largest = std::max(largest, u.bytes);
     density = std::max(density, u.bytes > 0 ? double(u.records) / double(u.bytes) : HUGE_VAL);
   }
   const uint64_t share = SamplesPerRank(records, o);
@@ -283,7 +281,7 @@ uint64_t PlanMemoryBound(const std::vector<ReadUnit>& units, const PlanOptions& 
     auto at_most = [&](double n) { return n < double(share) ? static_cast<uint64_t>(n) : share; };
     const double fits = double(o.budget_bytes) * density + 1;
     scratch = 10 * at_most(fits) + 16 + 4096 * 16;
-    if (bytes / static_cast<uint64_t>(o.world_size) + 2 * largest > o.budget_bytes) {
+    if (ShareBytesBound(units, o.world_size) > o.budget_bytes) {
       scratch = std::max(scratch, 33 * at_most(2 * fits) + 12);
     }
   }

@@ -114,8 +114,13 @@ std::vector<uint64_t> RampFloors(const std::vector<ReadUnit>& units, const Share
   std::vector<uint64_t> floors(share.pieces.size(), 0);
   double before = 0, x = 0, c = 0, slope = 0;
   for (uint32_t i = 0; i < share.pieces.size(); ++i) {
-    uint64_t n = 0;
-    ForEachInPiece(units, share, i, [&](uint32_t) { ++n; });
+    // A piece of a contiguous share holds [begin, end); of a rest, the owed
+    // records among them, counted.
+    uint64_t n = share.pieces[i].end - share.pieces[i].begin;
+    if (share.rest != nullptr) {
+      n = 0;
+      ForEachInPiece(units, share, i, [&](uint32_t) { ++n; });
+    }
     if (before > first && slope > 0) {
       const double p = batch * std::log2(before / first);
       // At most half the key range: every piece keeps most of the epoch.
@@ -130,13 +135,17 @@ std::vector<uint64_t> RampFloors(const std::vector<ReadUnit>& units, const Share
   return floors;
 }
 
-uint64_t ChosenShuffleBytes(const std::vector<ReadUnit>& units, int world_size) {
+uint64_t ShareBytesBound(const std::vector<ReadUnit>& units, int world_size) {
   uint64_t bytes = 0, largest = 0;
   for (const ReadUnit& u : units) {
     bytes += u.bytes;
     largest = std::max(largest, u.bytes);
   }
-  const uint64_t share = bytes / static_cast<uint64_t>(std::max(world_size, 1)) + 2 * largest;
+  return bytes / static_cast<uint64_t>(std::max(world_size, 1)) + 2 * largest;
+}
+
+uint64_t ChosenShuffleBytes(const std::vector<ReadUnit>& units, int world_size) {
+  const uint64_t share = ShareBytesBound(units, world_size);
   return share <= kWholeShareBytes ? std::max<uint64_t>(share, 1) : kStreamWindowBytes;
 }
 

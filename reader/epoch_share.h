@@ -73,9 +73,12 @@ inline constexpr uint64_t kRampBatches = 2;
 std::vector<uint64_t> RampFloors(const std::vector<ReadUnit>& units, const Share& share,
                                  int batch_size);
 
-// kAutoShuffleBytes (shardpack/reader.h): a rank's share of `units` read
-// by `world_size` ranks (its bytes, and a unit at each end it may cut) when
-// that is at most kWholeShareBytes, else kStreamWindowBytes. The window an
+// The most bytes of units a rank's share of `units` read by `world_size`
+// ranks holds: its part of their bytes, and a unit at each end it may cut.
+uint64_t ShareBytesBound(const std::vector<ReadUnit>& units, int world_size);
+
+// kAutoShuffleBytes (shardpack/reader.h): ShareBytesBound when that is at
+// most kWholeShareBytes, else kStreamWindowBytes. The window an
 // engine is chosen for (BlockIo::Open) before the units are known:
 // kWholeShareBytes, the most a reader holds whole.
 inline constexpr uint64_t kWholeShareBytes = uint64_t{256} << 20;

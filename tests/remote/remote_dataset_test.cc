@@ -19,10 +19,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/coding.h"
 #include "format/shard_layout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "remote/remote_dataset.h"
+#include "shardpack/crc32c.h"
 #include "shardpack/dataset.h"
 #include "shardpack/shard.h"
 #include "tests/testing/shard_fixtures.h"
@@ -33,6 +35,7 @@ namespace shardpack::remote {
 namespace {
 
 using ::shardpack::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
@@ -249,6 +252,38 @@ TEST_F(RemoteDatasetTest, AFooterLongerThanTheTailIsFetchedOnce) {
       EXPECT_EQ(index.num_records(), 80000u);
     }
     EXPECT_EQ(store->stats().requests, opened) << "the footer fetched again";
+  }
+}
+
+// A trailer that checks out but places the footer somewhere else (before
+// the tail, or inside the file's header): the footer's rest is fetched as the
+// trailer says (within its 64 MiB bound) or not at all, and the index loader
+// refuses what it finds, naming the object and the offset; nothing is kept.
+TEST_F(RemoteDatasetTest, ATrailerPlacingTheFooterElsewhereIsDataLoss) {
+  const std::string shard = manifest_.shards[0].path;
+  struct Case {
+    uint64_t footer_offset;
+    std::string error;
+  };
+  for (const Case& c : {Case{4096, "@4096: footer checksum mismatch"},
+                        Case{0, "trailer places the footer at 0"}}) {
+    const std::string data = dir_.Join(absl::StrCat("moved-", c.footer_offset));
+    fs::copy(data_, data, fs::copy_options::recursive);
+    std::string bytes = ReadAll(data + "/" + shard);
+    uint8_t* t = reinterpret_cast<uint8_t*>(bytes.data()) + bytes.size() - format::kTrailerSize;
+    const uint64_t trailer_at = bytes.size() - format::kTrailerSize;
+    common::StoreLE<uint64_t>(t, c.footer_offset);
+    common::StoreLE<uint64_t>(t + 8, trailer_at - c.footer_offset);
+    common::StoreLE<uint32_t>(t + format::kTrailerCrcOffset, Crc32c({t, format::kTrailerCrcOffset}));
+    std::ofstream(data + "/" + shard, std::ios::binary | std::ios::trunc) << bytes;
+    fs::remove_all(dir_.Join("cache"));
+    auto d = Open(uint64_t{1} << 30, nullptr, data);
+    ASSERT_NE(d, nullptr);
+    EXPECT_THAT(d->OpenFile(shard).status(),
+                StatusIs(absl::StatusCode::kDataLoss,
+                         AllOf(HasSubstr("mem://ds/" + shard), HasSubstr(c.error))))
+        << "footer at " << c.footer_offset;
+    EXPECT_EQ(CacheBytes(), 0u) << "an entry kept of a shard that failed its index";
   }
 }
 

@@ -128,13 +128,21 @@ void BatchBuilder::BuildBatch(Worker& worker, uint64_t seq, RingSlot& slot) {
   samples_.fetch_add(slot.size, std::memory_order_relaxed);
 }
 
-ByteSpan BatchBuilder::RecordBytes(const EpochRun& run, uint64_t first, int size, int j) const {
-  if (j >= size) return {};
+const UnitView* BatchBuilder::ReadyView(const EpochRun& run, uint64_t first, int size, int j,
+                                        uint32_t* index) const {
+  if (j >= size) return nullptr;
   const SampleRef r = run.plan.order[first + j];
-  if (run.piece_ready[r.piece].load(std::memory_order_acquire) != 1) return {};
+  if (run.piece_ready[r.piece].load(std::memory_order_acquire) != 1) return nullptr;
   const UnitSlot& pu = loader_->unit(run.plan.pieces[r.piece].unit);
-  if (pu.state.load(std::memory_order_acquire) != UnitSlot::kReady) return {};
-  return pu.view.record_bytes(r.index);
+  if (pu.state.load(std::memory_order_acquire) != UnitSlot::kReady) return nullptr;
+  *index = r.index;
+  return &pu.view;
+}
+
+ByteSpan BatchBuilder::RecordBytes(const EpochRun& run, uint64_t first, int size, int j) const {
+  uint32_t index = 0;
+  const UnitView* view = ReadyView(run, first, size, j, &index);
+  return view == nullptr ? ByteSpan() : view->record_bytes(index);
 }
 
 bool BatchBuilder::BuildRows(Worker& worker, const EpochRun& run, uint64_t first,
@@ -143,7 +151,9 @@ bool BatchBuilder::BuildRows(Worker& worker, const EpochRun& run, uint64_t first
   // few samples ahead so that its cache misses overlap the work on those
   // before it. The first kAhead go in one burst; each later one is handed to
   // the transform kAhead samples before it, which spreads its fetches over
-  // its own work (reader/prefetch.h).
+  // its own work (reader/prefetch.h). Where a record lies is itself looked
+  // up in its block's offsets, which the stream of records pushes out of
+  // the cache: those go kAhead samples earlier still.
   constexpr int kAhead = 3;
   for (int j = 0; j < kAhead; ++j) PrefetchLines(RecordBytes(run, first, slot.size, j));
   // A mapped file that shrank under us reads as zeros (common/mapping_guard.h):
@@ -153,6 +163,10 @@ bool BatchBuilder::BuildRows(Worker& worker, const EpochRun& run, uint64_t first
   for (int i = 0; i < slot.size; ++i) {
     // A stopping reader does not wait for the rest of a long batch.
     if (stop_.load(std::memory_order_relaxed)) return false;
+    uint32_t later = 0;
+    if (const UnitView* v = ReadyView(run, first, slot.size, i + 2 * kAhead, &later)) {
+      v->PrefetchIndex(later);
+    }
     const ByteSpan ahead = RecordBytes(run, first, slot.size, i + kAhead);
     const SampleRef ref = run.plan.order[first + i];
     if (!WaitFor(run.piece_ready[ref.piece], 1u, stop_, &io_wait_ns_)) return false;

@@ -96,6 +96,10 @@ class BatchBuilder {
                            uint64_t record_index, int i, ByteSpan ahead, RingSlot& slot);
   // The bytes of position j to prefetch: empty when not loaded yet.
   ByteSpan RecordBytes(const EpochRun& run, uint64_t first, int size, int j) const;
+  // Sample j's unit view when its unit is loaded (its index in the unit in
+  // `index`), else null.
+  const UnitView* ReadyView(const EpochRun& run, uint64_t first, int size, int j,
+                            uint32_t* index) const;
   void Damaged(Worker& worker, int i, absl::Status error, RingSlot& slot);
   // kSkip: the damaged rows refilled from good rows of the batch.
   void ReplaceDamaged(Worker& worker, uint64_t first, RingSlot& slot);

@@ -197,16 +197,17 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenMmap(const std::vector<std::string>
 }
 
 // kAuto. Files already in memory are mapped, so that a read is no copy:
-// those on tmpfs and ramfs, and a dataset larger than the reader's window
-// that is at least 90% in the page cache (asked only where it could be: at
-// most half the machine's memory). Such a dataset is read again every
-// epoch, and copying it out of the page cache each time was the largest
-// cost of a stream (docs/benchmarks.md, "Why the 32 MiB window streams at
-// half the rate": 1.4 to 1.7x mapped). A dataset the window holds is read
-// once into the reader's buffers, whose 2 MiB pages serve shuffled records
-// 15% faster than the 4 KiB pages of a mapping; one not in memory is read
-// with pread, which does not fault page by page on a device.
-absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths, uint64_t window_bytes) {
+// those on tmpfs and ramfs, and a dataset that is at least 90% in the page
+// cache (asked only where it could be: at most half the machine's memory).
+// A dataset larger than the reader's window is read again every epoch, and
+// copying it out of the page cache each time was the largest cost of a
+// stream (docs/benchmarks.md, "Why the 32 MiB window streams at half the
+// rate": 1.4 to 1.7x mapped). One the window holds is read once, but into
+// fresh pages that the kernel zeroes on first touch, at a rate that swings
+// with the host (0.4 to 0.7x memcpy for raw streaming, against 0.71 to 0.88x
+// mapped; docs/benchmarks.md, "Raw streaming on one core"). A dataset not in
+// memory is read with pread, which does not fault page by page on a device.
+absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths) {
   if (paths.empty()) return IoEngine::kPread;
   SP_ASSIGN_OR_RETURN(bool in_memory, common::IsMemoryFileSystem(paths[0]));
   if (in_memory) return IoEngine::kMmap;
@@ -215,7 +216,7 @@ absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths, uint6
     SP_ASSIGN_OR_RETURN(common::FileStatus st, common::Stat(path));
     total += st.size;
   }
-  if (total <= window_bytes || total > common::PhysicalMemoryBytes() / 2) return IoEngine::kPread;
+  if (total > common::PhysicalMemoryBytes() / 2) return IoEngine::kPread;
   for (const std::string& path : paths) {
     SP_ASSIGN_OR_RETURN(uint64_t bytes, common::ResidentBytes(path));
     resident += bytes;
@@ -310,13 +311,12 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenSync(const std::vector<std::string>
 
 absl::StatusOr<std::unique_ptr<BlockIo>> BlockIo::Open(IoEngine engine,
                                                        const std::vector<std::string>& paths,
-                                                       remote::Storage* storage,
-                                                       uint64_t window_bytes) {
+                                                       remote::Storage* storage) {
   // A dataset in an object store is read through its cache, whatever the
   // engine asked for.
   if (!paths.empty() && remote::IsUrl(paths[0])) return OpenRemote(paths, storage);
   if (engine == IoEngine::kAuto) {
-    SP_ASSIGN_OR_RETURN(engine, PickEngine(paths, window_bytes));
+    SP_ASSIGN_OR_RETURN(engine, PickEngine(paths));
   }
   switch (engine) {
     case IoEngine::kPread:

@@ -20,8 +20,7 @@ namespace shardpack::reader {
 absl::StatusOr<std::unique_ptr<UnitSource>> OpenShardSource(const std::vector<std::string>& paths,
                                                             const Manifest& manifest,
                                                             IoEngine engine,
-                                                            remote::Storage* storage,
-                                                            uint64_t window_bytes = UINT64_MAX);
+                                                            remote::Storage* storage);
 
 }  // namespace shardpack::reader
 

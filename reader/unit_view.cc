@@ -54,6 +54,14 @@ ByteSpan UnitView::record_bytes(size_t i) const {
   return {};
 }
 
+void UnitView::PrefetchIndex(size_t i) const {
+  const void* p = nullptr;
+  if (kind_ == Kind::kBlock) p = block_.record_offsets().data() + i;
+  if (kind_ == Kind::kEncoded) p = encoded_.data() + i;
+  if (kind_ == Kind::kColumns && columns_.offsets != nullptr) p = columns_.offsets + i;
+  if (p != nullptr) __builtin_prefetch(p);
+}
+
 absl::StatusOr<Record> UnitView::SlowRecord(size_t i) const {
   if (kind_ == Kind::kEncoded) {
     return format::DecodeRecord(encoded_[i],

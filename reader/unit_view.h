@@ -63,6 +63,8 @@ class UnitView {
   }
   // The bytes a worker will read for record i (for prefetching; no checks).
   ByteSpan record_bytes(size_t i) const;
+  // Brings into the cache what record_bytes(i) reads to find them.
+  void PrefetchIndex(size_t i) const;
 
  private:
   enum class Kind { kNone, kBlock, kEncoded, kColumns };

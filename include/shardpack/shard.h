@@ -146,6 +146,8 @@ class BlockView {
   absl::StatusOr<Record> record(size_t i) const;
   // The raw payload (records back to back).
   std::span<const uint8_t> payload() const { return payload_; }
+  // Where the records start in payload() (for prefetching).
+  std::span<const uint32_t> record_offsets() const { return offsets_; }
   // Bytes of record i, unparsed (for prefetching; no checks).
   std::span<const uint8_t> record_bytes(size_t i) const {
     size_t end = i + 1 < offsets_.size() ? offsets_[i + 1] : payload_.size();

@@ -18,7 +18,9 @@ loader: Loader(order=RANDOM, os_cache=True (FFCV's advice when the dataset
   RandomTranslate(padding=4, fill=0) (pad-4 random crop), as FFCV's CIFAR
   example; imagefolder: RandomResizedCropRGBImageDecoder((224, 224)) ->
   RandomHorizontalFlip, as FFCV's ImageNet example. Output: uint8 NHWC numpy.
-  The first batch includes numba's compilation of the pipeline.
+  The first batch includes numba's compilation of the pipeline (3 to 8 s
+  here); the table's last two columns (the cold epoch after its first batch,
+  a later epoch's first batch) leave it out.
 """
 
 import os
@@ -79,13 +81,16 @@ class _Folder:
             return image.convert("RGB"), int(self.labels[i])
 
 
-def convert(kind, src, out_dir, workers):
+def convert(kind, src, out_dir, workers, image_field=None):
+    """`image_field`: the imagefolder field when not every image as a JPEG
+    (peer_ffcv_proportion.py)."""
     shared.require(NAME, kind, DatasetWriter, VERSION)
     os.makedirs(out_dir, exist_ok=True)
     if kind == "cifar":
         dataset, image_field = _Cifar(src), RGBImageField(write_mode="raw")
     else:
-        dataset, image_field = _Folder(src), RGBImageField(write_mode="jpg", jpeg_quality=90)
+        dataset = _Folder(src)
+        image_field = image_field or RGBImageField(write_mode="jpg", jpeg_quality=90)
     writer = DatasetWriter(_beton(out_dir, kind), {"image": image_field, "label": IntField()},
                            num_workers=workers)
     writer.from_indexed_dataset(dataset)

@@ -29,8 +29,9 @@
 #    --drop-all-caches, which needs root), 2 epochs each: the steady epoch's
 #    images/s, the first epoch's, the time from open to the first batch, the
 #    peak RSS of the process tree, the label entropy of the first 10 batches.
-# --peers: default all nine: shardpack,webdataset,mosaicml,litdata,ffcv,dali,
-#   spdl,torchdata,grain; for --kind caption the three that have that kind:
+# --peers: default all ten: shardpack,webdataset,mosaicml,litdata,ffcv,
+#   ffcv-proportion (imagefolder only),dali,spdl,torchdata,grain; for --kind
+#   caption the three that have that kind:
 #   shardpack,webdataset,mosaicml.
 # --out: the markdown table (also printed); default DIR/peer-bench/table.md,
 #   with --kind both DIR/peer-bench/table-KIND.md.
@@ -86,7 +87,7 @@ case "$kind" in
   *) echo "run_peer_bench.sh: --kind $kind: cifar, imagefolder, caption or both" >&2; exit 2 ;;
 esac
 if [[ -z $peers ]]; then
-  peers=shardpack,webdataset,mosaicml,litdata,ffcv,dali,spdl,torchdata,grain
+  peers=shardpack,webdataset,mosaicml,litdata,ffcv,ffcv-proportion,dali,spdl,torchdata,grain
   [[ $kind == caption ]] && peers=shardpack,webdataset,mosaicml
 fi
 work="$dir/peer-bench"

@@ -12,6 +12,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -162,6 +165,52 @@ absl::StatusOr<uint64_t> ResidentBytes(const std::string& path) {
     for (size_t i = 0; i < (n + page - 1) / page; ++i) resident += pages[i] & 1;
   }
   return resident * page;
+}
+
+namespace {
+
+constexpr uint64_t kHugePage = uint64_t{2} << 20;
+
+// FilePmdMapped of this process, in bytes; nullopt where the kernel does not
+// report it.
+std::optional<uint64_t> FilePmdMappedBytes() {
+  UniqueFd fd(::open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return std::nullopt;
+  char text[4096];
+  const ssize_t n = ::read(fd.get(), text, sizeof(text) - 1);
+  if (n <= 0) return std::nullopt;
+  text[n] = '\0';
+  const char* line = std::strstr(text, "\nFilePmdMapped:");
+  if (line == nullptr) return std::nullopt;
+  return std::strtoull(line + std::strlen("\nFilePmdMapped:"), nullptr, 10) * 1024;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> PageCacheMapsHugePages(const std::string& path) {
+  uint64_t size = 0;
+  SP_ASSIGN_OR_RETURN(int raw, OpenRegularFile(path, 0, &size));
+  UniqueFd fd(raw);
+  if (size < kHugePage) return false;
+  // A huge page maps a 2 MiB-aligned piece of the file at a 2 MiB-aligned
+  // address: reserve twice that and place the piece on the boundary inside.
+  void* area = ::mmap(nullptr, 2 * kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (area == MAP_FAILED) return false;
+  const uintptr_t aligned = (reinterpret_cast<uintptr_t>(area) + kHugePage - 1) & ~(kHugePage - 1);
+  const off_t offset = static_cast<off_t>(size / 2 / kHugePage * kHugePage);
+  void* piece = ::mmap(reinterpret_cast<void*>(aligned), kHugePage, PROT_READ,
+                       MAP_SHARED | MAP_FIXED, fd.get(), offset);
+  bool huge = false;
+  if (piece != MAP_FAILED) {
+    constexpr int kPopulateRead = 22;  // MADV_POPULATE_READ, Linux 5.14
+    const std::optional<uint64_t> before = FilePmdMappedBytes();
+    if (before && ::madvise(piece, kHugePage, kPopulateRead) == 0) {
+      const std::optional<uint64_t> after = FilePmdMappedBytes();
+      huge = after && *after >= *before + kHugePage;
+    }
+  }
+  ::munmap(area, 2 * kHugePage);
+  return huge;
 }
 
 void AdviseMemory(const void* p, size_t n, MemoryAdvice advice) {

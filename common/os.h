@@ -128,6 +128,15 @@ absl::StatusOr<bool> IsMemoryFileSystem(const std::string& path);
 // opened or mapped.
 absl::StatusOr<uint64_t> ResidentBytes(const std::string& path);
 
+// Whether the page cache maps the regular file `path` in 2 MiB pages: one
+// 2 MiB piece from its middle is mapped at a 2 MiB boundary and faulted in
+// (MADV_POPULATE_READ; it reads it in if it is not cached), and
+// /proc/self/smaps_rollup's FilePmdMapped must grow by it. Linux 6.18 holds
+// an ext4 file so when it was written or read in large pieces (not when read
+// in by posix_fadvise(WILLNEED)). False for a file under 2 MiB, or where the
+// kernel cannot say; "<what> <path>: ..." when it cannot be opened.
+absl::StatusOr<bool> PageCacheMapsHugePages(const std::string& path);
+
 // madvise(2) advice: hints, whose failure changes only speed.
 enum class MemoryAdvice {
   kWillNeed,   // read the pages in now

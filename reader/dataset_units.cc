@@ -17,10 +17,10 @@ namespace shardpack::reader {
 namespace {
 
 absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const dataset::NamedPath& n,
-                                                       IoEngine engine) {
+                                                       IoEngine engine, uint64_t window_bytes) {
   switch (n.backend()) {
     case Backend::kShard:
-      return OpenShardSource(n.shard_paths, n.manifest, engine, n.storage.get());
+      return OpenShardSource(n.shard_paths, n.manifest, engine, n.storage.get(), window_bytes);
     case Backend::kLmdb:
       return OpenLmdbSource(n.shard_paths, n.manifest, n.checksummed(), n.storage);
     case Backend::kHdf5:
@@ -32,24 +32,25 @@ absl::StatusOr<std::unique_ptr<UnitSource>> OpenSource(const dataset::NamedPath&
 }  // namespace
 
 absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine,
-                                                std::shared_ptr<remote::Storage> storage) {
+                                                std::shared_ptr<remote::Storage> storage,
+                                                uint64_t window_bytes) {
   // What the path names is resolved where sharddump resolves it; a lone
   // `.shard` file keeps no shards in its manifest (its source reads the index).
   std::vector<StreamMember> members(1);
   SP_ASSIGN_OR_RETURN(dataset::NamedPath named, dataset::OpenNamedPath(path, std::move(storage)));
   members[0].named = std::make_shared<const dataset::NamedPath>(std::move(named));
-  return OpenStreamMembers(std::move(members), engine);
+  return OpenStreamMembers(std::move(members), engine, window_bytes);
 }
 
 absl::StatusOr<StreamDataset> OpenStreamMembers(std::vector<StreamMember> members,
-                                                IoEngine engine) {
+                                                IoEngine engine, uint64_t window_bytes) {
   SP_DCHECK(!members.empty());
   StreamDataset d;
   std::vector<std::unique_ptr<UnitSource>> parts;
   std::vector<uint32_t> files;
   for (StreamMember& m : members) {
     SP_ASSIGN_OR_RETURN(std::unique_ptr<UnitSource> part,
-                        OpenSource(*m.named, engine));
+                        OpenSource(*m.named, engine, window_bytes));
     files.push_back(static_cast<uint32_t>(m.named->shard_paths.size()));
     d.files.insert(d.files.end(), m.named->shard_paths.begin(), m.named->shard_paths.end());
     parts.push_back(std::move(part));

@@ -74,12 +74,16 @@ struct StreamDataset {
 // the record counts against the manifest. LMDB and HDF5 shards of a
 // directory are opened (and checked) when first read; a lone one now.
 // URLs are read through `storage` (none: one made from the environment).
+// `window_bytes` is what the reader holds of it (ReaderOptions::
+// shuffle_bytes), for kAuto's choice (BlockIo::Open).
 absl::StatusOr<StreamDataset> OpenStreamDataset(const std::string& path, IoEngine engine,
-                                                std::shared_ptr<remote::Storage> storage = nullptr);
+                                                std::shared_ptr<remote::Storage> storage = nullptr,
+                                                uint64_t window_bytes = UINT64_MAX);
 
 // Opens `members` (their `named` filled in) as one stream, in order.
 absl::StatusOr<StreamDataset> OpenStreamMembers(std::vector<StreamMember> members,
-                                                IoEngine engine);
+                                                IoEngine engine,
+                                                uint64_t window_bytes = UINT64_MAX);
 
 }  // namespace shardpack::reader
 

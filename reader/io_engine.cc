@@ -202,12 +202,15 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenMmap(const std::vector<std::string>
 // A dataset larger than the reader's window is read again every epoch, and
 // copying it out of the page cache each time was the largest cost of a
 // stream (docs/benchmarks.md, "Why the 32 MiB window streams at half the
-// rate": 1.4 to 1.7x mapped). One the window holds is read once, but into
-// fresh pages that the kernel zeroes on first touch, at a rate that swings
-// with the host (0.4 to 0.7x memcpy for raw streaming, against 0.71 to 0.88x
-// mapped; docs/benchmarks.md, "Raw streaming on one core"). A dataset not in
+// rate": 1.4 to 1.7x mapped). One the window holds is read once, into
+// buffers on 2 MiB pages that the kernel zeroes on first touch, at a rate
+// that swings with the host; it is mapped where the page cache maps it in
+// 2 MiB pages too (the same TLB reach, nothing to copy or zero: raw
+// streaming at 0.84x memcpy against 0.33 to 0.73x), and read where it holds
+// 4 KiB pages, on which shuffled records cost 3 to 8% of the steady rate
+// (docs/benchmarks.md, "Raw streaming on one core"). A dataset not in
 // memory is read with pread, which does not fault page by page on a device.
-absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths) {
+absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths, uint64_t window_bytes) {
   if (paths.empty()) return IoEngine::kPread;
   SP_ASSIGN_OR_RETURN(bool in_memory, common::IsMemoryFileSystem(paths[0]));
   if (in_memory) return IoEngine::kMmap;
@@ -221,7 +224,10 @@ absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths) {
     SP_ASSIGN_OR_RETURN(uint64_t bytes, common::ResidentBytes(path));
     resident += bytes;
   }
-  return resident >= total / 10 * 9 ? IoEngine::kMmap : IoEngine::kPread;
+  if (resident < total / 10 * 9) return IoEngine::kPread;
+  if (total > window_bytes) return IoEngine::kMmap;
+  SP_ASSIGN_OR_RETURN(bool huge, common::PageCacheMapsHugePages(paths[0]));
+  return huge ? IoEngine::kMmap : IoEngine::kPread;
 }
 
 }  // namespace
@@ -311,12 +317,13 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenSync(const std::vector<std::string>
 
 absl::StatusOr<std::unique_ptr<BlockIo>> BlockIo::Open(IoEngine engine,
                                                        const std::vector<std::string>& paths,
-                                                       remote::Storage* storage) {
+                                                       remote::Storage* storage,
+                                                       uint64_t window_bytes) {
   // A dataset in an object store is read through its cache, whatever the
   // engine asked for.
   if (!paths.empty() && remote::IsUrl(paths[0])) return OpenRemote(paths, storage);
   if (engine == IoEngine::kAuto) {
-    SP_ASSIGN_OR_RETURN(engine, PickEngine(paths));
+    SP_ASSIGN_OR_RETURN(engine, PickEngine(paths, window_bytes));
   }
   switch (engine) {
     case IoEngine::kPread:

@@ -52,15 +52,19 @@ class BlockIo {
   virtual ~BlockIo() = default;
 
   // Opens every path. kAuto picks kMmap when the first file is on tmpfs or
-  // ramfs, or when at least 90% of the files is in the page cache (a copy
-  // of it, and the fresh pages it lands in, would be pure cost); else kPread.
+  // ramfs, or when at least 90% of the files is in the page cache and either
+  // they are larger than `window_bytes` (what the reader holds: every epoch
+  // reads them again, and a copy would be pure cost) or the page cache maps
+  // them in 2 MiB pages, as the reader's buffers are (no copy, no fresh pages
+  // to zero); else kPread.
   // kUring without liburing support, or where the kernel refuses io_uring,
   // is an UnavailableError saying so. URLs (objects of datasets `storage`
   // opened) are read through `storage`'s cache by the remote engine,
   // whatever `engine` says; with no storage, a URL is not found.
   static absl::StatusOr<std::unique_ptr<BlockIo>> Open(IoEngine engine,
                                                        const std::vector<std::string>& paths,
-                                                       remote::Storage* storage = nullptr);
+                                                       remote::Storage* storage = nullptr,
+                                                       uint64_t window_bytes = UINT64_MAX);
 
   // The engine actually in use (never kAuto).
   virtual IoEngine engine() const = 0;

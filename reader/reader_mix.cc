@@ -306,7 +306,7 @@ absl::StatusOr<OpenedMix> OpenMix(const ReaderOptions& o,
   OpenedMix mix;
   SP_ASSIGN_OR_RETURN(mix.schema, MixSchema(o, sources));
   for (StreamMember& m : members) m.labels = sources[m.source].labels;
-  SP_ASSIGN_OR_RETURN(mix.dataset, OpenStreamMembers(std::move(members), o.io));
+  SP_ASSIGN_OR_RETURN(mix.dataset, OpenStreamMembers(std::move(members), o.io, o.shuffle_bytes));
   mix.dataset.sources = static_cast<uint32_t>(n);
   std::vector<uint64_t> records(n, 0);
   for (size_t s = 0; s < n; ++s) {

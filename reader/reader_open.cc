@@ -185,7 +185,12 @@ void Reader::Impl::ResolveShuffleBytes() {
 }
 
 absl::Status Reader::Impl::OpenDatasetOrMixture() {
+  // The window the I/O engine is chosen for, before the units are known.
+  const uint64_t window = options_.shuffle_bytes == kAutoShuffleBytes
+                              ? reader::kWholeShareBytes
+                              : options_.shuffle_bytes;
   ReaderOptions mixed = options_;
+  mixed.shuffle_bytes = window;
   if (options_.sources.empty()) {
     SP_ASSIGN_OR_RETURN(const bool view, dataset::IsViewFile(options_.path));
     // A view is read as a mixture of one source, drawn whole each epoch.
@@ -193,7 +198,7 @@ absl::Status Reader::Impl::OpenDatasetOrMixture() {
   }
   if (mixed.sources.empty()) {
     SP_ASSIGN_OR_RETURN(dataset_,
-                        reader::OpenStreamDataset(options_.path, options_.io, storage_));
+                        reader::OpenStreamDataset(options_.path, options_.io, storage_, window));
     ResolveShuffleBytes();
     schema_ = dataset_.manifest().schema;
     fingerprint_ = reader::MemberFingerprint(dataset_.members[0], dataset_.units());

@@ -121,8 +121,10 @@ class ShardSource final : public UnitSource {
 absl::StatusOr<std::unique_ptr<UnitSource>> OpenShardSource(const std::vector<std::string>& paths,
                                                             const Manifest& manifest,
                                                             IoEngine engine,
-                                                            remote::Storage* storage) {
-  SP_ASSIGN_OR_RETURN(std::unique_ptr<BlockIo> io, BlockIo::Open(engine, paths, storage));
+                                                            remote::Storage* storage,
+                                                            uint64_t window_bytes) {
+  SP_ASSIGN_OR_RETURN(std::unique_ptr<BlockIo> io,
+                      BlockIo::Open(engine, paths, storage, window_bytes));
   auto source = std::make_unique<ShardSource>(paths, std::move(io));
   SP_RETURN_IF_ERROR(source->Init(manifest));
   return source;

@@ -20,7 +20,8 @@ namespace shardpack::reader {
 absl::StatusOr<std::unique_ptr<UnitSource>> OpenShardSource(const std::vector<std::string>& paths,
                                                             const Manifest& manifest,
                                                             IoEngine engine,
-                                                            remote::Storage* storage);
+                                                            remote::Storage* storage,
+                                                            uint64_t window_bytes = UINT64_MAX);
 
 }  // namespace shardpack::reader
 

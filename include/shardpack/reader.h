@@ -38,8 +38,9 @@ namespace shardpack {
 
 // How blocks are read from disk.
 enum class IoEngine {
-  kAuto,    // mmap on tmpfs/ramfs and for a dataset in the page cache,
-            // pread otherwise (the default)
+  kAuto,    // mmap on tmpfs/ramfs and for a page-cached dataset larger than
+            // shuffle_bytes or mapped in 2 MiB pages, pread otherwise (the
+            // default)
   kPread,   // pread with posix_fadvise(SEQUENTIAL/WILLNEED)
   kDirect,  // O_DIRECT into aligned buffers: bypasses the page cache
   kMmap,    // the file mapped; blocks are parsed in place

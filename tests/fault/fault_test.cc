@@ -391,8 +391,8 @@ TEST_F(FaultTest, DescriptorLimitIsAnErrorNamingTheLimit) {
   const fs::path in = in_->path();
   const rlim_t limit = 6;  // stdin/out/err and three more
   const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
-      // pread holds a descriptor a shard (a mapping closes its own; auto maps
-      // a dataset in the page cache).
+      // pread holds a descriptor a shard (a mapping closes its own, and auto
+      // maps some page-cached datasets).
       {SHARDBENCH_PATH, {(in / "ds-many").string(), "--io", "pread", "-q"}},
       {SHARDPACK_PATH,
        {"cifar", (in / "data_batch_1.bin").string(), "-o", (tmp_.path() / "out").string(),

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "common/os.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/shard_fixtures.h"
@@ -358,22 +359,29 @@ void DropFromPageCache(const std::string& path) {
   close(fd);
 }
 
-// A page-cached file is mapped, whatever the reader's window holds (a copy
-// would be pure cost, and the pages it lands in are zeroed first); one not
-// in the page cache is read with pread. Reads through either give its bytes.
-TEST(IoEngineAutoTest, MapsAPageCachedFileAndPreadsAColdOne) {
+// A page-cached file larger than the window is mapped (each epoch reads it
+// again: a copy would be pure cost); one the window holds is mapped where
+// the page cache maps it in 2 MiB pages, else read; one not in the page
+// cache is read with pread. Reads through each give its bytes.
+TEST(IoEngineAutoTest, MapsAPageCachedFileLargerThanTheWindowOrOnHugePages) {
   TempDir dir;
   if (OnMemoryFilesystem(dir.path().string())) GTEST_SKIP() << "the temp dir is on tmpfs";
-  TestFile f = WriteFile(dir.Join("a.bin"), 7, 64 * kA);
+  TestFile f = WriteFile(dir.Join("a.bin"), 7, 1024 * kA);  // 4 MiB
   std::ifstream(f.path, std::ios::binary).ignore(1 << 30);  // in the page cache
-  SP_ASSERT_OK_AND_ASSIGN(auto warm, BlockIo::Open(IoEngine::kAuto, {f.path}));
+  SP_ASSERT_OK_AND_ASSIGN(const bool huge, common::PageCacheMapsHugePages(f.path));
+  const IoEngine held = huge ? IoEngine::kMmap : IoEngine::kPread;
+  std::vector<std::unique_ptr<BlockIo>> ios;
+  for (auto [window, want] : {std::pair{uint64_t{256} * kA, IoEngine::kMmap},
+                              std::pair{uint64_t{1024} * kA, held}, std::pair{UINT64_MAX, held}}) {
+    SP_ASSERT_OK_AND_ASSIGN(auto io, BlockIo::Open(IoEngine::kAuto, {f.path}, nullptr, window));
+    EXPECT_EQ(io->engine(), want) << "window " << window << ", huge pages " << huge;
+    ios.push_back(std::move(io));
+  }
   DropFromPageCache(f.path);
-  SP_ASSERT_OK_AND_ASSIGN(auto cold, BlockIo::Open(IoEngine::kAuto, {f.path}));
-  EXPECT_EQ(warm->engine(), IoEngine::kMmap);
-  EXPECT_TRUE(warm->zero_copy());
+  SP_ASSERT_OK_AND_ASSIGN(auto cold, BlockIo::Open(IoEngine::kAuto, {f.path}, nullptr, kA));
   EXPECT_EQ(cold->engine(), IoEngine::kPread) << "a file not in the page cache was mapped";
-  EXPECT_FALSE(cold->zero_copy());
-  for (BlockIo* io : {warm.get(), cold.get()}) {
+  ios.push_back(std::move(cold));
+  for (auto& io : ios) {
     std::unique_ptr<uint8_t, decltype(&free)> buffer(
         static_cast<uint8_t*>(aligned_alloc(kA, 2 * kA)), &free);
     SP_ASSERT_OK(io->Submit({0, kA, static_cast<uint32_t>(2 * kA), buffer.get(), 1}));

@@ -14,7 +14,7 @@ stored bytes, or decoded to uint8 HWC arrays with `decode=True`; labels as
 ints, strings as str, JSON as its parsed value, arrays as numpy arrays. A
 dataset of images and labels (no fields in its manifest) gives its implicit
 fields, `image` and its label fields. Needs Ray Data (`pip install
-'ray[data]'`; the tests pin their version, tests/engines/requirements-ray.txt).
+'shardpack[ray]'`; the tests pin their version, tests/engines/requirements-ray.txt).
 """
 import functools
 import os
@@ -26,7 +26,7 @@ try:
     from ray.data._internal.delegating_block_builder import DelegatingBlockBuilder
     from ray.data.block import BlockMetadata
 except ImportError as e:  # pragma: no cover: said to the user
-    raise ImportError(f"shardpack.ray needs Ray Data: pip install 'ray[data]' ({e})") from e
+    raise ImportError(f"shardpack.ray needs Ray Data: pip install 'shardpack[ray]' ({e})") from e
 
 __all__ = ["ShardSource"]
 

@@ -170,11 +170,12 @@ class Wheel(unittest.TestCase):
         self.assertEqual(self.metadata["Name"], "shardpack")
         self.assertEqual(self.metadata["Requires-Python"], ">=3.9")
         extras = self.metadata.get_all("Provides-Extra")
-        self.assertEqual(sorted(extras), ["numpy", "parquet", "ray"])
+        self.assertEqual(sorted(extras), ["numpy", "parquet", "ray", "spark"])
         requires = [" ".join(r.split()) for r in self.metadata.get_all("Requires-Dist")]
         self.assertIn('pyarrow>=14; extra == "parquet"', requires)
         self.assertIn('numpy; extra == "numpy"', requires)
         self.assertIn('ray[data]>=2.52; extra == "ray"', requires)
+        self.assertIn('pyspark>=4.0; extra == "spark"', requires)
         for tool in TOOLS:
             self.assertRegex(self.entry_points, rf"(?m)^{tool} = shardpack\._tools:{tool}$")
 

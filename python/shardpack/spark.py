@@ -18,8 +18,9 @@ schema and options, each part once) and removes them. So:
   no OUT (nor changes one that was there) and its parts are removed.
 Columns are the schema's fields by name, plus `__key__` when the DataFrame
 has it (else each record's key is its part and index, `00003/00000042`).
-Binary columns arrive as bytes, array columns as lists (made numpy arrays
-for array fields), struct or map columns for a `json` field as Rows or dicts.
+They reach the tasks as Arrow batches (`mapInArrow`, no pickled Rows):
+binary columns as bytes, array columns as lists (made numpy arrays for
+array fields), struct columns for a `json` field as dicts.
 """
 import os
 import shutil
@@ -55,24 +56,30 @@ def _value(kind, value):
         if a.size == 0:
             a = a.reshape((0, *[int(d) for d in dims.split(",")[1:]]))
         return a
-    if kind.startswith("json") and hasattr(value, "asDict"):
-        return value.asDict(recursive=True)
     return value
 
 
-def _write_partition(out_parts, schema, n, job, options, index, rows):
-    part = index + 1
+def _write_partition(out_parts, schema, n, job, options, batches):
+    """One partition's task: its Arrow batches (mapInArrow: no pickled Rows)
+    written as part partitionId + 1 of n."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+    part = TaskContext.get().partitionId() + 1
     path = os.path.join(out_parts, f"part-{part:06d}")
-    kinds = {name: kind for name, kind in schema.items()}
     with shardpack.Writer(path, schema, part=(part, n), job=job, overwrite=True,
                           **options) as w:
-        for j, row in enumerate(rows):
-            d = row.asDict()
-            sample = {name: _value(kind, d.get(name)) for name, kind in kinds.items()}
-            sample["__key__"] = d.get("__key__") or f"{part:05d}/{j:08d}"
-            w.write(sample)
+        j = 0
+        for batch in batches:
+            columns = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+            keys = columns.get("__key__")
+            for r in range(batch.num_rows):
+                sample = {name: _value(kind, columns[name][r]) if name in columns else None
+                          for name, kind in schema.items()}
+                sample["__key__"] = (keys[r] if keys else None) or f"{part:05d}/{j:08d}"
+                w.write(sample)
+                j += 1
         records = w.records
-    yield (part, path, records)
+    yield pa.RecordBatch.from_pydict({"part": [part], "path": [path], "records": [records]})
 
 
 def write(df, out, schema, *, job=None, overwrite=False, **writer_options):
@@ -98,10 +105,11 @@ def write(df, out, schema, *, job=None, overwrite=False, **writer_options):
             raise ValueError(f"shardpack.spark.write: the DataFrame has no column {missing[0]!r} "
                              f"(schema fields: {list(schema)}; columns: {df.columns})")
 
-        def task(index, rows, _args=(parts_dir, schema, n, job, dict(writer_options))):
-            return _write_partition(*_args, index, rows)
+        def task(batches, _args=(parts_dir, schema, n, job, dict(writer_options))):
+            return _write_partition(*_args, batches)
 
-        written = sorted(df.select(*columns).rdd.mapPartitionsWithIndex(task).collect())
+        results = df.select(*columns).mapInArrow(task, "part long, path string, records long")
+        written = sorted((r.part, r.path, r.records) for r in results.collect())
         if [p for p, _, _ in written] != list(range(1, n + 1)):
             raise RuntimeError(f"shardpack.spark.write: {len(written)} of {n} parts came back")
         cmd = [_tool(), "merge", *[path for _, path, _ in written], "-o", out]

@@ -176,6 +176,7 @@ class Wheel(unittest.TestCase):
         self.assertIn('numpy; extra == "numpy"', requires)
         self.assertIn('ray[data]>=2.52; extra == "ray"', requires)
         self.assertIn('pyspark>=4.0; extra == "spark"', requires)
+        self.assertIn('pyarrow>=11; extra == "spark"', requires)
         for tool in TOOLS:
             self.assertRegex(self.entry_points, rf"(?m)^{tool} = shardpack\._tools:{tool}$")
 

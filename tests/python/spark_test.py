@@ -66,7 +66,7 @@ class SparkWriteTest(unittest.TestCase):
         cls.source = shardpack.Dataset(fixtures.make_fields_dataset(cls.tmp.path, RECORDS))
         cls.rows = [_row(cls.source[i]) for i in range(RECORDS)]
         # Spark's Python workers run this python (its pyarrow, its shardpack).
-        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ.update(PYSPARK_PYTHON=sys.executable)
         # local[2, 4]: 2 cores, a task tried up to 4 times.
         cls.spark = (SparkSession.builder.master("local[2, 4]").appName("shardpack-test")
                      .config("spark.ui.enabled", "false")

@@ -93,22 +93,21 @@ def write(df, out, schema, *, job=None, overwrite=False, **writer_options):
     out = os.path.abspath(os.fspath(out))
     schema = dict(schema)
     job = job or f"spark:{os.path.basename(out)}"
-    n = df.rdd.getNumPartitions()
+    missing = [c for c in schema if c not in df.columns and not schema[c].endswith("?")]
+    if missing:
+        raise ValueError(f"shardpack.spark.write: the DataFrame has no column {missing[0]!r} "
+                         f"(schema fields: {list(schema)}; columns: {df.columns})")
+    rows = df.select(*[c for c in list(schema) + ["__key__"] if c in df.columns])
+    n = rows.rdd.getNumPartitions()
     # The parts' folder is this write's own, beside OUT (so that merge links
     # their shards into OUT on the same file system), removed at the end.
     parts_dir = tempfile.mkdtemp(prefix=os.path.basename(out) + ".spark-parts-",
                                  dir=os.path.dirname(out))
     try:
-        columns = [c for c in list(schema) + ["__key__"] if c in df.columns]
-        missing = [c for c in schema if c not in df.columns and not schema[c].endswith("?")]
-        if missing:
-            raise ValueError(f"shardpack.spark.write: the DataFrame has no column {missing[0]!r} "
-                             f"(schema fields: {list(schema)}; columns: {df.columns})")
-
         def task(batches, _args=(parts_dir, schema, n, job, dict(writer_options))):
             return _write_partition(*_args, batches)
 
-        results = df.select(*columns).mapInArrow(task, "part long, path string, records long")
+        results = rows.mapInArrow(task, "part long, path string, records long")
         written = sorted((r.part, r.path, r.records) for r in results.collect())
         if [p for p, _, _ in written] != list(range(1, n + 1)):
             raise RuntimeError(f"shardpack.spark.write: {len(written)} of {n} parts came back")

@@ -391,6 +391,40 @@ TEST(IoEngineAutoTest, MapsAPageCachedFileLargerThanTheWindowOrOnHugePages) {
   }
 }
 
+// pread loads a file the page cache can keep through a huge-page mapping, so
+// that the cache holds it in 2 MiB folios whatever order its blocks were
+// read in (posix_fadvise(WILLNEED) left 4 KiB pages), which a later auto
+// maps; the bytes are the file's, and a file that shrank after the open is
+// an error naming it, not a signal.
+TEST(IoEngineAutoTest, PreadLoadsAFileTheCacheKeepsInHugePages) {
+  TempDir dir;
+  if (OnMemoryFilesystem(dir.path().string())) GTEST_SKIP() << "the temp dir is on tmpfs";
+  TestFile f = WriteFile(dir.Join("a.bin"), 9, 2048 * kA);  // 8 MiB
+  std::ifstream(f.path, std::ios::binary).ignore(1 << 30);
+  SP_ASSERT_OK_AND_ASSIGN(const bool possible, common::PageCacheMapsHugePages(f.path));
+  if (!possible) GTEST_SKIP() << "this kernel or file system caches no file in 2 MiB pages";
+  DropFromPageCache(f.path);
+  SP_ASSERT_OK_AND_ASSIGN(auto io, BlockIo::Open(IoEngine::kPread, {f.path}));
+  constexpr uint32_t kBlock = 512 * kA;  // 2 MiB, read last to first
+  std::unique_ptr<uint8_t, decltype(&free)> buffer(
+      static_cast<uint8_t*>(aligned_alloc(kA, kBlock)), &free);
+  for (uint64_t offset = 3 * uint64_t{kBlock};; offset -= kBlock) {
+    SP_ASSERT_OK(io->Submit({0, offset, kBlock, buffer.get(), 1}));
+    IoCompletion c = io->Wait();
+    SP_ASSERT_OK(c.status);
+    EXPECT_TRUE(std::equal(c.bytes.begin(), c.bytes.end(), f.bytes.begin() + offset)) << offset;
+    if (offset == 0) break;
+  }
+  SP_ASSERT_OK_AND_ASSIGN(const bool huge, common::PageCacheMapsHugePages(f.path));
+  EXPECT_TRUE(huge) << "the pread engine left the file in 4 KiB pages";
+  SP_ASSERT_OK_AND_ASSIGN(auto mapped, BlockIo::Open(IoEngine::kAuto, {f.path}, nullptr, kA));
+  EXPECT_EQ(mapped->engine(), IoEngine::kMmap);
+
+  ASSERT_EQ(truncate(f.path.c_str(), kBlock), 0);
+  SP_ASSERT_OK(io->Submit({0, 3 * uint64_t{kBlock}, kBlock, buffer.get(), 1}));
+  EXPECT_THAT(io->Wait().status, StatusIs(absl::StatusCode::kDataLoss, HasSubstr(f.path)));
+}
+
 TEST(IoEngineAutoTest, MissingFirstFileIsNotFound) {
   TempDir dir;
   std::string missing = dir.Join("gone.shard");

@@ -48,7 +48,8 @@ classes={"name": [...]}), "string", "bytes", "json", or an array
 dimension that varies; an i32 or i64 one may name its elements' classes
 too); "?" at the end for an optional field.
 part=(i, n) with job="name": part i of n of a write on many machines, which
-`shardpack merge` makes one dataset of. on_error="skip" leaves a bad sample
+`shardpack merge` makes one dataset of; part=(i, None) where n is not known
+yet (merge --count N is told it). on_error="skip" leaves a bad sample
 out and lists it in w.skipped and OUT/skipped.tsv. metadata: a dict of
 JSON values, kept in the manifest. As a context manager, a clean exit
 publishes and an exception discards. docs/python.md, "Writing a dataset".)doc";
@@ -526,15 +527,18 @@ uint64_t SizeArg(py::handle v, std::string_view name) {
   return *size;
 }
 
+// (i, n), or (i, None) for a part that does not know n (kOpenPartCount).
 WriterPart PartArg(py::handle v) {
-  const char* what = "a tuple (i, n) with 1 <= i <= n <= 2**32-1";
+  const char* what = "a tuple (i, n) with 1 <= i <= n <= 2**32-1, or (i, None)";
   if (PyUnicode_Check(v.ptr()) || !PySequence_Check(v.ptr()) || py::len(v) != 2) {
     WrongType("part", what, v);
   }
   const auto seq = py::reinterpret_borrow<py::sequence>(v);
   const uint64_t i = UintArg(seq[0], "part[0]", kMaxParts, "1 to 2**32-1");
-  const uint64_t n = UintArg(seq[1], "part[1]", kMaxParts, "1 to 2**32-1");
-  if (i == 0 || n == 0 || i > n) OutOfRange("part", v, what);
+  const py::object count = seq[1];
+  const uint64_t n =
+      count.is_none() ? kOpenPartCount : UintArg(count, "part[1]", kMaxParts, "1 to 2**32-1");
+  if (i == 0 || (!count.is_none() && (n == 0 || i > n))) OutOfRange("part", v, what);
   return WriterPart{static_cast<uint32_t>(i), static_cast<uint32_t>(n)};
 }
 

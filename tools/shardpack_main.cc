@@ -369,6 +369,7 @@ struct MergeCommand {
   bool overwrite = false;
   bool check = false;
   bool verbose = false;
+  uint64_t count = 0;  // --count; 0: not given
 };
 
 CLI::App* AddMergeCommand(CLI::App& app, MergeCommand* c) {
@@ -381,6 +382,10 @@ CLI::App* AddMergeCommand(CLI::App& app, MergeCommand* c) {
   cmd->add_option("--format", c->format,
                   "Backend of the output (default: the parts'; others are converted)")
       ->check(CLI::IsMember(BackendNames()));
+  cmd->add_option("--count", c->count,
+                  "N, the number of parts: needed for parts written with an open count "
+                  "(a Ray Data write); for others, checked against theirs")
+      ->check(CLI::Range(uint64_t{1}, kMaxParts));
   AddVerbose(cmd, &c->verbose);
   return cmd;
 }
@@ -403,6 +408,7 @@ int RunMerge(const MergeCommand& c) {
   o.output = c.output;
   o.overwrite = c.overwrite;
   o.check_only = c.check;
+  if (c.count != 0) o.count = c.count;
   if (!c.format.empty()) o.backend = *ParseBackend(c.format);  // a CLI choice: valid
   if (c.verbose) {
     cli::PrintLine(stderr, absl::StrCat(kTool, ": ", c.check ? "checking " : "merging ",

@@ -110,8 +110,15 @@ absl::Status ReadPart(const Json& v, std::string_view where, PackIdentity* p) {
     return absl::OkStatus();
   }
   if (!v.is_object()) return Bad(where, "part", v, "is not an object {index, count}");
-  // Bounds first, in this order: what merge has always said of a bad part.
   PackPart part;
+  if (v.size() == 1 && v.contains("index")) {
+    // An open count: the part knew its index only (WriterPart::count).
+    part.count = kOpenPartCount;
+    SP_ASSIGN_OR_RETURN(part.index, InRange(v["index"], where, "part.index", 1, kMaxParts));
+    p->part = part;
+    return absl::OkStatus();
+  }
+  // Bounds first, in this order: what merge has always said of a bad part.
   SP_ASSIGN_OR_RETURN(part.count, InRange(Field(v, "count"), where, "part.count", 1, kMaxParts));
   SP_ASSIGN_OR_RETURN(part.index,
                       InRange(Field(v, "index"), where, "part.index", 1, part.count));
@@ -300,7 +307,8 @@ PackJson PackIdentity::ToJsonValue() const {
   if (shuffle) j["shuffle"] = *shuffle;
   if (seed) j["seed"] = *seed;
   if (part) {
-    j["part"] = {{"index", part->index}, {"count", part->count}};
+    j["part"] = !part->has_count() ? PackJson{{"index", part->index}}
+                             : PackJson{{"index", part->index}, {"count", part->count}};
   } else if (legacy_part) {
     j["part"] = *legacy_part;
   }

@@ -15,6 +15,8 @@
 //   shuffle            bool
 //   seed               uint64
 //   part               {index, count}, 1 <= index <= count <= kMaxParts;
+//                      or {index} alone: an open count (kOpenPartCount),
+//                      1 <= index <= kMaxParts, N given to merge;
 //                      or the text "I/N" an older shardpack wrote
 //   input              {items, bytes, fingerprint}: uint64, uint64, string
 //   order              {chunk_items, window_chunks}: uint64 each
@@ -51,10 +53,12 @@ namespace shardpack::writer {
 
 using PackJson = nlohmann::ordered_json;
 
-// Part `index` of `count` (1-based) of a pack split over machines.
+// Part `index` of `count` (1-based) of a pack split over machines; `count`
+// kOpenPartCount for a part written without knowing N (merge is told N).
 struct PackPart {
   uint64_t index = 1;
   uint64_t count = 1;
+  bool has_count() const { return count != kOpenPartCount; }
   bool operator==(const PackPart&) const = default;
 };
 

@@ -55,9 +55,10 @@ absl::Status CheckOptions(const WriterOptions& o) {
   }
   if (o.part.has_value()) {
     const WriterPart& p = *o.part;
-    if (p.count == 0 || p.index == 0 || p.index > p.count) {
+    if (p.index == 0 || (p.count != kOpenPartCount && p.index > p.count)) {
       return Invalid("part", absl::StrCat(p.index, "/", p.count,
-                                          " is not a part I/N with 1 <= I <= N <= ", kMaxParts));
+                                          " is not a part I/N with 1 <= I <= N <= ", kMaxParts,
+                                          " (or I/", kOpenPartCount, ": N not known)"));
     }
     if (o.job.empty()) {
       return Invalid("job", "is required with part: the name every part of one write gives, "

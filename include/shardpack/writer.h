@@ -65,8 +65,13 @@ inline constexpr uint32_t kMaxBlockSize = uint32_t{1} << 30;
 // The most parts a multi-machine write may have.
 inline constexpr uint64_t kMaxParts = UINT32_MAX;
 
+// WriterPart::count of a part written where the number of parts is not known
+// (a Ray Data write task): `shardpack merge --count N` is told it.
+inline constexpr uint32_t kOpenPartCount = 0;
+
 // Part `index` of `count` (1-based) of a dataset written on many machines,
-// which `shardpack merge` makes one dataset of, in index order.
+// which `shardpack merge` makes one dataset of, in index order. `count` may be
+// kOpenPartCount: the writer then only knows that it is part `index`.
 struct WriterPart {
   uint32_t index = 1;
   uint32_t count = 1;

@@ -87,6 +87,29 @@ TEST(PackIdentityTest, MergedRecordAndForeignPacksRoundTrip) {
   EXPECT_EQ(old.legacy_part, "1/1");
 }
 
+// A part of an open count ({index} alone: a Writer's part that did not know
+// N) round-trips; its index is held to 1..kMaxParts.
+TEST(PackIdentityTest, APartOfAnOpenCountRoundTrips) {
+  PackIdentity p = Full();
+  p.part = PackPart{7, kOpenPartCount};
+  const std::string text = p.ToJson();
+  EXPECT_THAT(text, HasSubstr(R"("part":{"index":7})"));
+  SP_ASSERT_OK_AND_ASSIGN(PackIdentity back, PackIdentity::FromJson(text, "m"));
+  EXPECT_EQ(back, p);
+  EXPECT_FALSE(back.part->has_count());
+  for (const auto& [part, message] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"index":0})", "ds: pack.part.index 0 is not in 1..4294967295"},
+           {R"({"index":4294967296})", "ds: pack.part.index 4294967296 is not in 1..4294967295"},
+           {R"({"index":"7"})", "ds: pack.part.index \"7\" is not in 1..4294967295"},
+           {R"({"count":3})", "ds: pack.part.index null is not in 1..3"},
+           {R"({"index":7,"of":9})", "ds: pack.part.count null is not in 1..4294967295"},
+       }) {
+    EXPECT_THAT(PackIdentity::FromJson(R"({"part":)" + part + "}", "ds"),
+                StatusIs(absl::StatusCode::kDataLoss, HasSubstr(message)))
+        << part;
+  }
+}
+
 // The spec's example (docs/format.md 12.2) is what this code reads and writes.
 TEST(PackIdentityTest, TheFormatSpecsExamplePackRoundTrips) {
   std::ifstream in(std::filesystem::path(SHARDPACK_SOURCE_DIR) / "docs" / "format.md");

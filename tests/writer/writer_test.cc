@@ -319,6 +319,19 @@ TEST_F(WriterTest, AnExistingOutputIsReplacedOnlyAsPackReplacesIt) {
 
 // --- Parts and `shardpack merge` ---------------------------------------------
 
+// The datasets at `a` and `b` hold the same records in the same order.
+void ExpectSameRecords(const std::string& a, const std::string& b) {
+  SP_ASSERT_OK_AND_ASSIGN(auto first, RecordReader::Open(a));
+  SP_ASSERT_OK_AND_ASSIGN(auto second, RecordReader::Open(b));
+  ASSERT_EQ(first->size(), second->size());
+  RecordBuffer x, y;
+  for (uint64_t i = 0; i < first->size(); ++i) {
+    SP_ASSERT_OK(first->Read(i, &x));
+    SP_ASSERT_OK(second->Read(i, &y));
+    EXPECT_TRUE(SameContents(x.record(), y.record())) << i;
+  }
+}
+
 WriterOptions PartOptions(uint32_t index, uint32_t count, const std::string& job = "run-1") {
   WriterOptions o;
   o.part = WriterPart{index, count};
@@ -345,15 +358,7 @@ TEST_F(WriterTest, PartsMergeIntoTheDatasetOfOneWrite) {
       RunTool(SHARDPACK_PATH, {"merge", Out("p3"), Out("p1"), Out("p2"), "-o", Out("merged")});
   ASSERT_EQ(merge.exit_code, 0) << merge.err;
   ExpectSamples(Out("merged"), 0, 10);
-  SP_ASSERT_OK_AND_ASSIGN(auto merged, RecordReader::Open(Out("merged")));
-  SP_ASSERT_OK_AND_ASSIGN(auto one, RecordReader::Open(Out("whole")));
-  ASSERT_EQ(merged->size(), one->size());
-  RecordBuffer a, b;
-  for (uint64_t i = 0; i < one->size(); ++i) {
-    SP_ASSERT_OK(merged->Read(i, &a));
-    SP_ASSERT_OK(one->Read(i, &b));
-    EXPECT_TRUE(SameContents(a.record(), b.record())) << i;
-  }
+  ExpectSameRecords(Out("merged"), Out("whole"));
   SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(Out("merged")));
   SP_ASSERT_OK_AND_ASSIGN(writer::PackIdentity p, writer::PackIdentity::FromJson(m.pack_json, "m"));
   EXPECT_EQ(p.job, "run-1");
@@ -386,6 +391,61 @@ TEST_F(WriterTest, MergeRefusesPartsOfAnotherJobSchemaOrOptionsAndMissingParts) 
   refused({Out("p1")}, "part 2 of 2 is missing");
   refused({Out("whole")}, Out("whole") + ": not a part merge can check");
   refused({Out("p1"), Out("p2"), Out("p2")}, "part 2 of 2 is given twice");
+}
+
+// Parts written without knowing N (a Ray Data write task) merge when merge
+// is told N, and only then: a part beyond N, a missing one, a mix with
+// closed parts of another N, and a pack's part claiming an open count are
+// refused, naming the part.
+TEST_F(WriterTest, PartsOfAnOpenCountMergeWithTheCountGiven) {
+  WriterOptions whole;
+  whole.shard_max_records = 2;
+  SP_ASSERT_OK(Write(Out("whole"), whole).status());
+  const int bounds[] = {0, 4, 4, 10};
+  for (uint32_t k = 0; k < 3; ++k) {
+    SP_ASSERT_OK(Write(Out("p" + std::to_string(k + 1)), PartOptions(k + 1, kOpenPartCount),
+                       bounds[k], bounds[k + 1])
+                     .status());
+  }
+  SP_ASSERT_OK_AND_ASSIGN(Manifest part, ReadManifest(Out("p2")));
+  EXPECT_THAT(part.pack_json, HasSubstr("\"part\":{\"index\":2}"));
+  auto merge = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "merge");
+    return RunTool(SHARDPACK_PATH, args);
+  };
+  RunResult r = merge({Out("p1"), Out("p2"), Out("p3"), "--check"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(Out("p1") + ": part 1 of an open count"));
+  EXPECT_THAT(r.err, HasSubstr("merge --count N"));
+  r = merge({Out("p1"), Out("p2"), Out("p3"), "--check", "--count", "2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(Out("p3") + ": part 3, beyond --count 2"));
+  r = merge({Out("p1"), Out("p3"), "--check", "--count", "3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("part 2 of 3 is missing"));
+  SP_ASSERT_OK(Write(Out("closed"), PartOptions(2, 2), 4, 10).status());
+  r = merge({Out("closed"), "--check", "--count", "3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--count 3, but " + Out("closed") + " is part 2 of 2"));
+
+  r = merge({Out("p3"), Out("p1"), Out("p2"), "-o", Out("merged"), "--count", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "merged 3 parts of one write (job run-1): 10 records in 5 shards\n");
+  ExpectSameRecords(Out("merged"), Out("whole"));
+  SP_ASSERT_OK_AND_ASSIGN(Manifest m, ReadManifest(Out("merged")));
+  SP_ASSERT_OK_AND_ASSIGN(writer::PackIdentity p, writer::PackIdentity::FromJson(m.pack_json, "m"));
+  ASSERT_TRUE(p.merged.has_value());
+  EXPECT_EQ(p.merged->count, 3u);
+
+  // A pack's part (with an input) never has an open count: an edit.
+  SP_ASSERT_OK_AND_ASSIGN(writer::PackIdentity edited,
+                          writer::PackIdentity::FromJson(part.pack_json, "p2"));
+  edited.input = writer::PackInput{10, 100, "crc32c:00000000"};
+  part.pack_json = edited.ToJson();
+  SP_ASSERT_OK(WriteManifest(Out("p2"), part));
+  r = merge({Out("p1"), Out("p2"), Out("p3"), "--check", "--count", "3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(Out("p2") + ": a pack's part of an open count"));
 }
 
 // A retried task (the same job, part and options) replaces its own output

@@ -106,7 +106,7 @@ absl::StatusOr<MergeResult> Merge(const std::vector<std::string>& paths, const M
   std::vector<PartDataset> parts;
   parts.reserve(paths.size());
   for (const std::string& path : paths) {
-    SP_ASSIGN_OR_RETURN(PartDataset p, ReadPart(path));
+    SP_ASSIGN_OR_RETURN(PartDataset p, ReadPart(path, o.count));
     parts.push_back(std::move(p));
   }
   SP_ASSIGN_OR_RETURN(std::vector<const PartDataset*> sorted, CheckParts(parts));

@@ -77,6 +77,9 @@ struct MergeOptions {
   // are converted record by record (see Convert) instead of linked.
   std::optional<Backend> backend;
   bool check_only = false;  // check the parts, write nothing
+  // N, for parts written with an open count (WriterPart::count
+  // kOpenPartCount), which need it; for others, it must be theirs.
+  std::optional<uint64_t> count;
 };
 
 struct MergeResult {

@@ -30,10 +30,38 @@ absl::Status Damaged(std::string_view message) {
       absl::string_view(message.data(), message.size()), " (a damaged or edited part manifest)"));
 }
 
+// A part's N: its own, or for a part of an open count the one merge is given.
+absl::StatusOr<uint64_t> PartCount(const PartDataset& p, std::optional<uint64_t> given) {
+  const writer::PackPart& part = *p.pack.part;
+  if (part.has_count()) {
+    if (given && *given != part.count) {
+      return absl::FailedPreconditionError(absl::StrCat("--count ", *given, ", but ", p.path,
+                                                        " is part ", part.index, " of ",
+                                                        part.count));
+    }
+    return part.count;
+  }
+  if (p.pack.input) {
+    return Damaged(absl::StrCat(p.path, ": a pack's part of an open count (only a Writer's "
+                                "part, with a job, leaves N open)"));
+  }
+  if (!given) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        p.path, ": part ", part.index,
+        " of an open count (written without knowing N, as by a Ray Data write task): give "
+        "the number of parts, merge --count N"));
+  }
+  if (part.index > *given) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(p.path, ": part ", part.index, ", beyond --count ", *given));
+  }
+  return *given;
+}
+
 // What a part must record beyond a well-formed identity (FromJson checked
 // the types and part's bounds): part and input, and no more records than
 // its share of the input's items.
-absl::Status CheckPartFields(PartDataset* p) {
+absl::Status CheckPartFields(PartDataset* p, std::optional<uint64_t> count) {
   const writer::PackIdentity& pack = p->pack;
   if (pack.merged) return NotAPart(p->path, "it is a merged dataset, not a part");
   if (!pack.part || (!pack.input && !pack.job)) {
@@ -43,7 +71,7 @@ absl::Status CheckPartFields(PartDataset* p) {
                     "again with --part (a Writer: give it part and job)");
   }
   p->index = pack.part->index;
-  p->count = pack.part->count;
+  SP_ASSIGN_OR_RETURN(p->count, PartCount(*p, count));
   // A Writer's part has no input listing to hold it to a share: its job and
   // options are compared (ComparePart), its records are what it wrote.
   if (!pack.input) return absl::OkStatus();
@@ -131,7 +159,7 @@ std::string PartName(const PartDataset& p) {
   return absl::StrCat("part ", p.index, " of ", p.count, " (", p.path, ")");
 }
 
-absl::StatusOr<PartDataset> ReadPart(const std::string& path) {
+absl::StatusOr<PartDataset> ReadPart(const std::string& path, std::optional<uint64_t> count) {
   PartDataset p;
   p.path = path;
   SP_ASSIGN_OR_RETURN(p.manifest, ReadManifest(path));
@@ -142,7 +170,7 @@ absl::StatusOr<PartDataset> ReadPart(const std::string& path) {
     return Damaged({message.data(), message.size()});
   }
   p.pack = *std::move(pack);
-  SP_RETURN_IF_ERROR(CheckPartFields(&p));
+  SP_RETURN_IF_ERROR(CheckPartFields(&p, count));
   SP_RETURN_IF_ERROR(CheckShardFiles(p));
   return p;
 }

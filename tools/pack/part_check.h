@@ -4,6 +4,7 @@
 #define SHARDPACK_TOOLS_PACK_PART_CHECK_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,11 @@ struct PartDataset {
 // Writer's part), and no "merged"; a pack's part holds no more records than
 // its share of the input's items; each shard file is a
 // regular file of the size the manifest says (one lstat each: no bytes are
-// read). FailedPreconditionError naming the path and what is wrong.
-absl::StatusOr<PartDataset> ReadPart(const std::string& path);
+// read). A Writer's part of an open count (kOpenPartCount) takes `count` as
+// its N, and needs it; `count`, when given, must be a closed part's N too.
+// FailedPreconditionError naming the path and what is wrong.
+absl::StatusOr<PartDataset> ReadPart(const std::string& path,
+                                     std::optional<uint64_t> count = std::nullopt);
 
 // Checks that `parts` (any order) are parts 1..N of one pack: one N, one
 // schema, and identities equal as parts (PackComparison::kAsParts: so input

@@ -47,12 +47,40 @@ py::array ImageOf(const DecodedImage& im) {
   return a;
 }
 
+// A raw image's pixels as uint8 [H, W, C] (CHW planes interleaved). The
+// reader checked that the payload is the shape's size (RecordFields).
+py::array RawPixelsOf(const FieldValue& v) {
+  RequireNumpy("Dataset.record(decode=\"raw\")");
+  const ImageInfo& im = v.image;
+  const size_t plane = size_t{im.height} * im.width;
+  py::array a = NewArray(py::dtype::of<uint8_t>(), 1,
+                         {im.height, im.width, static_cast<py::ssize_t>(im.channels)});
+  if (v.bytes.size() != plane * im.channels || v.bytes.empty()) return a;
+  uint8_t* out = static_cast<uint8_t*>(a.mutable_data());
+  if (im.layout == Layout::kHWC || im.channels == 1) {
+    std::memcpy(out, v.bytes.data(), v.bytes.size());
+    return a;
+  }
+  for (size_t c = 0; c < im.channels; ++c) {
+    const uint8_t* in = v.bytes.data() + c * plane;
+    for (size_t p = 0; p < plane; ++p) out[p * im.channels + c] = in[p];
+  }
+  return a;
+}
+
+py::object ImageValue(const FieldValue& v, const DecodedImage* decoded, ImageValues images) {
+  if (decoded != nullptr) return ImageOf(*decoded);
+  if (images == ImageValues::kRawAsArrays && v.image.encoding == Encoding::kRaw) {
+    return RawPixelsOf(v);
+  }
+  return Bytes(v.bytes);
+}
+
 py::object ValueOf(const Field& f, const FieldValue& v, const DecodedImage* decoded,
-                   const py::object& json_loads) {
+                   ImageValues images, const py::object& json_loads) {
   if (!v.present) return py::none();
   switch (f.type) {
-    case FieldType::kImage:
-      return decoded != nullptr ? py::object(ImageOf(*decoded)) : py::object(Bytes(v.bytes));
+    case FieldType::kImage: return ImageValue(v, decoded, images);
     case FieldType::kLabel: return py::int_(v.label);
     case FieldType::kString: return Text(v.bytes);
     case FieldType::kJson: return json_loads(Text(v.bytes));
@@ -64,7 +92,7 @@ py::object ValueOf(const Field& f, const FieldValue& v, const DecodedImage* deco
 
 }  // namespace
 
-py::dict FieldsDict(const std::vector<Field>& fields, const RecordBuffer& b, bool decode) {
+py::dict FieldsDict(const std::vector<Field>& fields, const RecordBuffer& b, ImageValues images) {
   py::dict d;
   const Record& r = b.record();
   PyObject* key = PyUnicode_DecodeUTF8(r.key.data(), static_cast<Py_ssize_t>(r.key.size()),
@@ -74,8 +102,9 @@ py::dict FieldsDict(const std::vector<Field>& fields, const RecordBuffer& b, boo
   d["__index__"] = b.index();
   py::object json_loads = py::module_::import("json").attr("loads");
   for (size_t i = 0; i < fields.size(); ++i) {
-    const DecodedImage* decoded = decode && i < b.images().size() ? &b.images()[i] : nullptr;
-    d[py::str(fields[i].name)] = ValueOf(fields[i], b.fields()[i], decoded, json_loads);
+    const DecodedImage* decoded =
+        images == ImageValues::kDecoded && i < b.images().size() ? &b.images()[i] : nullptr;
+    d[py::str(fields[i].name)] = ValueOf(fields[i], b.fields()[i], decoded, images, json_loads);
   }
   return d;
 }

@@ -17,12 +17,17 @@ namespace shardpack::python {
 
 namespace py = pybind11;
 
+// How image fields come: as stored (bytes), raw ones as arrays of their
+// pixels (no decoding: a raw payload's bytes alone lose its shape), or every
+// one decoded.
+enum class ImageValues { kStored, kRawAsArrays, kDecoded };
+
 // {"__key__", "__index__", then each field by name} of the record last read
 // into `b` from a dataset of `fields` (RecordReader::fields(), not empty).
-// With `decode`, `b` holds a read made with decode = true. Needs the GIL;
-// imports numpy (ImportError saying why) when an array or decoded image is
-// to be made.
-py::dict FieldsDict(const std::vector<Field>& fields, const RecordBuffer& b, bool decode);
+// With kDecoded, `b` holds a read made with decode = true. Needs the GIL;
+// imports numpy (ImportError saying why) when an array or image is to be
+// made.
+py::dict FieldsDict(const std::vector<Field>& fields, const RecordBuffer& b, ImageValues images);
 
 // {name: type text (FieldTypeText: "jpeg", "f32[n,4]", "json?")}, in field
 // order.

@@ -40,15 +40,27 @@ that are not UTF-8 as surrogate escapes), "labels" (tuple of int),
 "encoding" ("raw" or "jpeg"), "shape" ((height, width, channels) as
 stored), "data" (the stored payload, bytes), "extra" (bytes)}; with
 decode=True also "image", a numpy uint8 array of shape (height, width,
-channels), HWC (a JPEG decoded, CHW interleaved).
+channels), HWC (a JPEG decoded, CHW interleaved); decode="raw" gives "image"
+for raw pixels only, not decoding JPEGs.
 
 Record i of a dataset with fields (ds.fields): {"__key__", "__index__",
 then every field by name}: images as bytes (with decode=True numpy uint8
-HWC arrays, every image field), labels int, strings str, json the parsed
+HWC arrays, every image field; with decode="raw" the raw ones as such
+arrays of their pixels, JPEGs as bytes), labels int, strings str, json the parsed
 object, bytes bytes, arrays numpy arrays of their dtype, shape [rows, ...];
 an absent optional field None. Each record's CRC-32C and fields are checked
 first. shardpack.DataLossError for damage, naming the shard, offset, record
 and, where one is to blame, the field.)doc";
+
+// record()'s decode: False (the default), True, or "raw".
+ImageValues DecodeArg(py::handle v) {
+  if (!v) return ImageValues::kStored;
+  if (PyUnicode_Check(v.ptr())) {
+    if (StrArg(v, "decode") != "raw") OutOfRange("decode", v, "True, False or \"raw\"");
+    return ImageValues::kRawAsArrays;
+  }
+  return BoolArg(v, "decode") ? ImageValues::kDecoded : ImageValues::kStored;
+}
 
 class PyDataset {
  public:
@@ -64,7 +76,12 @@ class PyDataset {
 
   uint64_t Len() const { return reader_->size(); }
 
-  py::dict Record(py::handle i, bool decode) {
+  py::dict Record(py::handle i, ImageValues images) {
+    // A dataset of images and labels holds one encoding: "raw" decodes raw
+    // pixels (a copy) and leaves JPEGs as they are.
+    const bool decode = images == ImageValues::kDecoded ||
+                        (images == ImageValues::kRawAsArrays && reader_->fields().empty() &&
+                         reader_->schema().image.encoding == Encoding::kRaw);
     const uint64_t index = Index(i);
     std::unique_ptr<RecordBuffer> buffer = Take();
     absl::Status read;
@@ -77,7 +94,7 @@ class PyDataset {
       ThrowStatus(read);
     }
     py::dict out = reader_->fields().empty() ? ToDict(*buffer, decode)
-                                             : FieldsDict(reader_->fields(), *buffer, decode);
+                                             : FieldsDict(reader_->fields(), *buffer, images);
     Give(std::move(buffer));
     return out;
   }
@@ -193,12 +210,13 @@ void RegisterDataset(py::module_& m) {
         return std::make_unique<PyDataset>(PathArg(a["path"], "path"), o);
       }))
       .def("__len__", &PyDataset::Len, "__len__()\n\nRecords in the dataset.")
-      .def("__getitem__", [](PyDataset& d, py::handle i) { return d.Record(i, false); },
+      .def("__getitem__",
+           [](PyDataset& d, py::handle i) { return d.Record(i, ImageValues::kStored); },
            "__getitem__(index)\n\nds.record(index).")
       .def("record",
            [](PyDataset& d, const py::args& args, const py::kwargs& kwargs) {
              const CallArgs a("record", args, kwargs, {"index", "decode"}, 1, 1);
-             return d.Record(a["index"], a["decode"] ? BoolArg(a["decode"], "decode") : false);
+             return d.Record(a["index"], DecodeArg(a["decode"]));
            },
            kRecordDoc)
       .def("find",

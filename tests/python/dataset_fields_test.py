@@ -94,6 +94,30 @@ class DatasetFieldsTest(unittest.TestCase):
         np.testing.assert_array_equal(a, b)
         self.assertFalse(np.shares_memory(a, b))
 
+    def test_decode_raw_gives_raw_images_as_arrays_and_jpegs_as_bytes(self):
+        for i in range(4):
+            r, decoded = self.ds.record(i, decode="raw"), self.ds.record(i, decode=True)
+            self.assertIsInstance(r["photo"], bytes)
+            self.assertEqual(r["photo"], self.ds[i]["photo"])
+            if i % 3 == 2:
+                self.assertIsNone(r["mask"])
+                continue
+            self.assertEqual(r["mask"].dtype, np.uint8)
+            np.testing.assert_array_equal(r["mask"], decoded["mask"])
+        # CHW planes come interleaved, as decode=True gives them.
+        path = os.path.join(self.tmp.path, "chw")
+        planes = np.arange(18, dtype=np.uint8).reshape(2, 3, 3)
+        with shardpack.Writer(path, {"m": "raw/chw:2x3x3"}) as w:
+            w.write({"m": planes})
+        chw = shardpack.Dataset(path)
+        np.testing.assert_array_equal(chw.record(0, decode="raw")["m"],
+                                      chw.record(0, decode=True)["m"])
+        self.assertEqual(chw[0]["m"], planes.transpose(2, 0, 1).tobytes())
+        with self.assertRaisesRegex(ValueError, 'decode \'all\' is out of range: True, False or "raw"'):
+            self.ds.record(0, decode="all")
+        with self.assertRaisesRegex(TypeError, "decode must be a bool"):
+            self.ds.record(0, decode=1)
+
     def test_fields_and_classes_describe_the_schema(self):
         self.assertEqual(self.ds.fields, TYPES)
         self.assertEqual(list(self.ds.fields), list(TYPES))

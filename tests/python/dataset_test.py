@@ -5,6 +5,7 @@ Skipped (exit 77) without numpy.
 """
 import json
 import os
+import subprocess
 import sys
 import threading
 import unittest
@@ -124,6 +125,18 @@ class DatasetTest(unittest.TestCase):
         self.assertEqual(r["image"].dtype, np.uint8)
         np.testing.assert_array_equal(r["image"], self.pixels[17])
         self.assertNotIn("image", self.ds.record(17))
+        # decode="raw": raw pixels as the array, a JPEG left as its bytes.
+        np.testing.assert_array_equal(self.ds.record(17, decode="raw")["image"], self.pixels[17])
+        src = os.path.join(self.tmp.path, "jpegs-src")
+        subprocess.run([os.environ["MAKE_DEMO_DATA"], src, "--cifar-records", "0", "--classes",
+                        "2", "--images-per-class", "1"], check=True, capture_output=True)
+        jpegs = os.path.join(self.tmp.path, "jpegs")
+        subprocess.run([os.environ["SHARDPACK_TOOL"], "images", os.path.join(src, "images"),
+                        "-o", jpegs, "-q"], check=True)
+        r = shardpack.Dataset(jpegs).record(0, decode="raw")
+        self.assertEqual(r["encoding"], "jpeg")
+        self.assertNotIn("image", r)
+        self.assertTrue(r["data"].startswith(b"\xff\xd8"))
 
     def test_a_view_reads_its_selection_relabelled(self):
         with open(os.path.join(self.path, "manifest.json")) as f:

@@ -16,14 +16,15 @@ import unittest
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 
 
-def require(*modules):
-    """Exits with SKIP (ctest reports the test as skipped) when a module is missing."""
+def require(*modules, how=None):
+    """Exits with SKIP (ctest reports the test as skipped) when a module is
+    missing, saying how to get it: `how`, else Debian's package."""
     for name in modules:
         try:
             importlib.import_module(name)
         except ImportError as e:
             print(f"SKIP: {name} is not importable by {sys.executable} ({e}); "
-                  f"Debian: apt-get install python3-{name.lower()}", flush=True)
+                  f"{how or f'Debian: apt-get install python3-{name.lower()}'}", flush=True)
             sys.exit(SKIP)
 
 
@@ -82,6 +83,16 @@ class DatasetTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
+
+
+def shard_bytes(path):
+    """{name: bytes} of the .shard files of the dataset at `path`."""
+    out = {}
+    for name in sorted(os.listdir(path)):
+        if name.endswith(".shard"):
+            with open(os.path.join(path, name), "rb") as f:
+                out[name] = f.read()
+    return out
 
 
 def _check_installed():

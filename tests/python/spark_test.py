@@ -12,7 +12,8 @@ import unittest
 
 import fixtures
 
-fixtures.require("pyspark", "numpy")
+fixtures.require("pyspark", "numpy",
+                 how="./scripts/test-engines runs this test in build/venv-spark, which has them")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     print("SKIP: no java on PATH (Spark needs Java 17: apt-get install openjdk-17-jre-headless)",
           flush=True)
@@ -98,14 +99,6 @@ class SparkWriteTest(unittest.TestCase):
                 else:
                     self.assertEqual(got[name], want[name], f"{key}: {name}")
 
-    def shard_bytes(self, path):
-        out = {}
-        for name in sorted(os.listdir(path)):
-            if name.endswith(".shard"):
-                with open(os.path.join(path, name), "rb") as f:
-                    out[name] = f.read()
-        return out
-
     def test_every_row_once_in_the_frames_order(self):
         out = os.path.join(self.tmp.path, "out")
         self.assertEqual(shardpack.spark.write(self.frame(3), out, SCHEMA), RECORDS)
@@ -125,7 +118,7 @@ class SparkWriteTest(unittest.TestCase):
         shardpack.spark.write(frame, crashed, SCHEMA, job="retry")
         self.assertTrue(os.path.exists(marker), "the first attempt did not crash")
         self.check_equal_to_source(crashed, [r[0] for r in self.rows])
-        self.assertEqual(self.shard_bytes(crashed), self.shard_bytes(clean))
+        self.assertEqual(fixtures.shard_bytes(crashed), fixtures.shard_bytes(clean))
 
     def test_a_failed_job_leaves_no_dataset_and_no_parts(self):
         out = os.path.join(self.tmp.path, "failed")
@@ -140,11 +133,32 @@ class SparkWriteTest(unittest.TestCase):
         self.assertFalse([n for n in os.listdir(self.tmp.path)
                           if n.startswith("failed.") or ".spark-parts" in n])
 
+    def test_a_frame_of_no_partitions_makes_an_empty_dataset(self):
+        out = os.path.join(self.tmp.path, "empty")
+        frame = self.spark.createDataFrame(self.spark.sparkContext.emptyRDD(), SPARK_SCHEMA)
+        self.assertEqual(frame.rdd.getNumPartitions(), 0)
+        self.assertEqual(shardpack.spark.write(frame, out, SCHEMA), 0)
+        empty = shardpack.Dataset(out)
+        self.assertEqual((len(empty), empty.fields), (0, SCHEMA))
+        self.assertFalse([n for n in os.listdir(self.tmp.path) if n.startswith("empty.")])
+
     def test_a_missing_column_is_an_error_before_any_task(self):
         with self.assertRaises(ValueError) as caught:
             shardpack.spark.write(self.frame(2).drop("caption"),
                                   os.path.join(self.tmp.path, "nocaption"), SCHEMA)
         self.assertIn("caption", str(caught.exception))
+        # An existing OUT, and options the Writer refuses, too (checked on the
+        # driver, by a part opened and discarded).
+        taken = os.path.join(self.tmp.path, "taken")
+        os.makedirs(taken)
+        with self.assertRaises(FileExistsError):
+            shardpack.spark.write(self.frame(2), taken, SCHEMA)
+        with self.assertRaises(ValueError) as caught:
+            shardpack.spark.write(self.frame(2), os.path.join(self.tmp.path, "badblock"), SCHEMA,
+                                  block_size=0)
+        self.assertIn("block_size 0 is out of range", str(caught.exception))
+        self.assertFalse([n for n in os.listdir(self.tmp.path)
+                          if n.startswith(("taken.", "badblock"))])
 
 
 if __name__ == "__main__":

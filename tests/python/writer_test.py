@@ -275,6 +275,8 @@ class WriterTest(unittest.TestCase):
                 ({"format": "tar"}, ValueError, "format 'tar' is out of range: shard, lmdb, hdf5"),
                 ({"part": (1, 2)}, ValueError, "job is required with part"),
                 ({"part": (3, 2), "job": "j"}, ValueError, "part (3, 2) is out of range"),
+                ({"part": (0, None), "job": "j"}, ValueError, "part (0, None) is out of range"),
+                ({"part": (1, None)}, ValueError, "job is required with part"),
                 ({"on_error": "ignore"}, ValueError, "on_error 'ignore' is out of range"),
                 ({"compression": "lz4"}, ValueError, "compression 'lz4' is not a compression"),
                 ({"format": "hdf5", "compression": "zstd"}, ValueError,
@@ -314,6 +316,34 @@ class WriterTest(unittest.TestCase):
         ds = shardpack.Dataset(self.out())
         keys = sorted(ds[i]["__key__"] for i in range(len(ds)))
         self.assertEqual(keys, sorted(f"t{t}-{i}" for t in range(4) for i in range(25)))
+
+    def test_an_engines_rows_become_a_part_as_the_writer_takes_them(self):
+        # shardpack.ray and shardpack.spark turn their rows into parts with
+        # _parts.write_part: numbers into arrays of one, lists into arrays of
+        # the field's dtype (an empty one in its shape), numpy scalars into
+        # Python values; a row without __key__ keyed by its part and place.
+        from shardpack import _parts
+        schema = {"s": "f32[1]", "boxes": "f32[n,4]", "label": "label", "tags": "i32[n]?"}
+        rows = [{"s": 0.5, "boxes": [], "label": np.int64(1), "tags": None, "extra": "x"},
+                {"s": np.float64(2), "boxes": [[1, 2, 3, 4]], "label": 0, "tags": [7, 8],
+                 "__key__": "k"}]
+        os.makedirs(self.out("parts"))
+        part = _parts.write_part(self.out("parts"), schema, 3, None, "job",
+                                 {"classes": {"label": ["a", "b"]}}, iter(rows))
+        path = os.path.join(self.out("parts"), "part-000003")
+        self.assertEqual(part, (3, path, 2))
+        ds = shardpack.Dataset(path)
+        r0, r1 = ds[0], ds[1]
+        self.assertEqual((r0["__key__"], r1["__key__"]), ("00003/00000000", "k"))
+        self.assertEqual(r0["s"].tolist(), [0.5])
+        self.assertEqual(r1["s"].tolist(), [2.0])
+        self.assertEqual(r0["boxes"].shape, (0, 4))
+        self.assertEqual(r1["boxes"].tolist(), [[1, 2, 3, 4]])
+        self.assertEqual((r0["label"], r1["label"]), (1, 0))
+        self.assertIsNone(r0["tags"])
+        self.assertEqual(r1["tags"].tolist(), [7, 8])
+        with open(os.path.join(path, "manifest.json")) as f:
+            self.assertIn('"part": {\n      "index": 3\n    }', f.read())
 
     def test_parts_merge_into_one_dataset(self):
         with shardpack.Writer(self.out("whole"), SCHEMA, classes=CLASSES) as w:

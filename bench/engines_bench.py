@@ -1,16 +1,25 @@
-"""Writing a JPEG folder through Spark against `shardpack images` (issue 47).
+"""Writing a JPEG folder through Spark and Ray Data against `shardpack images` (issue 47).
 
-    build/venv-spark/bin/python bench/engines_bench.py SRC --work DIR [--rounds N]
+    python3 bench/engines_bench.py SRC --work DIR [--rounds N] [--engines spark,ray]
 
 SRC: an ImageFolder (class folders of .jpg; bench/peers/peer_bench.py
 gen-imagefolder makes one). Every case on cores 0,1 (taskset), the page cache
 warm (every file read first), rounds alternating the order, medians:
 - `shardpack images SRC -o OUT` (the reference; pack-time shuffle, the default);
-- Spark local[2]: the folder read with Spark's binaryFile source into 2
-  partitions, written with shardpack.spark.write (schema image: jpeg, label),
-  and the same DataFrame written with Spark's own df.write.parquet.
-Prints images/s of each and the ratios. Needs the built tree
-(SHARDPACK_TOOL, PYTHONPATH at build/python) and Java 17.
+- Spark local[2] (build/venv-spark's python): the folder read with Spark's
+  binaryFile source into 2 partitions, written with shardpack.spark.write
+  (schema image: jpeg, label), and the same DataFrame written with Spark's own
+  df.write.parquet;
+- Ray Data on a local cluster of 2 CPUs (build/venv-ray's python): the folder
+  read with read_binary_files, mapped in batches (map_batches, Arrow) to
+  key, jpg and cls columns, written
+  with shardpack.ray.ShardSink (schema jpg: jpeg, cls: label), and the same
+  rows written with Ray's own write_parquet and write_webdataset, and given to
+  a sink that only counts them (what Ray's reading and mapping cost alone).
+The engines' start-up (a SparkSession, ray.init) is not timed. Prints
+images/s of each and the ratios. Needs the built tree (SHARDPACK_TOOL,
+PYTHONPATH at build/python), Java 17 for Spark, and the engines' venvs
+(./scripts/test-engines makes them).
 """
 import argparse
 import os
@@ -29,7 +38,76 @@ def warm(src):
                     pass
 
 
-def spark_case(src, out, kind):
+def engine_run(python, code, what):
+    """`code` in a pinned process of `python`; its last line: records, seconds."""
+    env = dict(os.environ, PYSPARK_PYTHON=python)
+    p = subprocess.run(["taskset", "-c", "0,1", python, "-c", code],
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"engines_bench: {what}: exit {p.returncode}: {p.stderr[-2000:]}")
+    n, seconds = p.stdout.split()[-2:]
+    return int(n), float(seconds)
+
+
+def ray_case(python, src, out, kind):
+    """One Ray Data run: the folder's rows written by `kind`."""
+    code = f"""
+import os, time
+import ray
+import shardpack.ray
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+src = {src!r}
+classes = sorted(d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d)))
+index = {{c: i for i, c in enumerate(classes)}}
+
+def rows(batch):  # a batch of files as key, jpg and cls columns (the bytes not copied)
+    import pyarrow as pa
+    keys, cls = [], []
+    for path in batch.column("path").to_pylist():
+        folder, name = path.split("/")[-2:]
+        keys.append(folder + "/" + name.split(".")[0])
+        # WebDataset's tar members are bytes or text: the class as its text there.
+        cls.append(str(index[folder]) if {kind!r} == "webdataset" else index[folder])
+    return pa.table({{"__key__": keys, "jpg": batch.column("bytes"), "cls": cls}})
+
+
+class Count(ray.data.Datasink):  # the floor: a sink that only counts the rows it is given
+    def write(self, blocks, ctx):
+        return sum(ray.data.block.BlockAccessor.for_block(b).num_rows() for b in blocks)
+
+    def on_write_complete(self, result):
+        self.records = sum(result.write_returns)
+
+
+t = time.monotonic()
+ds = ray.data.read_binary_files(src, include_paths=True, file_extensions=["jpg"])
+ds = ds.map_batches(rows, batch_format="pyarrow")
+if {kind!r} == "count":
+    sink = Count()
+    ds.write_datasink(sink)
+    n = sink.records
+elif {kind!r} == "shardpack":
+    sink = shardpack.ray.ShardSink({out!r}, {{"jpg": "jpeg", "cls": "label"}},
+                                   classes={{"cls": classes}})
+    ds.write_datasink(sink)
+    n = sink.records
+elif {kind!r} == "parquet":
+    ds.write_parquet({out!r})
+    n = -1
+else:
+    ds.write_webdataset({out!r}, encoder=None)  # the JPEGs as they are
+    n = -1
+print(n, time.monotonic() - t)
+"""
+    n, seconds = engine_run(python, code, f"ray {kind}")
+    return (n if n >= 0 else count_files(src)), seconds
+
+
+def count_files(src):
+    return sum(len(files) for _, _, files in os.walk(src))
+
+
+def spark_case(python, src, out, kind):
     """One Spark run in a process of its own, pinned; prints seconds."""
     code = f"""
 import os, sys, time
@@ -57,13 +135,7 @@ else:
 print(n, time.monotonic() - t)
 spark.stop()
 """
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    p = subprocess.run(["taskset", "-c", "0,1", sys.executable, "-c", code],
-                       capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        sys.exit(f"engines_bench: spark {kind}: exit {p.returncode}: {p.stderr[-2000:]}")
-    n, seconds = p.stdout.split()[-2:]
-    return int(n), float(seconds)
+    return engine_run(python, code, f"spark {kind}")
 
 
 def pack_case(src, out):
@@ -71,9 +143,7 @@ def pack_case(src, out):
     t = time.monotonic()
     subprocess.run(["taskset", "-c", "0,1", tool, "images", src, "-o", out, "-q",
                     "--overwrite"], check=True)
-    seconds = time.monotonic() - t
-    n = sum(len(files) for _, _, files in os.walk(src))
-    return n, seconds
+    return count_files(src), time.monotonic() - t
 
 
 def main():
@@ -81,11 +151,24 @@ def main():
     ap.add_argument("src")
     ap.add_argument("--work", required=True)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--engines", default="spark,ray")
+    ap.add_argument("--spark-python", default="build/venv-spark/bin/python")
+    ap.add_argument("--ray-python", default="build/venv-ray/bin/python")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    cases = {"shardpack images": lambda out: pack_case(args.src, out),
-             "spark -> shardpack.spark.write": lambda out: spark_case(args.src, out, "shardpack"),
-             "spark -> df.write.parquet": lambda out: spark_case(args.src, out, "parquet")}
+    spark, ray = os.path.abspath(args.spark_python), os.path.abspath(args.ray_python)
+    cases = {"shardpack images": lambda out: pack_case(args.src, out)}
+    engines = args.engines.split(",")
+    if "spark" in engines:
+        cases["spark -> shardpack.spark.write"] = lambda out: spark_case(spark, args.src, out,
+                                                                         "shardpack")
+        cases["spark -> df.write.parquet"] = lambda out: spark_case(spark, args.src, out,
+                                                                    "parquet")
+    if "ray" in engines:
+        for kind, name in (("shardpack", "ShardSink"), ("parquet", "write_parquet"),
+                           ("webdataset", "write_webdataset"),
+                           ("count", "a sink that counts rows (the floor)")):
+            cases[f"ray -> {name}"] = (lambda k: lambda out: ray_case(ray, args.src, out, k))(kind)
     rates = {name: [] for name in cases}
     for r in range(args.rounds):
         order = list(cases) if r % 2 == 0 else list(cases)[::-1]

@@ -32,8 +32,8 @@ def value(kind, v):
     its shape); elsewhere a numpy scalar as its Python value."""
     if v is None:
         return None
-    if isinstance(v, bytearray):
-        return bytes(v)
+    if isinstance(v, (bytearray, memoryview)):
+        return v if kind.startswith(("jpeg", "raw", "bytes")) else bytes(v)
     scalar = isinstance(v, (int, float)) or getattr(v, "ndim", None) == 0
     if "[" in kind and (scalar or isinstance(v, (list, tuple))):
         import numpy as np
@@ -45,6 +45,39 @@ def value(kind, v):
     if scalar and hasattr(v, "item"):
         return v.item()
     return v
+
+
+def arrow_values(column):
+    """An Arrow column (an Array or ChunkedArray) as a list of Python values,
+    None for a null: binary ones as memoryviews of the column's own bytes
+    (no copy: a JPEG reaches the Writer as the engine holds it), the others
+    as to_pylist() gives them."""
+    import pyarrow as pa
+    if not (pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+        return column.to_pylist()
+    offset_format = "q" if pa.types.is_large_binary(column.type) else "i"
+    values = []
+    for chunk in getattr(column, "chunks", [column]):
+        if len(chunk) == 0:
+            continue
+        _, offsets, data = chunk.buffers()
+        bounds = memoryview(offsets).cast("B").cast(offset_format)
+        bounds = bounds[chunk.offset:chunk.offset + len(chunk) + 1]
+        data = memoryview(data if data is not None else b"").cast("B")
+        nulls = chunk.is_null().to_pylist() if chunk.null_count else None
+        values.extend(None if nulls and nulls[i] else data[bounds[i]:bounds[i + 1]]
+                      for i in range(len(chunk)))
+    return values
+
+
+def arrow_rows(tables, values=arrow_values):
+    """The rows of Arrow tables or record batches, as dicts of column ->
+    value, converted a column at a time by `values` (half the cost of an
+    engine's row iterator)."""
+    for table in tables:
+        columns = {name: values(table.column(name)) for name in table.schema.names}
+        for i in range(table.num_rows):
+            yield {name: column[i] for name, column in columns.items()}
 
 
 def write_part(folder, schema, part, count, job, options, rows):

@@ -143,22 +143,17 @@ def _stored_bytes(path):
 
 def _column_values(column):
     """A block's column as a sequence of values: Ray's tensor columns as
-    numpy arrays (one a row), other Arrow columns as Python values (None
-    for a null)."""
+    numpy arrays (one a row), others as _parts.arrow_values gives them."""
     import pyarrow as pa
     if isinstance(column.type, pa.ExtensionType):  # a tensor column
         return BlockAccessor.for_block(pa.table({"c": column})).to_numpy("c")
-    return column.to_pylist()
+    return _parts.arrow_values(column)
 
 
 def _block_rows(blocks):
-    """The rows of Ray blocks, as dicts of column -> value, a column at a time
-    (half the cost of Ray's row iterator)."""
-    for block in blocks:
-        table = BlockAccessor.for_block(block).to_arrow()
-        columns = {name: _column_values(table.column(name)) for name in table.column_names}
-        for i in range(table.num_rows):
-            yield {name: values[i] for name, values in columns.items()}
+    """The rows of Ray blocks, as dicts of column -> value."""
+    return _parts.arrow_rows((BlockAccessor.for_block(b).to_arrow() for b in blocks),
+                             _column_values)
 
 
 class ShardSink(Datasink):

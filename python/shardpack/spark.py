@@ -30,14 +30,6 @@ from shardpack import _parts
 __all__ = ["write"]
 
 
-def _rows(batches):
-    """The rows of Arrow record batches, as dicts of column -> value."""
-    for batch in batches:
-        columns = {name: batch.column(name).to_pylist() for name in batch.schema.names}
-        for r in range(batch.num_rows):
-            yield {name: column[r] for name, column in columns.items()}
-
-
 def _write_partition(out_parts, schema, n, job, options, batches):
     """One partition's task: its Arrow batches (mapInArrow: no pickled Rows)
     written as part partitionId + 1 of n."""
@@ -45,7 +37,7 @@ def _write_partition(out_parts, schema, n, job, options, batches):
     from pyspark import TaskContext
     part, path, records = _parts.write_part(out_parts, schema,
                                             TaskContext.get().partitionId() + 1, n, job,
-                                            options, _rows(batches))
+                                            options, _parts.arrow_rows(batches))
     yield pa.RecordBatch.from_pydict({"part": [part], "path": [path], "records": [records]})
 
 

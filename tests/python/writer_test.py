@@ -323,10 +323,14 @@ class WriterTest(unittest.TestCase):
         # the field's dtype (an empty one in its shape), numpy scalars into
         # Python values; a row without __key__ keyed by its part and place.
         from shardpack import _parts
-        schema = {"s": "f32[1]", "boxes": "f32[n,4]", "label": "label", "tags": "i32[n]?"}
-        rows = [{"s": 0.5, "boxes": [], "label": np.int64(1), "tags": None, "extra": "x"},
+        schema = {"s": "f32[1]", "boxes": "f32[n,4]", "label": "label", "tags": "i32[n]?",
+                  "blob": "bytes"}
+        # A binary column comes as views of the engine's buffer (_parts.arrow_values).
+        buffer = b"..one..two"
+        rows = [{"s": 0.5, "boxes": [], "label": np.int64(1), "tags": None, "extra": "x",
+                 "blob": memoryview(buffer)[2:5]},
                 {"s": np.float64(2), "boxes": [[1, 2, 3, 4]], "label": 0, "tags": [7, 8],
-                 "__key__": "k"}]
+                 "__key__": "k", "blob": bytearray(b"two")}]
         os.makedirs(self.out("parts"))
         part = _parts.write_part(self.out("parts"), schema, 3, None, "job",
                                  {"classes": {"label": ["a", "b"]}}, iter(rows))
@@ -342,6 +346,9 @@ class WriterTest(unittest.TestCase):
         self.assertEqual((r0["label"], r1["label"]), (1, 0))
         self.assertIsNone(r0["tags"])
         self.assertEqual(r1["tags"].tolist(), [7, 8])
+        self.assertEqual((r0["blob"], r1["blob"]), (b"one", b"two"))
+        self.assertIsInstance(_parts.value("jpeg?", memoryview(buffer)), memoryview)
+        self.assertEqual(_parts.value("string", memoryview(buffer)[2:5]), b"one")
         with open(os.path.join(path, "manifest.json")) as f:
             self.assertIn('"part": {\n      "index": 3\n    }', f.read())
 

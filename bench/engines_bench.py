@@ -1,18 +1,23 @@
 """Writing a JPEG folder through Spark and Ray Data against `shardpack images` (issue 47).
 
     python3 bench/engines_bench.py SRC --work DIR [--rounds N] [--engines spark,ray]
+                                   [--cases TEXT,...]
 
 SRC: an ImageFolder (class folders of .jpg; bench/peers/peer_bench.py
 gen-imagefolder makes one). Every case on cores 0,1 (taskset), the page cache
-warm (every file read first), rounds alternating the order, medians:
+warm (every file read first), the memory settled (settle()), rounds
+alternating the order, medians:
 - `shardpack images SRC -o OUT` (the reference; pack-time shuffle, the default);
 - Spark local[2] (build/venv-spark's python): the folder read with Spark's
   binaryFile source into 2 partitions, written with shardpack.spark.write
   (schema image: jpeg, label), and the same DataFrame written with Spark's own
-  df.write.parquet;
+  df.write.parquet, and handed to Python tasks that only count its rows
+  (mapInArrow: what the rows' crossing into Python costs alone);
 - Ray Data on a local cluster of 2 CPUs (build/venv-ray's python): the folder
-  read with read_binary_files, mapped in batches (map_batches, Arrow) to
-  key, jpg and cls columns, written
+  read with read_binary_files, or by the map itself from blocks of 4,096
+  paths listed on the driver, each block's files into one buffer (as a Ray
+  user who cares for speed reads files), mapped in batches
+  (map_batches, Arrow) to key, jpg and cls columns, written
   with shardpack.ray.ShardSink (schema jpg: jpeg, cls: label), and the same
   rows written with Ray's own write_parquet and write_webdataset, and given to
   a sink that only counts them (what Ray's reading and mapping cost alone).
@@ -28,6 +33,16 @@ import statistics
 import subprocess
 import sys
 import time
+
+
+def settle():
+    """Waits until the memory just freed is back with the host: this VM
+    reports free pages to its host (virtio-balloon free page reporting,
+    after 2 s), and a page touched again after that costs a fault there, so
+    a case run right after another freed its output writes into cheap pages
+    (`shardpack images` 5 to 6 s) and one run later into costly ones (8 to
+    11 s). Every case starts settled."""
+    time.sleep(10)
 
 
 def warm(src):
@@ -49,8 +64,10 @@ def engine_run(python, code, what):
     return int(n), float(seconds)
 
 
-def ray_case(python, src, out, kind):
-    """One Ray Data run: the folder's rows written by `kind`."""
+def ray_case(python, src, out, kind, read):
+    """One Ray Data run: the folder's rows written by `kind`, the files read
+    by Ray's read_binary_files (`read` "binary") or by the map itself from a
+    list of their paths ("files")."""
     code = f"""
 import os, time
 import ray
@@ -71,6 +88,22 @@ def rows(batch):  # a batch of files as key, jpg and cls columns (the bytes not 
     return pa.table({{"__key__": keys, "jpg": batch.column("bytes"), "cls": cls}})
 
 
+def read_rows(batch):  # a block of paths read into one buffer, the jpg column made on it
+    import numpy as np
+    import pyarrow as pa
+    paths = batch.column("path").to_pylist()
+    offsets = np.zeros(len(paths) + 1, np.int64)
+    np.cumsum([os.stat(path).st_size for path in paths], out=offsets[1:])
+    data = np.empty(int(offsets[-1]), np.uint8)
+    for path, lo, hi in zip(paths, offsets[:-1].tolist(), offsets[1:].tolist()):
+        with open(path, "rb", buffering=0) as f:
+            if f.readinto(memoryview(data)[lo:hi]) != hi - lo:
+                raise OSError(f"{{path}} changed size while read")
+    files = pa.Array.from_buffers(pa.large_binary(), len(paths),
+                                  [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return rows(pa.table({{"path": paths, "bytes": files}}))
+
+
 class Count(ray.data.Datasink):  # the floor: a sink that only counts the rows it is given
     def write(self, blocks, ctx):
         return sum(ray.data.block.BlockAccessor.for_block(b).num_rows() for b in blocks)
@@ -80,8 +113,16 @@ class Count(ray.data.Datasink):  # the floor: a sink that only counts the rows i
 
 
 t = time.monotonic()
-ds = ray.data.read_binary_files(src, include_paths=True, file_extensions=["jpg"])
-ds = ds.map_batches(rows, batch_format="pyarrow")
+if {read!r} == "binary":
+    ds = ray.data.read_binary_files(src, include_paths=True, file_extensions=["jpg"])
+    ds = ds.map_batches(rows, batch_format="pyarrow")
+else:  # blocks of 4,096 paths (about 240 MB), listed here
+    import pyarrow as pa
+    paths = sorted(os.path.join(d, n) for d, _, names in os.walk(src) for n in names
+                   if n.endswith(".jpg"))
+    ds = ray.data.from_arrow([pa.table({{"path": paths[i:i + 4096]}})
+                              for i in range(0, len(paths), 4096)])
+    ds = ds.map_batches(read_rows, batch_format="pyarrow", batch_size=None)
 if {kind!r} == "count":
     sink = Count()
     ds.write_datasink(sink)
@@ -99,7 +140,7 @@ else:
     n = -1
 print(n, time.monotonic() - t)
 """
-    n, seconds = engine_run(python, code, f"ray {kind}")
+    n, seconds = engine_run(python, code, f"ray {kind} ({read})")
     return (n if n >= 0 else count_files(src)), seconds
 
 
@@ -129,6 +170,11 @@ df = (spark.read.format("binaryFile").option("pathGlobFilter", "*.jpg")
 if {kind!r} == "shardpack":
     n = shardpack.spark.write(df, {out!r}, {{"image": "jpeg", "label": "label"}},
                               classes={{"label": classes}})
+elif {kind!r} == "count":  # the floor: the rows handed to Python tasks that count them
+    def count(batches):
+        import pyarrow as pa
+        yield pa.RecordBatch.from_pydict({{"n": [sum(b.num_rows for b in batches)]}})
+    n = df.mapInArrow(count, "n long").agg(F.sum("n")).collect()[0][0]
 else:
     df.write.mode("overwrite").parquet({out!r})
     n = spark.read.parquet({out!r}).count()
@@ -152,6 +198,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--engines", default="spark,ray")
+    ap.add_argument("--cases", default="", help="only the cases whose names contain one of "
+                    "these comma-separated texts (besides shardpack images)")
     ap.add_argument("--spark-python", default="build/venv-spark/bin/python")
     ap.add_argument("--ray-python", default="build/venv-ray/bin/python")
     args = ap.parse_args()
@@ -164,11 +212,18 @@ def main():
                                                                          "shardpack")
         cases["spark -> df.write.parquet"] = lambda out: spark_case(spark, args.src, out,
                                                                     "parquet")
+        cases["spark -> Python tasks that count rows (the floor)"] = (
+            lambda out: spark_case(spark, args.src, out, "count"))
     if "ray" in engines:
-        for kind, name in (("shardpack", "ShardSink"), ("parquet", "write_parquet"),
-                           ("webdataset", "write_webdataset"),
-                           ("count", "a sink that counts rows (the floor)")):
-            cases[f"ray -> {name}"] = (lambda k: lambda out: ray_case(ray, args.src, out, k))(kind)
+        for read, how in (("binary", "read_binary_files"), ("files", "files read in the map")):
+            for kind, name in (("shardpack", "ShardSink"), ("parquet", "write_parquet"),
+                               ("webdataset", "write_webdataset"),
+                               ("count", "a sink that counts rows (the floor)")):
+                cases[f"ray ({how}) -> {name}"] = (
+                    lambda k, r: lambda out: ray_case(ray, args.src, out, k, r))(kind, read)
+    if args.cases:
+        cases = {name: run for name, run in cases.items()
+                 if name == "shardpack images" or any(c in name for c in args.cases.split(","))}
     rates = {name: [] for name in cases}
     for r in range(args.rounds):
         order = list(cases) if r % 2 == 0 else list(cases)[::-1]
@@ -176,6 +231,7 @@ def main():
             out = os.path.join(args.work, "out")
             shutil.rmtree(out, ignore_errors=True)
             warm(args.src)
+            settle()
             n, seconds = cases[name](out)
             rates[name].append(n / seconds)
             print(f"round {r + 1}: {name}: {n} images in {seconds:.1f} s, {n / seconds:,.0f}/s",

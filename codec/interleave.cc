@@ -74,4 +74,11 @@ void InterleaveRgb(const uint8_t* r, const uint8_t* g, const uint8_t* b, size_t 
   InterleaveRgbScalar(r, g, b, n, out);
 }
 
+void InterleavePlanes(const uint8_t* planes, size_t plane, size_t channels, uint8_t* out) {
+  if (channels == 3) return InterleaveRgb(planes, planes + plane, planes + 2 * plane, plane, out);
+  for (size_t c = 0; c < channels; ++c) {
+    for (size_t i = 0; i < plane; ++i) out[i * channels + c] = planes[c * plane + i];
+  }
+}
+
 }  // namespace shardpack::codec

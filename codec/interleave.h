@@ -14,6 +14,11 @@ namespace shardpack::codec {
 // pack's CPU time beside the kernel's write copies).
 void InterleaveRgb(const uint8_t* r, const uint8_t* g, const uint8_t* b, size_t n, uint8_t* out);
 
+// `channels` planes of `plane` bytes each, back to back at `planes` (CHW), as
+// interleaved pixels at `out` (HWC): out[channels * i + c] = planes[c * plane
+// + i]. Three planes by InterleaveRgb.
+void InterleavePlanes(const uint8_t* planes, size_t plane, size_t channels, uint8_t* out);
+
 // The scalar loop, for the tests to compare with.
 void InterleaveRgbScalar(const uint8_t* r, const uint8_t* g, const uint8_t* b, size_t n,
                          uint8_t* out);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "codec/interleave.h"
 #include "python/arrays.h"
 #include "python/py_reader.h"
 
@@ -61,10 +62,7 @@ py::array RawPixelsOf(const FieldValue& v) {
     std::memcpy(out, v.bytes.data(), v.bytes.size());
     return a;
   }
-  for (size_t c = 0; c < im.channels; ++c) {
-    const uint8_t* in = v.bytes.data() + c * plane;
-    for (size_t p = 0; p < plane; ++p) out[p * im.channels + c] = in[p];
-  }
+  codec::InterleavePlanes(v.bytes.data(), plane, im.channels, out);
   return a;
 }
 

@@ -121,20 +121,6 @@ absl::Status RecordReader::Impl::OpenParts(const dataset::NamedPath& named,
   return absl::OkStatus();
 }
 
-namespace {
-
-// CHW planes to HWC pixels (three planes by codec's SIMD interleave).
-void Interleave(const ImageInfo& image, const uint8_t* src, uint8_t* dst) {
-  const size_t plane = size_t{image.height} * image.width;
-  const size_t c = image.channels;
-  if (c == 3) return codec::InterleaveRgb(src, src + plane, src + 2 * plane, plane, dst);
-  for (size_t ch = 0; ch < c; ++ch) {
-    for (size_t i = 0; i < plane; ++i) dst[i * c + ch] = src[ch * plane + i];
-  }
-}
-
-}  // namespace
-
 void RecordReader::Impl::SetFields(const Schema& stored) {
   if (stored.fields.empty()) return;
   stored_fields.emplace(stored);
@@ -197,7 +183,7 @@ absl::StatusOr<DecodedImage> RecordReader::Impl::DecodeImage(const RecordBuffer&
   if (info.layout == Layout::kCHW && info.channels > 1) {
     uint8_t* dst = pixels->Get(bytes.size());
     if (dst == nullptr) return absl::ResourceExhaustedError("no memory for an image");
-    Interleave(info, data, dst);
+    codec::InterleavePlanes(data, size_t{info.height} * info.width, info.channels, dst);
     data = dst;
   }
   return DecodedImage{data, info.height, info.width, info.channels};

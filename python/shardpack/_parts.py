@@ -3,10 +3,11 @@ shardpack.spark and shardpack.ray share.
 
 A write task turns its rows into one part with `write_part` (shardpack.Writer
 with part=(i, n) or (i, None), the write's job, overwrite=True so that a
-retried task replaces what its earlier attempt left). The driver makes the
-parts' folder beside OUT with `parts_folder` (so that merge hard-links their
-shards into OUT on the same file system), and once every task has returned,
-joins the parts with `merge` and removes the folder.
+retried task replaces what its earlier attempt left). The driver checks OUT
+and the schema and makes the parts' folder beside OUT with `start` (so that
+merge hard-links their shards into OUT on the same file system), and once
+every task has returned, joins the parts with `merge` and removes the folder
+with `remove`.
 """
 import os
 import shutil
@@ -14,6 +15,7 @@ import subprocess
 import tempfile
 
 import shardpack
+from shardpack import _tools
 
 _DTYPES = {"u8": "uint8", "i32": "int32", "i64": "int64", "f16": "float16", "f32": "float32",
            "f64": "float64"}
@@ -21,7 +23,7 @@ _DTYPES = {"u8": "uint8", "i32": "int32", "i64": "int64", "f16": "float16", "f32
 
 def tool():
     """The shardpack CLI: $SHARDPACK_TOOL, else the wheel's, else PATH's."""
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "shardpack")
+    here = os.path.join(_tools.BIN, "shardpack")
     return os.environ.get("SHARDPACK_TOOL") or (here if os.path.exists(here) else "shardpack")
 
 

@@ -9,11 +9,12 @@ alone runs in this process (shardpack/parquet.py).
 import os
 import sys
 
-_BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin")
+# The wheel's binaries (shardpack/bin/).
+BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin")
 
 
 def _exec(tool):
-    path = os.path.join(_BIN, tool)
+    path = os.path.join(BIN, tool)
     try:
         os.execv(path, [tool] + sys.argv[1:])
     except OSError as e:

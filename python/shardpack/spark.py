@@ -20,7 +20,7 @@ once) and removes them (a frame of no partitions: an empty dataset). So:
 Columns are the schema's fields by name, plus `__key__` when the DataFrame
 has it (else each record's key is its part and index, `00003/00000042`).
 They reach the tasks as Arrow batches (`mapInArrow`, no pickled Rows):
-binary columns as bytes, array columns as lists (made numpy arrays for
+binary columns as views of the batches' bytes, array columns as lists (made numpy arrays for
 array fields), struct columns for a `json` field as dicts.
 """
 import os

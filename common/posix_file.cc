@@ -9,8 +9,10 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/errors.h"
 #include "common/mapping_guard.h"
 #include "common/posix_io.h"
@@ -370,6 +372,19 @@ absl::Status CheckRegularFile(const std::string& path, uint64_t* size) {
   if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
   if (size != nullptr) *size = static_cast<uint64_t>(st.st_size);
   return absl::OkStatus();
+}
+
+absl::Status ReadInputFile(const std::string& path, std::vector<uint8_t>* out) {
+  uint64_t size = 0;
+  SP_ASSIGN_OR_RETURN(int raw, OpenRegularFile(path, 0, &size));
+  const UniqueFd fd(raw);
+  if (size == 0) return DataLossAt(path, 0, "empty file");
+  if (size > kMaxInputFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: file too large for an input (%u bytes)", path, size));
+  }
+  out->resize(size);
+  return PreadFull(fd.get(), path, 0, {out->data(), size});
 }
 
 }  // namespace common

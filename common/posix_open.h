@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -31,6 +32,19 @@ absl::Status CheckRegularFile(const std::string& path, uint64_t* size = nullptr)
 // a FIFO or character device read to its end, an error past `max_bytes`.
 // Other kinds (a directory, a socket) are refused.
 absl::StatusOr<std::string> ReadStream(const std::string& path, uint64_t max_bytes);
+
+// A file bigger than this is not an input we pack (an image, a file a
+// Writer is given by path; it would not fit a record comfortably): bad
+// input, not an allocation.
+inline constexpr uint64_t kMaxInputFileBytes = uint64_t{1} << 30;
+
+// Reads the whole regular file `path` into `out` (whose capacity is
+// reused), as the packer's sources, the converters and shardpack.Writer's
+// files= read an input: through OpenRegularFile, so a FIFO or device named
+// like an image is refused, not waited on. DataLossError "<path> @0: empty
+// file" for zero bytes; InvalidArgumentError past kMaxInputFileBytes; the
+// opener's errors (NotFound, PermissionDenied) naming the path.
+absl::Status ReadInputFile(const std::string& path, std::vector<uint8_t>* out);
 
 // What a stat mode is, in words, for messages: "a FIFO", "a directory", ...
 const char* FileKindName(uint32_t st_mode);

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/errors.h"
+#include "common/posix_open.h"
 #include "common/status_macros.h"
-#include "datasets/input_file.h"
 
 namespace shardpack::datasets {
 namespace {
@@ -54,7 +54,7 @@ absl::Status ConvertCoco(const CocoIndex& coco, const std::string& image_dir,
   std::string path;
   for (const CocoImage& im : coco.images) {
     path.assign(image_dir).append("/").append(im.file_name);
-    absl::Status read = ReadInputFile(path, &file);
+    absl::Status read = common::ReadInputFile(path, &file);
     absl::StatusOr<FieldValue> image =
         read.ok() ? converter->FromFile(fields[0], file, &storage) : absl::StatusOr<FieldValue>(read);
     if (image.ok() && (image->image.width != im.width || image->image.height != im.height)) {

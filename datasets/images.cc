@@ -29,7 +29,6 @@
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "common/utf8.h"
-#include "datasets/input_file.h"
 #include "nlohmann/json.hpp"
 #include "shardpack/file.h"
 
@@ -261,7 +260,7 @@ class ImageWorker : public SourceWorker {
     // record.
     std::vector<uint8_t>& input =
         options_.mode == ImageMode::kPassthrough ? out->payload : input_;
-    SP_RETURN_IF_ERROR(ReadInputFile(path_, &input));
+    SP_RETURN_IF_ERROR(common::ReadInputFile(path_, &input));
     // The content decides, never the name.
     const codec::ImageFormat format = codec::SniffImageFormat(input);
     const bool jpeg = format == codec::ImageFormat::kJpeg;

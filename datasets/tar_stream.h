@@ -21,7 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "datasets/input_file.h"
+#include "common/posix_open.h"
 #include "shardpack/file.h"
 #include "shardpack/record.h"
 
@@ -41,7 +41,7 @@ struct TarMember {
 // offset) rather than allocated, whatever size the file claims. A mapped
 // file's members are viewed in place and take no buffer. The bound is the
 // largest input file the converters take (a member is one).
-inline constexpr uint64_t kMaxTarBufferBytes = kMaxInputFileBytes;
+inline constexpr uint64_t kMaxTarBufferBytes = common::kMaxInputFileBytes;
 
 // Not thread-safe. The file must outlive the stream.
 class TarStream {

@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/errors.h"
+#include "common/posix_open.h"
 #include "common/size.h"
 #include "python/args.h"
 #include "python/py_reader.h"
@@ -35,7 +36,7 @@ namespace {
 constexpr char kWriterDoc[] = R"doc(Writer(out, schema, *, format="shard", shard_max_bytes="256MiB",
        shard_max_records=None, block_size="4MiB", compression="none", overwrite=False,
        part=None, job=None, on_error="fail", metadata=None, record_table=True,
-       classes=None, jpeg_quality=100)
+       classes=None, jpeg_quality=100, files=None)
 
 Writes a dataset of the fields `schema` declares, one sample at a time, as
 `shardpack pack` writes one: built in OUT.partial, published by close() with
@@ -51,7 +52,9 @@ part=(i, n) with job="name": part i of n of a write on many machines, which
 `shardpack merge` makes one dataset of; part=(i, None) where n is not known
 yet (merge --count N is told it). on_error="skip" leaves a bad sample
 out and lists it in w.skipped and OUT/skipped.tsv. metadata: a dict of
-JSON values, kept in the manifest. As a context manager, a clean exit
+JSON values, kept in the manifest. files=["image", ...]: image or bytes
+fields whose values may be paths (str or os.PathLike): the file's bytes
+are the value, read by write() without the GIL. As a context manager, a clean exit
 publishes and an exception discards. docs/python.md, "Writing a dataset".)doc";
 
 constexpr char kWriteDoc[] = R"doc(write(sample) -> bool
@@ -63,7 +66,9 @@ PIL image) for an image field, stored in the field's encoding; int (or a
 class name) for a label; str for a string; bytes for bytes; a str of JSON
 text or any object json.dumps takes for json; a numpy array of the field's
 dtype (or one that casts to it safely) or a sequence of numbers for an
-array. A missing key or None: the field is absent (it must be optional).
+array; for a field named in the Writer's files=, a path (str or
+os.PathLike) of a file whose bytes are the value. A missing key or None:
+the field is absent (it must be optional).
 True when written; False when skipped (on_error="skip"). A bad value raises
 TypeError or ValueError naming the sample and the field; an unknown key
 raises ValueError whatever on_error says.)doc";
@@ -107,8 +112,13 @@ std::string ShapeText(const std::vector<uint64_t>& shape) {
 // One sample's values as the C++ Writer takes them, with what they view.
 class SampleValues {
  public:
-  explicit SampleValues(std::vector<Field> fields)
-      : fields_(std::move(fields)), values_(fields_.size()), texts_(fields_.size()) {}
+  // `files`: by field, whether its value may be a path of a file.
+  SampleValues(std::vector<Field> fields, std::vector<bool> files)
+      : fields_(std::move(fields)),
+        files_(std::move(files)),
+        values_(fields_.size()),
+        texts_(fields_.size()),
+        paths_(fields_.size()) {}
 
   // An image waiting for the converter (run without the GIL).
   struct PendingImage {
@@ -116,11 +126,13 @@ class SampleValues {
     ByteSpan bytes;
     bool pixels;  // else an image file
     uint32_t height = 0, width = 0, channels = 0;
+    bool path = false;  // `bytes` set once the file is read (files=)
   };
 
   void Clear() {
     for (FieldValue& v : values_) v = FieldValue{};
     images_.clear();
+    files_given_.clear();
     views_.clear();
   }
 
@@ -131,6 +143,7 @@ class SampleValues {
     FieldValue& out = values_[i];
     out.present = true;
     try {
+      if (files_[i] && SetPath(i, v)) return;
       switch (f.type) {
         case FieldType::kImage: return SetImage(i, v);
         case FieldType::kLabel: out.label = Label(f, v); return;
@@ -150,7 +163,10 @@ class SampleValues {
   }
 
   std::vector<FieldValue>& values() { return values_; }
-  const std::vector<PendingImage>& images() const { return images_; }
+  std::vector<PendingImage>& images() { return images_; }
+  // The fields given as paths (their values and images set once read).
+  const std::vector<size_t>& files() const { return files_given_; }
+  const std::string& path(size_t field) const { return paths_[field]; }
 
  private:
   // Keeps `v`'s buffer (a bytes object, a contiguous array) for the write.
@@ -166,6 +182,33 @@ class SampleValues {
     }
     return ByteSpan(static_cast<const uint8_t*>(b.ptr),
                     static_cast<size_t>(b.size * b.itemsize));
+  }
+
+  // A path (str, or os.PathLike as os.fspath gives it) for a field of
+  // files=: kept for the read, which WriteConverted does without the GIL.
+  // False for a value that is not a path (bytes are the file's bytes).
+  bool SetPath(size_t i, py::handle v) {
+    py::object path = py::reinterpret_borrow<py::object>(v);
+    if (!PyUnicode_Check(v.ptr())) {
+      if (IsBytesLike(v) || !py::hasattr(v, "__fspath__")) return false;
+      path = py::module_::import("os").attr("fspath")(v);
+    }
+    if (PyBytes_Check(path.ptr())) {
+      paths_[i] = path.cast<std::string>();
+    } else {
+      std::optional<std::string> text = Utf8Of(path);
+      if (!text) Bad(PyExc_ValueError, fields_[i], "a path that is not UTF-8 (lone surrogates)");
+      paths_[i] = *std::move(text);
+    }
+    if (paths_[i].empty() || paths_[i].find('\0') != std::string::npos) {
+      Bad(PyExc_ValueError, fields_[i],
+          paths_[i].empty() ? "an empty path" : "a path with a NUL character");
+    }
+    files_given_.push_back(i);
+    if (fields_[i].type == FieldType::kImage) {
+      images_.push_back({.field = i, .bytes = {}, .pixels = false, .path = true});
+    }
+    return true;
   }
 
   ByteSpan Text(size_t i, std::string text) {
@@ -310,19 +353,24 @@ class SampleValues {
   static absl::string_view AsAbsl(std::string_view s) { return common::AsAbsl(s); }
 
   const std::vector<Field> fields_;
+  const std::vector<bool> files_;           // by field: named in files=
   std::vector<FieldValue> values_;
   std::vector<std::string> texts_;          // by field: UTF-8 and JSON text
+  std::vector<std::string> paths_;          // by field: a path given
+  std::vector<size_t> files_given_;         // fields given as paths
   std::vector<PendingImage> images_;
   std::vector<py::buffer_info> views_;      // released with the GIL held
 };
 
 class PyWriter {
  public:
-  PyWriter(std::unique_ptr<Writer> writer, std::unique_ptr<ImageConverter> images)
+  PyWriter(std::unique_ptr<Writer> writer, std::unique_ptr<ImageConverter> images,
+           std::vector<bool> files)
       : writer_(std::move(writer)),
         images_(std::move(images)),
-        sample_(writer_->fields()),
+        sample_(writer_->fields(), std::move(files)),
         storage_(writer_->fields().size()),
+        read_(writer_->fields().size()),
         fields_(writer_->fields()),
         path_(writer_->path()) {}
 
@@ -449,16 +497,33 @@ class PyWriter {
                             absl::StrJoin(names, ", "), ")"));
   }
 
-  // Without the GIL: images into their fields' encodings, then the record.
+  // Without the GIL: the files given by path read, images into their
+  // fields' encodings, then the record.
   absl::Status WriteConverted(Writer& w, const std::string& key) {
     std::vector<FieldValue>& values = sample_.values();
-    for (const SampleValues::PendingImage& p : sample_.images()) {
+    for (size_t i : sample_.files()) {
+      std::vector<uint8_t>& bytes = read_[i];
+      if (absl::Status s = common::ReadInputFile(sample_.path(i), &bytes); !s.ok()) {
+        return w.Reject(key, absl::Status(s.code(), absl::StrCat("field '", w.fields()[i].name,
+                                                                 "': ", s.message())));
+      }
+      values[i].bytes = ByteSpan(bytes.data(), bytes.size());
+    }
+    for (SampleValues::PendingImage& p : sample_.images()) {
+      if (p.path) p.bytes = values[p.field].bytes;  // read above
       const Field& f = w.fields()[p.field];
       absl::StatusOr<FieldValue> v =
           p.pixels ? images_->FromPixels(f, p.bytes, p.height, p.width, p.channels,
                                          &storage_[p.field])
                    : images_->FromFile(f, p.bytes, &storage_[p.field]);
-      if (!v.ok()) return w.Reject(key, v.status());
+      if (!v.ok()) {
+        // A file given by path: the path too ("... (read from /data/x.jpg)").
+        return w.Reject(key, p.path ? absl::Status(v.status().code(),
+                                                   absl::StrCat(v.status().message(),
+                                                                " (read from ",
+                                                                sample_.path(p.field), ")"))
+                                    : v.status());
+      }
       values[p.field] = *v;
     }
     return w.Write(key, values);
@@ -468,6 +533,7 @@ class PyWriter {
   std::unique_ptr<ImageConverter> images_;
   SampleValues sample_;
   std::vector<std::vector<uint8_t>> storage_;  // by field: converted images
+  std::vector<std::vector<uint8_t>> read_;     // by field: files read (files=)
   std::mutex mu_;                              // one write, close or discard at a time
   // What stays readable once the writer is gone.
   std::vector<Field> fields_;
@@ -516,6 +582,28 @@ std::vector<Field> FieldsArg(py::handle schema, py::handle classes) {
     }
   }
   return fields;
+}
+
+// files=[name, ...]: by field, whether it is named; each an image or bytes
+// field of the schema.
+std::vector<bool> FilesArg(py::handle v, const std::vector<Field>& fields) {
+  std::vector<bool> files(fields.size());
+  if (!v || v.is_none()) return files;
+  if (PyUnicode_Check(v.ptr()) || !PySequence_Check(v.ptr())) {
+    WrongType("files", "a list of field names", v);
+  }
+  for (py::handle name : py::reinterpret_borrow<py::sequence>(v)) {
+    const std::string n = StrArg(name, "a files entry");
+    auto it =
+        std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.name == n; });
+    if (it == fields.end() || (it->type != FieldType::kImage && it->type != FieldType::kBytes)) {
+      RaiseError(PyExc_ValueError,
+                 absl::StrCat("files: '", common::Excerpt(n), "' is not an image or bytes field "
+                              "of the schema (a file's bytes are the value of one of those)"));
+    }
+    files[static_cast<size_t>(it - fields.begin())] = true;
+  }
+  return files;
 }
 
 // A size in bytes: an int, or text such as "256MiB"; None: 0.
@@ -595,10 +683,11 @@ void RegisterWriter(py::module_& m) {
         const CallArgs a("Writer", args, kwargs,
                          {"out", "schema", "format", "shard_max_bytes", "shard_max_records",
                           "block_size", "compression", "overwrite", "part", "job", "on_error",
-                          "metadata", "record_table", "classes", "jpeg_quality"},
+                          "metadata", "record_table", "classes", "jpeg_quality", "files"},
                          2, 2);
         const std::string out = PathArg(a["out"], "out");
         std::vector<Field> fields = FieldsArg(a["schema"], a["classes"]);
+        std::vector<bool> files = FilesArg(a["files"], fields);
         const WriterOptions o = OptionsArg(a);
         ImageConverterOptions image_options;
         if (py::object v = a["jpeg_quality"]) {
@@ -615,7 +704,8 @@ void RegisterWriter(py::module_& m) {
           writer = Writer::Create(out, std::move(fields), o);
         }
         if (!writer.ok()) ThrowStatus(writer.status());
-        return std::make_unique<PyWriter>(*std::move(writer), *std::move(images));
+        return std::make_unique<PyWriter>(*std::move(writer), *std::move(images),
+                                          std::move(files));
       }))
       .def("write",
            [](PyWriter& w, const py::args& args, const py::kwargs& kwargs) {

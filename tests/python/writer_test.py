@@ -139,6 +139,79 @@ class WriterTest(unittest.TestCase):
         np.testing.assert_array_equal(decoded[0]["thumb"], rgb)
         self.assertEqual(decoded[1]["thumb"].shape, (5, 7, 1))
 
+    @unittest.skipIf(Image is None, "PIL is not importable")
+    def test_files_given_by_path_are_read_as_their_bytes(self):
+        # files=: an image or bytes field's value may be a path (str or
+        # os.PathLike); the file's bytes are the value, as if given as bytes.
+        import pathlib
+        rgb = pixels(6, 9)
+        jpeg = io.BytesIO()
+        Image.fromarray(rgb).save(jpeg, format="JPEG", quality=90)
+        paths = {}
+        for name, data in [("a.jpg", jpeg.getvalue()), ("b.png", png(rgb)),
+                           ("blob.bin", bytes(range(256)) * 3)]:
+            paths[name] = os.path.join(self.tmp.path, name)
+            with open(paths[name], "wb") as f:
+                f.write(data)
+        schema = {"photo": "jpeg", "blob": "bytes?", "caption": "string"}
+        with shardpack.Writer(self.out(), schema, files=["photo", "blob"]) as w:
+            w.write({"photo": paths["a.jpg"], "blob": pathlib.Path(paths["blob.bin"]),
+                     "caption": "a.jpg"})
+            w.write({"photo": pathlib.Path(paths["b.png"]), "caption": "b.png"})
+            w.write({"photo": jpeg.getvalue(), "blob": b"given", "caption": "bytes"})
+        ds = shardpack.Dataset(self.out())
+        self.assertEqual(ds[0]["photo"], jpeg.getvalue())
+        self.assertEqual(ds[0]["blob"], bytes(range(256)) * 3)
+        self.assertEqual(ds.record(1, decode=True)["photo"].shape, (6, 9, 3))  # converted
+        self.assertIsNone(ds[1]["blob"])
+        self.assertEqual((ds[2]["photo"], ds[2]["blob"]), (jpeg.getvalue(), b"given"))
+        # A path in a field not named in files= is a str where bytes belong.
+        with shardpack.Writer(self.out("plain"), schema) as w:
+            with self.assertRaisesRegex(TypeError, "field 'photo': must be bytes"):
+                w.write({"photo": paths["a.jpg"], "caption": "x"})
+
+    def test_a_file_that_cannot_be_read_names_the_sample_field_and_path(self):
+        os.mkdir(os.path.join(self.tmp.path, "dir.jpg"))
+        empty = os.path.join(self.tmp.path, "empty.jpg")
+        open(empty, "wb").close()
+        os.mkfifo(os.path.join(self.tmp.path, "fifo.jpg"))  # refused, not waited on
+        text = os.path.join(self.tmp.path, "text.jpg")
+        with open(text, "w") as f:
+            f.write("not an image")
+        missing = os.path.join(self.tmp.path, "missing.jpg")
+        cases = [(missing, FileNotFoundError, f"{missing}"),
+                 (os.path.join(self.tmp.path, "dir.jpg"), shardpack.Error, "not a regular file"),
+                 (os.path.join(self.tmp.path, "fifo.jpg"), shardpack.Error, "a FIFO"),
+                 (empty, shardpack.DataLossError, f"{empty} @0: empty file"),
+                 (text, ValueError, f"field 'photo': unknown content: not a format shardpack "
+                                    f"decodes (JPEG, PNG, WebP, BMP, TIFF, PNM) (read from {text})"),
+                 ("", ValueError, "field 'photo': an empty path"),
+                 ("a\0b", ValueError, "field 'photo': a path with a NUL character"),
+                 ("\udcff", ValueError, "field 'photo': a path that is not UTF-8")]
+        with shardpack.Writer(self.out(), {"photo": "jpeg"}, files=["photo"]) as w:
+            for i, (path, error, message) in enumerate(cases):
+                with self.subTest(path=path):
+                    with self.assertRaises(error) as e:
+                        w.write({"photo": path, "__key__": f"k{i}"})
+                    self.assertIn(f"sample {i} ('k{i}')", str(e.exception))
+                    self.assertIn(message, str(e.exception))
+        self.assertEqual(w.records, 0)
+        # on_error="skip": listed with the reason, the writer goes on.
+        with shardpack.Writer(self.out("skip"), {"photo": "jpeg"}, files=["photo"],
+                              on_error="skip") as w:
+            self.assertFalse(w.write({"photo": missing, "__key__": "gone"}))
+        self.assertEqual(len(w.skipped), 1)
+        self.assertEqual(w.skipped[0][0], "gone")
+        self.assertEqual(w.skipped[0][1],
+                         f"field 'photo': open {missing}: No such file or directory")
+        for files, message in [(["caption"], "files: 'caption' is not an image or bytes field"),
+                               (["nope"], "files: 'nope' is not an image or bytes field")]:
+            with self.assertRaisesRegex(ValueError, message):
+                shardpack.Writer(self.out("bad"), {"photo": "jpeg", "caption": "string"},
+                                 files=files)
+        with self.assertRaisesRegex(TypeError, "files must be a list of field names"):
+            shardpack.Writer(self.out("bad"), {"photo": "jpeg"}, files="photo")
+
     def test_an_exception_in_the_with_block_publishes_nothing(self):
         with self.assertRaises(RuntimeError):
             with shardpack.Writer(self.out(), SCHEMA, classes=CLASSES) as w:

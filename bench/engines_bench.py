@@ -8,9 +8,11 @@ gen-imagefolder makes one). Every case on cores 0,1 (taskset), the page cache
 warm (every file read first), the memory settled (settle()), rounds
 alternating the order, medians:
 - `shardpack images SRC -o OUT` (the reference; pack-time shuffle, the default);
-- Spark local[2] (build/venv-spark's python): the folder read with Spark's
-  binaryFile source into 2 partitions, written with shardpack.spark.write
-  (schema image: jpeg, label), and the same DataFrame written with Spark's own
+- Spark local[2] (build/venv-spark's python): a frame of the files' paths
+  listed on the driver, written with shardpack.spark.write(files=["image"])
+  (the write tasks read the files; schema image: jpeg, label); and the folder
+  read with Spark's binaryFile source into 2 partitions, written with
+  shardpack.spark.write, and the same DataFrame written with Spark's own
   df.write.parquet, and handed to Python tasks that only count its rows
   (mapInArrow: what the rows' crossing into Python costs alone);
 - Ray Data on a local cluster of 2 CPUs (build/venv-ray's python): the folder
@@ -20,8 +22,11 @@ alternating the order, medians:
   (map_batches, Arrow) to key, jpg and cls columns, written
   with shardpack.ray.ShardSink (schema jpg: jpeg, cls: label), and the same
   rows written with Ray's own write_parquet and write_webdataset, and given to
-  a sink that only counts them (what Ray's reading and mapping cost alone).
-The engines' start-up (a SparkSession, ray.init) is not timed. Prints
+  a sink that only counts them (what Ray's reading and mapping cost alone);
+  and blocks of paths whose jpg column is the paths, written with
+  ShardSink(files=["jpg"]) (the write tasks read the files).
+The engines' start-up (a SparkSession and its Python workers, ray.init) is
+not timed. Prints
 images/s of each and the ratios. Needs the built tree (SHARDPACK_TOOL,
 PYTHONPATH at build/python), Java 17 for Spark, and the engines' venvs
 (./scripts/test-engines makes them).
@@ -122,14 +127,20 @@ else:  # blocks of 4,096 paths (about 240 MB), listed here
                    if n.endswith(".jpg"))
     ds = ray.data.from_arrow([pa.table({{"path": paths[i:i + 4096]}})
                               for i in range(0, len(paths), 4096)])
-    ds = ds.map_batches(read_rows, batch_format="pyarrow", batch_size=None)
+    if {read!r} == "paths":  # the jpg column the paths, read by the sink (files=)
+        ds = ds.map_batches(lambda b: rows(pa.table({{"path": b.column("path"),
+                                                      "bytes": b.column("path")}})),
+                            batch_format="pyarrow", batch_size=None)
+    else:
+        ds = ds.map_batches(read_rows, batch_format="pyarrow", batch_size=None)
 if {kind!r} == "count":
     sink = Count()
     ds.write_datasink(sink)
     n = sink.records
 elif {kind!r} == "shardpack":
     sink = shardpack.ray.ShardSink({out!r}, {{"jpg": "jpeg", "cls": "label"}},
-                                   classes={{"cls": classes}})
+                                   classes={{"cls": classes}},
+                                   files=["jpg"] if {read!r} == "paths" else None)
     ds.write_datasink(sink)
     n = sink.records
 elif {kind!r} == "parquet":
@@ -162,12 +173,25 @@ spark.sparkContext.setLogLevel("ERROR")
 src = {src!r}
 classes = sorted(d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d)))
 index = F.create_map(*[x for i, c in enumerate(classes) for x in (F.lit(c), F.lit(i))])
+# Spark starts its Python workers on the first job that runs Python (2.5 to
+# 3 s here): a cost of the session, not of the rows, so paid before the clock.
+spark.range(2, numPartitions=2).mapInArrow(lambda batches: batches, "id long").collect()
 t = time.monotonic()
-df = (spark.read.format("binaryFile").option("pathGlobFilter", "*.jpg")
-      .option("recursiveFileLookup", "true").load(src).repartition(2)
-      .select(F.col("path").alias("__key__"), F.col("content").alias("image"),
-              index[F.element_at(F.split("path", "/"), -2)].alias("label")))
-if {kind!r} == "shardpack":
+if {kind!r} == "files":  # a frame of paths, listed here; the write task reads the files
+    label = {{c: i for i, c in enumerate(classes)}}
+    rows = sorted((os.path.basename(d) + "/" + n[:-4], os.path.join(d, n),
+                   label[os.path.basename(d)])
+                  for d, _, names in os.walk(src) for n in names if n.endswith(".jpg"))
+    df = spark.createDataFrame(rows, "__key__ string, image string, label long")
+else:
+    df = (spark.read.format("binaryFile").option("pathGlobFilter", "*.jpg")
+          .option("recursiveFileLookup", "true").load(src).repartition(2)
+          .select(F.col("path").alias("__key__"), F.col("content").alias("image"),
+                  index[F.element_at(F.split("path", "/"), -2)].alias("label")))
+if {kind!r} == "files":
+    n = shardpack.spark.write(df, {out!r}, {{"image": "jpeg", "label": "label"}},
+                              classes={{"label": classes}}, files=["image"])
+elif {kind!r} == "shardpack":
     n = shardpack.spark.write(df, {out!r}, {{"image": "jpeg", "label": "label"}},
                               classes={{"label": classes}})
 elif {kind!r} == "count":  # the floor: the rows handed to Python tasks that count them
@@ -210,6 +234,8 @@ def main():
     if "spark" in engines:
         cases["spark -> shardpack.spark.write"] = lambda out: spark_case(spark, args.src, out,
                                                                          "shardpack")
+        cases["spark (a frame of paths) -> shardpack.spark.write(files=)"] = (
+            lambda out: spark_case(spark, args.src, out, "files"))
         cases["spark -> df.write.parquet"] = lambda out: spark_case(spark, args.src, out,
                                                                     "parquet")
         cases["spark -> Python tasks that count rows (the floor)"] = (
@@ -221,6 +247,8 @@ def main():
                                ("count", "a sink that counts rows (the floor)")):
                 cases[f"ray ({how}) -> {name}"] = (
                     lambda k, r: lambda out: ray_case(ray, args.src, out, k, r))(kind, read)
+        cases["ray (paths, files=) -> ShardSink reading the files"] = (
+            lambda out: ray_case(ray, args.src, out, "shardpack", "paths"))
     if args.cases:
         cases = {name: run for name, run in cases.items()
                  if name == "shardpack images" or any(c in name for c in args.cases.split(","))}

@@ -167,7 +167,8 @@ class ShardSink(Datasink):
     an OUT that is a dataset shardpack wrote. `min_rows_per_part`: Ray's
     `min_rows_per_write`, the fewest rows a write task is given. Other
     keywords go to every part's Writer (`shard_max_bytes`, `compression`,
-    `classes`, ...). After the write, `records` holds the records written.
+    `classes`, `files`: columns of paths whose files the write tasks read,
+    ...). After the write, `records` holds the records written.
     The records are in the order of the write tasks; for the same bytes on a
     rerun, keep Ray's order: `DataContext.get_current().execution_options.
     preserve_order = True`."""

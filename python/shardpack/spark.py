@@ -21,7 +21,10 @@ Columns are the schema's fields by name, plus `__key__` when the DataFrame
 has it (else each record's key is its part and index, `00003/00000042`).
 They reach the tasks as Arrow batches (`mapInArrow`, no pickled Rows):
 binary columns as views of the batches' bytes, array columns as lists (made numpy arrays for
-array fields), struct columns for a `json` field as dicts.
+array fields), struct columns for a `json` field as dicts. Where the images are
+files the executors see, a frame of their paths with files=["image"] (the
+Writer's option) has each task read its files: the bytes never cross from
+the JVM to Python, the fast way (docs/python.md, "Spark", Speed).
 """
 import os
 
@@ -47,8 +50,8 @@ def write(df, out, schema, *, job=None, overwrite=False, **writer_options):
     name the parts give (default: `spark:` and OUT's name, so that a rerun
     writes the same bytes). `overwrite`: replace an existing OUT that is a
     dataset shardpack wrote. Other keywords go to every part's Writer
-    (`shard_max_bytes`, `compression`, `classes`, ...). Returns the number of
-    records written."""
+    (`shard_max_bytes`, `compression`, `classes`, `files`, ...). Returns the
+    number of records written."""
     out = os.path.abspath(os.fspath(out))
     schema = dict(schema)
     job = job or f"spark:{os.path.basename(out)}"

@@ -231,6 +231,21 @@ class ShardSinkTest(unittest.TestCase):
         with open(os.path.join(self.out("copy"), "manifest.json")) as f:
             self.assertIn('"job": "ray:copy"', f.read())
 
+    def test_rows_of_paths_write_the_files_bytes(self):
+        # files=["photo"]: the photo column holds paths, read by the write task.
+        folder = self.out("photos")
+        os.makedirs(folder)
+        paths = []
+        for i in range(len(self.source)):
+            paths.append(os.path.join(folder, f"{i}.jpg"))
+            with open(paths[-1], "wb") as f:
+                f.write(self.source[i]["photo"])
+        sink = shardpack.ray.ShardSink(self.out("from-paths"), self.source.fields,
+                                       files=["photo"])
+        self.rows().map(lambda row: dict(row, photo=paths[row["__index__"]])).write_datasink(sink)
+        self.check_equal_to_source(self.out("from-paths"))
+        self.assertEqual(self.leftovers("from-paths"), [])
+
     def test_a_task_killed_mid_write_is_retried_and_the_output_is_the_same(self):
         fields = self.source.fields
         self.rows().write_datasink(shardpack.ray.ShardSink(self.out("clean"), fields, job="retry"))

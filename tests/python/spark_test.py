@@ -133,6 +133,33 @@ class SparkWriteTest(unittest.TestCase):
         self.assertFalse([n for n in os.listdir(self.tmp.path)
                           if n.startswith("failed.") or ".spark-parts" in n])
 
+    def test_a_frame_of_paths_writes_the_files_bytes(self):
+        # files=["photo"]: the photo column holds paths; each write task reads
+        # the files, so the bytes never cross the JVM.
+        folder = os.path.join(self.tmp.path, "photos")
+        os.makedirs(folder)
+        rows = []
+        for r in self.rows:
+            path = os.path.join(folder, r[0].replace("/", "_") + ".jpg")
+            with open(path, "wb") as f:
+                f.write(r[1])
+            rows.append((r[0], path) + r[2:])
+        schema = T.StructType([T.StructField("photo", T.StringType(), False)
+                               if f.name == "photo" else f for f in SPARK_SCHEMA.fields])
+        frame = self.spark.createDataFrame(self.spark.sparkContext.parallelize(rows, 3), schema)
+        out = os.path.join(self.tmp.path, "from-paths")
+        self.assertEqual(shardpack.spark.write(frame, out, SCHEMA, files=["photo"]), RECORDS)
+        self.check_equal_to_source(out, [r[0] for r in self.rows])
+        # A file gone before its task reads it fails the job, naming it; no dataset is left.
+        os.remove(rows[77][1])
+        gone = os.path.join(self.tmp.path, "gone")
+        with self.assertRaises(Exception) as caught:
+            shardpack.spark.write(frame, gone, SCHEMA, files=["photo"])
+        self.assertIn(f"field 'photo': open {rows[77][1]}: No such file or directory",
+                      str(caught.exception))
+        self.assertFalse(os.path.exists(gone))
+        self.assertFalse([n for n in os.listdir(self.tmp.path) if n.startswith("gone.")])
+
     def test_a_frame_of_no_partitions_makes_an_empty_dataset(self):
         out = os.path.join(self.tmp.path, "empty")
         frame = self.spark.createDataFrame(self.spark.sparkContext.emptyRDD(), SPARK_SCHEMA)

@@ -580,7 +580,7 @@ TEST_F(ReaderTest, AMappedDatasetLargerThanTheWindowStaysWithinIt) {
       if (absl::IsOutOfRange(batch.status())) break;
       SP_ASSERT_OK(batch.status());
       delivered += batch->size();
-      most = std::max(most, testing::MappedRssBytes(shard));
+      most = std::max(most, testing::SettledMappedRssBytes(shard));
     }
   }
   EXPECT_EQ(delivered, 2 * (n / 256) * 256);

@@ -188,12 +188,10 @@ else:
           .option("recursiveFileLookup", "true").load(src).repartition(2)
           .select(F.col("path").alias("__key__"), F.col("content").alias("image"),
                   index[F.element_at(F.split("path", "/"), -2)].alias("label")))
-if {kind!r} == "files":
+if {kind!r} in ("files", "shardpack"):
     n = shardpack.spark.write(df, {out!r}, {{"image": "jpeg", "label": "label"}},
-                              classes={{"label": classes}}, files=["image"])
-elif {kind!r} == "shardpack":
-    n = shardpack.spark.write(df, {out!r}, {{"image": "jpeg", "label": "label"}},
-                              classes={{"label": classes}})
+                              classes={{"label": classes}},
+                              files=["image"] if {kind!r} == "files" else None)
 elif {kind!r} == "count":  # the floor: the rows handed to Python tasks that count them
     def count(batches):
         import pyarrow as pa

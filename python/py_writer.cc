@@ -188,11 +188,11 @@ class SampleValues {
   // files=: kept for the read, which WriteConverted does without the GIL.
   // False for a value that is not a path (bytes are the file's bytes).
   bool SetPath(size_t i, py::handle v) {
-    py::object path = py::reinterpret_borrow<py::object>(v);
-    if (!PyUnicode_Check(v.ptr())) {
-      if (IsBytesLike(v) || !py::hasattr(v, "__fspath__")) return false;
-      path = py::module_::import("os").attr("fspath")(v);
+    if (!PyUnicode_Check(v.ptr()) && (IsBytesLike(v) || !py::hasattr(v, "__fspath__"))) {
+      return false;
     }
+    const py::object path = py::reinterpret_steal<py::object>(PyOS_FSPath(v.ptr()));
+    if (!path) throw py::error_already_set();
     if (PyBytes_Check(path.ptr())) {
       paths_[i] = path.cast<std::string>();
     } else {
@@ -543,6 +543,15 @@ class PyWriter {
   std::vector<Skipped> skipped_;
 };
 
+// The index of the field named `name` in `fields`, or -1 (the Writer's
+// Find, for arguments checked before it exists).
+int FieldIndex(const std::vector<Field>& fields, std::string_view name) {
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 // The schema dict into fields, with their classes.
 std::vector<Field> FieldsArg(py::handle schema, py::handle classes) {
   if (!PyDict_Check(schema.ptr())) WrongType("schema", "a dict of field name -> type", schema);
@@ -558,15 +567,15 @@ std::vector<Field> FieldsArg(py::handle schema, py::handle classes) {
   if (!PyDict_Check(classes.ptr())) WrongType("classes", "a dict of label field -> names", classes);
   for (auto [name, names] : py::reinterpret_borrow<py::dict>(classes)) {
     const std::string n = StrArg(name, "a classes key");
-    auto it =
-        std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.name == n; });
+    const int index = FieldIndex(fields, n);
+    Field* const field = index < 0 ? nullptr : &fields[static_cast<size_t>(index)];
     // A label names its values' classes; so may an i32 / i64 array its
     // elements' (COCO's category ids: docs/format.md, 17.4).
     const bool takes_classes =
-        it != fields.end() &&
-        (it->type == FieldType::kLabel ||
-         (it->type == FieldType::kArray &&
-          (it->dtype == ArrayDType::kI32 || it->dtype == ArrayDType::kI64)));
+        field != nullptr &&
+        (field->type == FieldType::kLabel ||
+         (field->type == FieldType::kArray &&
+          (field->dtype == ArrayDType::kI32 || field->dtype == ArrayDType::kI64)));
     if (!takes_classes) {
       RaiseError(PyExc_ValueError,
                  absl::StrCat("classes['", common::Excerpt(n),
@@ -578,7 +587,7 @@ std::vector<Field> FieldsArg(py::handle schema, py::handle classes) {
       WrongType(at, "a list of str", names);
     }
     for (py::handle c : py::reinterpret_borrow<py::sequence>(names)) {
-      it->classes.push_back(StrArg(c, absl::StrCat(at, "[", it->classes.size(), "]")));
+      field->classes.push_back(StrArg(c, absl::StrCat(at, "[", field->classes.size(), "]")));
     }
   }
   return fields;
@@ -594,14 +603,16 @@ std::vector<bool> FilesArg(py::handle v, const std::vector<Field>& fields) {
   }
   for (py::handle name : py::reinterpret_borrow<py::sequence>(v)) {
     const std::string n = StrArg(name, "a files entry");
-    auto it =
-        std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.name == n; });
-    if (it == fields.end() || (it->type != FieldType::kImage && it->type != FieldType::kBytes)) {
+    const int index = FieldIndex(fields, n);
+    const bool holds_files =
+        index >= 0 && (fields[static_cast<size_t>(index)].type == FieldType::kImage ||
+                       fields[static_cast<size_t>(index)].type == FieldType::kBytes);
+    if (!holds_files) {
       RaiseError(PyExc_ValueError,
                  absl::StrCat("files: '", common::Excerpt(n), "' is not an image or bytes field "
                               "of the schema (a file's bytes are the value of one of those)"));
     }
-    files[static_cast<size_t>(it - fields.begin())] = true;
+    files[static_cast<size_t>(index)] = true;
   }
   return files;
 }

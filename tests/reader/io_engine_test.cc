@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -423,6 +425,40 @@ TEST(IoEngineAutoTest, PreadLoadsAFileTheCacheKeepsInHugePages) {
   ASSERT_EQ(truncate(f.path.c_str(), kBlock), 0);
   SP_ASSERT_OK(io->Submit({0, 3 * uint64_t{kBlock}, kBlock, buffer.get(), 1}));
   EXPECT_THAT(io->Wait().status, StatusIs(absl::StatusCode::kDataLoss, HasSubstr(f.path)));
+}
+
+// The blocks submitted are read in ahead of Wait, by the engine's own
+// threads (one fault-in of a huge-page mapping reads one block at a time),
+// from the time the first block has come: a reader that waits on the
+// oldest has the next ones loading meanwhile.
+TEST(IoEngineAutoTest, PreadLoadsSubmittedBlocksBeforeTheyAreWaitedFor) {
+  TempDir dir;
+  if (OnMemoryFilesystem(dir.path().string())) GTEST_SKIP() << "the temp dir is on tmpfs";
+  TestFile f = WriteFile(dir.Join("a.bin"), 11, 2048 * kA);  // 8 MiB
+  DropFromPageCache(f.path);
+  SP_ASSERT_OK_AND_ASSIGN(uint64_t resident, common::ResidentBytes(f.path));
+  if (resident > 0) GTEST_SKIP() << "the page cache kept the file (" << resident << " bytes)";
+  SP_ASSERT_OK_AND_ASSIGN(auto io, BlockIo::Open(IoEngine::kPread, {f.path}));
+  constexpr uint32_t kBlock = 512 * kA;  // 2 MiB, the last first (the kernel's own
+                                         // readahead past it is the file's end)
+  std::vector<std::unique_ptr<uint8_t, decltype(&free)>> buffers;
+  for (uint64_t offset : {3 * uint64_t{kBlock}, uint64_t{0}, 2 * uint64_t{kBlock}}) {
+    buffers.emplace_back(static_cast<uint8_t*>(aligned_alloc(kA, kBlock)), &free);
+    SP_ASSERT_OK(io->Submit({0, offset, kBlock, buffers.back().get(), offset}));
+  }
+  auto check = [&](const IoCompletion& c) {
+    SP_ASSERT_OK(c.status);
+    EXPECT_TRUE(std::equal(c.bytes.begin(), c.bytes.end(), f.bytes.begin() + c.tag)) << c.tag;
+  };
+  check(io->Wait());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (resident < 3 * uint64_t{kBlock} && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    SP_ASSERT_OK_AND_ASSIGN(resident, common::ResidentBytes(f.path));
+  }
+  EXPECT_GE(resident, 3 * uint64_t{kBlock}) << "the blocks behind the first were not read";
+  check(io->Wait());
+  check(io->Wait());
 }
 
 TEST(IoEngineAutoTest, MissingFirstFileIsNotFound) {

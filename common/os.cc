@@ -170,7 +170,6 @@ absl::StatusOr<uint64_t> ResidentBytes(const std::string& path) {
 namespace {
 
 constexpr uint64_t kHugePage = uint64_t{2} << 20;
-constexpr int kPopulateRead = 22;  // MADV_POPULATE_READ, Linux 5.14
 
 // FilePmdMapped of this process, in bytes; nullopt where the kernel does not
 // report it.
@@ -203,6 +202,7 @@ absl::StatusOr<bool> PageCacheMapsHugePages(const std::string& path) {
                        MAP_SHARED | MAP_FIXED, fd.get(), offset);
   bool huge = false;
   if (piece != MAP_FAILED) {
+    constexpr int kPopulateRead = 22;  // MADV_POPULATE_READ, Linux 5.14
     const std::optional<uint64_t> before = FilePmdMappedBytes();
     if (before && ::madvise(piece, kHugePage, kPopulateRead) == 0) {
       const std::optional<uint64_t> after = FilePmdMappedBytes();
@@ -218,10 +218,9 @@ void AdviseMemory(const void* p, size_t n, MemoryAdvice advice) {
   const uintptr_t page = PageSize();
   const auto at = reinterpret_cast<uintptr_t>(p);
   const uintptr_t start = at & ~(page - 1);
-  const int flag = advice == MemoryAdvice::kWillNeed    ? MADV_WILLNEED
-                   : advice == MemoryAdvice::kDontNeed  ? MADV_DONTNEED
-                   : advice == MemoryAdvice::kHugePages ? MADV_HUGEPAGE
-                                                        : kPopulateRead;
+  const int flag = advice == MemoryAdvice::kWillNeed   ? MADV_WILLNEED
+                   : advice == MemoryAdvice::kDontNeed ? MADV_DONTNEED
+                                                       : MADV_HUGEPAGE;
   (void)::madvise(reinterpret_cast<void*>(start), at + n - start, flag);
 }
 

@@ -142,11 +142,6 @@ enum class MemoryAdvice {
   kWillNeed,   // read the pages in now
   kDontNeed,   // drop them from this process (mapped file pages come back on use)
   kHugePages,  // back the range with transparent huge pages
-  // Fault the range in now (MADV_POPULATE_READ, Linux 5.14; waits for the
-  // reads). In a file mapping advised kHugePages, the kernel reads the file
-  // into the page cache in 2 MiB folios where its file system has them, in
-  // any order of ranges, where posix_fadvise(WILLNEED) reads 4 KiB pages.
-  kPopulateRead,
 };
 
 // madvise of the `n` bytes at `p`, widened to whole pages (the start rounded

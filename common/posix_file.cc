@@ -154,32 +154,21 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(const std::strin
   return file;
 }
 
-namespace {
-
-// The open file `fd` (of `size` bytes) mapped read-only; the mapping keeps
-// the file, so the caller may close `fd`.
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> MapOpenFile(int fd, const std::string& path,
-                                                              uint64_t size) {
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::string& path) {
+  uint64_t size;
+  SP_ASSIGN_OR_RETURN(int fd, common::OpenRegularFile(path, 0, &size));
   void* base = nullptr;
   if (size != 0) {
     base = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) return common::ErrnoError("mmap", path, errno);
+    if (base == MAP_FAILED) {
+      int err = errno;
+      close(fd);
+      return common::ErrnoError("mmap", path, err);
+    }
     madvise(base, size, MADV_SEQUENTIAL);
   }
+  close(fd);  // the mapping keeps the file
   return std::make_unique<MappedFile>(path, static_cast<const uint8_t*>(base), size);
-}
-
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::string& path) {
-  uint64_t size;
-  SP_ASSIGN_OR_RETURN(int raw, common::OpenRegularFile(path, 0, &size));
-  const common::UniqueFd fd(raw);
-  return MapOpenFile(fd.get(), path, size);
-}
-
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> common::MapFile(const PosixFile& file) {
-  return MapOpenFile(file.fd(), file.name(), file.size());
 }
 
 namespace {

@@ -236,10 +236,6 @@ class PosixFile final : public RandomAccessFile {
   uint64_t size_;
 };
 
-// `file` mapped read-only, as OpenMappedFile maps a path, without opening it
-// again (so the mapping is of the very file `file` reads).
-absl::StatusOr<std::unique_ptr<RandomAccessFile>> MapFile(const PosixFile& file);
-
 }  // namespace shardpack::common
 
 #endif  // SHARDPACK_COMMON_POSIX_IO_H_

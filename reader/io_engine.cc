@@ -15,12 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -32,7 +30,6 @@
 #include "common/status_macros.h"
 #include "common/unique_fd.h"
 #include "reader/io_engine_base.h"
-#include "reader/load_ahead.h"
 #include "remote/object_store.h"
 
 namespace shardpack::reader {
@@ -96,31 +93,23 @@ class QueuedEngine : public EngineBase {
   std::deque<IoRequest> queue_;
 };
 
-// pread and O_DIRECT, in submission order. pread of a dataset that the page
-// cache can keep (at most half the machine's memory) loads each block
-// through a mapping of its file advised for huge pages (LoadAhead's threads
-// from Submit, then the reader itself at Wait) and copies it with pread: so
-// the kernel caches the file in 2 MiB folios, which later runs map
-// (PickEngine: raw streaming 0.96x memcpy against 0.76x on the 4 KiB pages
-// that posix_fadvise(WILLNEED) leaves). A larger dataset, streamed through
-// the cache every epoch, one of more than 4,096 files, and a file that
-// cannot be mapped get WILLNEED advice at Submit, which keeps several
-// blocks' reads in flight.
+// pread (with fadvise) and O_DIRECT: advice at Submit, the read at Wait, in
+// submission order. The advice reads a block into 4 KiB pages of the page
+// cache, several blocks in flight. Faulting blocks in through a huge-page
+// mapping instead leaves the cache in 2 MiB folios, which later runs map
+// faster (raw streaming 0.95x memcpy against 0.65x), but each fresh 2 MiB
+// folio of a VM that reports its free memory to the host faults in the host
+// again: 3.5x slower cold epochs after memory rested (docs/benchmarks.md,
+// "Raw streaming on one core").
 class SyncIo final : public QueuedEngine {
  public:
-  SyncIo(PosixFiles files, std::vector<std::unique_ptr<RandomAccessFile>> maps,
-         std::vector<common::UniqueFd> direct_fds, bool direct)
-      : direct_(direct), maps_(std::move(maps)), direct_fds_(std::move(direct_fds)) {
+  SyncIo(PosixFiles files, std::vector<common::UniqueFd> direct_fds, bool direct)
+      : direct_(direct), direct_fds_(std::move(direct_fds)) {
     for (auto& f : files) {
       fds_.push_back(f->fd());
       files_.push_back(std::move(f));
     }
-    maps_.resize(files_.size());
-    if (std::any_of(maps_.begin(), maps_.end(), [](const auto& m) { return m != nullptr; })) {
-      ahead_ = std::make_unique<LoadAhead>(static_cast<int>(kPreadInFlight) - 1);
-    }
   }
-  ~SyncIo() override { ahead_.reset(); }  // its threads stop before the maps go
 
   IoEngine engine() const override { return direct_ ? IoEngine::kDirect : IoEngine::kPread; }
   size_t max_in_flight() const override { return direct_ ? kDirectInFlight : kPreadInFlight; }
@@ -129,12 +118,9 @@ class SyncIo final : public QueuedEngine {
  private:
   absl::Status Prepare(const IoRequest& r) override {
     if (direct_) return CheckDirectRequest(files_[r.file]->name(), r);
-    if (r.length == 0 || !CheckRange(r).ok()) return absl::OkStatus();
-    // Starts reading the whole block now, so that Wait() mostly copies from
-    // the page cache.
-    if (const RandomAccessFile* map = maps_[r.file].get(); map != nullptr) {
-      ahead_->Queue(map->data() + r.offset, r.length);
-    } else {
+    if (r.length > 0 && CheckRange(r).ok()) {
+      // Starts readahead of the whole block now, so that Wait() mostly copies
+      // from the page cache.
       common::AdviseFile(fds_[r.file], r.offset, r.length, common::FileAdvice::kWillNeed);
     }
     return absl::OkStatus();
@@ -143,26 +129,13 @@ class SyncIo final : public QueuedEngine {
   absl::Status Read(const IoRequest& r, const uint8_t** bytes) override {
     const std::string& name = files_[r.file]->name();
     *bytes = r.buffer;
-    if (direct_) return PreadDirect(direct_fds_[r.file].get(), name, r.offset, r.length, r.buffer);
-    if (const RandomAccessFile* map = maps_[r.file].get(); map != nullptr) {
-      ahead_->Reached(++reached_);
-      // Past a file that shrank, the advice fails (no signal): pread says so.
-      const uint8_t* at = map->data() + r.offset;
-      common::AdviseMemory(at, r.length, common::MemoryAdvice::kPopulateRead);
-      common::AdviseMemory(at, r.length, common::MemoryAdvice::kDontNeed);
-      if (reached_ == 1) ahead_->FirstLoaded();
-    }
-    return common::PreadFull(fds_[r.file], name, r.offset, {r.buffer, r.length});
+    return direct_ ? PreadDirect(direct_fds_[r.file].get(), name, r.offset, r.length, r.buffer)
+                   : common::PreadFull(fds_[r.file], name, r.offset, {r.buffer, r.length});
   }
 
   bool direct_;
-  // pread: each file's mapping, advised for huge pages; null where it could
-  // not be mapped (or is empty).
-  std::vector<std::unique_ptr<RandomAccessFile>> maps_;
   std::vector<int> fds_;  // borrowed from files_
   std::vector<common::UniqueFd> direct_fds_;
-  std::unique_ptr<LoadAhead> ahead_;  // where some file is mapped
-  uint64_t reached_ = 0;              // blocks of mapped files taken by Wait
 };
 
 absl::Status DirectUnsupported(const std::string& path) {
@@ -229,22 +202,6 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenMmap(const std::vector<std::string>
   return std::make_unique<MmapIo>(std::move(files));
 }
 
-// Whether the page cache can keep `bytes` of files beside everything else:
-// at most half the machine's memory.
-bool PageCacheCanKeep(uint64_t bytes) { return bytes <= common::PhysicalMemoryBytes() / 2; }
-
-// Whether pread loads these files through huge-page mappings: the page
-// cache can keep them, and they are few enough that their mappings leave
-// the process's map count (vm.max_map_count, 65,530 by default) to the rest
-// of it.
-bool LoadsThroughMappings(const PosixFiles& files) {
-  constexpr size_t kMaxMappedFiles = 4096;
-  if (files.size() > kMaxMappedFiles) return false;
-  uint64_t total = 0;
-  for (const auto& f : files) total += f->size();
-  return PageCacheCanKeep(total);
-}
-
 // kAuto. Files already in memory are mapped, so that a read is no copy:
 // those on tmpfs and ramfs, and a dataset that is at least 90% in the page
 // cache (asked only where it could be: at most half the machine's memory).
@@ -258,8 +215,7 @@ bool LoadsThroughMappings(const PosixFiles& files) {
 // streaming at 0.84x memcpy against 0.33 to 0.73x), and read where it holds
 // 4 KiB pages, on which shuffled records cost 3 to 8% of the steady rate
 // (docs/benchmarks.md, "Raw streaming on one core"). A dataset not in
-// memory is read with pread, which does not fault page by page on a device
-// (and loads one that fits in 2 MiB folios: SyncIo).
+// memory is read with pread, which does not fault page by page on a device.
 absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths, uint64_t window_bytes) {
   if (paths.empty()) return IoEngine::kPread;
   SP_ASSIGN_OR_RETURN(bool in_memory, common::IsMemoryFileSystem(paths[0]));
@@ -269,7 +225,7 @@ absl::StatusOr<IoEngine> PickEngine(const std::vector<std::string>& paths, uint6
     SP_ASSIGN_OR_RETURN(common::FileStatus st, common::Stat(path));
     total += st.size;
   }
-  if (!PageCacheCanKeep(total)) return IoEngine::kPread;
+  if (total > common::PhysicalMemoryBytes() / 2) return IoEngine::kPread;
   for (const std::string& path : paths) {
     SP_ASSIGN_OR_RETURN(uint64_t bytes, common::ResidentBytes(path));
     resident += bytes;
@@ -359,23 +315,10 @@ absl::StatusOr<std::unique_ptr<BlockIo>> OpenSync(const std::vector<std::string>
   // The buffered descriptor serves file(i); O_DIRECT reads bypass its cache.
   SP_ASSIGN_OR_RETURN(PosixFiles files, OpenPosixFiles(paths, !direct));
   std::vector<common::UniqueFd> direct_fds;
-  std::vector<std::unique_ptr<RandomAccessFile>> maps;
   if (direct) {
     SP_ASSIGN_OR_RETURN(direct_fds, OpenDirectFds(files));
-  } else if (LoadsThroughMappings(files)) {
-    for (const auto& file : files) {
-      // A mapping is address space only; one that fails leaves WILLNEED.
-      absl::StatusOr<std::unique_ptr<RandomAccessFile>> map = common::MapFile(*file);
-      if (map.ok() && (*map)->size() > 0) {
-        common::AdviseMemory((*map)->data(), (*map)->size(), common::MemoryAdvice::kHugePages);
-        maps.push_back(*std::move(map));
-      } else {
-        maps.push_back(nullptr);
-      }
-    }
   }
-  return std::make_unique<SyncIo>(std::move(files), std::move(maps), std::move(direct_fds),
-                                  direct);
+  return std::make_unique<SyncIo>(std::move(files), std::move(direct_fds), direct);
 }
 
 absl::StatusOr<std::unique_ptr<BlockIo>> BlockIo::Open(IoEngine engine,

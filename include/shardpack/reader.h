@@ -41,9 +41,7 @@ enum class IoEngine {
   kAuto,    // mmap on tmpfs/ramfs and for a page-cached dataset larger than
             // shuffle_bytes or mapped in 2 MiB pages, pread otherwise (the
             // default)
-  kPread,   // pread; a dataset the page cache can keep (<= half the memory)
-            // loaded in 2 MiB folios first (a huge-page mapping populated),
-            // a larger one with posix_fadvise(SEQUENTIAL/WILLNEED)
+  kPread,   // pread with posix_fadvise(SEQUENTIAL/WILLNEED)
   kDirect,  // O_DIRECT into aligned buffers: bypasses the page cache
   kMmap,    // the file mapped; blocks are parsed in place
   kUring,   // io_uring with several reads in flight (when built with liburing)

@@ -393,72 +393,35 @@ TEST(IoEngineAutoTest, MapsAPageCachedFileLargerThanTheWindowOrOnHugePages) {
   }
 }
 
-// pread loads a file the page cache can keep through a huge-page mapping, so
-// that the cache holds it in 2 MiB folios whatever order its blocks were
-// read in (posix_fadvise(WILLNEED) left 4 KiB pages), which a later auto
-// maps; the bytes are the file's, and a file that shrank after the open is
-// an error naming it, not a signal.
-TEST(IoEngineAutoTest, PreadLoadsAFileTheCacheKeepsInHugePages) {
+// Blocks submitted to pread are read together from Submit on (WILLNEED
+// advice), before Wait asks for the first: a reader waiting on the oldest
+// has the next ones loading meanwhile, not one block after another.
+TEST(IoEngineAutoTest, PreadReadsTheSubmittedBlocksTogether) {
   TempDir dir;
   if (OnMemoryFilesystem(dir.path().string())) GTEST_SKIP() << "the temp dir is on tmpfs";
-  TestFile f = WriteFile(dir.Join("a.bin"), 9, 2048 * kA);  // 8 MiB
-  std::ifstream(f.path, std::ios::binary).ignore(1 << 30);
-  SP_ASSERT_OK_AND_ASSIGN(const bool possible, common::PageCacheMapsHugePages(f.path));
-  if (!possible) GTEST_SKIP() << "this kernel or file system caches no file in 2 MiB pages";
-  DropFromPageCache(f.path);
-  SP_ASSERT_OK_AND_ASSIGN(auto io, BlockIo::Open(IoEngine::kPread, {f.path}));
-  constexpr uint32_t kBlock = 512 * kA;  // 2 MiB, read last to first
-  std::unique_ptr<uint8_t, decltype(&free)> buffer(
-      static_cast<uint8_t*>(aligned_alloc(kA, kBlock)), &free);
-  for (uint64_t offset = 3 * uint64_t{kBlock};; offset -= kBlock) {
-    SP_ASSERT_OK(io->Submit({0, offset, kBlock, buffer.get(), 1}));
-    IoCompletion c = io->Wait();
-    SP_ASSERT_OK(c.status);
-    EXPECT_TRUE(std::equal(c.bytes.begin(), c.bytes.end(), f.bytes.begin() + offset)) << offset;
-    if (offset == 0) break;
-  }
-  SP_ASSERT_OK_AND_ASSIGN(const bool huge, common::PageCacheMapsHugePages(f.path));
-  EXPECT_TRUE(huge) << "the pread engine left the file in 4 KiB pages";
-  SP_ASSERT_OK_AND_ASSIGN(auto mapped, BlockIo::Open(IoEngine::kAuto, {f.path}, nullptr, kA));
-  EXPECT_EQ(mapped->engine(), IoEngine::kMmap);
-
-  ASSERT_EQ(truncate(f.path.c_str(), kBlock), 0);
-  SP_ASSERT_OK(io->Submit({0, 3 * uint64_t{kBlock}, kBlock, buffer.get(), 1}));
-  EXPECT_THAT(io->Wait().status, StatusIs(absl::StatusCode::kDataLoss, HasSubstr(f.path)));
-}
-
-// The blocks submitted are read in ahead of Wait, by the engine's own
-// threads (one fault-in of a huge-page mapping reads one block at a time),
-// from the time the first block has come: a reader that waits on the
-// oldest has the next ones loading meanwhile.
-TEST(IoEngineAutoTest, PreadLoadsSubmittedBlocksBeforeTheyAreWaitedFor) {
-  TempDir dir;
-  if (OnMemoryFilesystem(dir.path().string())) GTEST_SKIP() << "the temp dir is on tmpfs";
-  TestFile f = WriteFile(dir.Join("a.bin"), 11, 2048 * kA);  // 8 MiB
+  TestFile f = WriteFile(dir.Join("a.bin"), 12, 6144 * kA);  // 24 MiB
   DropFromPageCache(f.path);
   SP_ASSERT_OK_AND_ASSIGN(uint64_t resident, common::ResidentBytes(f.path));
   if (resident > 0) GTEST_SKIP() << "the page cache kept the file (" << resident << " bytes)";
   SP_ASSERT_OK_AND_ASSIGN(auto io, BlockIo::Open(IoEngine::kPread, {f.path}));
-  constexpr uint32_t kBlock = 512 * kA;  // 2 MiB, the last first (the kernel's own
-                                         // readahead past it is the file's end)
+  constexpr uint64_t kBlock = 512 * kA;  // 2 MiB
   std::vector<std::unique_ptr<uint8_t, decltype(&free)>> buffers;
-  for (uint64_t offset : {3 * uint64_t{kBlock}, uint64_t{0}, 2 * uint64_t{kBlock}}) {
+  for (uint64_t block : {10, 7, 4, 1}) {
     buffers.emplace_back(static_cast<uint8_t*>(aligned_alloc(kA, kBlock)), &free);
-    SP_ASSERT_OK(io->Submit({0, offset, kBlock, buffers.back().get(), offset}));
+    SP_ASSERT_OK(io->Submit({0, block * kBlock, static_cast<uint32_t>(kBlock),
+                             buffers.back().get(), block * kBlock}));
   }
-  auto check = [&](const IoCompletion& c) {
-    SP_ASSERT_OK(c.status);
-    EXPECT_TRUE(std::equal(c.bytes.begin(), c.bytes.end(), f.bytes.begin() + c.tag)) << c.tag;
-  };
-  check(io->Wait());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (resident < 3 * uint64_t{kBlock} && std::chrono::steady_clock::now() < deadline) {
+  while (resident < 4 * kBlock && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     SP_ASSERT_OK_AND_ASSIGN(resident, common::ResidentBytes(f.path));
   }
-  EXPECT_GE(resident, 3 * uint64_t{kBlock}) << "the blocks behind the first were not read";
-  check(io->Wait());
-  check(io->Wait());
+  EXPECT_GE(resident, 4 * kBlock) << "the blocks were not read before Wait";
+  for (int i = 0; i < 4; ++i) {
+    IoCompletion c = io->Wait();
+    SP_ASSERT_OK(c.status);
+    EXPECT_TRUE(std::equal(c.bytes.begin(), c.bytes.end(), f.bytes.begin() + c.tag)) << c.tag;
+  }
 }
 
 TEST(IoEngineAutoTest, MissingFirstFileIsNotFound) {

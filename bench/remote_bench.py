@@ -21,6 +21,8 @@ case of a round side by side with its reference (which goes first alternates):
   (c) time to the first batch (Open + first batch) from a cold remote
       dataset: empty cache directory, page cache dropped.
   (d) requests per GB: nginx's access log over each (a) remote round.
+  (n) with (a): the remote first epoch with no cache (--cache-bytes 0), in
+      the same rounds: the reader's cost without the cache's writes.
 
 --pin: nginx (its master and workers) on core 1 and every shardbench, local
 and remote, on core 0 with one thread (taskset), so that the ratio shows the
@@ -64,7 +66,7 @@ def parse_args():
                    help="nginx on core 1, shardbench on core 0 with one thread (taskset)")
     p.add_argument("--cases", default="a,b,c",
                    help="which of the cases to run, comma-separated (default a,b,c; (d) comes "
-                        "with a)")
+                        "with a; n, beside a, is asked for)")
     p.add_argument("--keep", action="store_true", help="keep the dataset")
     p.add_argument("--json-out", help="write every run as JSON here")
     args = p.parse_args()
@@ -73,8 +75,10 @@ def parse_args():
     if args.rounds < 1:
         p.error("--rounds must be at least 1")
     args.cases = set(args.cases.split(","))
-    if not args.cases or not args.cases <= {"a", "b", "c"}:
-        p.error("--cases takes a comma-separated subset of a, b, c")
+    if not args.cases or not args.cases <= {"a", "b", "c", "n"}:
+        p.error("--cases takes a comma-separated subset of a, b, c, n")
+    if "n" in args.cases and "a" not in args.cases:
+        p.error("--cases: n runs beside a")
     if args.work is None:
         args.work = os.environ.get("TMPDIR") or ("/work/tmp" if os.path.isdir("/work") else "/tmp")
     return args
@@ -147,7 +151,7 @@ class Bench:
             shutil.rmtree(cache)
 
     def first_epoch(self, rnd, nginx):
-        """(a) and (d): one cold epoch local, one cold epoch remote."""
+        """(a), (d) and (n): one cold epoch local, one remote, and one uncached (n)."""
         def local():
             drop_page_cache(self.files)
             return self.shardbench("a-local", self.ds, "--epochs", "1")
@@ -160,8 +164,13 @@ class Bench:
             r["nginx_requests"] = len(log)
             r["nginx_bytes"] = sum(e["bytes"] for e in log)
             return r
-        pair = (local, remote) if rnd % 2 == 0 else (remote, local)
-        for f in pair:
+        def uncached():
+            drop_page_cache(self.files)
+            return self.remote("n-remote", 0, "--epochs", "1")
+        order = [local, remote] + ([uncached] if "n" in self.args.cases else [])
+        if rnd % 2:
+            order.reverse()
+        for f in order:
             f()
 
     def cache_budget(self, rnd):
@@ -203,6 +212,9 @@ def report(bench):
         ("(a) first epoch, cold: local images/s", spread(of(runs, "a-local", ips), "{:,.0f}")),
         ("(a) first epoch, cold: remote images/s", spread(of(runs, "a-remote", ips), "{:,.0f}")),
         ("(a) remote / local (aim >= 0.9)", spread(ratio(runs, "a-remote", "a-local", ips))),
+        ("(n) first epoch, cold, no cache: remote images/s",
+         spread(of(runs, "n-remote", ips), "{:,.0f}")),
+        ("(n) no cache / local", spread(ratio(runs, "n-remote", "a-local", ips))),
         ("(a) first batch, local / remote (s)",
          spread(of(runs, "a-local", first)) + " / " + spread(of(runs, "a-remote", first))),
         ("(b) 2 epochs, unlimited cache: images/s",

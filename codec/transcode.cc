@@ -199,7 +199,7 @@ absl::StatusOr<ImageInfo> Transcoder::Reencode(ByteSpan image, std::string_view 
   if (!decoded.ok()) return decoded.status();
   const PixelView resized = Resize(*decoded, width, height);
   absl::Status s = Encode(resized, options.quality, options.full_chroma, out);
-  if (!s.ok()) return absl::Status(s.code(), absl::StrCat(AsAbsl(name), ": ", s.message()));
+  if (!s.ok()) return common::WithMessage(s, absl::StrCat(AsAbsl(name), ": ", s.message()));
   return ImageInfo{Encoding::kJpeg, Layout::kHWC, height, width,
                    static_cast<uint8_t>(resized.channels)};
 }

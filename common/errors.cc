@@ -55,6 +55,14 @@ std::string OneLine(std::string_view message) {
   return line;
 }
 
+absl::Status WithMessage(const absl::Status& status, std::string_view message) {
+  if (status.ok()) return status;
+  absl::Status out(status.code(), AsAbsl(message));
+  status.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
 std::optional<uint64_t> ErrorOffset(const absl::Status& status) {
   auto payload = status.GetPayload(kOffsetPayload);
   uint64_t offset;

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -46,6 +45,12 @@ std::string Excerpt(std::string_view text, size_t max = 64);
 // other byte kept (a reader that prints no escapes of its own, such as a
 // Python exception, still shows one line).
 std::string OneLine(std::string_view message);
+
+// `status` with `message` in place of its own: its code and its payloads
+// (the offset DataLossAt attached) kept, so that a caller that says where
+// an error happened ("<file>: record 12: <message>") loses nothing the error
+// carried. OK stays OK.
+absl::Status WithMessage(const absl::Status& status, std::string_view message);
 
 // The offset attached by DataLossAt, if any.
 std::optional<uint64_t> ErrorOffset(const absl::Status& status);

@@ -148,7 +148,9 @@ absl::StatusOr<NamedPath> OpenViewDataset(const std::string& file, size_t i,
         absl::StrCat(at, path, " is a view; a view names datasets, not views"));
   }
   absl::StatusOr<NamedPath> named = OpenNamedPath(path, storage);
-  if (!named.ok()) return absl::Status(named.status().code(), at + std::string(named.status().message()));
+  if (!named.ok()) {
+    return common::WithMessage(named.status(), at + std::string(named.status().message()));
+  }
   if (!named->schema_known()) {
     return absl::InvalidArgumentError(absl::StrCat(
         at, path, " is a lone .shard file, which has no schema: name its dataset directory"));

@@ -323,8 +323,8 @@ class ImageWorker : public SourceWorker {
     if (recoder_ == nullptr) recoder_ = std::make_unique<codec::JpegRestartRecoder>();
     absl::StatusOr<bool> recoded = recoder_->Recode(out->payload, &recoded_);
     if (!recoded.ok()) {
-      return absl::Status(recoded.status().code(),
-                          absl::StrCat(path_, ": ", recoded.status().message()));
+      return common::WithMessage(recoded.status(),
+                                 absl::StrCat(path_, ": ", recoded.status().message()));
     }
     if (*recoded) out->payload.swap(recoded_);
     return absl::OkStatus();

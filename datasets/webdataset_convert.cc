@@ -227,7 +227,7 @@ class SampleValues {
       absl::Status s = Value(field, samples.Data(f), it->second);
       const std::string named = absl::StrCat("field '", field.name, "': ");
       if (!s.ok() && !absl::StartsWith(s.message(), named)) {  // the converter names it
-        return absl::Status(s.code(), absl::StrCat(named, s.message()));
+        return common::WithMessage(s, absl::StrCat(named, s.message()));
       }
       SP_RETURN_IF_ERROR(s);
     }

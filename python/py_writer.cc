@@ -504,8 +504,8 @@ class PyWriter {
     for (size_t i : sample_.files()) {
       std::vector<uint8_t>& bytes = read_[i];
       if (absl::Status s = common::ReadInputFile(sample_.path(i), &bytes); !s.ok()) {
-        return w.Reject(key, absl::Status(s.code(), absl::StrCat("field '", w.fields()[i].name,
-                                                                 "': ", s.message())));
+        return w.Reject(key, common::WithMessage(s, absl::StrCat("field '", w.fields()[i].name,
+                                                                "': ", s.message())));
       }
       values[i].bytes = ByteSpan(bytes.data(), bytes.size());
     }
@@ -518,11 +518,10 @@ class PyWriter {
                    : images_->FromFile(f, p.bytes, &storage_[p.field]);
       if (!v.ok()) {
         // A file given by path: the path too ("... (read from /data/x.jpg)").
-        return w.Reject(key, p.path ? absl::Status(v.status().code(),
-                                                   absl::StrCat(v.status().message(),
-                                                                " (read from ",
-                                                                sample_.path(p.field), ")"))
-                                    : v.status());
+        if (!p.path) return w.Reject(key, v.status());
+        const std::string message =
+            absl::StrCat(v.status().message(), " (read from ", sample_.path(p.field), ")");
+        return w.Reject(key, common::WithMessage(v.status(), message));
       }
       values[p.field] = *v;
     }

@@ -162,10 +162,10 @@ absl::StatusOr<DecodedImage> RecordReader::Impl::DecodeImage(const RecordBuffer&
     if (s.jpeg == nullptr) s.jpeg = std::make_unique<codec::JpegDecoder>();
     absl::StatusOr<codec::PixelView> decoded = s.jpeg->Decode(bytes);
     if (!decoded.ok()) {
-      return absl::Status(decoded.status().code(),
-                          absl::StrCat(path, " record ", out.index_, " '",
-                                       common::AsAbsl(common::Excerpt(key)), "': ",
-                                       decoded.status().message()));
+      return common::WithMessage(
+          decoded.status(), absl::StrCat(path, " record ", out.index_, " '",
+                                         common::AsAbsl(common::Excerpt(key)), "': ",
+                                         decoded.status().message()));
     }
     DecodedImage image{decoded->data, decoded->height, decoded->width, decoded->channels};
     if (!copy) return image;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
+#include "common/errors.h"
 #include "common/threads.h"
 #include "reader/wait.h"
 
@@ -69,9 +70,9 @@ int DeviceBuffersFor(int requested, uint64_t batch_bytes) {
 namespace {
 
 absl::Status CopyError(const absl::Status& s, const RingSlot& staged, const CopyEngine& engine) {
-  return absl::Status(s.code(), absl::StrCat("copy of batch ", staged.batch, " of epoch ",
-                                             staged.epoch, " to ", engine.name(), ": ",
-                                             s.message()));
+  return common::WithMessage(s, absl::StrCat("copy of batch ", staged.batch, " of epoch ",
+                                            staged.epoch, " to ", engine.name(), ": ",
+                                            s.message()));
 }
 
 }  // namespace

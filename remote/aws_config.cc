@@ -97,9 +97,8 @@ absl::StatusOr<IniFile> ReadIni(EnvLookup getenv, const char* variable, const ch
   if (text.ok()) {
     file.text = *std::move(text);
   } else if (!absl::IsNotFound(text.status())) {
-    return absl::Status(text.status().code(),
-                        absl::StrCat("AWS shared file (", variable,
-                                     "): ", text.status().message()));
+    return common::WithMessage(text.status(), absl::StrCat("AWS shared file (", variable, "): ",
+                                                           text.status().message()));
   }
   return file;
 }

@@ -415,7 +415,7 @@ absl::Status HttpStore::Failure(const Pending& p, const absl::Status& why) const
   if (p.job.whole == nullptr) {
     absl::StrAppend(&where, " bytes ", p.job.offset, "-", p.job.offset + p.job.dst.size() - 1);
   }
-  return absl::Status(why.code(), absl::StrCat(where, ": ", why.message()));
+  return common::WithMessage(why, absl::StrCat(where, ": ", why.message()));
 }
 
 absl::Status HttpStore::GaveUp(const Pending& p, Clock::time_point now) const {

@@ -398,8 +398,8 @@ absl::Status OutputDir::Publish(const Manifest& manifest) {
     // anywhere, and the message says what is where.
     published_ = !back.ok();
     if (!back.ok()) {
-      return absl::Status(status.code(), absl::StrCat(status.message(), "; then ",
-                                                      back.message()));
+      return common::WithMessage(status,
+                                 absl::StrCat(status.message(), "; then ", back.message()));
     }
     return status;
   }

@@ -183,7 +183,7 @@ class Writer::Impl {
  private:
   absl::Status Usable() const {
     if (!failed_.ok()) {
-      return absl::Status(failed_.code(), absl::StrCat(path_, ": the writer failed earlier: ",
+      return common::WithMessage(failed_, absl::StrCat(path_, ": the writer failed earlier: ",
                                                        failed_.message()));
     }
     if (finished_) return absl::FailedPreconditionError(absl::StrCat(path_, ": already finished"));
@@ -193,7 +193,7 @@ class Writer::Impl {
   // A bad sample: its error, or (skip) its line in skipped.tsv.
   absl::Status Bad(uint64_t sample, std::string_view key, const absl::Status& reason) {
     if (options_.on_error == OnError::kFail) {
-      return absl::Status(reason.code(), absl::StrCat("sample ", sample, " ('",
+      return common::WithMessage(reason, absl::StrCat("sample ", sample, " ('",
                                                       common::Excerpt(key), "'): ",
                                                       reason.message()));
     }

@@ -1,4 +1,5 @@
-// Excerpt (common/errors.h): text from a user or a file, bounded for a message.
+// Excerpt, OneLine and WithMessage (common/errors.h): text from a user or a
+// file bounded for a message, and a message reworded.
 #include <string>
 
 #include "common/errors.h"
@@ -30,6 +31,21 @@ TEST(OneLineTest, ControlBytesAreEscapedEverythingElseKept) {
             "m.json.shards[0].path: 'a\\nb\\tc\\rd' is not");
   EXPECT_EQ(common::OneLine(std::string("\0\x1b\x7f\\ caf\xc3\xa9", 10)),
             "\\x00\\x1b\\x7f\\ caf\xc3\xa9");
+}
+
+// A message reworded keeps the error's code and what it carried: the
+// offset DataLossAt attached is still there for a damage report.
+TEST(WithMessageTest, KeepsTheCodeAndTheOffset) {
+  const absl::Status damaged = common::DataLossAt("a.shard", 4096, "block CRC-32C mismatch");
+  const absl::Status named = common::WithMessage(
+      damaged, std::string("record 7: ") + std::string(damaged.message()));
+  EXPECT_EQ(named.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(named.message(), "record 7: a.shard @4096: block CRC-32C mismatch");
+  EXPECT_EQ(common::ErrorOffset(named), 4096u);
+  EXPECT_TRUE(common::WithMessage(absl::OkStatus(), "nothing").ok());
+  const absl::Status plain = common::WithMessage(absl::NotFoundError("x"), "y: x");
+  EXPECT_EQ(plain.code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(common::ErrorOffset(plain).has_value());
 }
 
 }  // namespace

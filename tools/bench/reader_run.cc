@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/errors.h"
 #include "common/status_macros.h"
 #include "tools/bench/save_batch.h"
 #include "tools/common/cli.h"
@@ -45,7 +46,7 @@ absl::Status WriteOrder(const Batch& batch, std::string* line_buffer, AtomicFile
   absl::Status s = out->Append(
       {reinterpret_cast<const uint8_t*>(line_buffer->data()), line_buffer->size()});
   if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat("--order-out: ", s.message()));
+  return common::WithMessage(s, absl::StrCat("--order-out: ", s.message()));
 }
 
 // Bytes of a field's values: its elements times the element's size.

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/contact_sheet.h"
+#include "common/errors.h"
 #include "common/status_macros.h"
 #include "shardpack/file.h"
 
@@ -45,7 +46,7 @@ absl::Status SaveBatchSheet(const Batch& batch, const ReaderOptions& options, co
         existing);
   }
   if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat("--save-batch ", path, ": ", s.message()));
+  return common::WithMessage(s, absl::StrCat("--save-batch ", path, ": ", s.message()));
 }
 
 }  // namespace shardpack::shardbench

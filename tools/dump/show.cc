@@ -90,8 +90,8 @@ class SheetFiller {
       s = sheet_->Draw(next_++, *pixels, caption);
     }
     if (s.ok()) return s;
-    return absl::Status(s.code(), absl::StrCat(path_, ": record ", index, " (key '",
-                                               common::AsAbsl(r.key), "'): ", s.message()));
+    return common::WithMessage(s, absl::StrCat(path_, ": record ", index, " (key '",
+                                              common::AsAbsl(r.key), "'): ", s.message()));
   }
 
  private:

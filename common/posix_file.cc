@@ -156,18 +156,14 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenPosixFile(const std::strin
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> OpenMappedFile(const std::string& path) {
   uint64_t size;
-  SP_ASSIGN_OR_RETURN(int fd, common::OpenRegularFile(path, 0, &size));
+  SP_ASSIGN_OR_RETURN(int raw, common::OpenRegularFile(path, 0, &size));
+  const common::UniqueFd fd(raw);  // closed on return: the mapping keeps the file
   void* base = nullptr;
   if (size != 0) {
-    base = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) {
-      int err = errno;
-      close(fd);
-      return common::ErrnoError("mmap", path, err);
-    }
+    base = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (base == MAP_FAILED) return common::ErrnoError("mmap", path, errno);
     madvise(base, size, MADV_SEQUENTIAL);
   }
-  close(fd);  // the mapping keeps the file
   return std::make_unique<MappedFile>(path, static_cast<const uint8_t*>(base), size);
 }
 

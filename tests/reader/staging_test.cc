@@ -315,8 +315,13 @@ TEST_F(StagingTest, StagedBatchesAreTheHostBatchesInOrder) {
   // EXPECT_TRUE, not EXPECT_EQ: a mismatch would print every byte.
   EXPECT_TRUE(ReadEpoch(*staged, true) + ReadEpoch(*staged, true) == want);
   EXPECT_EQ(log->host_allocs, o.ring_slots);  // the ring's slots come from the engine
-  EXPECT_EQ(log->completed, 24);              // 12 batches x 2 epochs
-  EXPECT_EQ(log->released, 24);
+  EXPECT_EQ(log->released, 24);               // 12 batches x 2 epochs
+  // The workers run into the third epoch, and may stage as many of its
+  // batches as there are device buffers the consumer does not hold.
+  staged.reset();
+  EXPECT_EQ(log->completed, log->issued);
+  EXPECT_GE(log->completed, 24);
+  EXPECT_LE(log->completed, 24 + o.device_buffers);
 }
 
 TEST_F(StagingTest, HostSlotIsReusedOnlyAfterItsCopyCompleted) {
@@ -327,7 +332,10 @@ TEST_F(StagingTest, HostSlotIsReusedOnlyAfterItsCopyCompleted) {
   // overwritten while the fake still "copies" it.
   SP_ASSERT_OK_AND_ASSIGN(auto reader, OpenFake(o, log, milliseconds(5)));
   ReadEpoch(*reader, true);
-  EXPECT_EQ(log->completed, 25);
+  reader.reset();  // its copies ahead, into the next epoch, complete
+  EXPECT_EQ(log->completed, log->issued);
+  EXPECT_GE(log->completed, 25);
+  EXPECT_LE(log->completed, 25 + o.device_buffers);
   EXPECT_EQ(log->overwritten, 0);
 }
 

@@ -254,18 +254,27 @@ bool BlockCache::MakeRoom(uint64_t incoming, bool force) {
     return true;
   };
   if (b.used + incoming <= options_.bytes) return take();
+  // Full of this dataset's own entries at the last look: what does not fit
+  // streams, and the cache is looked at again (a scan) only after a tenth
+  // of the budget was refused, not for every block.
+  if (!force && full_of_own_ && refused_since_look_ < options_.bytes / 10) {
+    refused_since_look_ += incoming;
+    return false;
+  }
   // Over budget by this process's count: look at the cache as it is (other
   // processes add to it too), under the lock every process takes to evict.
   auto dir = common::OpenDirectory(root_);
   absl::StatusOr<common::LockResult> locked =
       dir.ok() ? common::TryLockExclusive(dir->get(), root_) : dir.status();
   if (!locked.ok() || *locked == common::LockResult::kBusy) return force && take();
-  b.used = Evict(incoming);
-  if (!force && b.used + incoming > options_.bytes) return false;
+  b.used = Evict(incoming, /*spare_own=*/!force);
+  full_of_own_ = b.used + incoming > options_.bytes;
+  refused_since_look_ = 0;
+  if (!force && full_of_own_) return false;
   return take();
 }
 
-uint64_t BlockCache::Evict(uint64_t incoming) {
+uint64_t BlockCache::Evict(uint64_t incoming, bool spare_own) {
   struct Found {
     fs::file_time_type time;
     uint64_t size;
@@ -287,7 +296,9 @@ uint64_t BlockCache::Evict(uint64_t incoming) {
     if (e2) continue;
     if (kind == Kind::kPartial && f.time < stale_before && RemoveUnheld(f.path)) continue;
     total += f.size;
-    if (kind == Kind::kEntry) entries.push_back(std::move(f));
+    if (kind == Kind::kEntry && !(spare_own && f.path.parent_path() == space_dir_)) {
+      entries.push_back(std::move(f));
+    }
   }
   std::sort(entries.begin(), entries.end(),
             [](const Found& x, const Found& y) { return x.time < y.time; });

@@ -25,10 +25,14 @@
 //
 // The budget: every regular file under <dir>/shardpack-cache counts
 // (entries, entries being written, anything else put there); past it, the
-// oldest entries not in use (by modification time, any dataset's) are
+// oldest entries not in use (by modification time) of other datasets are
 // removed down to 90% of it, under an exclusive lock on
 // <dir>/shardpack-cache/lock, and with them the partial files of writers
-// that died (unlocked and untouched for a minute). Only files named *.spc
+// that died (unlocked and untouched for a minute). A dataset never evicts
+// its own entries for more of its own: one larger than the budget keeps
+// what fitted first and streams the rest, so every epoch hits that part
+// and writes nothing (evicting the oldest would write every block of every
+// epoch and hit almost none). Only files named *.spc
 // and their partials under <dir>/shardpack-cache/ are ever removed: nothing
 // else in `dir` (a user's files, a local dataset) is touched. A process
 // that finds the lock held keeps nothing that round instead of waiting. An
@@ -148,8 +152,9 @@ class BlockCache {
   uint64_t ScanUsage() const;
   // Under the cache's lock: removes links, dead writers' partials and the
   // oldest entries not in use until `incoming` more fits 90% of the budget
-  // (or nothing more can go). Returns the bytes left, reserved included.
-  uint64_t Evict(uint64_t incoming);
+  // (or nothing more can go), passing over this dataset's own entries when
+  // `spare_own`. Returns the bytes left, reserved included.
+  uint64_t Evict(uint64_t incoming, bool spare_own);
 
   const CacheOptions options_;
   const std::string root_;       // <dir>/shardpack-cache
@@ -174,6 +179,11 @@ class BlockCache {
   static std::shared_ptr<Budget> BudgetOf(const std::string& root);
 
   std::shared_ptr<Budget> budget_;
+  // Guarded by budget_->mu: the last look found no room that this dataset
+  // may take (only its own entries left to evict), and the bytes refused
+  // since.
+  bool full_of_own_ = false;
+  uint64_t refused_since_look_ = 0;
   std::atomic<uint64_t> hits_{0}, misses_{0}, kept_{0}, dropped_{0}, evicted_{0};
 };
 

@@ -131,8 +131,8 @@ class RemoteDatasetTest : public ::testing::Test {
   }
 
   // Every block of every shard through ReadRemote in one batch, compared
-  // with the local bytes.
-  void ReadEveryBlock(RemoteDataset& d) {
+  // with the local bytes (of `data`, default this dataset's).
+  void ReadEveryBlock(RemoteDataset& d, const std::string& data = "") {
     std::vector<std::unique_ptr<RemoteFile>> files;
     std::vector<std::string> local;
     std::vector<RemoteRead> reads;
@@ -140,7 +140,7 @@ class RemoteDatasetTest : public ::testing::Test {
     for (const ShardEntry& e : manifest_.shards) {
       auto file = d.OpenFile(e.path);
       ASSERT_TRUE(file.ok()) << file.status();
-      local.push_back(ReadAll(absl::StrCat(data_, "/", e.path)));
+      local.push_back(ReadAll(absl::StrCat(data.empty() ? data_ : data, "/", e.path)));
       auto index = ShardIndex::Load(**file);
       ASSERT_TRUE(index.ok()) << index.status();
       for (const BlockInfo& b : index->blocks()) {
@@ -353,9 +353,65 @@ TEST_F(RemoteDatasetTest, BudgetHoldsEvenBelowOneBlockAndSparesOtherFiles) {
         << "budget " << budget;
     EXPECT_TRUE(fs::exists(dir_.Join("cache/mine.spc")));
     if (budget > 16 << 10) {
-      EXPECT_GT(d->stats().cache.evicted, 0u);
+      EXPECT_GT(d->stats().cache.kept, 0u);
     }
   }
+}
+
+// The names and modification times of the entries in `space`.
+std::map<std::string, fs::file_time_type> EntriesOf(const std::string& space) {
+  std::map<std::string, fs::file_time_type> out;
+  for (const auto& e : fs::directory_iterator(space)) {
+    if (e.path().extension() == ".spc") out[e.path().filename().string()] = e.last_write_time();
+  }
+  return out;
+}
+
+// A dataset larger than the budget keeps what fitted first and streams the
+// rest: its next pass hits those entries and neither writes nor evicts
+// (evicting its own oldest for more of itself would write every block of
+// every pass and hit none). Another dataset's entries make room for it.
+TEST_F(RemoteDatasetTest, ADatasetLargerThanTheBudgetKeepsWhatFittedFirst) {
+  uint64_t dataset_bytes = 0;
+  for (const ShardEntry& e : manifest_.shards) dataset_bytes += e.bytes;
+  const uint64_t budget = dataset_bytes / 3;
+  const std::string other = dir_.Join("other");
+  WriteDataset(other, 1000);
+  std::string theirs;
+  {
+    auto d = Open(budget, nullptr, other);
+    ReadEveryBlock(*d, other);
+    theirs = SpaceOf(*d);
+  }
+  ASSERT_FALSE(EntriesOf(theirs).empty());
+  MemoryStore* store = nullptr;
+  auto d = Open(budget, &store);
+  ReadEveryBlock(*d);
+  const CacheStats first = d->stats().cache;
+  const uint64_t first_requests = store->stats().requests;
+  EXPECT_TRUE(EntriesOf(theirs).empty()) << "the other dataset's entries were kept";
+  EXPECT_GT(first.evicted, 0u);
+  EXPECT_GT(first.kept, 0u);
+  EXPECT_LT(first.kept, first.misses) << "the whole dataset fitted: nothing to test";
+  EXPECT_LE(CacheBytes(), budget);
+  const auto kept = EntriesOf(SpaceOf(*d));
+  auto again = Open(budget, &store);
+  ReadEveryBlock(*again);
+  const CacheStats second = again->stats().cache;
+  EXPECT_EQ(second.kept, 0u);
+  EXPECT_EQ(second.evicted, 0u);
+  EXPECT_EQ(second.hits, kept.size()) << "every entry kept is read once";
+  EXPECT_LT(store->stats().requests, first_requests);
+  // EXPECT_TRUE, not EXPECT_EQ: a mismatch would print every entry.
+  EXPECT_TRUE(EntriesOf(SpaceOf(*again)) == kept) << "entries rewritten or removed";
+  // Room made since (entries removed) is taken once the cache looks again,
+  // which it does after a tenth of the budget was refused.
+  for (const auto& [name, time] : kept) {
+    if (name.find("ends") == std::string::npos) fs::remove(SpaceOf(*again) + "/" + name);
+  }
+  ReadEveryBlock(*again);
+  EXPECT_GT(again->stats().cache.kept, 0u);
+  EXPECT_LE(CacheBytes(), budget);
 }
 
 TEST_F(RemoteDatasetTest, DamagedCacheEntryIsDroppedAndFetchedAgain) {

@@ -279,6 +279,7 @@ uint64_t BlockCache::Evict(uint64_t incoming, bool spare_own) {
     fs::file_time_type time;
     uint64_t size;
     fs::path path;
+    bool own;  // this dataset's
   };
   std::vector<Found> entries;
   uint64_t total = budget_->reserved;  // entries being written are not on disk yet
@@ -292,19 +293,21 @@ uint64_t BlockCache::Evict(uint64_t incoming, bool spare_own) {
       continue;
     }
     if (kind == Kind::kNotFile) continue;
-    Found f{it->last_write_time(e2), it->file_size(e2), it->path()};
+    Found f{it->last_write_time(e2), it->file_size(e2), it->path(), false};
     if (e2) continue;
     if (kind == Kind::kPartial && f.time < stale_before && RemoveUnheld(f.path)) continue;
     total += f.size;
-    if (kind == Kind::kEntry && !(spare_own && f.path.parent_path() == space_dir_)) {
-      entries.push_back(std::move(f));
-    }
+    f.own = spare_own && f.path.parent_path() == space_dir_;
+    if (kind == Kind::kEntry) entries.push_back(std::move(f));
   }
   std::sort(entries.begin(), entries.end(),
             [](const Found& x, const Found& y) { return x.time < y.time; });
   const uint64_t target = options_.bytes / 10 * 9;
   for (const Found& f : entries) {
-    if (total + incoming <= target) break;
+    // Others' entries make room for the incoming one; the dataset's own go
+    // only while the cache is over its budget without it (a budget lowered).
+    const bool needed = f.own ? total > options_.bytes : total + incoming > target;
+    if (!needed) continue;
     if (RemoveUnheld(f.path)) {  // one in use is passed over
       total -= f.size;
       evicted_.fetch_add(1, std::memory_order_relaxed);

@@ -29,7 +29,8 @@
 // removed down to 90% of it, under an exclusive lock on
 // <dir>/shardpack-cache/lock, and with them the partial files of writers
 // that died (unlocked and untouched for a minute). A dataset never evicts
-// its own entries for more of its own: one larger than the budget keeps
+// its own entries for more of its own (only down to a budget lowered
+// since they were kept): one larger than the budget keeps
 // what fitted first and streams the rest, so every epoch hits that part
 // and writes nothing (evicting the oldest would write every block of every
 // epoch and hit almost none). Only files named *.spc
@@ -152,8 +153,9 @@ class BlockCache {
   uint64_t ScanUsage() const;
   // Under the cache's lock: removes links, dead writers' partials and the
   // oldest entries not in use until `incoming` more fits 90% of the budget
-  // (or nothing more can go), passing over this dataset's own entries when
-  // `spare_own`. Returns the bytes left, reserved included.
+  // (or nothing more can go). With `spare_own`, this dataset's own entries
+  // go only while the cache is over its budget without `incoming`.
+  // Returns the bytes left, reserved included.
   uint64_t Evict(uint64_t incoming, bool spare_own);
 
   const CacheOptions options_;

@@ -412,6 +412,11 @@ TEST_F(RemoteDatasetTest, ADatasetLargerThanTheBudgetKeepsWhatFittedFirst) {
   ReadEveryBlock(*again);
   EXPECT_GT(again->stats().cache.kept, 0u);
   EXPECT_LE(CacheBytes(), budget);
+  // A budget lowered since: its own entries go down to it.
+  auto smaller = Open(budget / 2);
+  ReadEveryBlock(*smaller);
+  EXPECT_GT(smaller->stats().cache.evicted, 0u);
+  EXPECT_LE(CacheBytes(), budget / 2);
 }
 
 TEST_F(RemoteDatasetTest, DamagedCacheEntryIsDroppedAndFetchedAgain) {

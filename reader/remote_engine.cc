@@ -7,7 +7,8 @@
 // round instead of waiting for the slowest request of that one. So the
 // loader's read-ahead is the fetch's parallelism, and the loader waits only
 // when the block it needs next has not come: fetching, checking and
-// writing the cache happen beside the loader and the workers.
+// writing the cache happen beside the loader and the workers. A block is
+// handed on once it is checked and kept, not after its round's others.
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -112,16 +113,31 @@ class RemoteIo final : public EngineBase {
       }
       waiting_ = 0;
       lock.unlock();
-      remote::ReadRemote(reads);  // the loader submits and takes meanwhile
+      // The loader submits and takes meanwhile: each read as soon as it is
+      // final, while the round's others are still checked and kept.
+      Round context{this, &round, &reads};
+      remote::ReadRemote(reads, {&Round::Done, &context});
       lock.lock();
-      for (size_t i = 0; i < round.size(); ++i) {
-        round[i]->status = std::move(reads[i].status);
-        round[i]->checked = reads[i].checked;
-        round[i]->done = true;
-      }
-      done_.notify_all();
     }
   }
+
+  // What a round's ReadDone is told about.
+  struct Round {
+    RemoteIo* io;
+    std::vector<Queued*>* queued;
+    std::vector<remote::RemoteRead>* reads;
+    static void Done(void* context, size_t i) {
+      const Round& r = *static_cast<Round*>(context);
+      {
+        std::lock_guard<std::mutex> lock(r.io->mu_);
+        Queued& q = *(*r.queued)[i];  // taken by Wait once done: not touched after
+        q.status = std::move((*r.reads)[i].status);
+        q.checked = (*r.reads)[i].checked;
+        q.done = true;
+      }
+      r.io->done_.notify_all();
+    }
+  };
 
   std::mutex mu_;
   std::condition_variable wake_;  // the fetch threads: requests waiting, or stop

@@ -364,10 +364,26 @@ class LocalCopyFile final : public RemoteFile {
   std::unique_ptr<RandomAccessFile> file_;
 };
 
-// Fetches `needs` (all of one store) together; returns those whose bytes
-// failed their check, each with its read's status saying so.
-std::vector<RemoteFile::Need*> FetchRound(ObjectStore& store,
-                                          std::span<RemoteFile::Need*> needs) {
+// A read is final: a partial read gets its part of the whole blocks
+// fetched for it, then `done` is told.
+struct Finisher {
+  const RemoteRead* first;  // reads[0], to number them
+  ReadDone done;
+  void operator()(RemoteFile::Need& n) const {
+    if (n.read->status.ok() && !n.whole.empty()) {
+      std::copy_n(n.whole.data() + (n.read->offset - n.at), n.read->dst.size(),
+                  n.read->dst.data());
+    }
+    if (done.fn != nullptr) done.fn(done.context, static_cast<size_t>(n.read - first));
+  }
+};
+
+// Fetches `needs` (all of one store) together, finishing each read that
+// passes its check (or fails to fetch) as it goes; returns those whose
+// bytes failed their check, each with its read's status saying so, not
+// finished.
+std::vector<RemoteFile::Need*> FetchRound(ObjectStore& store, std::span<RemoteFile::Need*> needs,
+                                          const Finisher& finish) {
   std::vector<RangeRequest> requests;
   requests.reserve(needs.size());
   for (RemoteFile::Need* n : needs) {
@@ -378,9 +394,12 @@ std::vector<RemoteFile::Need*> FetchRound(ObjectStore& store,
   for (size_t i = 0; i < needs.size(); ++i) {
     RemoteFile::Need& n = *needs[i];
     n.read->status = requests[i].status;
-    if (!n.read->status.ok()) continue;
-    n.read->status = n.read->file->Check(n);
-    if (!n.read->status.ok()) failed.push_back(&n);
+    if (n.read->status.ok()) n.read->status = n.read->file->Check(n);
+    if (requests[i].status.ok() && !n.read->status.ok()) {
+      failed.push_back(&n);
+    } else {
+      finish(n);
+    }
   }
   return failed;
 }
@@ -393,14 +412,20 @@ absl::Status RemoteFile::ReadExact(uint64_t offset, std::span<uint8_t> dst) cons
   return read.status;
 }
 
-void ReadRemote(std::span<RemoteRead> reads) {
+void ReadRemote(std::span<RemoteRead> reads, ReadDone done) {
+  if (reads.empty()) return;
+  const Finisher finish{reads.data(), done};
   std::vector<RemoteFile::Need> needs(reads.size());
   std::vector<RemoteFile::Need*> todo;
   for (size_t i = 0; i < reads.size(); ++i) {
     reads[i].status = absl::OkStatus();
     reads[i].checked = false;
     needs[i].read = &reads[i];
-    if (!reads[i].file->ServeLocally(reads[i], needs[i])) todo.push_back(&needs[i]);
+    if (reads[i].file->ServeLocally(reads[i], needs[i])) {
+      finish(needs[i]);
+    } else {
+      todo.push_back(&needs[i]);
+    }
   }
   // One round per store (a mixture may read several datasets), then one more
   // for the blocks that failed their check. A block failing twice is a
@@ -412,17 +437,14 @@ void ReadRemote(std::span<RemoteRead> reads) {
       return &n->read->file->dataset() == &d;
     });
     std::span<RemoteFile::Need*> group(todo.begin(), mine);
-    std::vector<RemoteFile::Need*> failed = FetchRound(d.store(), group);
+    std::vector<RemoteFile::Need*> failed = FetchRound(d.store(), group, finish);
     d.CountRefetch(failed.size());
-    if (!failed.empty()) d.CountDamage(FetchRound(d.store(), failed).size());
-    todo.erase(todo.begin(), mine);
-  }
-  // A partial read fetched its whole blocks: its part, now.
-  for (RemoteFile::Need& n : needs) {
-    if (n.read->status.ok() && !n.whole.empty()) {
-      std::copy_n(n.whole.data() + (n.read->offset - n.at), n.read->dst.size(),
-                  n.read->dst.data());
+    if (!failed.empty()) {
+      std::vector<RemoteFile::Need*> damaged = FetchRound(d.store(), failed, finish);
+      d.CountDamage(damaged.size());
+      for (RemoteFile::Need* n : damaged) finish(*n);  // final: their DataLossError
     }
+    todo.erase(todo.begin(), mine);
   }
 }
 

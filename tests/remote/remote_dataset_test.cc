@@ -341,6 +341,64 @@ TEST_F(RemoteDatasetTest, DamagedBlockIsFetchedAgainThenDataLossUncached) {
   }
 }
 
+// ReadRemote tells of each read once, as soon as it is final: served by
+// the cache, fetched (its bytes in place and already kept), a part of a
+// block, or damaged on both fetches (its DataLossError set).
+TEST_F(RemoteDatasetTest, EachReadIsToldOnceWhenItIsFinal) {
+  MemoryStore* store = nullptr;
+  auto d = Open(uint64_t{1} << 30, &store);
+  ASSERT_NE(d, nullptr);
+  const std::string target = manifest_.shards[1].path;
+  auto file = d->OpenFile(target);
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto index = ShardIndex::Load(**file);
+  ASSERT_TRUE(index.ok()) << index.status();
+  ASSERT_GE(index->blocks().size(), 4u);
+  const BlockInfo &cached = index->block(0), &damaged = index->block(1);
+  const BlockInfo &fetched = index->block(2), &parted = index->block(3);
+  std::vector<uint8_t> warm(cached.stored_size);
+  SP_ASSERT_OK((*file)->ReadExact(cached.offset, warm));  // now in the cache
+  store->fault = [&](std::string_view object, uint64_t offset, std::span<uint8_t> bytes) {
+    const uint64_t bad = damaged.offset + 40;
+    if (object == target && offset <= bad && bad - offset < bytes.size()) bytes[bad - offset] ^= 1;
+    return absl::OkStatus();
+  };
+  std::vector<std::vector<uint8_t>> buffers = {
+      std::vector<uint8_t>(cached.stored_size), std::vector<uint8_t>(damaged.stored_size),
+      std::vector<uint8_t>(fetched.stored_size), std::vector<uint8_t>(100)};
+  std::vector<RemoteRead> reads = {{file->get(), cached.offset, buffers[0], 0, {}},
+                                   {file->get(), damaged.offset, buffers[1], 0, {}},
+                                   {file->get(), fetched.offset, buffers[2], 0, {}},
+                                   {file->get(), parted.offset + 50, buffers[3], 0, {}}};
+  struct Told {
+    std::vector<RemoteRead>* reads;
+    std::vector<uint64_t> blocks;  // the offset of each read's block
+    std::string local, space;
+    std::vector<std::string> what;
+  } told{&reads, {cached.offset, damaged.offset, fetched.offset, parted.offset},
+         ReadAll(data_ + "/" + target), SpaceOf(*d), {}};
+  told.what.resize(reads.size());
+  auto tell = [](void* context, size_t i) {
+    Told& t = *static_cast<Told*>(context);
+    const RemoteRead& r = (*t.reads)[i];
+    std::string what = r.status.ok() ? "" : std::string(r.status.message());
+    if (r.status.ok()) {
+      what = std::string(r.dst.begin(), r.dst.end()) == t.local.substr(r.offset, r.dst.size())
+                 ? "its bytes"
+                 : "other bytes";
+      if (fs::exists(absl::StrFormat("%s/1-%x.spc", t.space, t.blocks[i]))) what += ", kept";
+    }
+    t.what[i] += what + ";";
+  };
+  ReadRemote(reads, {tell, &told});
+  EXPECT_EQ(told.what[0], "its bytes, kept;");
+  EXPECT_THAT(told.what[1], AllOf(HasSubstr(absl::StrCat("@", damaged.offset, ": block failed")),
+                                  HasSubstr("on two fetches")));
+  EXPECT_EQ(told.what[1].find(';'), told.what[1].size() - 1) << "told more than once";
+  EXPECT_EQ(told.what[2], "its bytes, kept;");
+  EXPECT_EQ(told.what[3], "its bytes, kept;");
+}
+
 TEST_F(RemoteDatasetTest, BudgetHoldsEvenBelowOneBlockAndSparesOtherFiles) {
   fs::create_directories(dir_.Join("cache"));
   { std::ofstream(dir_.Join("cache/mine.spc")) << "a user's file, named like an entry"; }

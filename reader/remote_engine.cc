@@ -121,7 +121,7 @@ class RemoteIo final : public EngineBase {
     }
   }
 
-  // What a round's ReadDone is told about.
+  // What a round's EachDone is told about.
   struct Round {
     RemoteIo* io;
     std::vector<Queued*>* queued;

@@ -116,6 +116,7 @@ namespace {
 // One request of a call and its retries.
 struct Pending {
   TransferJob job;
+  size_t index = 0;  // in the call's requests
   absl::Status* status = nullptr;
   int64_t* object_size = nullptr;  // a range request's: RangeRequest::object_size
   int attempts = 0;
@@ -137,10 +138,17 @@ struct Session {
   std::vector<std::unique_ptr<Transfer>> transfers;
   std::vector<Transfer*> idle;
   std::vector<Pending> pending;  // this call's requests
+  EachDone done;                 // told of each as it becomes final
   std::vector<size_t> retry;     // those waiting for their next attempt
   std::minstd_rand rng;
   std::string url;  // a request's URL, built here
 };
+
+// A request's final status, told at once.
+void Settle(Session& s, Pending& p, absl::Status status) {
+  *p.status = std::move(status);
+  s.done(p.index);
+}
 
 }  // namespace
 
@@ -168,7 +176,8 @@ class HttpStore final : public ObjectStore {
 
   const std::string& url() const override { return url_; }
   absl::StatusOr<std::string> Get(std::string_view object, uint64_t max_bytes) override;
-  void Fetch(std::span<RangeRequest> requests) override;
+  using ObjectStore::Fetch;
+  void Fetch(std::span<RangeRequest> requests, EachDone done) override;
   StoreStats stats() const override {
     return {requests_.load(), bytes_.load(), retries_.load()};
   }
@@ -240,6 +249,7 @@ absl::StatusOr<std::string> HttpStore::Get(std::string_view object, uint64_t max
   absl::Status status;
   std::unique_ptr<Session> s = TakeSession();
   s->pending.clear();
+  s->done = {};
   Pending& p = s->pending.emplace_back();
   p.job.object = object;
   p.job.whole = &out;
@@ -251,14 +261,20 @@ absl::StatusOr<std::string> HttpStore::Get(std::string_view object, uint64_t max
   return out;
 }
 
-void HttpStore::Fetch(std::span<RangeRequest> requests) {
+void HttpStore::Fetch(std::span<RangeRequest> requests, EachDone done) {
   if (requests.empty()) return;
   std::unique_ptr<Session> s = TakeSession();
   s->pending.clear();
-  for (RangeRequest& r : requests) {
+  s->done = done;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    RangeRequest& r = requests[i];
     r.status = CheckObjectName(r.object, UrlOf(r.object));
-    if (!r.status.ok()) continue;
+    if (!r.status.ok()) {
+      done(i);
+      continue;
+    }
     Pending& p = s->pending.emplace_back();
+    p.index = i;
     p.job.object = r.object;
     p.job.offset = r.offset;
     p.job.dst = r.dst;
@@ -323,7 +339,7 @@ void HttpStore::StartReady(Session& s, size_t* next_new, size_t* running) {
   while (*next_new < s.pending.size()) {
     Pending& p = s.pending[*next_new];
     if (p.job.whole == nullptr && p.job.dst.empty()) {
-      *p.status = absl::OkStatus();
+      Settle(s, p, absl::OkStatus());
       ++*next_new;
       continue;
     }
@@ -387,11 +403,11 @@ void HttpStore::Reap(Session& s, size_t* running) {
 void HttpStore::Finish(Session& s, size_t index, const Verdict& verdict) {
   Pending& p = s.pending[index];
   if (verdict.kind == Verdict::kDone) {
-    *p.status = absl::OkStatus();
+    Settle(s, p, absl::OkStatus());
     return;
   }
   if (verdict.kind == Verdict::kFinal) {
-    *p.status = Failure(p, verdict.status);
+    Settle(s, p, Failure(p, verdict.status));
     return;
   }
   p.cause = verdict.cause;
@@ -403,7 +419,7 @@ void HttpStore::Finish(Session& s, size_t index, const Verdict& verdict) {
   p.next = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait));
   if (p.short_bodies >= kMaxShortBodies ||
       p.next >= p.first + std::chrono::duration<double>(options_.deadline_s)) {
-    *p.status = GaveUp(p, now);
+    Settle(s, p, GaveUp(p, now));
     return;
   }
   s.retry.push_back(index);

@@ -59,6 +59,17 @@ struct StoreStats {
   uint64_t retries = 0;   // requests that were retries
 };
 
+// Told once of each request of a call (each read of a batch) as soon as
+// it is final, with its index: a caller uses the first while the others
+// are still in flight.
+struct EachDone {
+  void (*fn)(void* context, size_t index) = nullptr;
+  void* context = nullptr;
+  void operator()(size_t index) const {
+    if (fn != nullptr) fn(context, index);
+  }
+};
+
 // The errors, each naming the object's full URL:
 //  - NotFoundError: no such object (HTTP 404, S3 NoSuchKey / NoSuchBucket);
 //  - PermissionDeniedError: refused (401, 403): missing, expired or wrong
@@ -87,8 +98,10 @@ class ObjectStore {
   virtual absl::StatusOr<std::string> Get(std::string_view object, uint64_t max_bytes) = 0;
 
   // Every request's range, up to FetchOptions::max_in_flight at once;
-  // returns when all are done, each with its own status.
-  virtual void Fetch(std::span<RangeRequest> requests) = 0;
+  // returns when all are done, each with its own status, having told
+  // `done` of each as it became final.
+  virtual void Fetch(std::span<RangeRequest> requests, EachDone done) = 0;
+  void Fetch(std::span<RangeRequest> requests) { Fetch(requests, {}); }
 
   virtual StoreStats stats() const = 0;
 };

@@ -65,19 +65,13 @@ struct RemoteRead {
   bool checked = false;
 };
 
-// Called once for each read as soon as it is final (its status set, its
-// bytes in dst and, when it was fetched, kept in the cache), with its
-// index in `reads`: a caller hands a read on while the round's other reads
-// are still being checked and written to the cache.
-struct ReadDone {
-  void (*fn)(void* context, size_t index) = nullptr;
-  void* context = nullptr;
-};
-
 // Serves every read from memory or the cache where it can and fetches the
 // rest in one round of requests in flight together (per store), checking
-// each block as RemoteDataset says. Each read gets its own status.
-void ReadRemote(std::span<RemoteRead> reads, ReadDone done = {});
+// each block as RemoteDataset says, and keeping it, as its request ends.
+// Each read gets its own status; `done` is told of each as soon as it is
+// final (its status set, its bytes in dst and, fetched, kept), while the
+// others are still in flight.
+void ReadRemote(std::span<RemoteRead> reads, EachDone done = {});
 
 // A remote object as a file (RemoteDataset::OpenFile). ReadExact is
 // ReadRemote of one read.

@@ -368,20 +368,39 @@ class LocalCopyFile final : public RemoteFile {
 // fetched for it, then `done` is told.
 struct Finisher {
   const RemoteRead* first;  // reads[0], to number them
-  ReadDone done;
+  EachDone done;
   void operator()(RemoteFile::Need& n) const {
     if (n.read->status.ok() && !n.whole.empty()) {
       std::copy_n(n.whole.data() + (n.read->offset - n.at), n.read->dst.size(),
                   n.read->dst.data());
     }
-    if (done.fn != nullptr) done.fn(done.context, static_cast<size_t>(n.read - first));
+    done(static_cast<size_t>(n.read - first));
+  }
+};
+
+// One round of fetches, each checked (and kept) as its request ends, on
+// the fetching thread, while the others are still in flight.
+struct Round {
+  std::span<RemoteFile::Need*> needs;
+  std::span<RangeRequest> requests;
+  const Finisher& finish;
+  std::vector<RemoteFile::Need*> failed;  // fetched, and failed their check
+
+  static void Ended(void* context, size_t i) {
+    Round& r = *static_cast<Round*>(context);
+    RemoteFile::Need& n = *r.needs[i];
+    n.read->status = r.requests[i].status;
+    if (!n.read->status.ok()) return r.finish(n);  // not fetched: final
+    n.read->status = n.read->file->Check(n);
+    if (n.read->status.ok()) return r.finish(n);
+    r.failed.push_back(&n);
   }
 };
 
 // Fetches `needs` (all of one store) together, finishing each read that
-// passes its check (or fails to fetch) as it goes; returns those whose
-// bytes failed their check, each with its read's status saying so, not
-// finished.
+// passes its check (or fails to fetch) as its request ends; returns those
+// whose bytes failed their check, each with its read's status saying so,
+// not finished.
 std::vector<RemoteFile::Need*> FetchRound(ObjectStore& store, std::span<RemoteFile::Need*> needs,
                                           const Finisher& finish) {
   std::vector<RangeRequest> requests;
@@ -389,19 +408,9 @@ std::vector<RemoteFile::Need*> FetchRound(ObjectStore& store, std::span<RemoteFi
   for (RemoteFile::Need* n : needs) {
     requests.push_back({n->read->file->object(), n->at, n->bytes, {}});
   }
-  store.Fetch(requests);
-  std::vector<RemoteFile::Need*> failed;
-  for (size_t i = 0; i < needs.size(); ++i) {
-    RemoteFile::Need& n = *needs[i];
-    n.read->status = requests[i].status;
-    if (n.read->status.ok()) n.read->status = n.read->file->Check(n);
-    if (requests[i].status.ok() && !n.read->status.ok()) {
-      failed.push_back(&n);
-    } else {
-      finish(n);
-    }
-  }
-  return failed;
+  Round round{needs, requests, finish, {}};
+  store.Fetch(requests, {&Round::Ended, &round});
+  return std::move(round.failed);
 }
 
 }  // namespace
@@ -412,7 +421,7 @@ absl::Status RemoteFile::ReadExact(uint64_t offset, std::span<uint8_t> dst) cons
   return read.status;
 }
 
-void ReadRemote(std::span<RemoteRead> reads, ReadDone done) {
+void ReadRemote(std::span<RemoteRead> reads, EachDone done) {
   if (reads.empty()) return;
   const Finisher finish{reads.data(), done};
   std::vector<RemoteFile::Need> needs(reads.size());

@@ -194,6 +194,40 @@ TEST_F(HttpStoreTest, ManyRangesInFlightOnKeptAliveConnections) {
   EXPECT_EQ(store->stats().bytes, 2 * kObjectBytes);
 }
 
+// Each request is told of once, when it is final: its status set and its
+// bytes in place (a refused name and an empty range at once, a range past
+// the end with its error).
+TEST_F(HttpStoreTest, EachRequestIsToldOnceWhenItIsFinal) {
+  auto store = Open(DataUrl());
+  ASSERT_NE(store, nullptr);
+  std::vector<uint8_t> dst(kObjectBytes), past(10);
+  std::vector<RangeRequest> rs;
+  for (size_t off = 0; off < kObjectBytes; off += kObjectBytes / 8) {
+    rs.push_back({.object = "obj", .offset = off, .dst = {dst.data() + off, kObjectBytes / 8},
+                  .status = {}});
+  }
+  rs.push_back({.object = "../obj", .offset = 0, .dst = past, .status = {}});
+  rs.push_back({.object = "obj", .offset = 5, .dst = {}, .status = {}});
+  rs.push_back({.object = "obj", .offset = kObjectBytes, .dst = past, .status = {}});
+  struct Told {
+    std::vector<RangeRequest>* rs;
+    const std::vector<uint8_t>* object;
+    std::vector<std::string> what;
+  } told{&rs, &object_, std::vector<std::string>(rs.size())};
+  auto tell = [](void* context, size_t i) {
+    Told& t = *static_cast<Told*>(context);
+    const RangeRequest& r = (*t.rs)[i];
+    const bool same = std::equal(r.dst.begin(), r.dst.end(), t.object->begin() + r.offset);
+    t.what[i] += r.status.ok() ? (same ? "its bytes;" : "other bytes;")
+                               : absl::StrCat(absl::StatusCodeToString(r.status.code()), ";");
+  };
+  store->Fetch(rs, {tell, &told});
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(told.what[i], "its bytes;") << "request " << i;
+  EXPECT_EQ(told.what[8], "INVALID_ARGUMENT;");
+  EXPECT_EQ(told.what[9], "its bytes;");
+  EXPECT_EQ(told.what[10], "DATA_LOSS;");
+}
+
 TEST_F(HttpStoreTest, EveryFaultIsRetriedToSuccess) {
   for (const char* action : {"status:503", "status:500", "status:429", "status:503:SlowDown",
                              "reset", "cut:100", "short:10"}) {

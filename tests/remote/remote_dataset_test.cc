@@ -59,18 +59,13 @@ class MemoryStore final : public ObjectStore {
     if (!fs::exists(path)) return absl::NotFoundError(UrlOf(object) + ": no such object");
     return ReadAll(path);
   }
-  void Fetch(std::span<RangeRequest> requests) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (RangeRequest& r : requests) {
-      ++stats_.requests;
-      const std::string bytes = ReadAll(dir_ + "/" + std::string(r.object));
-      if (r.offset + r.dst.size() > bytes.size()) {
-        r.status = absl::DataLossError(UrlOf(r.object) + ": short");
-        continue;
-      }
-      std::copy_n(bytes.data() + r.offset, r.dst.size(), r.dst.data());
-      stats_.bytes += r.dst.size();
-      r.status = fault ? fault(r.object, r.offset, r.dst) : absl::OkStatus();
+  using ObjectStore::Fetch;
+  // Each request in turn, `done` told of each as it ends (outside the lock:
+  // a caller's check may read the store's stats).
+  void Fetch(std::span<RangeRequest> requests, EachDone done) override {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      FetchOne(requests[i]);
+      done(i);
     }
   }
   StoreStats stats() const override {
@@ -80,6 +75,19 @@ class MemoryStore final : public ObjectStore {
   Fault fault;
 
  private:
+  void FetchOne(RangeRequest& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.requests;
+    const std::string bytes = ReadAll(dir_ + "/" + std::string(r.object));
+    if (r.offset + r.dst.size() > bytes.size()) {
+      r.status = absl::DataLossError(UrlOf(r.object) + ": short");
+      return;
+    }
+    std::copy_n(bytes.data() + r.offset, r.dst.size(), r.dst.data());
+    stats_.bytes += r.dst.size();
+    r.status = fault ? fault(r.object, r.offset, r.dst) : absl::OkStatus();
+  }
+
   const std::string dir_;
   const std::string url_ = "mem://ds/";
   mutable std::mutex mu_;

@@ -141,7 +141,7 @@ class RemoteIo final : public EngineBase {
 
   std::mutex mu_;
   std::condition_variable wake_;  // the fetch threads: requests waiting, or stop
-  std::condition_variable done_;  // the loader: a round is done
+  std::condition_variable done_;  // the loader: a read is done
   std::deque<Queued> queue_;      // in submission order; a Queued stays put until taken
   size_t waiting_ = 0;            // submitted and not yet in a round
   bool stop_ = false;

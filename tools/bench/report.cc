@@ -173,7 +173,12 @@ void PrintText(std::FILE* out, const Report& r) {
                 run.seconds, run.open_s, run.first_batch_s, run.consume_s);
   absl::FPrintF(out, "cpu            %.3f s: %.2f us per image, %.2f cores busy\n", run.cpu_s,
                 r.cpu_us_per_image(), r.cores_used());
-  if (run.steady_samples > 0) {
+  if (run.steady_samples > 0 && run.steady_seconds < kStableSeconds) {
+    absl::FPrintF(out,
+                  "steady         %d samples in %.3f s after the first %d batches: too short "
+                  "to measure; use more --epochs or --seconds\n",
+                  run.steady_samples, run.steady_seconds, r.warmup_batches);
+  } else if (run.steady_samples > 0) {
     absl::FPrintF(out,
                   "steady         %.0f images/s after the first %d batches: %.2f us CPU per "
                   "image, %.2f cores busy\n",

@@ -38,6 +38,11 @@
 
 namespace shardpack::shardbench {
 
+// A run, or its steady part, shorter than this is too short for a stable
+// figure; its CPU time is not even measurable (the time of threads running
+// on other cores is accounted at the scheduler's tick, every few ms).
+inline constexpr double kStableSeconds = 0.5;
+
 struct Report {
   // What ran.
   std::string path;            // empty for a mixture (reader.sources names them)

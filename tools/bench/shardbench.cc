@@ -176,7 +176,7 @@ absl::Status RunShardbench(const BenchOptions& options) {
   if (order_out != nullptr) SP_RETURN_IF_ERROR(order_out->Commit());
 
   SP_RETURN_IF_ERROR(RunReferences(options, files, memcpy_ref.get(), &report));
-  if (!options.quiet && report.reader.seconds < 0.5) {
+  if (!options.quiet && report.reader.seconds < kStableSeconds) {
     std::fprintf(stderr,
                  "shardbench: note: the run took %.3f s, too short for a stable figure; "
                  "use more --epochs or --seconds\n",

@@ -132,7 +132,15 @@ absl::StatusOr<std::unique_ptr<BlockCache>> BlockCache::Open(const CacheOptions&
   cache->budget_ = BudgetOf(cache->root_);
   std::lock_guard<std::mutex> lock(cache->budget_->mu);
   cache->budget_->used = cache->ScanUsage() + cache->budget_->reserved;
+  cache->budget_->open.push_back(cache->space_dir_);
   return cache;
+}
+
+BlockCache::~BlockCache() {
+  if (budget_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(budget_->mu);
+  std::vector<std::string>& open = budget_->open;
+  open.erase(std::find(open.begin(), open.end(), space_dir_));
 }
 
 std::string BlockCache::PathOf(std::string_view entry) const {
@@ -279,7 +287,7 @@ uint64_t BlockCache::Evict(uint64_t incoming, bool spare_own) {
     fs::file_time_type time;
     uint64_t size;
     fs::path path;
-    bool own;  // this dataset's
+    bool own;  // a dataset's open in this process
   };
   std::vector<Found> entries;
   uint64_t total = budget_->reserved;  // entries being written are not on disk yet
@@ -297,15 +305,17 @@ uint64_t BlockCache::Evict(uint64_t incoming, bool spare_own) {
     if (e2) continue;
     if (kind == Kind::kPartial && f.time < stale_before && RemoveUnheld(f.path)) continue;
     total += f.size;
-    f.own = spare_own && f.path.parent_path() == space_dir_;
+    f.own = spare_own && std::find(budget_->open.begin(), budget_->open.end(),
+                                   f.path.parent_path().string()) != budget_->open.end();
     if (kind == Kind::kEntry) entries.push_back(std::move(f));
   }
   std::sort(entries.begin(), entries.end(),
             [](const Found& x, const Found& y) { return x.time < y.time; });
   const uint64_t target = options_.bytes / 10 * 9;
   for (const Found& f : entries) {
-    // Others' entries make room for the incoming one; the dataset's own go
-    // only while the cache is over its budget without it (a budget lowered).
+    // Others' entries make room for the incoming one; those of the datasets
+    // open here go only while the cache is over its budget without it (a
+    // budget lowered).
     const bool needed = f.own ? total > options_.bytes : total + incoming > target;
     if (!needed) continue;
     if (RemoveUnheld(f.path)) {  // one in use is passed over

@@ -28,9 +28,10 @@
 // oldest entries not in use (by modification time) of other datasets are
 // removed down to 90% of it, under an exclusive lock on
 // <dir>/shardpack-cache/lock, and with them the partial files of writers
-// that died (unlocked and untouched for a minute). A dataset never evicts
-// its own entries for more of its own (only down to a budget lowered
-// since they were kept): one larger than the budget keeps
+// that died (unlocked and untouched for a minute). A process never evicts
+// the entries of the datasets it has open for more of them (only down to
+// a budget lowered since they were kept): a dataset larger than the
+// budget, or a mixture of several, keeps
 // what fitted first and streams the rest, so every epoch hits that part
 // and writes nothing (evicting the oldest would write every block of every
 // epoch and hit almost none). Only files named *.spc
@@ -93,6 +94,7 @@ class BlockCache {
   // every Put is dropped.
   static absl::StatusOr<std::unique_ptr<BlockCache>> Open(const CacheOptions& options,
                                                           std::string_view space);
+  ~BlockCache();
 
   bool enabled() const { return !space_dir_.empty(); }
   const CacheOptions& options() const { return options_; }
@@ -153,8 +155,9 @@ class BlockCache {
   uint64_t ScanUsage() const;
   // Under the cache's lock: removes links, dead writers' partials and the
   // oldest entries not in use until `incoming` more fits 90% of the budget
-  // (or nothing more can go). With `spare_own`, this dataset's own entries
-  // go only while the cache is over its budget without `incoming`.
+  // (or nothing more can go). With `spare_own`, the entries of the
+  // datasets open in this process go only while the cache is over its
+  // budget without `incoming`.
   // Returns the bytes left, reserved included.
   uint64_t Evict(uint64_t incoming, bool spare_own);
 
@@ -168,6 +171,9 @@ class BlockCache {
     std::mutex mu;          // and eviction, in this process
     uint64_t used = 0;      // entries on disk + reserved
     uint64_t reserved = 0;  // reserved for entries not yet on disk
+    // The space folders of the caches open on this folder in this process,
+    // once for each.
+    std::vector<std::string> open;
   };
   // The one exception to "no state keyed by strings": the folder is the
   // key because the folder is what is shared. Its budget is a property of
@@ -182,8 +188,8 @@ class BlockCache {
 
   std::shared_ptr<Budget> budget_;
   // Guarded by budget_->mu: the last look found no room that this dataset
-  // may take (only its own entries left to evict), and the bytes refused
-  // since.
+  // may take (only the entries of datasets open here left to evict), and
+  // the bytes refused since.
   bool full_of_own_ = false;
   uint64_t refused_since_look_ = 0;
   std::atomic<uint64_t> hits_{0}, misses_{0}, kept_{0}, dropped_{0}, evicted_{0};

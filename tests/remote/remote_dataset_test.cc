@@ -478,6 +478,14 @@ TEST_F(RemoteDatasetTest, ADatasetLargerThanTheBudgetKeepsWhatFittedFirst) {
   ReadEveryBlock(*again);
   EXPECT_GT(again->stats().cache.kept, 0u);
   EXPECT_LE(CacheBytes(), budget);
+  // Two datasets open at once (a mixture) do not evict each other: the
+  // other one streams past a cache full of this one's entries.
+  {
+    auto mixed = Open(budget, nullptr, other);
+    ReadEveryBlock(*mixed, other);
+    EXPECT_EQ(mixed->stats().cache.evicted, 0u);
+    EXPECT_EQ(mixed->stats().cache.kept, 0u);
+  }
   // A budget lowered since: its own entries go down to it.
   auto smaller = Open(budget / 2);
   ReadEveryBlock(*smaller);

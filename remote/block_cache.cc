@@ -276,9 +276,9 @@ bool BlockCache::MakeRoom(uint64_t incoming, bool force) {
       dir.ok() ? common::TryLockExclusive(dir->get(), root_) : dir.status();
   if (!locked.ok() || *locked == common::LockResult::kBusy) return force && take();
   b.used = Evict(incoming, /*spare_own=*/!force);
-  full_of_own_ = b.used + incoming > options_.bytes;
+  full_of_own_ = !force && b.used + incoming > options_.bytes;
   refused_since_look_ = 0;
-  if (!force && full_of_own_) return false;
+  if (full_of_own_) return false;
   return take();
 }
 
@@ -305,9 +305,11 @@ uint64_t BlockCache::Evict(uint64_t incoming, bool spare_own) {
     if (e2) continue;
     if (kind == Kind::kPartial && f.time < stale_before && RemoveUnheld(f.path)) continue;
     total += f.size;
-    f.own = spare_own && std::find(budget_->open.begin(), budget_->open.end(),
-                                   f.path.parent_path().string()) != budget_->open.end();
-    if (kind == Kind::kEntry) entries.push_back(std::move(f));
+    if (kind != Kind::kEntry) continue;
+    const std::vector<std::string>& open = budget_->open;
+    f.own = spare_own &&
+            std::find(open.begin(), open.end(), f.path.parent_path().string()) != open.end();
+    entries.push_back(std::move(f));
   }
   std::sort(entries.begin(), entries.end(),
             [](const Found& x, const Found& y) { return x.time < y.time; });
